@@ -1,0 +1,59 @@
+package main
+
+import (
+	"strings"
+
+	"github.com/urfave/cli/v2"
+)
+
+// permuteArgs moves a subcommand's flags in front of its file arguments, so
+// that `syncgen run model.sync -np 4` works like `syncgen run -np 4
+// model.sync`. urfave/cli, like Go's flag package, stops parsing flags at
+// the first argument that is not one. Everything after "--" is left alone:
+// it belongs to the generated program.
+func permuteArgs(app *cli.App, args []string) []string {
+	if len(args) < 2 {
+		return args
+	}
+	var cmd *cli.Command
+	for _, c := range app.Commands {
+		if c.HasName(args[1]) {
+			cmd = c
+		}
+	}
+	if cmd == nil {
+		return args
+	}
+	takesValue := map[string]bool{}
+	for _, f := range cmd.Flags {
+		_, isBool := f.(*cli.BoolFlag)
+		for _, n := range f.Names() {
+			takesValue[n] = !isBool
+		}
+	}
+	var flags, positional, rest []string
+	tail := args[2:]
+	for i := 0; i < len(tail); i++ {
+		a := tail[i]
+		if a == "--" {
+			rest = tail[i:]
+			break
+		}
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			positional = append(positional, a)
+			continue
+		}
+		flags = append(flags, a)
+		name := strings.TrimLeft(a, "-")
+		if strings.Contains(name, "=") {
+			continue
+		}
+		if takesValue[name] && i+1 < len(tail) {
+			flags = append(flags, tail[i+1])
+			i++
+		}
+	}
+	out := append([]string{args[0], args[1]}, flags...)
+	out = append(out, positional...)
+	return append(out, rest...)
+}

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/syncgen/syncgen/build"
+	"github.com/syncgen/syncgen/codegen"
+)
+
+func buildCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "build",
+		Usage:     "check a plan and compile it into a program that runs under mpirun",
+		ArgsUsage: "FILE.sync",
+		Description: `build checks the plan, generates its Go program and compiles it with the
+local Go toolchain into ./NAME_sync (NAME being the file's stem). It needs no
+network: the runtime's source travels inside syncgen. It does need Go on PATH
+and Open MPI's development files (Debian/Ubuntu: openmpi-bin libopenmpi-dev).
+
+Binaries are cached by everything that goes into them ($SYNCGEN_CACHE, else
+the user cache directory), so rebuilding an unchanged plan is instant.
+
+Then run it:
+   mpirun -np 4 ./NAME_sync [--steps N --warmup N --check N|off --backend auto|cpu|nccl
+                             --json FILE --trace FILE --timeout DUR --quiet]
+
+Examples:
+   syncgen build examples/resnet50.sync
+   syncgen build -o bin/resnet examples/resnet50.sync`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "o", Usage: "write the program to `PATH` (default ./NAME_sync)"},
+			&cli.BoolFlag{Name: "no-cache", Usage: "compile even if a cached binary exists"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 1 {
+				return cli.Exit("build: give exactly one .sync file; usage: syncgen build FILE.sync [-o PATH]", 2)
+			}
+			res, err := buildPlan(c, c.Args().First(), c.String("o"), c.Bool("no-cache"))
+			if err != nil {
+				return err
+			}
+			_ = res
+			return nil
+		},
+	}
+}
+
+// buildPlan checks, generates and compiles one plan, printing one line
+// about what it did.
+func buildPlan(c *cli.Context, path, out string, noCache bool) (*build.Result, error) {
+	start := time.Now()
+	prog, err := loadOrReport(c, path)
+	if err != nil {
+		return nil, err
+	}
+	files, err := codegen.Generate(prog)
+	if err != nil {
+		return nil, cli.Exit(fmt.Sprintf("build: %v", err), 1)
+	}
+	if out == "" {
+		out = "." + string(filepath.Separator) + stem(path) + "_sync"
+	}
+	res, err := build.Build(files, build.Options{Output: out, NoCache: noCache})
+	if err != nil {
+		var ce *build.CompileError
+		switch {
+		case errors.Is(err, build.ErrNoGo), errors.Is(err, build.ErrNoMPI):
+			return nil, cli.Exit("build: "+err.Error(), 1)
+		case errors.As(err, &ce):
+			return nil, cli.Exit("build: "+ce.Error(), 3)
+		}
+		return nil, cli.Exit(fmt.Sprintf("build: %v", err), 1)
+	}
+	how := "compiled"
+	if res.Cached {
+		how = "cached"
+	}
+	fmt.Fprintf(c.App.Writer, "built %s from %s (%s, %s, %s)\n", res.Output, path, summary(prog), how,
+		time.Since(start).Round(time.Millisecond))
+	return res, nil
+}

@@ -1,0 +1,189 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/syncgen/syncgen/dsl"
+)
+
+func fmtCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "fmt",
+		Usage:     "format .sync files canonically, keeping comments",
+		ArgsUsage: "FILE.sync...",
+		Description: `fmt prints each file in canonical form: one declaration per line, four
+spaces inside blocks, options in a fixed order, comments kept where they were.
+Formatting formatted output changes nothing.
+
+   syncgen fmt model.sync          # print the formatted file
+   syncgen fmt -w model.sync       # rewrite the file in place
+   syncgen fmt -d model.sync       # show what would change, as a diff
+   syncgen fmt -l *.sync           # list the files that are not formatted
+
+Exit status: 0, or 1 when a file has syntax errors (it is then left alone).`,
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "w", Usage: "write the result back to the file"},
+			&cli.BoolFlag{Name: "d", Usage: "print a diff instead of the formatted file"},
+			&cli.BoolFlag{Name: "l", Usage: "list files whose formatting differs"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() == 0 {
+				return cli.Exit("fmt: no files given; usage: syncgen fmt [-w|-d|-l] FILE.sync...", 2)
+			}
+			failed := false
+			for _, path := range c.Args().Slice() {
+				if err := formatFile(c, path); err != nil {
+					fmt.Fprintln(c.App.ErrWriter, err)
+					failed = true
+				}
+			}
+			if failed {
+				return cli.Exit("", 1)
+			}
+			return nil
+		},
+	}
+}
+
+func formatFile(c *cli.Context, path string) error {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("fmt: %s: %w", path, unwrapPathError(err))
+	}
+	out, diags := dsl.Format(path, src)
+	if diags.HasErrors() {
+		diags.Render(c.App.ErrWriter)
+		return fmt.Errorf("fmt: %s not formatted: fix the syntax errors first", path)
+	}
+	changed := !bytes.Equal(src, out)
+	switch {
+	case c.Bool("l"):
+		if changed {
+			fmt.Fprintln(c.App.Writer, path)
+		}
+	case c.Bool("d"):
+		if changed {
+			writeDiff(c.App.Writer, path, src, out)
+		}
+	case c.Bool("w"):
+		if changed {
+			info, err := os.Stat(path)
+			if err != nil {
+				return fmt.Errorf("fmt: %w", err)
+			}
+			if err := os.WriteFile(path, out, info.Mode().Perm()); err != nil {
+				return fmt.Errorf("fmt: %w", err)
+			}
+		}
+	default:
+		c.App.Writer.Write(out)
+	}
+	return nil
+}
+
+// writeDiff prints a unified diff of two versions of a file. Plans are
+// small, so a quadratic longest-common-subsequence diff is fine.
+func writeDiff(w io.Writer, path string, a, b []byte) {
+	x := splitLines(a)
+	y := splitLines(b)
+	// lcs[i][j]: length of the LCS of x[i:] and y[j:].
+	lcs := make([][]int, len(x)+1)
+	for i := range lcs {
+		lcs[i] = make([]int, len(y)+1)
+	}
+	for i := len(x) - 1; i >= 0; i-- {
+		for j := len(y) - 1; j >= 0; j-- {
+			if x[i] == y[j] {
+				lcs[i][j] = lcs[i+1][j+1] + 1
+			} else {
+				lcs[i][j] = max(lcs[i+1][j], lcs[i][j+1])
+			}
+		}
+	}
+	type line struct {
+		op   byte
+		text string
+	}
+	var lines []line
+	i, j := 0, 0
+	for i < len(x) || j < len(y) {
+		switch {
+		case i < len(x) && j < len(y) && x[i] == y[j]:
+			lines = append(lines, line{' ', x[i]})
+			i++
+			j++
+		case j < len(y) && (i == len(x) || lcs[i][j+1] >= lcs[i+1][j]):
+			lines = append(lines, line{'+', y[j]})
+			j++
+		default:
+			lines = append(lines, line{'-', x[i]})
+			i++
+		}
+	}
+	fmt.Fprintf(w, "--- %s\n+++ %s (formatted)\n", path, path)
+	const context = 3
+	for k := 0; k < len(lines); {
+		if lines[k].op == ' ' {
+			k++
+			continue
+		}
+		// A hunk: from context lines before the change to context lines
+		// after the last change that is within 2*context of the next.
+		start := max(0, k-context)
+		end := k
+		for end < len(lines) {
+			if lines[end].op != ' ' {
+				end++
+				continue
+			}
+			next := end
+			for next < len(lines) && lines[next].op == ' ' {
+				next++
+			}
+			if next == len(lines) || next-end > 2*context {
+				break
+			}
+			end = next
+		}
+		stop := min(len(lines), end+context)
+		aStart, bStart, aLen, bLen := 1, 1, 0, 0
+		for _, l := range lines[:start] {
+			if l.op != '+' {
+				aStart++
+			}
+			if l.op != '-' {
+				bStart++
+			}
+		}
+		for _, l := range lines[start:stop] {
+			if l.op != '+' {
+				aLen++
+			}
+			if l.op != '-' {
+				bLen++
+			}
+		}
+		fmt.Fprintf(w, "@@ -%d,%d +%d,%d @@\n", aStart, aLen, bStart, bLen)
+		for _, l := range lines[start:stop] {
+			fmt.Fprintf(w, "%c%s\n", l.op, l.text)
+		}
+		k = stop
+	}
+}
+
+func splitLines(b []byte) []string {
+	s := string(bytes.TrimSuffix(b, []byte("\n")))
+	if s == "" {
+		return nil
+	}
+	var out []string
+	for _, l := range bytes.Split([]byte(s), []byte("\n")) {
+		out = append(out, string(l))
+	}
+	return out
+}

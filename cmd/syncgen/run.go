@@ -1,0 +1,94 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+)
+
+func runCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "run",
+		Usage:     "build a plan and run it under mpirun",
+		ArgsUsage: "FILE.sync [-- PROGRAM FLAGS]",
+		Description: `run builds the plan like 'syncgen build' and starts it under mpirun with
+the flags this machine needs: --allow-run-as-root when running as root,
+--oversubscribe when there are more ranks than cores, and --bind-to none so
+that each rank's Go runtime can use more than one core. Everything after
+"--" goes to the program itself. Your OMPI_*, NCCL_* and CUDA_* variables
+are passed through untouched.
+
+Examples:
+   syncgen run -np 4 examples/resnet50.sync
+   syncgen run examples/hello.sync -np 2 -- --steps 50 --backend cpu --trace hello.json`,
+		Flags: []cli.Flag{
+			&cli.IntFlag{Name: "np", Value: 2, Usage: "number of ranks"},
+			&cli.StringFlag{Name: "mpirun", Value: "mpirun", Usage: "the MPI launcher `PATH`"},
+			&cli.StringFlag{Name: "o", Usage: "write the program to `PATH` (default ./NAME_sync)"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() < 1 {
+				return cli.Exit("run: no .sync file given; usage: syncgen run [-np N] FILE.sync [-- PROGRAM FLAGS]", 2)
+			}
+			np := c.Int("np")
+			if np < 1 {
+				return cli.Exit(fmt.Sprintf("run: -np %d: need at least one rank", np), 2)
+			}
+			launcher, err := exec.LookPath(c.String("mpirun"))
+			if err != nil {
+				return cli.Exit(fmt.Sprintf("run: %s not found: install Open MPI (Debian/Ubuntu: apt-get install openmpi-bin libopenmpi-dev) or pass --mpirun PATH", c.String("mpirun")), 1)
+			}
+			res, err := buildPlan(c, c.Args().First(), c.String("o"), false)
+			if err != nil {
+				return err
+			}
+			prog, err := filepath.Abs(res.Output)
+			if err != nil {
+				return cli.Exit(fmt.Sprintf("run: %v", err), 1)
+			}
+			args := append(mpirunFlags(launcher, np), prog)
+			args = append(args, c.Args().Tail()...)
+			fmt.Fprintf(c.App.ErrWriter, "+ %s %s\n", launcher, strings.Join(args, " "))
+			cmd := exec.Command(launcher, args...)
+			cmd.Stdin = os.Stdin
+			cmd.Stdout = c.App.Writer
+			cmd.Stderr = c.App.ErrWriter
+			if err := cmd.Run(); err != nil {
+				var exit *exec.ExitError
+				if errors.As(err, &exit) {
+					return cli.Exit("", exit.ExitCode())
+				}
+				return cli.Exit(fmt.Sprintf("run: %v", err), 1)
+			}
+			return nil
+		},
+	}
+}
+
+// mpirunFlags returns the launcher flags for np ranks on this machine.
+func mpirunFlags(launcher string, np int) []string {
+	flags := []string{"-np", strconv.Itoa(np)}
+	if !isOpenMPI(launcher) {
+		return flags
+	}
+	if os.Geteuid() == 0 {
+		flags = append(flags, "--allow-run-as-root")
+	}
+	if np > runtime.NumCPU() {
+		flags = append(flags, "--oversubscribe")
+	}
+	return append(flags, "--bind-to", "none")
+}
+
+// isOpenMPI reports whether the launcher is Open MPI's, whose flags we add.
+func isOpenMPI(launcher string) bool {
+	out, _ := exec.Command(launcher, "--version").CombinedOutput()
+	return strings.Contains(string(out), "Open MPI")
+}

@@ -1,0 +1,277 @@
+// Package ir is the checked intermediate representation of a .sync program.
+//
+// The front end (package dsl) produces an *ir.Program only when the source
+// has no errors; code generation (package codegen) consumes it and never sees
+// the parser's structures. Everything the runtime needs is resolved here:
+// buckets with caps are already split into their concrete sub-buckets with
+// each tensor's offset, streams and buckets are referred to by index, and
+// every statement keeps the source position it came from.
+package ir
+
+import (
+	"fmt"
+	"time"
+)
+
+// Pos is a position in a source file. Line and Col start at 1; Offset is the
+// byte offset from the start of the file.
+type Pos struct {
+	File   string
+	Offset int
+	Line   int
+	Col    int
+}
+
+// String formats the position as file:line:col.
+func (p Pos) String() string { return fmt.Sprintf("%s:%d:%d", p.File, p.Line, p.Col) }
+
+// DType is the element type of a tensor or of a bucket's wire buffer.
+type DType uint8
+
+// The element types of the language. The zero value is invalid so that a
+// forgotten field is caught.
+const (
+	InvalidDType DType = iota
+	F64
+	F32
+	F16
+	BF16
+	I64
+	I32
+	I8
+	U8
+)
+
+var dtypeNames = [...]string{"invalid", "f64", "f32", "f16", "bf16", "i64", "i32", "i8", "u8"}
+var dtypeSizes = [...]int64{0, 8, 4, 2, 2, 8, 4, 1, 1}
+
+// String returns the dtype's name as written in .sync source ("f32").
+func (d DType) String() string {
+	if int(d) < len(dtypeNames) {
+		return dtypeNames[d]
+	}
+	return fmt.Sprintf("dtype(%d)", d)
+}
+
+// Size returns the size of one element in bytes.
+func (d DType) Size() int64 {
+	if int(d) < len(dtypeSizes) {
+		return dtypeSizes[d]
+	}
+	return 0
+}
+
+// IsFloat reports whether the dtype is a floating-point type.
+func (d DType) IsFloat() bool { return d == F64 || d == F32 || d == F16 || d == BF16 }
+
+// ParseDType returns the dtype named s, or false.
+func ParseDType(s string) (DType, bool) {
+	for i, n := range dtypeNames {
+		if i > 0 && n == s {
+			return DType(i), true
+		}
+	}
+	return InvalidDType, false
+}
+
+// Priority is a stream's scheduling priority.
+type Priority uint8
+
+// Stream priorities. Default leaves the choice to the backend.
+const (
+	PriorityDefault Priority = iota
+	PriorityHigh
+	PriorityLow
+)
+
+// String returns the priority as written in source ("high"), or "default".
+func (p Priority) String() string {
+	switch p {
+	case PriorityHigh:
+		return "high"
+	case PriorityLow:
+		return "low"
+	}
+	return "default"
+}
+
+// Program is a whole checked plan.
+type Program struct {
+	// Source is the path of the main .sync file as given to the compiler.
+	Source string
+	// Name is the program's name: the source file's stem ("resnet50").
+	Name string
+	// Tensors are all declared tensors, imports first, in declaration order
+	// (the order that defines "reverse declaration order" for backward).
+	Tensors []Tensor
+	// Streams are the declared streams (or the implicit compute and comm).
+	Streams []Stream
+	// Buckets are the concrete buckets in layout order: the sub-buckets of a
+	// capped bucket declaration are consecutive.
+	Buckets []Bucket
+	// Init runs once on every rank before the warm-up steps; it may be empty.
+	Init []Stmt
+	// Step is what every rank does in one training step.
+	Step []Stmt
+	// Run holds the defaults of the `run` declaration.
+	Run Run
+}
+
+// Tensor is one parameter tensor.
+type Tensor struct {
+	Name   string
+	DType  DType
+	Shape  []int64
+	Elems  int64 // product of Shape
+	Frozen bool  // no gradient: never filled by backward, never synchronised
+	// Bucket is the index of the bucket that holds the tensor, or -1.
+	Bucket int
+	// Offset is the tensor's first element inside its bucket's wire buffer
+	// (element index, in the bucket's Wire dtype); 0 when Bucket is -1.
+	Offset int64
+	Pos    Pos
+}
+
+// Bytes returns the tensor's size in its own dtype.
+func (t *Tensor) Bytes() int64 { return t.Elems * t.DType.Size() }
+
+// Stream is an ordered executor: a CUDA stream on GPUs, a goroutine on CPUs.
+type Stream struct {
+	Name     string
+	Priority Priority
+	Pos      Pos
+}
+
+// Bucket is one contiguous buffer of gradients that collectives move as a
+// whole. Its wire buffer holds Elems elements of dtype Wire; tensor i of
+// Tensors occupies elements [Tensors[i].Offset, Tensors[i].Offset+Elems).
+// A tensor whose dtype equals Wire lives inside the wire buffer (in place);
+// one whose dtype differs is cast into it before each collective and back
+// after it.
+type Bucket struct {
+	// Name is the concrete name: "grads" for an uncapped declaration,
+	// "grads[3]" for the fourth piece of a capped one, or the tensor's
+	// name for the implicit bucket of a tensor named directly as a target.
+	Name string
+	// Decl is the declared bucket name ("grads"), shared by all pieces.
+	Decl string
+	// Piece is the index inside the declaration (0 for uncapped buckets).
+	Piece   int
+	Wire    DType
+	Elems   int64
+	Tensors []int // indices into Program.Tensors, in layout order
+	Pos     Pos
+}
+
+// Bytes returns the size of the wire buffer.
+func (b *Bucket) Bytes() int64 { return b.Elems * b.Wire.Size() }
+
+// StmtKind says what a statement does.
+type StmtKind uint8
+
+// The statements of a step.
+const (
+	StmtBackward StmtKind = iota + 1
+	StmtCompute
+	StmtCollective
+	StmtGroup
+	StmtWait
+)
+
+// Collective names a collective operation.
+type Collective uint8
+
+// The collectives.
+const (
+	AllReduce Collective = iota + 1
+	Broadcast
+	Reduce
+	AllGather
+	ReduceScatter
+)
+
+var collectiveNames = [...]string{"invalid", "allreduce", "broadcast", "reduce", "allgather", "reducescatter"}
+
+// String returns the collective's keyword ("allreduce").
+func (c Collective) String() string {
+	if int(c) < len(collectiveNames) {
+		return collectiveNames[c]
+	}
+	return fmt.Sprintf("collective(%d)", c)
+}
+
+// RedOp is a reduction operator.
+type RedOp uint8
+
+// The reduction operators. NoOp is used by collectives that do not reduce.
+const (
+	NoOp RedOp = iota
+	Sum
+	Avg
+	Min
+	Max
+	Prod
+)
+
+var redOpNames = [...]string{"none", "sum", "avg", "min", "max", "prod"}
+
+// String returns the operator's keyword ("sum").
+func (o RedOp) String() string {
+	if int(o) < len(redOpNames) {
+		return redOpNames[o]
+	}
+	return fmt.Sprintf("op(%d)", o)
+}
+
+// AfterKind says what a collective waits for before it starts.
+type AfterKind uint8
+
+// Dependencies of a collective. AfterNone means only the order of its own
+// stream.
+const (
+	AfterNone AfterKind = iota
+	AfterReady
+	AfterStream
+)
+
+// After is a collective's dependency.
+type After struct {
+	Kind   AfterKind
+	Stream int // with AfterStream: index into Program.Streams
+}
+
+// Stmt is one statement of a step (or of the init block).
+type Stmt struct {
+	Kind StmtKind
+	Pos  Pos
+
+	// Backward, Compute, Collective, Wait: the stream (index).
+	Stream int
+	// Backward, Compute: the simulated duration.
+	Duration time.Duration
+
+	// Collective only.
+	Collective Collective
+	Op         RedOp // Sum by default for reducing collectives, NoOp otherwise
+	Root       int   // Broadcast and Reduce
+	After      After
+	Buckets    []int // indices into Program.Buckets, in program order
+
+	// Group: the collectives inside, issued as one group.
+	Body []Stmt
+}
+
+// Run holds the defaults that the generated binary's flags override.
+type Run struct {
+	Steps      int
+	Warmup     int
+	CheckEvery int // 0: checks off
+}
+
+// Default run settings, used where the program has no `run` line or leaves
+// a field out.
+const (
+	DefaultSteps      = 20
+	DefaultWarmup     = 2
+	DefaultCheckEvery = 1
+)
