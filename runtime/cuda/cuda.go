@@ -12,10 +12,10 @@ import (
 // 1000*major + 10*minor (13000 is CUDA 13.0).
 func Versions() (runtimeVersion, driverVersion int, err error) {
 	var r, d C.int
-	if err := check("cudaRuntimeGetVersion", C.sg_cudaRuntimeGetVersion(&r)); err != nil {
+	if err := check("cudaRuntimeGetVersion", C.sgcu_cudaRuntimeGetVersion(&r)); err != nil {
 		return 0, 0, err
 	}
-	if err := check("cudaDriverGetVersion", C.sg_cudaDriverGetVersion(&d)); err != nil {
+	if err := check("cudaDriverGetVersion", C.sgcu_cudaDriverGetVersion(&d)); err != nil {
 		return 0, 0, err
 	}
 	return int(r), int(d), nil
@@ -28,7 +28,7 @@ func VersionString(v int) string { return fmt.Sprintf("%d.%d", v/1000, v%1000/10
 // CUDA_VISIBLE_DEVICES. No device is not an error: it returns 0.
 func DeviceCount() (int, error) {
 	var n C.int
-	e := C.sg_cudaGetDeviceCount(&n)
+	e := C.sgcu_cudaGetDeviceCount(&n)
 	// cudaErrorNoDevice (100): the driver is there but sees no GPU.
 	if e == 100 {
 		return 0, nil
@@ -41,13 +41,13 @@ func DeviceCount() (int, error) {
 
 // SetDevice makes device d current on the calling OS thread.
 func SetDevice(d int) error {
-	return check(fmt.Sprintf("cudaSetDevice(%d)", d), C.sg_cudaSetDevice(C.int(d)))
+	return check(fmt.Sprintf("cudaSetDevice(%d)", d), C.sgcu_cudaSetDevice(C.int(d)))
 }
 
 // Device returns the device current on the calling OS thread.
 func Device() (int, error) {
 	var d C.int
-	err := check("cudaGetDevice", C.sg_cudaGetDevice(&d))
+	err := check("cudaGetDevice", C.sgcu_cudaGetDevice(&d))
 	return int(d), err
 }
 
@@ -55,7 +55,7 @@ func Device() (int, error) {
 // host that report the same address share a GPU.
 func PCIBusID(d int) (string, error) {
 	var buf [64]C.char
-	if err := check(fmt.Sprintf("cudaDeviceGetPCIBusId(%d)", d), C.sg_cudaDeviceGetPCIBusId(&buf[0], C.int(len(buf)), C.int(d))); err != nil {
+	if err := check(fmt.Sprintf("cudaDeviceGetPCIBusId(%d)", d), C.sgcu_cudaDeviceGetPCIBusId(&buf[0], C.int(len(buf)), C.int(d))); err != nil {
 		return "", err
 	}
 	return C.GoString(&buf[0]), nil
@@ -71,18 +71,18 @@ const (
 // Attribute returns a device attribute.
 func Attribute(attr, d int) (int, error) {
 	var v C.int
-	err := check(fmt.Sprintf("cudaDeviceGetAttribute(%d, device %d)", attr, d), C.sg_cudaDeviceGetAttribute(&v, C.int(attr), C.int(d)))
+	err := check(fmt.Sprintf("cudaDeviceGetAttribute(%d, device %d)", attr, d), C.sgcu_cudaDeviceGetAttribute(&v, C.int(attr), C.int(d)))
 	return int(v), err
 }
 
 // DeviceName returns device d's marketing name ("NVIDIA H200").
 func DeviceName(d int) (string, error) {
 	var dev C.int
-	if r := C.sg_cuDeviceGet(&dev, C.int(d)); r != 0 {
+	if r := C.sgcu_cuDeviceGet(&dev, C.int(d)); r != 0 {
 		return "", driverError(fmt.Sprintf("cuDeviceGet(%d)", d), r)
 	}
 	var buf [256]C.char
-	if r := C.sg_cuDeviceGetName(&buf[0], C.int(len(buf)), dev); r != 0 {
+	if r := C.sgcu_cuDeviceGetName(&buf[0], C.int(len(buf)), dev); r != 0 {
 		return "", driverError(fmt.Sprintf("cuDeviceGetName(%d)", d), r)
 	}
 	return C.GoString(&buf[0]), nil
@@ -91,22 +91,22 @@ func DeviceName(d int) (string, error) {
 // MemInfo returns the current device's free and total memory in bytes.
 func MemInfo() (free, total int64, err error) {
 	var f, t C.size_t
-	err = check("cudaMemGetInfo", C.sg_cudaMemGetInfo(&f, &t))
+	err = check("cudaMemGetInfo", C.sgcu_cudaMemGetInfo(&f, &t))
 	return int64(f), int64(t), err
 }
 
 // Synchronize waits for all work on the current device.
-func Synchronize() error { return check("cudaDeviceSynchronize", C.sg_cudaDeviceSynchronize()) }
+func Synchronize() error { return check("cudaDeviceSynchronize", C.sgcu_cudaDeviceSynchronize()) }
 
 // LastError returns and clears the last error of a runtime call on this
 // thread, such as a kernel launch failure seen late.
-func LastError() error { return check("cudaGetLastError", C.sg_cudaGetLastError()) }
+func LastError() error { return check("cudaGetLastError", C.sgcu_cudaGetLastError()) }
 
 // StreamPriorityRange returns the current device's least (numerically
 // greatest) and greatest (numerically least) stream priorities.
 func StreamPriorityRange() (least, greatest int, err error) {
 	var l, g C.int
-	err = check("cudaDeviceGetStreamPriorityRange", C.sg_cudaDeviceGetStreamPriorityRange(&l, &g))
+	err = check("cudaDeviceGetStreamPriorityRange", C.sgcu_cudaDeviceGetStreamPriorityRange(&l, &g))
 	return int(l), int(g), err
 }
 
@@ -122,21 +122,23 @@ const streamNonBlocking = 1
 // StreamPriorityRange; lower numbers are higher priorities).
 func NewStream(priority int) (Stream, error) {
 	var s C.uintptr_t
-	err := check(fmt.Sprintf("cudaStreamCreateWithPriority(priority %d)", priority), C.sg_cudaStreamCreateWithPriority(&s, streamNonBlocking, C.int(priority)))
+	err := check(fmt.Sprintf("cudaStreamCreateWithPriority(priority %d)", priority), C.sgcu_cudaStreamCreateWithPriority(&s, streamNonBlocking, C.int(priority)))
 	return Stream(s), err
 }
 
 // Destroy destroys the stream once its work is done.
-func (s Stream) Destroy() error { return check("cudaStreamDestroy", C.sg_cudaStreamDestroy(C.uintptr_t(s))) }
+func (s Stream) Destroy() error {
+	return check("cudaStreamDestroy", C.sgcu_cudaStreamDestroy(C.uintptr_t(s)))
+}
 
 // Synchronize blocks until the stream's work is done.
 func (s Stream) Synchronize() error {
-	return check("cudaStreamSynchronize", C.sg_cudaStreamSynchronize(C.uintptr_t(s)))
+	return check("cudaStreamSynchronize", C.sgcu_cudaStreamSynchronize(C.uintptr_t(s)))
 }
 
 // Done reports whether all work queued on the stream has finished.
 func (s Stream) Done() (bool, error) {
-	e := C.sg_cudaStreamQuery(C.uintptr_t(s))
+	e := C.sgcu_cudaStreamQuery(C.uintptr_t(s))
 	if e == ErrNotReady {
 		return false, nil
 	}
@@ -145,7 +147,7 @@ func (s Stream) Done() (bool, error) {
 
 // Wait makes all future work on s wait until ev has completed.
 func (s Stream) Wait(ev Event) error {
-	return check("cudaStreamWaitEvent", C.sg_cudaStreamWaitEvent(C.uintptr_t(s), C.uintptr_t(ev), 0))
+	return check("cudaStreamWaitEvent", C.sgcu_cudaStreamWaitEvent(C.uintptr_t(s), C.uintptr_t(ev), 0))
 }
 
 // Event is a CUDA event (cudaEvent_t).
@@ -161,23 +163,23 @@ const (
 // NewEvent creates an event with the given flags.
 func NewEvent(flags int) (Event, error) {
 	var e C.uintptr_t
-	err := check("cudaEventCreateWithFlags", C.sg_cudaEventCreateWithFlags(&e, C.uint(flags)))
+	err := check("cudaEventCreateWithFlags", C.sgcu_cudaEventCreateWithFlags(&e, C.uint(flags)))
 	return Event(e), err
 }
 
 // Record captures the work queued on s so far.
 func (e Event) Record(s Stream) error {
-	return check("cudaEventRecord", C.sg_cudaEventRecord(C.uintptr_t(e), C.uintptr_t(s)))
+	return check("cudaEventRecord", C.sgcu_cudaEventRecord(C.uintptr_t(e), C.uintptr_t(s)))
 }
 
 // Synchronize blocks until the captured work is done.
 func (e Event) Synchronize() error {
-	return check("cudaEventSynchronize", C.sg_cudaEventSynchronize(C.uintptr_t(e)))
+	return check("cudaEventSynchronize", C.sgcu_cudaEventSynchronize(C.uintptr_t(e)))
 }
 
 // Done reports whether the captured work has finished.
 func (e Event) Done() (bool, error) {
-	r := C.sg_cudaEventQuery(C.uintptr_t(e))
+	r := C.sgcu_cudaEventQuery(C.uintptr_t(e))
 	if r == ErrNotReady {
 		return false, nil
 	}
@@ -187,12 +189,14 @@ func (e Event) Done() (bool, error) {
 // Elapsed returns the time in milliseconds between two completed events.
 func Elapsed(start, end Event) (float64, error) {
 	var ms C.float
-	err := check("cudaEventElapsedTime", C.sg_cudaEventElapsedTime(&ms, C.uintptr_t(start), C.uintptr_t(end)))
+	err := check("cudaEventElapsedTime", C.sgcu_cudaEventElapsedTime(&ms, C.uintptr_t(start), C.uintptr_t(end)))
 	return float64(ms), err
 }
 
 // Destroy releases the event.
-func (e Event) Destroy() error { return check("cudaEventDestroy", C.sg_cudaEventDestroy(C.uintptr_t(e))) }
+func (e Event) Destroy() error {
+	return check("cudaEventDestroy", C.sgcu_cudaEventDestroy(C.uintptr_t(e)))
+}
 
 // Ptr is a device address.
 type Ptr uintptr
@@ -200,12 +204,12 @@ type Ptr uintptr
 // Malloc allocates n bytes on the current device.
 func Malloc(n int64) (Ptr, error) {
 	var p C.uintptr_t
-	err := check(fmt.Sprintf("cudaMalloc(%d bytes)", n), C.sg_cudaMalloc(&p, C.size_t(n)))
+	err := check(fmt.Sprintf("cudaMalloc(%d bytes)", n), C.sgcu_cudaMalloc(&p, C.size_t(n)))
 	return Ptr(p), err
 }
 
 // Free releases memory from Malloc.
-func Free(p Ptr) error { return check("cudaFree", C.sg_cudaFree(C.uintptr_t(p))) }
+func Free(p Ptr) error { return check("cudaFree", C.sgcu_cudaFree(C.uintptr_t(p))) }
 
 // HostBuffer is page-locked host memory from cudaMallocHost, which copies
 // from and to the device run at full speed and asynchronously.
@@ -217,7 +221,7 @@ type HostBuffer struct {
 // MallocHost allocates n bytes of page-locked host memory.
 func MallocHost(n int64) (*HostBuffer, error) {
 	var p unsafe.Pointer
-	if err := check(fmt.Sprintf("cudaMallocHost(%d bytes)", n), C.sg_cudaMallocHost(&p, C.size_t(n))); err != nil {
+	if err := check(fmt.Sprintf("cudaMallocHost(%d bytes)", n), C.sgcu_cudaMallocHost(&p, C.size_t(n))); err != nil {
 		return nil, err
 	}
 	return &HostBuffer{p: p, n: n}, nil
@@ -243,7 +247,7 @@ func (h *HostBuffer) Free() error {
 	if h.p == nil {
 		return nil
 	}
-	err := check("cudaFreeHost", C.sg_cudaFreeHost(h.p))
+	err := check("cudaFreeHost", C.sgcu_cudaFreeHost(h.p))
 	h.p, h.n = nil, 0
 	return err
 }
@@ -257,15 +261,32 @@ const (
 
 // Memcpy copies n bytes and waits for the copy.
 func Memcpy(dst, src uintptr, n int64, kind int) error {
-	return check(fmt.Sprintf("cudaMemcpy(%d bytes)", n), C.sg_cudaMemcpy(C.uintptr_t(dst), C.uintptr_t(src), C.size_t(n), C.int(kind)))
+	return check(fmt.Sprintf("cudaMemcpy(%d bytes)", n), C.sgcu_cudaMemcpy(C.uintptr_t(dst), C.uintptr_t(src), C.size_t(n), C.int(kind)))
+}
+
+// CopyToHost copies len(dst) bytes from device address src into dst and
+// waits for the copy.
+func CopyToHost(dst []byte, src Ptr) error {
+	if len(dst) == 0 {
+		return nil
+	}
+	return check(fmt.Sprintf("cudaMemcpy(device to host, %d bytes)", len(dst)), C.sgcu_cudaMemcpyToHost(unsafe.Pointer(&dst[0]), C.uintptr_t(src), C.size_t(len(dst))))
+}
+
+// CopyFromHost copies src to device address dst and waits for the copy.
+func CopyFromHost(dst Ptr, src []byte) error {
+	if len(src) == 0 {
+		return nil
+	}
+	return check(fmt.Sprintf("cudaMemcpy(host to device, %d bytes)", len(src)), C.sgcu_cudaMemcpyFromHost(C.uintptr_t(dst), unsafe.Pointer(&src[0]), C.size_t(len(src))))
 }
 
 // MemcpyAsync queues a copy of n bytes on s.
 func MemcpyAsync(dst, src uintptr, n int64, kind int, s Stream) error {
-	return check(fmt.Sprintf("cudaMemcpyAsync(%d bytes)", n), C.sg_cudaMemcpyAsync(C.uintptr_t(dst), C.uintptr_t(src), C.size_t(n), C.int(kind), C.uintptr_t(s)))
+	return check(fmt.Sprintf("cudaMemcpyAsync(%d bytes)", n), C.sgcu_cudaMemcpyAsync(C.uintptr_t(dst), C.uintptr_t(src), C.size_t(n), C.int(kind), C.uintptr_t(s)))
 }
 
 // MemsetAsync queues setting n bytes at p to the byte v on s.
 func MemsetAsync(p Ptr, v byte, n int64, s Stream) error {
-	return check(fmt.Sprintf("cudaMemsetAsync(%d bytes)", n), C.sg_cudaMemsetAsync(C.uintptr_t(p), C.int(v), C.size_t(n), C.uintptr_t(s)))
+	return check(fmt.Sprintf("cudaMemsetAsync(%d bytes)", n), C.sgcu_cudaMemsetAsync(C.uintptr_t(p), C.int(v), C.size_t(n), C.uintptr_t(s)))
 }

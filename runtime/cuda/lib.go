@@ -34,7 +34,7 @@ const (
 	EnvDriver = "SYNCGEN_CUDA_LIB"
 )
 
-// sym is one entry of the function table: its index in sg_fn and the names
+// sym is one entry of the function table: its index in sgcu_fn and the names
 // to look for, the first found wins (CUDA versions rename a few functions
 // with a _v2 suffix while keeping the signature).
 type sym struct {
@@ -121,20 +121,20 @@ func load() error {
 	if err := resolve(driver, driverSyms); err != nil {
 		return err
 	}
-	if r := C.sg_cuInit(0); r != 0 {
+	if r := C.sgcu_cuInit(0); r != 0 {
 		return driverError("cuInit", r)
 	}
 	return nil
 }
 
-// resolve fills sg_fn with the addresses of syms from lib.
+// resolve fills sgcu_fn with the addresses of syms from lib.
 func resolve(lib *dl.Library, syms []sym) error {
 	for _, s := range syms {
 		var err error
 		for _, n := range s.names {
 			var p uintptr
 			if p, err = lib.Sym(n); err == nil {
-				C.sg_set(s.index, C.uintptr_t(p))
+				C.sgcu_set(s.index, C.uintptr_t(p))
 				break
 			}
 		}
@@ -190,17 +190,17 @@ func check(op string, e C.cudaError_t) error {
 	if e == 0 {
 		return nil
 	}
-	return &Error{Op: op, Code: int(e), Name: C.GoString(C.sg_cudaGetErrorName(e)), Msg: C.GoString(C.sg_cudaGetErrorString(e))}
+	return &Error{Op: op, Code: int(e), Name: C.GoString(C.sgcu_cudaGetErrorName(e)), Msg: C.GoString(C.sgcu_cudaGetErrorString(e))}
 }
 
 // driverError turns a failed CUresult into an *Error.
 func driverError(op string, r C.CUresult) error {
 	var name, msg *C.char
 	e := &Error{Op: op, Code: int(r), Name: "CUresult", Msg: "unknown error"}
-	if C.sg_cuGetErrorName(r, &name) == 0 && name != nil {
+	if C.sgcu_cuGetErrorName(r, &name) == 0 && name != nil {
 		e.Name = C.GoString(name)
 	}
-	if C.sg_cuGetErrorString(r, &msg) == 0 && msg != nil {
+	if C.sgcu_cuGetErrorString(r, &msg) == 0 && msg != nil {
 		e.Msg = C.GoString(msg)
 	}
 	return e

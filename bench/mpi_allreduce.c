@@ -1,0 +1,116 @@
+// mpi_allreduce: the baseline of bench/allreduce.sh. It calls MPI_Allreduce
+// in place on a float buffer for each size and prints nccl-tests' figures:
+// time per call (us), algbw = bytes/time and busbw = algbw * 2(n-1)/n, in
+// GB/s. Every rank times the same calls; the time reported is the maximum
+// over ranks of the mean over iterations (as the runtime's report does).
+//
+//   mpicc -O2 -o mpi_allreduce mpi_allreduce.c
+//   mpirun -np 4 ./mpi_allreduce [-b 4K] [-e 256M] [-f 2] [-n iters] [-w warmup]
+//          [-m blocking|nonblocking|chunked|chunked-blocking] [-c chunk] [-k inflight]
+//
+// The modes other than the default are there to find where Open MPI's
+// algorithms fall off a cliff: nonblocking is MPI_Iallreduce + MPI_Wait,
+// chunked splits each call into pieces of -c bytes with -k in flight
+// (MPI_Iallreduce + MPI_Testsome), chunked-blocking calls MPI_Allreduce on
+// the pieces one after another.
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static long parse_size(const char *s) {
+	char *end;
+	double v = strtod(s, &end);
+	switch (*end) {
+	case 'K': case 'k': v *= 1024; break;
+	case 'M': case 'm': v *= 1024 * 1024; break;
+	case 'G': case 'g': v *= 1024.0 * 1024 * 1024; break;
+	}
+	return (long)v;
+}
+
+static void run_chunked(float *buf, long count, long chunk, int inflight) {
+	MPI_Request req[64];
+	int idx[64];
+	long next = 0;
+	int live = 0;
+	for (int i = 0; i < inflight; i++) req[i] = MPI_REQUEST_NULL;
+	while (next < count || live > 0) {
+		for (int i = 0; i < inflight && next < count; i++) {
+			if (req[i] != MPI_REQUEST_NULL) continue;
+			long n = count - next < chunk ? count - next : chunk;
+			MPI_Iallreduce(MPI_IN_PLACE, buf + next, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &req[i]);
+			next += n;
+			live++;
+		}
+		int out;
+		MPI_Testsome(inflight, req, &out, idx, MPI_STATUSES_IGNORE);
+		if (out != MPI_UNDEFINED) live -= out;
+	}
+}
+
+int main(int argc, char **argv) {
+	MPI_Init(&argc, &argv);
+	int rank, size;
+	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &size);
+	long minb = 4096, maxb = 256L << 20, chunk = 4L << 20;
+	double factor = 2;
+	int iters = 0, warmup = 2, inflight = 2;
+	const char *mode = "blocking";
+	for (int i = 1; i + 1 < argc; i += 2) {
+		if (!strcmp(argv[i], "-b")) minb = parse_size(argv[i + 1]);
+		else if (!strcmp(argv[i], "-e")) maxb = parse_size(argv[i + 1]);
+		else if (!strcmp(argv[i], "-f")) factor = atof(argv[i + 1]);
+		else if (!strcmp(argv[i], "-n")) iters = atoi(argv[i + 1]);
+		else if (!strcmp(argv[i], "-w")) warmup = atoi(argv[i + 1]);
+		else if (!strcmp(argv[i], "-m")) mode = argv[i + 1];
+		else if (!strcmp(argv[i], "-c")) chunk = parse_size(argv[i + 1]);
+		else if (!strcmp(argv[i], "-k")) inflight = atoi(argv[i + 1]);
+	}
+	if (inflight < 1) inflight = 1;
+	if (inflight > 64) inflight = 64;
+	float *buf;
+	if (posix_memalign((void **)&buf, 64, maxb)) MPI_Abort(MPI_COMM_WORLD, 1);
+	memset(buf, 0, maxb);
+	if (rank == 0)
+		printf("# mpi_allreduce mode=%s ranks=%d chunk=%ld inflight=%d\n# %12s %12s %10s %10s\n", mode, size, chunk,
+		       inflight, "bytes", "time(us)", "algbw", "busbw");
+	for (long bytes = minb; bytes <= maxb; bytes = (long)(bytes * factor)) {
+		long count = bytes / 4;
+		int n = iters;
+		if (n <= 0) { // about 0.2 s of work per size, at least 5 calls
+			n = (int)(2e8 / (bytes + 20000));
+			if (n < 5) n = 5;
+			if (n > 1000) n = 1000;
+		}
+		double t = 0;
+		for (int it = -warmup; it < n; it++) {
+			MPI_Barrier(MPI_COMM_WORLD);
+			double t0 = MPI_Wtime();
+			if (!strcmp(mode, "nonblocking")) {
+				MPI_Request r;
+				MPI_Iallreduce(MPI_IN_PLACE, buf, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &r);
+				MPI_Wait(&r, MPI_STATUS_IGNORE);
+			} else if (!strcmp(mode, "chunked")) {
+				run_chunked(buf, count, chunk / 4, inflight);
+			} else if (!strcmp(mode, "chunked-blocking")) {
+				for (long off = 0; off < count; off += chunk / 4) {
+					long m = count - off < chunk / 4 ? count - off : chunk / 4;
+					MPI_Allreduce(MPI_IN_PLACE, buf + off, (int)m, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+				}
+			} else {
+				MPI_Allreduce(MPI_IN_PLACE, buf, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+			}
+			if (it >= 0) t += MPI_Wtime() - t0;
+		}
+		t /= n;
+		MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+		double alg = bytes / t / 1e9, bus = alg * 2.0 * (size - 1) / size;
+		if (rank == 0) printf("  %12ld %12.1f %10.3f %10.3f\n", bytes, t * 1e6, alg, bus);
+		fflush(stdout);
+	}
+	free(buf);
+	MPI_Finalize();
+	return 0;
+}

@@ -1,0 +1,208 @@
+package dsl
+
+import (
+	"github.com/alecthomas/participle/v2/lexer"
+)
+
+// The syntax tree of one .sync file, as participle builds it from the
+// grammar in the struct tags. Every node keeps Pos (its first token) and
+// EndPos (just after its last token) so that diagnostics can put a caret
+// range under it. Values are kept as written (Word.Text, Name.Quoted) and
+// interpreted by the checker, which can then say precisely what is wrong
+// with `cap 25Mib` or `f31[3]`; the formatter prints them back unchanged.
+
+// File is a whole .sync file: a list of declarations.
+type File struct {
+	Pos   lexer.Position
+	Decls []*Decl `parser:"@@*"`
+}
+
+// Decl is one top-level declaration. Exactly one field is set.
+type Decl struct {
+	Pos    lexer.Position
+	EndPos lexer.Position
+	Import *ImportDecl `parser:"(  @@"`
+	Tensor *TensorDecl `parser:" | @@"`
+	Stream *StreamDecl `parser:" | @@"`
+	Bucket *BucketDecl `parser:" | @@"`
+	Block  *BlockDecl  `parser:" | @@"`
+	Run    *RunDecl    `parser:" | @@"`
+	Semi   *Punct      `parser:" | @@ )"`
+}
+
+// Punct is a lone `;`, allowed (and dropped by fmt) between declarations
+// and statements.
+type Punct struct {
+	Pos   lexer.Position
+	Value string `parser:"@';'"`
+}
+
+// Word is one Word token: a keyword value, a number, a size, a duration,
+// a dtype or a bare name.
+type Word struct {
+	Pos    lexer.Position
+	EndPos lexer.Position
+	Text   string `parser:"@Word"`
+}
+
+// Name is a bare name or pattern (`layer1.0.conv1.weight`, `h.*`) or a
+// quoted one (`"odd name/with:chars"`, kept with its quotes).
+type Name struct {
+	Pos    lexer.Position
+	EndPos lexer.Position
+	Bare   string `parser:"  @Word"`
+	Quoted string `parser:"| @String"`
+}
+
+// ImportDecl is `import "models/resnet50"`.
+type ImportDecl struct {
+	Pos    lexer.Position
+	EndPos lexer.Position
+	Path   *Name `parser:"'import' @@"`
+}
+
+// TensorDecl is `tensor NAME DTYPE[DIMS] [frozen]`.
+type TensorDecl struct {
+	Pos    lexer.Position
+	EndPos lexer.Position
+	Name   *Name   `parser:"'tensor' @@"`
+	DType  *Word   `parser:"@@"`
+	Dims   []*Word `parser:"'[' ( @@ ( ',' @@ )* )? ']'"`
+	Frozen bool    `parser:"@'frozen'?"`
+}
+
+// StreamDecl is `stream NAME [priority high|low]`.
+type StreamDecl struct {
+	Pos      lexer.Position
+	EndPos   lexer.Position
+	Name     *Name `parser:"'stream' @@"`
+	Priority *Word `parser:"( 'priority' @@ )?"`
+}
+
+// BucketDecl is `bucket NAME { PATTERN, ... } OPTIONS`.
+type BucketDecl struct {
+	Pos      lexer.Position
+	EndPos   lexer.Position
+	Name     *Name     `parser:"'bucket' @@"`
+	Patterns []*Name   `parser:"'{' ( @@ ( ',' @@ )* )? '}'"`
+	Options  []*Option `parser:"@@*"`
+}
+
+// Option is a keyword and its value: a bucket option (`cap 25MiB`) or a
+// collective option (`op avg`, `on comm`, `after ready`, `from 0`).
+type Option struct {
+	Pos    lexer.Position
+	EndPos lexer.Position
+	Key    string `parser:"@('cap' | 'first' | 'order' | 'wire' | 'op' | 'on' | 'after' | 'from' | 'to')"`
+	Value  *Word  `parser:"@@"`
+}
+
+// BlockDecl is `init { ... }` or `step { ... }`.
+type BlockDecl struct {
+	Pos    lexer.Position
+	EndPos lexer.Position
+	Kind   string  `parser:"@('init' | 'step')"`
+	Open   *OpenBrace  `parser:"@@"`
+	Body   []*Stmt     `parser:"@@*"`
+	Close  *CloseBrace `parser:"@@"`
+}
+
+// OpenBrace is the `{` of a block, kept for its position: the formatter
+// attaches comments to it.
+type OpenBrace struct {
+	Pos   lexer.Position
+	Value string `parser:"@'{'"`
+}
+
+// CloseBrace is the `}` of a block.
+type CloseBrace struct {
+	Pos   lexer.Position
+	Value string `parser:"@'}'"`
+}
+
+// Stmt is one statement of a block. Exactly one field is set.
+type Stmt struct {
+	Pos        lexer.Position
+	EndPos     lexer.Position
+	Timed      *TimedStmt      `parser:"(  @@"`
+	Collective *CollectiveStmt `parser:" | @@"`
+	Group      *GroupStmt      `parser:" | @@"`
+	Wait       *WaitStmt       `parser:" | @@"`
+	Semi       *Punct          `parser:" | @@ )"`
+}
+
+// TimedStmt is `backward DURATION [on STREAM]` or `compute DURATION [on
+// STREAM]`.
+type TimedStmt struct {
+	Pos      lexer.Position
+	EndPos   lexer.Position
+	Kind     string  `parser:"@('backward' | 'compute')"`
+	Duration *Word     `parser:"@@"`
+	Options  []*Option `parser:"@@*"`
+}
+
+// CollectiveStmt is `allreduce TARGETS OPTIONS` and the other collectives.
+type CollectiveStmt struct {
+	Pos     lexer.Position
+	EndPos  lexer.Position
+	Kind    string    `parser:"@('allreduce' | 'broadcast' | 'reduce' | 'allgather' | 'reducescatter')"`
+	Targets []*Target `parser:"@@ ( ',' @@ )*"`
+	Options []*Option `parser:"@@*"`
+}
+
+// Target is one target of a collective: a bucket, a piece `grads[3]`, a
+// tensor or a pattern.
+type Target struct {
+	Pos    lexer.Position
+	EndPos lexer.Position
+	Name   *Name `parser:"@@"`
+	Index  *Word `parser:"( '[' @@ ']' )?"`
+}
+
+// GroupStmt is `group { ... }`.
+type GroupStmt struct {
+	Pos    lexer.Position
+	EndPos lexer.Position
+	Kind   string  `parser:"@'group'"`
+	Open   *OpenBrace  `parser:"@@"`
+	Body   []*Stmt     `parser:"@@*"`
+	Close  *CloseBrace `parser:"@@"`
+}
+
+// WaitStmt is `wait STREAM`.
+type WaitStmt struct {
+	Pos    lexer.Position
+	EndPos lexer.Position
+	Stream *Word `parser:"'wait' @@"`
+}
+
+// RunDecl is `run steps N warmup N check every N|off`.
+type RunDecl struct {
+	Pos     lexer.Position
+	EndPos  lexer.Position
+	Options []*RunOption `parser:"'run' @@*"`
+}
+
+// RunOption is one part of a run declaration. Exactly one field is set.
+type RunOption struct {
+	Pos    lexer.Position
+	EndPos lexer.Position
+	Count  *RunCount `parser:"  @@"`
+	Check  *RunCheck `parser:"| @@"`
+}
+
+// RunCount is `steps N` or `warmup N`.
+type RunCount struct {
+	Pos    lexer.Position
+	EndPos lexer.Position
+	Key    string `parser:"@('steps' | 'warmup')"`
+	Value  *Word  `parser:"@@"`
+}
+
+// RunCheck is `check every N` or `check off`.
+type RunCheck struct {
+	Pos    lexer.Position
+	EndPos lexer.Position
+	Every  *Word `parser:"'check' ( 'every' @@"`
+	Off    bool  `parser:"| @'off' )"`
+}

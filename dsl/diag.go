@@ -1,0 +1,193 @@
+package dsl
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/syncgen/syncgen/ir"
+)
+
+// Severity says whether a diagnostic stops compilation.
+type Severity int
+
+// The severities. An error means no program is produced; a warning is
+// reported but does not fail the check.
+const (
+	Error Severity = iota + 1
+	Warning
+)
+
+// String returns "error" or "warning".
+func (s Severity) String() string {
+	if s == Warning {
+		return "warning"
+	}
+	return "error"
+}
+
+// Diagnostic is one error or warning about a source file, in the style of
+// hashicorp/hcl: a message about the subject between Pos and End, and an
+// optional hint that says how to fix it.
+type Diagnostic struct {
+	Severity Severity
+	// Pos is the start of the subject; End is just after it (End.Offset is
+	// exclusive). A diagnostic about a whole file (one that cannot be read)
+	// has Line 0.
+	Pos     ir.Pos
+	End     ir.Pos
+	Message string
+	Hint    string
+
+	// snippet is the source line of Pos, kept so that Render works on
+	// diagnostics collected from many files without the sources.
+	snippet string
+}
+
+// Diagnostics is a list of diagnostics, sorted by position once a check
+// has finished.
+type Diagnostics []Diagnostic
+
+// HasErrors reports whether any diagnostic is an error.
+func (d Diagnostics) HasErrors() bool {
+	for _, x := range d {
+		if x.Severity == Error {
+			return true
+		}
+	}
+	return false
+}
+
+// Errors returns the number of errors.
+func (d Diagnostics) Errors() int {
+	n := 0
+	for _, x := range d {
+		if x.Severity == Error {
+			n++
+		}
+	}
+	return n
+}
+
+// Error formats the diagnostic on one line: file:line:col: error: message.
+func (x Diagnostic) Error() string {
+	loc := x.Pos.File
+	if x.Pos.Line > 0 {
+		loc = x.Pos.String()
+	}
+	return fmt.Sprintf("%s: %s: %s", loc, x.Severity, x.Message)
+}
+
+// Render writes every diagnostic as text: the location and message, the
+// source line, a caret range under the subject and the hint, e.g.
+//
+//	plan.sync:7:24: error: no stream `com`
+//	    allreduce grads on com after ready
+//	                       ^^^
+//	hint: did you mean `comm`?
+func (d Diagnostics) Render(w io.Writer) {
+	for _, x := range d {
+		x.render(w)
+	}
+}
+
+func (x Diagnostic) render(w io.Writer) {
+	fmt.Fprintln(w, x.Error())
+	if x.Pos.Line > 0 && x.snippet != "" {
+		line := expandTabs(x.snippet)
+		fmt.Fprintf(w, "    %s\n", line)
+		start := displayCol(x.snippet, x.Pos.Col)
+		end := len(line)
+		if x.End.Line == x.Pos.Line && x.End.Col > x.Pos.Col {
+			end = displayCol(x.snippet, x.End.Col)
+		}
+		width := max(1, min(end, len(line)+1)-start)
+		fmt.Fprintf(w, "    %s%s\n", strings.Repeat(" ", start), strings.Repeat("^", width))
+	}
+	if x.Hint != "" {
+		fmt.Fprintf(w, "hint: %s\n", x.Hint)
+	}
+}
+
+// displayCol converts a 1-based byte column of line into a 0-based column
+// of the line as rendered (tabs expanded to 4 spaces, one column per rune).
+func displayCol(line string, col int) int {
+	n := 0
+	for i, r := range line {
+		if i >= col-1 {
+			break
+		}
+		if r == '\t' {
+			n += 4
+		} else {
+			n++
+		}
+	}
+	if col-1 > len(line) {
+		n += col - 1 - len(line)
+	}
+	return n
+}
+
+func expandTabs(s string) string { return strings.ReplaceAll(s, "\t", "    ") }
+
+// jsonDiagnostic is the JSON form of a diagnostic, for editors.
+type jsonDiagnostic struct {
+	File      string `json:"file"`
+	Line      int    `json:"line"`
+	Column    int    `json:"column"`
+	EndLine   int    `json:"end_line"`
+	EndColumn int    `json:"end_column"`
+	Severity  string `json:"severity"`
+	Message   string `json:"message"`
+	Hint      string `json:"hint,omitempty"`
+}
+
+// JSON returns the diagnostics as a JSON array of objects with the fields
+// file, line, column, end_line, end_column, severity, message and hint.
+// An empty list is `[]`.
+func (d Diagnostics) JSON() ([]byte, error) {
+	out := make([]jsonDiagnostic, 0, len(d))
+	for _, x := range d {
+		out = append(out, jsonDiagnostic{
+			File: x.Pos.File, Line: x.Pos.Line, Column: x.Pos.Col,
+			EndLine: x.End.Line, EndColumn: x.End.Col,
+			Severity: x.Severity.String(), Message: x.Message, Hint: x.Hint,
+		})
+	}
+	b, err := json.MarshalIndent(out, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("encoding diagnostics as JSON: %w", err)
+	}
+	return b, nil
+}
+
+// sortDiagnostics orders diagnostics by file (in the order the files were
+// loaded) and by position inside each file, and drops exact duplicates.
+func sortDiagnostics(d Diagnostics, fileOrder map[string]int) Diagnostics {
+	sort.SliceStable(d, func(i, j int) bool {
+		a, b := d[i], d[j]
+		if a.Pos.File != b.Pos.File {
+			oa, oka := fileOrder[a.Pos.File]
+			ob, okb := fileOrder[b.Pos.File]
+			if oka && okb {
+				return oa < ob
+			}
+			return a.Pos.File < b.Pos.File
+		}
+		if a.Pos.Offset != b.Pos.Offset {
+			return a.Pos.Offset < b.Pos.Offset
+		}
+		return a.Severity < b.Severity
+	})
+	out := d[:0]
+	for i, x := range d {
+		if i > 0 && x.Pos == d[i-1].Pos && x.Message == d[i-1].Message {
+			continue
+		}
+		out = append(out, x)
+	}
+	return out
+}

@@ -1,0 +1,202 @@
+package dsl
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// identRE is what stream and bucket names look like: they become
+// identifiers in generated code and appear inside piece names (grads[3]).
+var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// bareNameRE is a bare tensor name: dot-separated segments of letters,
+// digits and underscores (segments may start with a digit, as in
+// layer1.0.conv1.weight), where brace ranges may stand for digits.
+var bareNameRE = regexp.MustCompile(`^(?:[A-Za-z0-9_]|\{[0-9]+\.\.[0-9]+\})+(?:\.(?:[A-Za-z0-9_]|\{[0-9]+\.\.[0-9]+\})+)*$`)
+
+// barePatternRE is a bare pattern: like a bare name, with the globs * and ?.
+var barePatternRE = regexp.MustCompile(`^(?:[A-Za-z0-9_*?]|\{[0-9]+\.\.[0-9]+\})+(?:\.(?:[A-Za-z0-9_*?]|\{[0-9]+\.\.[0-9]+\})+)*$`)
+
+// rangeRE finds the brace ranges of a name.
+var rangeRE = regexp.MustCompile(`\{([0-9]+)\.\.([0-9]+)\}`)
+
+// maxTensors bounds the tensors of a program (and of one brace
+// expansion), so that `{0..999999999}` is an error, not an out-of-memory.
+const maxTensors = 1 << 20
+
+// text returns the name as the program means it: a bare name as written, a
+// quoted one unquoted. ok is false for a malformed quoted string.
+func (n *Name) text() (string, bool) {
+	if n.Quoted == "" {
+		return n.Bare, true
+	}
+	s, err := strconv.Unquote(n.Quoted)
+	if err != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// source returns the name as written.
+func (n *Name) source() string {
+	if n.Quoted != "" {
+		return n.Quoted
+	}
+	return n.Bare
+}
+
+// braceRange is one `{lo..hi}` of a name.
+type braceRange struct {
+	start, end int // byte range of the braces in the name
+	lo, hi     int64
+}
+
+// ranges returns the brace ranges of a bare name, or an error message for
+// a descending or oversized range.
+func ranges(name string) ([]braceRange, string) {
+	var out []braceRange
+	for _, m := range rangeRE.FindAllStringSubmatchIndex(name, -1) {
+		lo, err1 := strconv.ParseInt(name[m[2]:m[3]], 10, 64)
+		hi, err2 := strconv.ParseInt(name[m[4]:m[5]], 10, 64)
+		if err1 != nil || err2 != nil || hi-lo >= maxTensors {
+			return nil, fmt.Sprintf("range %s is too large (at most %d names)", code(name[m[0]:m[1]]), maxTensors)
+		}
+		if lo > hi {
+			return nil, fmt.Sprintf("range %s is descending; write {%d..%d}", code(name[m[0]:m[1]]), hi, lo)
+		}
+		out = append(out, braceRange{m[0], m[1], lo, hi})
+	}
+	return out, ""
+}
+
+// expansionCount returns how many names a name with these ranges stands
+// for, or -1 when it is more than maxTensors.
+func expansionCount(rs []braceRange) int64 {
+	n := int64(1)
+	for _, r := range rs {
+		n *= r.hi - r.lo + 1
+		if n > maxTensors {
+			return -1
+		}
+	}
+	return n
+}
+
+// expand returns the names a bare name stands for, the leftmost range
+// varying slowest (h.{0..1}.x{0..1}: h.0.x0 h.0.x1 h.1.x0 h.1.x1). The
+// caller has checked the count with expansionCount.
+func expand(name string, rs []braceRange) []string {
+	if len(rs) == 0 {
+		return []string{name}
+	}
+	out := []string{""}
+	prev := 0
+	for _, r := range rs {
+		lit := name[prev:r.start]
+		next := make([]string, 0, len(out)*int(r.hi-r.lo+1))
+		for _, p := range out {
+			for i := r.lo; i <= r.hi; i++ {
+				next = append(next, p+lit+strconv.FormatInt(i, 10))
+			}
+		}
+		out = next
+		prev = r.end
+	}
+	tail := name[prev:]
+	for i := range out {
+		out[i] += tail
+	}
+	return out
+}
+
+// isGlob reports whether a pattern has glob characters.
+func isGlob(p string) bool { return strings.ContainsAny(p, "*?") }
+
+// globMatch reports whether name matches the glob pattern: `*` matches any
+// run of characters (dots included), `?` exactly one character (rune).
+// It is the classic iterative matcher with one backtrack point, linear
+// for patterns with one star and never exponential.
+func globMatch(pattern, name string) bool {
+	p := []rune(pattern)
+	n := []rune(name)
+	pi, ni := 0, 0
+	starP, starN := -1, 0
+	for ni < len(n) {
+		switch {
+		case pi < len(p) && (p[pi] == '?' || p[pi] == n[ni]):
+			pi++
+			ni++
+		case pi < len(p) && p[pi] == '*':
+			starP, starN = pi, ni
+			pi++
+		case starP >= 0:
+			starN++
+			pi, ni = starP+1, starN
+		default:
+			return false
+		}
+	}
+	for pi < len(p) && p[pi] == '*' {
+		pi++
+	}
+	return pi == len(p)
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
+}
+
+// suggest returns the candidate closest to s, if it is close enough to be
+// a likely typo (distance at most a third of the length, at least 1, or
+// equal ignoring case), or "".
+func suggest(s string, candidates []string) string {
+	best, bestD := "", -1
+	limit := max(1, len([]rune(s))/3)
+	sorted := slices.Clone(candidates)
+	slices.Sort(sorted) // ties resolve the same way every time
+	for _, c := range sorted {
+		if c == s {
+			continue
+		}
+		if strings.EqualFold(c, s) {
+			return c
+		}
+		if d := len(c) - len(s); d > limit || -d > limit {
+			continue
+		}
+		d := editDistance(s, c)
+		if d <= limit && (bestD < 0 || d < bestD) {
+			best, bestD = c, d
+		}
+	}
+	return best
+}
+
+// didYouMean returns the hint for a suggestion, or "".
+func didYouMean(s string, candidates []string) string {
+	if c := suggest(s, candidates); c != "" {
+		return "did you mean " + code(c) + "?"
+	}
+	return ""
+}

@@ -1,0 +1,91 @@
+package dsl
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/alecthomas/participle/v2/lexer"
+
+	"github.com/syncgen/syncgen/ir"
+)
+
+// sourceFile is one .sync file's text, with what diagnostics need to point
+// into it.
+type sourceFile struct {
+	name  string // as shown in diagnostics
+	src   []byte
+	lines []int // byte offset of the start of each line
+}
+
+func newSourceFile(name string, src []byte) *sourceFile {
+	f := &sourceFile{name: name, src: src, lines: []int{0}}
+	for i, c := range src {
+		if c == '\n' {
+			f.lines = append(f.lines, i+1)
+		}
+	}
+	return f
+}
+
+// pos converts a byte offset into a position; offsets outside the file are
+// clamped to it, so every diagnostic points inside the file.
+func (f *sourceFile) pos(off int) ir.Pos {
+	off = max(0, min(off, len(f.src)))
+	line := sort.Search(len(f.lines), func(i int) bool { return f.lines[i] > off }) - 1
+	line = max(line, 0)
+	return ir.Pos{File: f.name, Offset: off, Line: line + 1, Col: off - f.lines[line] + 1}
+}
+
+// lineText returns line n (1-based) without its newline.
+func (f *sourceFile) lineText(n int) string {
+	if n < 1 || n > len(f.lines) {
+		return ""
+	}
+	start := f.lines[n-1]
+	end := len(f.src)
+	if n < len(f.lines) {
+		end = f.lines[n] - 1
+	}
+	return strings.TrimSuffix(string(f.src[start:end]), "\r")
+}
+
+// text returns the source between two offsets.
+func (f *sourceFile) text(a, b int) string {
+	a = max(0, min(a, len(f.src)))
+	b = max(a, min(b, len(f.src)))
+	return string(f.src[a:b])
+}
+
+// diag builds a diagnostic about the bytes [start, end) of the file.
+func (f *sourceFile) diag(sev Severity, start, end int, msg, hint string) Diagnostic {
+	p := f.pos(start)
+	e := f.pos(max(start, end))
+	return Diagnostic{Severity: sev, Pos: p, End: e, Message: msg, Hint: hint, snippet: f.lineText(p.Line)}
+}
+
+func (f *sourceFile) errorAt(start, end int, msg, hint string) Diagnostic {
+	return f.diag(Error, start, end, msg, hint)
+}
+
+// span is the byte range of a syntax node.
+type span struct{ start, end int }
+
+// spanOf returns the range between a node's participle positions.
+func spanOf(pos, end lexer.Position) span {
+	if end.Offset < pos.Offset {
+		end = pos
+	}
+	return span{pos.Offset, end.Offset}
+}
+
+// quoteText quotes a piece of source for a message.
+func quoteText(s string) string {
+	if len(s) > 40 {
+		s = s[:40] + "..."
+	}
+	return strconv.Quote(s)
+}
+
+// code formats a name for a message: `name`.
+func code(s string) string { return "`" + s + "`" }

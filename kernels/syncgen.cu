@@ -1,0 +1,343 @@
+// syncgen's device kernels: the gradient fill, dtype casts, the average's
+// division, and the spin that stands for compute time.
+//
+// They are compiled to PTX on a machine with nvcc (see regen.sh), and the
+// PTX is committed at runtime/cuda/syncgen.ptx, embedded in every syncgen
+// program and loaded with cuModuleLoadData; the driver compiles it for the
+// GPU it runs on. So that one PTX file runs on Volta and newer and on older
+// drivers, the code uses no header (no cuda_fp16.h: the 16-bit formats are
+// converted by hand, bit-exactly as runtime/dtype.go does) and no
+// instruction newer than sm_70.
+//
+// Every kernel takes only 64-bit parameters: package cuda launches them
+// with one array of uint64 values.
+//
+// Bit-exactness: each conversion reproduces the Go runtime's (RoundTo in
+// runtime/dtype.go: through float64, round to nearest even, integers
+// saturate, NaN becomes 0), and the fill reproduces FillValue in
+// runtime/pattern.go. The CPU backend and the checker rely on both.
+
+typedef unsigned long long u64;
+typedef long long i64;
+typedef unsigned int u32;
+typedef unsigned short u16;
+
+// runtime.DType values.
+enum { F64 = 1, F32, F16, BF16, I64, I32, I8, U8 };
+
+// runtime.FillKind values.
+enum { FILL_UNIFORM = 0, FILL_AVG = 1, FILL_PROD = 2 };
+
+// ---- the pattern (runtime/pattern.go) ----
+
+__device__ __forceinline__ u32 mix(u32 x) {
+	x ^= x >> 16;
+	x *= 0x7feb352du;
+	x ^= x >> 15;
+	x *= 0x846ca68bu;
+	x ^= x >> 16;
+	return x;
+}
+
+__device__ __forceinline__ u32 elemHash(u32 seed, i64 i) {
+	u64 u = (u64)i;
+	return mix(seed ^ mix((u32)u + 0x9e3779b9u * (u32)(u >> 32)));
+}
+
+// ---- conversions (runtime/dtype.go) ----
+
+__device__ __forceinline__ double bitsToDouble(u64 b) { return __longlong_as_double((long long)b); }
+
+// toHalf is dtype.go's toHalf: float64 to a 16-bit float format with mant
+// mantissa bits, one rounding to nearest even.
+__device__ u16 toHalf(double x, int mant, int bias) {
+	u64 bits = (u64)__double_as_longlong(x);
+	u16 sign = (u16)((bits >> 63) << 15);
+	int exp = (int)((bits >> 52) & 0x7ff);
+	u64 frac = bits & ((1ULL << 52) - 1);
+	int expBits = 15 - mant;
+	u16 inf = (u16)(((1u << expBits) - 1) << mant);
+	if (exp == 0x7ff) {
+		if (frac != 0) return sign | inf | (u16)(1u << (mant - 1));
+		return sign | inf;
+	}
+	if (exp == 0) return sign;
+	int e = exp - 1023;
+	u64 m = frac | (1ULL << 52);
+	int emin = 1 - bias;
+	int shift;
+	if (e >= emin) {
+		shift = 52 - mant;
+	} else {
+		shift = 52 - mant + (emin - e);
+		if (shift > 54) return sign;
+	}
+	u64 keep = m >> shift;
+	u64 rem = m & ((1ULL << shift) - 1);
+	u64 half = 1ULL << (shift - 1);
+	if (rem > half || (rem == half && (keep & 1))) keep++;
+	if (e < emin) return sign | (u16)keep;
+	if (keep == (1ULL << (mant + 1))) {
+		keep >>= 1;
+		e++;
+	}
+	if (e > bias) return sign | inf;
+	return sign | (u16)((e + bias) << mant) | (u16)(keep & ((1ULL << mant) - 1));
+}
+
+// fromHalf is dtype.go's fromHalf: exact decoding to float64.
+__device__ double fromHalf(u16 b, int mant, int bias) {
+	int expBits = 15 - mant;
+	int exp = (b >> mant) & ((1 << expBits) - 1);
+	u32 frac = b & ((1u << mant) - 1);
+	double v;
+	if (exp == 0) {
+		// frac * 2^(1-bias-mant); the scale is a normal float64.
+		v = (double)frac * bitsToDouble((u64)(1 - bias - mant + 1023) << 52);
+	} else if (exp == (1 << expBits) - 1) {
+		if (frac != 0) return bitsToDouble(0x7FF8000000000001ULL); // Go's math.NaN()
+		v = bitsToDouble(0x7FF0000000000000ULL);
+	} else {
+		v = bitsToDouble(((u64)(exp - bias + 1023) << 52) | ((u64)frac << (52 - mant)));
+	}
+	return (b & 0x8000) ? -v : v;
+}
+
+// toInt is dtype.go's toInt: round to nearest even, saturate, NaN to 0.
+__device__ __forceinline__ i64 toInt(double x, i64 lo, i64 hi) {
+	if (x != x) return 0;
+	double r = rint(x);
+	if (r <= (double)lo) return lo;
+	if (r >= (double)hi) return hi;
+	return (i64)r;
+}
+
+__device__ __forceinline__ float f16ToF32(u16 h) {
+	float f;
+	asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+	return f;
+}
+
+// f32ToF16 equals toHalf((double)f, 10, 15): the hardware conversion rounds
+// to nearest even once; only NaN needs Go's encoding.
+__device__ __forceinline__ u16 f32ToF16(float f) {
+	u32 u = __float_as_uint(f);
+	if ((u & 0x7fffffffu) > 0x7f800000u) return (u16)((u >> 16) & 0x8000) | 0x7e00;
+	u16 h;
+	asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+	return h;
+}
+
+__device__ __forceinline__ float bf16ToF32(u16 h) { return __uint_as_float((u32)h << 16); }
+
+// f32ToBF16 equals toHalf((double)f, 7, 127): bfloat16 is float32's top
+// half, so rounding the low 16 bits to nearest even is the whole job, for
+// subnormals and overflow too.
+__device__ __forceinline__ u16 f32ToBF16(float f) {
+	u32 u = __float_as_uint(f);
+	if ((u & 0x7fffffffu) > 0x7f800000u) return (u16)((u >> 16) & 0x8000) | 0x7fc0;
+	return (u16)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+__device__ __forceinline__ double load(const void *p, i64 i, int dt) {
+	switch (dt) {
+	case F64: return ((const double *)p)[i];
+	case F32: return (double)((const float *)p)[i];
+	case F16: return fromHalf(((const u16 *)p)[i], 10, 15);
+	case BF16: return fromHalf(((const u16 *)p)[i], 7, 127);
+	case I64: return (double)((const i64 *)p)[i];
+	case I32: return (double)((const int *)p)[i];
+	case I8: return (double)((const signed char *)p)[i];
+	default: return (double)((const unsigned char *)p)[i];
+	}
+}
+
+__device__ __forceinline__ void store(void *p, i64 i, int dt, double x) {
+	switch (dt) {
+	case F64: ((double *)p)[i] = x; break;
+	case F32: ((float *)p)[i] = __double2float_rn(x); break;
+	case F16: ((u16 *)p)[i] = toHalf(x, 10, 15); break;
+	case BF16: ((u16 *)p)[i] = toHalf(x, 7, 127); break;
+	case I64: ((i64 *)p)[i] = toInt(x, (i64)0x8000000000000000ULL, 0x7fffffffffffffffLL); break;
+	case I32: ((int *)p)[i] = (int)toInt(x, -2147483648LL, 2147483647LL); break;
+	case I8: ((signed char *)p)[i] = (signed char)toInt(x, -128, 127); break;
+	default: ((unsigned char *)p)[i] = (unsigned char)toInt(x, 0, 255); break;
+	}
+}
+
+// storeInt stores a pattern value as the CPU backend's fillBytes does:
+// exactly for the floats, with Go's wrapping conversions for the integers
+// (pattern values are always in range).
+__device__ __forceinline__ void storeInt(void *p, i64 i, int dt, int v) {
+	switch (dt) {
+	case F64: ((double *)p)[i] = (double)v; break;
+	case F32: ((float *)p)[i] = (float)v; break; // one rounding from int32
+	case F16: ((u16 *)p)[i] = f32ToF16((float)v); break; // past 2^24 it is infinite anyway
+	case BF16:
+		if (v > -(1 << 24) && v < (1 << 24)) ((u16 *)p)[i] = f32ToBF16((float)v);
+		else ((u16 *)p)[i] = toHalf((double)v, 7, 127); // avoid double rounding
+		break;
+	case I64: ((i64 *)p)[i] = v; break;
+	case I32: ((int *)p)[i] = v; break;
+	case I8: ((signed char *)p)[i] = (signed char)v; break;
+	default: ((unsigned char *)p)[i] = (unsigned char)v; break;
+	}
+}
+
+#define GRID_STRIDE(i, n) for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (i64)gridDim.x * blockDim.x)
+
+// ---- kernels ----
+
+// syncgen_fill writes FillValue(p, i) for i in [0, n) into dst, converted to
+// dtype. flags: bit 0 Two, bit 1 Neg.
+extern "C" __global__ void syncgen_fill(u64 dst, i64 n, u64 dtype, u64 kind, u64 seedA, u64 seedB,
+                                        i64 lo, i64 hi, i64 dev, i64 sign, u64 flags) {
+	void *p = (void *)dst;
+	int dt = (int)dtype;
+	u32 sa = (u32)seedA, sb = (u32)seedB;
+	int ilo = (int)lo;
+	u32 span = (u32)((int)hi - ilo + 1);
+	u32 dspan = (u32)((int)dev + 1);
+	int isign = (int)sign;
+	bool two = flags & 1, neg = flags & 2;
+	if (kind == FILL_PROD) {
+		GRID_STRIDE(i, n) {
+			u32 h = elemHash(sa, i);
+			int v = two ? 1 + (int)(h & 1) : 1;
+			if (neg && ((h >> 1) & 1)) v = -v;
+			storeInt(p, i, dt, v);
+		}
+	} else if (kind == FILL_AVG) {
+		GRID_STRIDE(i, n) {
+			int a = ilo + (int)(elemHash(sa, i) % span);
+			int d = (int)(elemHash(sb, i) % dspan);
+			storeInt(p, i, dt, a + isign * d);
+		}
+	} else {
+		GRID_STRIDE(i, n) { storeInt(p, i, dt, ilo + (int)(elemHash(sa, i) % span)); }
+	}
+}
+
+__device__ __forceinline__ i64 loadI(const void *p, i64 i, int dt) {
+	switch (dt) {
+	case I64: return ((const i64 *)p)[i];
+	case I32: return ((const int *)p)[i];
+	case I8: return ((const signed char *)p)[i];
+	default: return ((const unsigned char *)p)[i];
+	}
+}
+
+__device__ __forceinline__ void storeI(void *p, i64 i, int dt, i64 v) {
+	switch (dt) {
+	case I64: ((i64 *)p)[i] = v; break;
+	case I32: ((int *)p)[i] = (int)(v < -2147483648LL ? -2147483648LL : v > 2147483647LL ? 2147483647LL : v); break;
+	case I8: ((signed char *)p)[i] = (signed char)(v < -128 ? -128 : v > 127 ? 127 : v); break;
+	default: ((unsigned char *)p)[i] = (unsigned char)(v < 0 ? 0 : v > 255 ? 255 : v); break;
+	}
+}
+
+// syncgen_cast converts n elements of srcType at src to dstType at dst as
+// the CPU backend's castBytes does: integers to integers through int64,
+// saturating; everything else through float64 with RoundTo's rounding.
+extern "C" __global__ void syncgen_cast(u64 dst, u64 src, i64 n, u64 dstType, u64 srcType) {
+	void *d = (void *)dst;
+	const void *s = (const void *)src;
+	int dt = (int)dstType, st = (int)srcType;
+	if (dt >= I64 && st >= I64) {
+		GRID_STRIDE(i, n) { storeI(d, i, dt, loadI(s, i, st)); }
+	} else {
+		GRID_STRIDE(i, n) { store(d, i, dt, load(s, i, st)); }
+	}
+}
+
+// syncgen_cast_f32_16 converts float32 to float16 (bf == 0) or bfloat16
+// (bf == 1), four elements a thread when vec is set (src 16-byte and dst
+// 8-byte aligned), the casts a bucket with a 16-bit wire does every step.
+extern "C" __global__ void syncgen_cast_f32_16(u64 dst, u64 src, i64 n, u64 bf, u64 vec) {
+	u16 *d = (u16 *)dst;
+	const float *s = (const float *)src;
+	i64 n4 = vec ? n / 4 : 0;
+	GRID_STRIDE(j, n4) {
+		float4 f = ((const float4 *)s)[j];
+		u64 w;
+		if (bf) w = (u64)f32ToBF16(f.x) | (u64)f32ToBF16(f.y) << 16 | (u64)f32ToBF16(f.z) << 32 | (u64)f32ToBF16(f.w) << 48;
+		else w = (u64)f32ToF16(f.x) | (u64)f32ToF16(f.y) << 16 | (u64)f32ToF16(f.z) << 32 | (u64)f32ToF16(f.w) << 48;
+		((u64 *)d)[j] = w;
+	}
+	GRID_STRIDE(k, n - n4 * 4) {
+		i64 i = n4 * 4 + k;
+		d[i] = bf ? f32ToBF16(s[i]) : f32ToF16(s[i]);
+	}
+}
+
+// syncgen_cast_16_f32 converts float16 (bf == 0) or bfloat16 (bf == 1) to
+// float32, exactly, four elements a thread when vec is set.
+extern "C" __global__ void syncgen_cast_16_f32(u64 dst, u64 src, i64 n, u64 bf, u64 vec) {
+	float *d = (float *)dst;
+	const u16 *s = (const u16 *)src;
+	i64 n4 = vec ? n / 4 : 0;
+	GRID_STRIDE(j, n4) {
+		u64 w = ((const u64 *)s)[j];
+		float4 f;
+		if (bf) f = make_float4(bf16ToF32((u16)w), bf16ToF32((u16)(w >> 16)), bf16ToF32((u16)(w >> 32)), bf16ToF32((u16)(w >> 48)));
+		else f = make_float4(f16ToF32((u16)w), f16ToF32((u16)(w >> 16)), f16ToF32((u16)(w >> 32)), f16ToF32((u16)(w >> 48)));
+		((float4 *)d)[j] = f;
+	}
+	GRID_STRIDE(k, n - n4 * 4) {
+		i64 i = n4 * 4 + k;
+		d[i] = bf ? bf16ToF32(s[i]) : f16ToF32(s[i]);
+	}
+}
+
+// syncgen_div divides n elements of dtype at buf by div in place, as the CPU
+// backend finishes an average: float32 arithmetic for f16, bf16 and f32,
+// float64 for f64, integers truncated toward zero. The GPU backend uses it
+// after an ncclSum where ncclAvg would round differently (NCCL multiplies
+// each input by 1/n first, which is exact only when n is a power of two).
+extern "C" __global__ void syncgen_div(u64 buf, i64 n, u64 dtype, i64 div) {
+	void *p = (void *)buf;
+	int dt = (int)dtype;
+	float fd = (float)div;
+	GRID_STRIDE(i, n) {
+		switch (dt) {
+		case F64: ((double *)p)[i] = ((double *)p)[i] / (double)div; break;
+		case F32: ((float *)p)[i] = __fdiv_rn(((float *)p)[i], fd); break;
+		case F16: ((u16 *)p)[i] = f32ToF16(__fdiv_rn(f16ToF32(((u16 *)p)[i]), fd)); break;
+		case BF16: ((u16 *)p)[i] = f32ToBF16(__fdiv_rn(bf16ToF32(((u16 *)p)[i]), fd)); break;
+		case I64: ((i64 *)p)[i] = ((i64 *)p)[i] / div; break;
+		case I32: ((int *)p)[i] = ((int *)p)[i] / (int)div; break;
+		case I8: ((signed char *)p)[i] = (signed char)(((signed char *)p)[i] / (int)div); break;
+		default: ((unsigned char *)p)[i] = (unsigned char)(((unsigned char *)p)[i] / (int)div); break;
+		}
+	}
+}
+
+__device__ __forceinline__ u64 globaltimer() {
+	u64 t;
+	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+	return t;
+}
+
+// syncgen_stamp stores the device clock (ns) at *stamp: the start of a run
+// of fills whose time the next spin subtracts.
+extern "C" __global__ void syncgen_stamp(u64 stamp) { *(u64 *)stamp = globaltimer(); }
+
+// syncgen_spin keeps one warp busy until ns nanoseconds have passed since
+// *stamp (when useStamp is set) or since it started. One block of one warp
+// leaves the other multiprocessors free for NCCL's kernels, as a real
+// backward pass's gaps would.
+extern "C" __global__ void syncgen_spin(u64 ns, u64 stamp, u64 useStamp) {
+	u64 start = globaltimer();
+	if (useStamp) {
+		u64 s = *(volatile u64 *)stamp;
+		if (s < start) start = s;
+	}
+	u64 now = start;
+	while (now - start < ns) now = globaltimer();
+}
+
+// syncgen_copy copies n 16-byte words: the copy-bandwidth reference the GPU
+// benchmark measures next to cudaMemcpy.
+extern "C" __global__ void syncgen_copy(u64 dst, u64 src, i64 n) {
+	GRID_STRIDE(i, n) { ((float4 *)dst)[i] = ((const float4 *)src)[i]; }
+}

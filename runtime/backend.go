@@ -1,0 +1,274 @@
+package runtime
+
+// This file is the contract between the runtime and its backends. The CPU
+// backend (cpu*.go) implements it with goroutines and MPI's nonblocking
+// collectives on host memory; the GPU backend (gpu*.go, packages cuda and
+// nccl) implements it with CUDA streams, events, device memory and NCCL.
+// The model is CUDA's: work is queued on streams and runs in queue order,
+// streams run concurrently, events order streams against each other and
+// against the host. Nothing above the backend knows which one it talks to.
+//
+// Threading: the runtime calls Backend and BackendStream methods from one
+// goroutine at a time (the host goroutine that runs the step, or the main
+// goroutine during setup and checks), except Event.Query, which the
+// watchdog calls concurrently. A backend that needs a locked OS thread (the
+// CUDA current device) must arrange that itself.
+//
+// Errors: methods that queue work return an error only for what they can
+// see at queue time (bad arguments, a failed launch). Errors that happen
+// while the work runs are reported by the next Synchronize of the stream or
+// event concerned, with context (what, which bucket, the library's own
+// error string).
+
+import (
+	"fmt"
+	"time"
+)
+
+// Backend executes stream-ordered work on one kind of device.
+type Backend interface {
+	// Name is the backend's short name as --backend spells it ("cpu",
+	// "nccl").
+	Name() string
+
+	// Versions lists the library versions that reports show, in a fixed
+	// order, e.g. {"MPI", "Open MPI v4.1.4, ..."} or {"NCCL", "2.21.5"},
+	// {"CUDA runtime", "12.4"}, {"device", "NVIDIA H200"}.
+	Versions() []KV
+
+	// NewStream creates the executor of plan stream index (Plan.Streams
+	// order). Every rank creates the same streams in the same order, once,
+	// before any work is queued, so a backend may create collective
+	// resources here (an MPI_Comm_dup, an NCCL communicator per stream):
+	// collectives of different streams must never match each other.
+	// prio maps to the device's stream priorities where it has them.
+	NewStream(index int, name string, prio Priority) (BackendStream, error)
+
+	// NewEvent creates an event that streams can record and wait on. The
+	// runtime reuses events from step to step: recording an event again
+	// replaces what it marks (as cudaEventRecord does).
+	NewEvent() (Event, error)
+
+	// Alloc allocates a buffer of elems elements of dtype in the memory the
+	// backend computes on (device memory on a GPU, C memory on the CPU;
+	// never Go memory, since MPI and NCCL keep pointers into it while work
+	// is in flight). The contents are undefined until written.
+	Alloc(dtype DType, elems int64) (Buffer, error)
+
+	// Collectives queues one group of collectives (ncclGroupStart ...
+	// ncclGroupEnd): every op runs on its own Stream, after the work queued
+	// on that stream so far, and the work queued on a stream after this
+	// call waits for that stream's ops of the group. A group of one op is a
+	// plain collective. All ranks queue the same groups with the same ops
+	// in the same order on the same streams. See CollOp for the semantics
+	// of each collective.
+	Collectives(ops []CollOp) error
+
+	// Elapsed returns the time from start to end; both events must have
+	// completed (cudaEventElapsedTime). The events may belong to different
+	// streams. The result may be negative when end happened first.
+	Elapsed(start, end Event) (time.Duration, error)
+
+	// CopyToHost copies src into dst (len(dst) == src.Bytes()). It blocks
+	// the host until the copy is done. The runtime calls it only when no
+	// stream has pending work that writes src (after the step's streams
+	// drained), for checks; on the CPU it is a memcpy.
+	CopyToHost(dst []byte, src Span) error
+
+	// CopyFromHost copies src (len(src) == dst.Bytes()) into dst, blocking
+	// the host, under the same condition as CopyToHost. Tests use it to
+	// corrupt an element on purpose.
+	CopyFromHost(dst Span, src []byte) error
+
+	// Close releases everything the backend holds (streams, events,
+	// buffers, communicators). The runtime calls it once, after all streams
+	// drained, before MPI_Finalize.
+	Close() error
+}
+
+// BackendStream is an ordered executor of work: a CUDA stream on a GPU, a
+// goroutine with a queue on the CPU. Each method queues one operation and
+// returns at once; operations run in the order queued, one after another.
+type BackendStream interface {
+	// Name is the plan's name of the stream.
+	Name() string
+
+	// Fill writes the deterministic pattern p into dst: element i of dst
+	// gets FillValue(p, i) converted to dst.DType (exactly: the pattern's
+	// values are small integers that every dtype represents). See
+	// pattern.go for the formula that a device kernel must reproduce.
+	Fill(dst Span, p FillParams) error
+
+	// Cast converts src into dst element by element (dst.N == src.N),
+	// rounding to nearest, ties to even, where dst cannot hold a value
+	// exactly; float to integer rounds the same way and saturates at the
+	// integer's range, NaN becomes 0. See CastValue in dtype.go.
+	Cast(dst, src Span) error
+
+	// Busy keeps the stream busy for d, like a compute kernel of that
+	// length (a simulated backward or forward pass). A GPU spins on the
+	// device clock; the CPU sleeps so that the host's cores stay free for
+	// communication, as a GPU's would. The time that Fill operations queued
+	// just before Busy took counts against d, so that a simulated backward
+	// of many small tensors lasts d in total and not d plus the fills.
+	Busy(d time.Duration) error
+
+	// Record records e on the stream: e completes when all work queued on
+	// the stream before it has completed (cudaEventRecord).
+	Record(e Event) error
+
+	// WaitEvent makes all work queued on the stream after this call wait
+	// until e completes, as last recorded at the time of this call
+	// (cudaStreamWaitEvent). The host does not block.
+	WaitEvent(e Event) error
+
+	// Synchronize blocks the host until all work queued on the stream so
+	// far has completed, and returns the first error of that work.
+	Synchronize() error
+}
+
+// Event marks a point in a stream's work (a CUDA event).
+type Event interface {
+	// Synchronize blocks the host until the event completes, and returns
+	// the first error of the work it marks.
+	Synchronize() error
+	// Query reports whether the event has completed without blocking
+	// (cudaEventQuery). The watchdog calls it from its own goroutine.
+	Query() (bool, error)
+}
+
+// Buffer is a block of backend memory. The runtime never dereferences it:
+// it hands it back to the backend in Spans.
+type Buffer interface {
+	// DType and Elems are what it was allocated with.
+	DType() DType
+	Elems() int64
+}
+
+// Span is N elements of DType starting at element Off of Buf (element
+// offsets count in DType, so the byte offset is Off*DType.Size()). Buffers
+// hold one dtype, so DType is normally Buf.DType().
+type Span struct {
+	Buf   Buffer
+	Off   int64
+	N     int64
+	DType DType
+}
+
+// Bytes returns the span's size in bytes.
+func (s Span) Bytes() int64 { return s.N * s.DType.Size() }
+
+// Coll names a collective operation.
+type Coll uint8
+
+// The collectives. All work in place on one buffer, as NCCL's in-place
+// forms do.
+const (
+	CollNone Coll = iota
+	// CollAllReduce: every rank ends with the reduction of all ranks'
+	// buffers.
+	CollAllReduce
+	// CollBroadcast: every rank ends with Root's buffer.
+	CollBroadcast
+	// CollReduce: Root ends with the reduction; the others' buffers are
+	// unchanged.
+	CollReduce
+	// CollAllGather: the buffer is size slices of Count/size elements;
+	// every rank ends with slice r of rank r in slice r, for every r.
+	CollAllGather
+	// CollReduceScatter: rank r ends with the reduction of slice r of all
+	// ranks in its slice r (the slice stays where it is, as in
+	// ncclReduceScatter with recvbuff = sendbuff + r*Count/size); the other
+	// slices are undefined afterwards.
+	CollReduceScatter
+)
+
+var collNames = [...]string{"none", "allreduce", "broadcast", "reduce", "allgather", "reducescatter"}
+
+// String returns the collective's keyword in the .sync language.
+func (c Coll) String() string {
+	if int(c) < len(collNames) {
+		return collNames[c]
+	}
+	return fmt.Sprintf("coll(%d)", c)
+}
+
+// Reduces reports whether the collective applies a reduction operator.
+func (c Coll) Reduces() bool {
+	return c == CollAllReduce || c == CollReduce || c == CollReduceScatter
+}
+
+// CollOp is one collective of a group.
+type CollOp struct {
+	// Stream runs the collective (and selects its communicator).
+	Stream BackendStream
+	Coll   Coll
+	// Op is the reduction for CollAllReduce, CollReduce and
+	// CollReduceScatter. Avg is the sum divided by the number of ranks:
+	// NCCL's ncclAvg; the CPU backend sums and then divides each element in
+	// the buffer's dtype (integers truncate toward zero; floats divide in
+	// float32 for f16/bf16/f32, float64 for f64, and round to nearest even).
+	Op RedOp
+	// Root is the root rank for CollBroadcast and CollReduce.
+	Root int
+	// Buf is the whole buffer, Buf.N elements of Buf.DType, in place. For
+	// CollAllGather and CollReduceScatter Buf.N is a multiple of the number
+	// of ranks (the runtime pads those buckets).
+	Buf Span
+	// Name is the bucket's name, for error messages and traces.
+	Name string
+}
+
+// KV is a name and a value, for reports.
+type KV struct {
+	Key   string
+	Value string
+}
+
+// Bootstrap is the part of MPI that a backend may use while it starts: the
+// NCCL unique id travels by Bcast. The methods are collective (every rank
+// calls them in the same order) and safe to call from any goroutine.
+type Bootstrap interface {
+	// Bcast sends root's buf to every rank (all buf have the same length).
+	Bcast(root int, buf []byte) error
+	// Allgather returns every rank's rec, in rank order (all recs have the
+	// same length).
+	Allgather(rec []byte) ([][]byte, error)
+}
+
+// BackendEnv is what a backend's probe and constructor get to know about
+// the job.
+type BackendEnv struct {
+	Rank, Size           int // in MPI_COMM_WORLD
+	LocalRank, LocalSize int // among the ranks of this host
+	Host                 string
+	Boot                 Bootstrap
+	Plan                 *Plan
+}
+
+// BackendFactory registers a backend with the runtime.
+type BackendFactory struct {
+	// Name as --backend spells it.
+	Name string
+	// Priority orders the factories that --backend auto tries: higher
+	// first. The CPU backend has 0 and always works.
+	Priority int
+	// Probe says whether the backend can run on this rank, and if not, why
+	// ("no CUDA device", "libnccl.so.2: cannot open shared object file").
+	// It must be cheap and must not fail destructively; it must not call
+	// collective Bootstrap methods (the runtime gathers every rank's answer
+	// itself and picks a backend only when every rank can run it). For
+	// NCCL it checks that every local rank gets a GPU of its own
+	// (LocalSize <= device count) and that the libraries load.
+	Probe func(env *BackendEnv) (ok bool, why string)
+	// New creates the backend. It may use env.Boot (collectively).
+	New func(env *BackendEnv) (Backend, error)
+}
+
+// RegisterBackend makes a backend available to --backend. The GPU backend
+// calls it from an init function in gpu.go.
+func RegisterBackend(f BackendFactory) {
+	backendsMu.Lock()
+	defer backendsMu.Unlock()
+	backends = append(backends, f)
+}

@@ -1,0 +1,737 @@
+package runtime
+
+// The NCCL backend: streams are CUDA streams, events CUDA events, buffers
+// device memory, collectives NCCL's in-place forms on one communicator per
+// stream, and the fill, casts and simulated compute are the PTX kernels of
+// package cuda. CUDA, the driver and NCCL are loaded at run time (packages
+// cuda and nccl), so a program built without them still runs on the CPU
+// backend.
+//
+// Threading: the CUDA current device belongs to the OS thread, and the
+// runtime calls a backend from whichever goroutine runs the step. Every
+// method that touches the device therefore locks its goroutine to its thread
+// and selects the rank's device first (enter); cudaSetDevice on the device
+// that is already current costs next to nothing.
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	goruntime "runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/syncgen/syncgen/runtime/cuda"
+	"github.com/syncgen/syncgen/runtime/nccl"
+)
+
+func init() {
+	RegisterBackend(BackendFactory{Name: "nccl", Priority: 10, Probe: gpuProbe, New: newGPUBackend})
+}
+
+// gpuLoad loads the CUDA runtime, the driver and NCCL.
+func gpuLoad() error {
+	if err := cuda.Load(); err != nil {
+		return err
+	}
+	return nccl.Load()
+}
+
+// gpuProbe says whether this rank can run the NCCL backend: the libraries
+// load and every rank on this host can have a GPU of its own.
+func gpuProbe(env *BackendEnv) (bool, string) {
+	if err := gpuLoad(); err != nil {
+		return false, err.Error()
+	}
+	n, err := cuda.DeviceCount()
+	if err != nil {
+		return false, err.Error()
+	}
+	if n == 0 {
+		return false, "no CUDA device" + visibleNote()
+	}
+	if env.LocalSize > n {
+		return false, fmt.Sprintf("%d ranks on host %s but %d GPU(s)%s: NCCL needs a GPU per rank",
+			env.LocalSize, env.Host, n, visibleNote())
+	}
+	return true, ""
+}
+
+// visibleNote mentions CUDA_VISIBLE_DEVICES when it is set, since it is the
+// usual reason for seeing fewer GPUs than the machine has.
+func visibleNote() string {
+	if v, ok := os.LookupEnv("CUDA_VISIBLE_DEVICES"); ok {
+		return fmt.Sprintf(" visible (CUDA_VISIBLE_DEVICES=%q)", v)
+	}
+	return ""
+}
+
+// gpuBackend implements Backend over CUDA and NCCL.
+type gpuBackend struct {
+	env      *BackendEnv
+	dev      int
+	devName  string
+	busID    string
+	kernels  *cuda.Kernels
+	prioLow  int // cudaDeviceGetStreamPriorityRange's least priority
+	prioHigh int // and its greatest
+	versions []KV
+
+	mu      sync.Mutex // guards the lists below and aborted
+	streams []*gpuStream
+	events  []*gpuEvent
+	buffers []*gpuBuffer
+	aborted bool
+}
+
+// newGPUBackend selects the rank's GPU, checks that no two ranks share one
+// and that every rank loaded the same NCCL, and loads the kernels. The
+// communicators are created per stream in NewStream.
+func newGPUBackend(env *BackendEnv) (Backend, error) {
+	if err := gpuLoad(); err != nil {
+		return nil, fmt.Errorf("nccl backend: %w (use --backend cpu to run without GPUs)", err)
+	}
+	n, err := cuda.DeviceCount()
+	if err != nil {
+		return nil, fmt.Errorf("nccl backend: %w", err)
+	}
+	b := &gpuBackend{env: env}
+	_, perRank := os.LookupEnv("CUDA_VISIBLE_DEVICES")
+	switch {
+	case n == 0:
+		return nil, fmt.Errorf("nccl backend: rank %d on %s sees no CUDA device%s; use --backend cpu", env.Rank, env.Host, visibleNote())
+	case env.LocalRank < n:
+		b.dev = env.LocalRank
+	case perRank:
+		// A launcher that gives each rank its own CUDA_VISIBLE_DEVICES:
+		// the duplicate check below catches ranks that got the same GPU.
+		b.dev = env.LocalRank % n
+	default:
+		return nil, fmt.Errorf("nccl backend: %d ranks on host %s but only %d GPU(s): NCCL needs a GPU per rank; run fewer ranks per host or use --backend cpu",
+			env.LocalSize, env.Host, n)
+	}
+
+	goruntime.LockOSThread()
+	defer goruntime.UnlockOSThread()
+	if err := cuda.SetDevice(b.dev); err != nil {
+		return nil, fmt.Errorf("nccl backend: rank %d: %w", env.Rank, err)
+	}
+	if b.busID, err = cuda.PCIBusID(b.dev); err != nil {
+		return nil, fmt.Errorf("nccl backend: rank %d: %w", env.Rank, err)
+	}
+	if b.devName, err = cuda.DeviceName(b.dev); err != nil {
+		return nil, fmt.Errorf("nccl backend: rank %d: %w", env.Rank, err)
+	}
+
+	// One record per rank: host, GPU and NCCL version, gathered so that
+	// every rank sees the same verdict and no rank enters
+	// ncclCommInitRank alone.
+	rec := make([]byte, 256)
+	copy(rec, fmt.Sprintf("%s\x00%s\x00%d\x00", env.Host, b.busID, nccl.Version()))
+	all, err := env.Boot.Allgather(rec)
+	if err != nil {
+		return nil, fmt.Errorf("nccl backend: gathering GPUs and NCCL versions: %w", err)
+	}
+	if err := checkPeers(all); err != nil {
+		return nil, err
+	}
+
+	if b.prioLow, b.prioHigh, err = cuda.StreamPriorityRange(); err != nil {
+		return nil, fmt.Errorf("nccl backend: %w", err)
+	}
+	if b.kernels, err = cuda.LoadKernels(); err != nil {
+		return nil, fmt.Errorf("nccl backend: loading the PTX kernels: %w", err)
+	}
+
+	rtv, drv, err := cuda.Versions()
+	if err != nil {
+		return nil, fmt.Errorf("nccl backend: %w", err)
+	}
+	rtPath, _ := cuda.Libraries()
+	b.versions = []KV{
+		{"NCCL", fmt.Sprintf("%s (%s, the same on all %d ranks)", nccl.VersionString(nccl.Version()), nccl.Path(), env.Size)},
+		{"CUDA runtime", fmt.Sprintf("%s (%s)", cuda.VersionString(rtv), rtPath)},
+		{"CUDA driver", cuda.VersionString(drv)},
+		{"device", fmt.Sprintf("%s (rank 0: GPU %d, %s)", b.devName, b.dev, b.busID)},
+	}
+	if m := nccl.Missing(); len(m) > 0 {
+		b.versions = append(b.versions, KV{"NCCL lacks", strings.Join(m, ", ") + " (optional; not used)"})
+	}
+	return b, nil
+}
+
+// checkPeers refuses two ranks on one GPU (NCCL would fail later with
+// "Duplicate GPU detected") and ranks with different NCCL versions, naming
+// the ranks concerned.
+func checkPeers(recs [][]byte) error {
+	type peer struct{ host, bus, version string }
+	peers := make([]peer, len(recs))
+	for r, rec := range recs {
+		f := strings.SplitN(string(rec), "\x00", 4)
+		if len(f) < 3 {
+			return fmt.Errorf("nccl backend: rank %d sent a malformed record", r)
+		}
+		peers[r] = peer{f[0], f[1], f[2]}
+	}
+	seen := map[[2]string]int{}
+	for r, p := range peers {
+		if q, ok := seen[[2]string{p.host, p.bus}]; ok {
+			return fmt.Errorf("nccl backend: ranks %d and %d share GPU %s on host %s; NCCL needs a GPU per rank (set CUDA_VISIBLE_DEVICES, run fewer ranks per host, or use --backend cpu)",
+				q, r, p.bus, p.host)
+		}
+		seen[[2]string{p.host, p.bus}] = r
+	}
+	for r, p := range peers {
+		if p.version != peers[0].version {
+			var lines []string
+			for q, pq := range peers {
+				lines = append(lines, fmt.Sprintf("rank %d on %s: NCCL %s", q, pq.host, versionOf(pq.version)))
+			}
+			return fmt.Errorf("nccl backend: rank %d loaded NCCL %s but rank 0 loaded %s; every rank must use the same NCCL:\n  %s",
+				r, versionOf(p.version), versionOf(peers[0].version), strings.Join(lines, "\n  "))
+		}
+	}
+	return nil
+}
+
+func versionOf(code string) string {
+	var v int
+	fmt.Sscan(code, &v)
+	return nccl.VersionString(v)
+}
+
+// enter locks the goroutine to its OS thread and makes the rank's device
+// current there. The caller defers goruntime.UnlockOSThread().
+func (b *gpuBackend) enter() error {
+	goruntime.LockOSThread()
+	if err := cuda.SetDevice(b.dev); err != nil {
+		goruntime.UnlockOSThread()
+		return fmt.Errorf("nccl backend: %w", err)
+	}
+	return nil
+}
+
+func (b *gpuBackend) Name() string { return "nccl" }
+
+func (b *gpuBackend) Versions() []KV { return b.versions }
+
+// gpuStream is a CUDA stream with its own NCCL communicator.
+type gpuStream struct {
+	b    *gpuBackend
+	name string
+	s    cuda.Stream
+	comm nccl.Comm
+	// stamp is 8 bytes of device memory where a run of fills records when
+	// it started, and stamped says a stamp is pending for the next Busy
+	// (see BackendStream.Busy).
+	stamp   cuda.Ptr
+	stamped bool
+}
+
+// NewStream creates a CUDA stream with the plan's priority and joins a new
+// NCCL communicator for it: rank 0 makes the unique id, MPI broadcasts it.
+func (b *gpuBackend) NewStream(index int, name string, prio Priority) (BackendStream, error) {
+	if err := b.enter(); err != nil {
+		return nil, err
+	}
+	defer goruntime.UnlockOSThread()
+	p := b.prioLow
+	if prio == PriorityHigh {
+		p = b.prioHigh
+	}
+	s, err := cuda.NewStream(p)
+	if err != nil {
+		return nil, fmt.Errorf("nccl backend: stream %s: %w", name, err)
+	}
+	st := &gpuStream{b: b, name: name, s: s}
+	if st.stamp, err = cuda.Malloc(8); err != nil {
+		return nil, fmt.Errorf("nccl backend: stream %s: %w", name, err)
+	}
+	var id nccl.UniqueID
+	if b.env.Rank == 0 {
+		if id, err = nccl.NewUniqueID(); err != nil {
+			return nil, fmt.Errorf("nccl backend: stream %s: %w", name, err)
+		}
+	}
+	if err := b.env.Boot.Bcast(0, id[:]); err != nil {
+		return nil, fmt.Errorf("nccl backend: stream %s: broadcasting the NCCL unique id: %w", name, err)
+	}
+	if st.comm, err = nccl.InitRank(b.env.Size, id, b.env.Rank); err != nil {
+		return nil, fmt.Errorf("nccl backend: communicator of stream %s on GPU %d (%s): %w", name, b.dev, b.busID, err)
+	}
+	b.mu.Lock()
+	b.streams = append(b.streams, st)
+	b.mu.Unlock()
+	return st, nil
+}
+
+// gpuEvent is a CUDA event with timing, so that Elapsed works on any.
+type gpuEvent struct {
+	b  *gpuBackend
+	ev cuda.Event
+}
+
+func (b *gpuBackend) NewEvent() (Event, error) {
+	if err := b.enter(); err != nil {
+		return nil, err
+	}
+	defer goruntime.UnlockOSThread()
+	ev, err := cuda.NewEvent(cuda.EventDefault)
+	if err != nil {
+		return nil, fmt.Errorf("nccl backend: %w", err)
+	}
+	e := &gpuEvent{b: b, ev: ev}
+	b.mu.Lock()
+	b.events = append(b.events, e)
+	b.mu.Unlock()
+	return e, nil
+}
+
+// gpuBuffer is device memory from cudaMalloc.
+type gpuBuffer struct {
+	p     cuda.Ptr
+	dtype DType
+	elems int64
+}
+
+func (g *gpuBuffer) DType() DType { return g.dtype }
+func (g *gpuBuffer) Elems() int64 { return g.elems }
+
+func (b *gpuBackend) Alloc(dtype DType, elems int64) (Buffer, error) {
+	if err := b.enter(); err != nil {
+		return nil, err
+	}
+	defer goruntime.UnlockOSThread()
+	n := elems * dtype.Size()
+	if n == 0 {
+		n = 1 // a valid, distinct address even for an empty bucket
+	}
+	p, err := cuda.Malloc(n)
+	if err != nil {
+		free, total, _ := cuda.MemInfo()
+		return nil, fmt.Errorf("nccl backend: allocating %d %s elements on GPU %d (%d MiB free of %d MiB): %w",
+			elems, dtype, b.dev, free>>20, total>>20, err)
+	}
+	g := &gpuBuffer{p: p, dtype: dtype, elems: elems}
+	b.mu.Lock()
+	b.buffers = append(b.buffers, g)
+	b.mu.Unlock()
+	return g, nil
+}
+
+// addr returns the device address of the span's first element.
+func addr(s Span) (cuda.Ptr, error) {
+	g, ok := s.Buf.(*gpuBuffer)
+	if !ok {
+		return 0, fmt.Errorf("nccl backend: a span of a %T, not of a GPU buffer", s.Buf)
+	}
+	if s.Off < 0 || s.N < 0 || (s.Off+s.N)*s.DType.Size() > g.elems*g.dtype.Size() {
+		return 0, fmt.Errorf("nccl backend: span [%d, %d) of %s is outside its buffer of %d %s", s.Off, s.Off+s.N, s.DType, g.elems, g.dtype)
+	}
+	return g.p + cuda.Ptr(s.Off*s.DType.Size()), nil
+}
+
+var ncclTypes = map[DType]nccl.DataType{
+	F64: nccl.Float64, F32: nccl.Float32, F16: nccl.Float16, BF16: nccl.Bfloat16,
+	I64: nccl.Int64, I32: nccl.Int32, I8: nccl.Int8, U8: nccl.Uint8,
+}
+
+var ncclOps = map[RedOp]nccl.RedOp{Sum: nccl.Sum, Avg: nccl.Avg, Min: nccl.Min, Max: nccl.Max, Prod: nccl.Prod}
+
+// divideAfter reports whether an average must be a sum followed by the
+// division kernel to give the CPU backend's result. ncclAvg on floats
+// multiplies every input by 1/size before summing (NCCL's PreMulSum), which
+// rounds differently from sum-then-divide unless size is a power of two;
+// on integers it sums and then divides, truncating, like the CPU backend.
+func divideAfter(op RedOp, dt DType, size int) bool {
+	return op == Avg && dt.IsFloat() && size&(size-1) != 0
+}
+
+// Collectives queues the group as ncclGroupStart, one in-place NCCL call
+// per op, ncclGroupEnd; averages that NCCL would round differently are
+// sums followed by the division kernel on the op's stream.
+func (b *gpuBackend) Collectives(ops []CollOp) error {
+	if err := b.enter(); err != nil {
+		return err
+	}
+	defer goruntime.UnlockOSThread()
+	if len(ops) > 1 {
+		if err := nccl.GroupStart(); err != nil {
+			return fmt.Errorf("nccl backend: %w", err)
+		}
+	}
+	var firstErr error
+	for i := range ops {
+		if err := b.queue(&ops[i]); err != nil {
+			firstErr = err
+			break
+		}
+	}
+	if len(ops) > 1 {
+		// Close the group even after an error, so NCCL is not left inside
+		// one; the first error is the one to report.
+		if err := nccl.GroupEnd(); err != nil && firstErr == nil {
+			names := make([]string, len(ops))
+			for i, op := range ops {
+				names[i] = op.Coll.String() + " " + op.Name
+			}
+			firstErr = fmt.Errorf("nccl backend: group of %s: %w", strings.Join(names, ", "), err)
+		}
+	}
+	if firstErr != nil {
+		return firstErr
+	}
+	size, rank := b.env.Size, b.env.Rank
+	for i := range ops {
+		op := &ops[i]
+		if !op.Coll.Reduces() || !divideAfter(op.Op, op.Buf.DType, size) {
+			continue
+		}
+		st := op.Stream.(*gpuStream)
+		span := op.Buf
+		switch op.Coll {
+		case CollReduce:
+			if rank != op.Root {
+				continue
+			}
+		case CollReduceScatter:
+			span.N /= int64(size)
+			span.Off += int64(rank) * span.N
+		}
+		p, err := addr(span)
+		if err != nil {
+			return err
+		}
+		if err := b.kernels.Div(st.s, p, int(span.DType), span.N, size); err != nil {
+			return fmt.Errorf("nccl backend: %s of bucket %s: the average's division: %w", op.Coll, op.Name, err)
+		}
+	}
+	return nil
+}
+
+// queue issues one collective on its stream's communicator.
+func (b *gpuBackend) queue(op *CollOp) error {
+	st, ok := op.Stream.(*gpuStream)
+	if !ok {
+		return fmt.Errorf("nccl backend: %s of bucket %s on a %T, not a GPU stream", op.Coll, op.Name, op.Stream)
+	}
+	st.stamped = false
+	where := func(err error) error {
+		desc := fmt.Sprintf("%d %s", op.Buf.N, op.Buf.DType)
+		if op.Coll.Reduces() {
+			desc += ", op " + op.Op.String()
+		}
+		return fmt.Errorf("nccl backend: %s of bucket %s (%s) on stream %s: %w", op.Coll, op.Name, desc, st.name, err)
+	}
+	dt, ok := ncclTypes[op.Buf.DType]
+	if !ok {
+		return where(fmt.Errorf("no NCCL data type for %s", op.Buf.DType))
+	}
+	base, err := addr(op.Buf)
+	if err != nil {
+		return where(err)
+	}
+	n := op.Buf.N
+	size, rank := int64(b.env.Size), int64(b.env.Rank)
+	slice := n / size
+	sliceAddr := base + cuda.Ptr(rank*slice*op.Buf.DType.Size())
+	var redop nccl.RedOp
+	if op.Coll.Reduces() {
+		var ok bool
+		if redop, ok = ncclOps[op.Op]; !ok {
+			return where(fmt.Errorf("no NCCL operator for %s", op.Op))
+		}
+		if divideAfter(op.Op, op.Buf.DType, b.env.Size) {
+			redop = nccl.Sum
+		}
+	}
+	switch op.Coll {
+	case CollAllReduce:
+		err = st.comm.AllReduce(base, base, n, dt, redop, st.s)
+	case CollBroadcast:
+		err = st.comm.Broadcast(base, base, n, dt, op.Root, st.s)
+	case CollReduce:
+		err = st.comm.Reduce(base, base, n, dt, redop, op.Root, st.s)
+	case CollAllGather:
+		err = st.comm.AllGather(sliceAddr, base, slice, dt, st.s)
+	case CollReduceScatter:
+		err = st.comm.ReduceScatter(base, sliceAddr, slice, dt, redop, st.s)
+	default:
+		err = fmt.Errorf("unknown collective %d", op.Coll)
+	}
+	if err != nil {
+		return where(err)
+	}
+	return nil
+}
+
+func (b *gpuBackend) Elapsed(start, end Event) (time.Duration, error) {
+	s, ok1 := start.(*gpuEvent)
+	e, ok2 := end.(*gpuEvent)
+	if !ok1 || !ok2 {
+		return 0, errors.New("nccl backend: Elapsed of events that are not CUDA events")
+	}
+	if err := b.enter(); err != nil {
+		return 0, err
+	}
+	defer goruntime.UnlockOSThread()
+	ms, err := cuda.Elapsed(s.ev, e.ev)
+	if err != nil {
+		return 0, fmt.Errorf("nccl backend: %w", err)
+	}
+	return time.Duration(ms * float64(time.Millisecond)), nil
+}
+
+func (b *gpuBackend) CopyToHost(dst []byte, src Span) error {
+	if int64(len(dst)) != src.Bytes() {
+		return fmt.Errorf("nccl backend: CopyToHost of %d bytes into %d", src.Bytes(), len(dst))
+	}
+	p, err := addr(src)
+	if err != nil {
+		return err
+	}
+	if err := b.enter(); err != nil {
+		return err
+	}
+	defer goruntime.UnlockOSThread()
+	if err := cuda.CopyToHost(dst, p); err != nil {
+		return fmt.Errorf("nccl backend: %w", err)
+	}
+	return nil
+}
+
+func (b *gpuBackend) CopyFromHost(dst Span, src []byte) error {
+	if int64(len(src)) != dst.Bytes() {
+		return fmt.Errorf("nccl backend: CopyFromHost of %d bytes into %d", len(src), dst.Bytes())
+	}
+	p, err := addr(dst)
+	if err != nil {
+		return err
+	}
+	if err := b.enter(); err != nil {
+		return err
+	}
+	defer goruntime.UnlockOSThread()
+	if err := cuda.CopyFromHost(p, src); err != nil {
+		return fmt.Errorf("nccl backend: %w", err)
+	}
+	return nil
+}
+
+// Close waits for the streams, destroys the communicators (after an abort
+// they are already gone) and frees everything else. It goes on after an
+// error and returns the first.
+func (b *gpuBackend) Close() error {
+	if err := b.enter(); err != nil {
+		return err
+	}
+	defer goruntime.UnlockOSThread()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var first error
+	keep := func(err error) {
+		if err != nil && first == nil {
+			first = fmt.Errorf("nccl backend: closing: %w", err)
+		}
+	}
+	for _, s := range b.streams {
+		keep(s.s.Synchronize())
+	}
+	for _, s := range b.streams {
+		if !b.aborted {
+			keep(s.comm.Destroy())
+		}
+		keep(cuda.Free(s.stamp))
+		keep(s.s.Destroy())
+	}
+	for _, e := range b.events {
+		keep(e.ev.Destroy())
+	}
+	for _, g := range b.buffers {
+		keep(cuda.Free(g.p))
+	}
+	if b.kernels != nil {
+		keep(b.kernels.Unload())
+	}
+	b.streams, b.events, b.buffers = nil, nil, nil
+	return first
+}
+
+// asyncError returns the first asynchronous error of any communicator
+// (ncclCommGetAsyncError): what NCCL saw go wrong in the background, such
+// as a peer that died.
+func (b *gpuBackend) asyncError() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.aborted {
+		return errors.New("the NCCL communicators were aborted after an earlier error")
+	}
+	for _, s := range b.streams {
+		if err := s.comm.AsyncError(); err != nil {
+			return fmt.Errorf("communicator of stream %s: %w", s.name, err)
+		}
+	}
+	return nil
+}
+
+// abort aborts every communicator (ncclCommAbort), so that no NCCL kernel
+// keeps waiting for a peer that will never come; the runtime then calls
+// MPI_Abort.
+func (b *gpuBackend) abort() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.aborted {
+		return
+	}
+	b.aborted = true
+	for _, s := range b.streams {
+		s.comm.Abort()
+	}
+}
+
+// wait polls done until it reports completion. Unlike a blocking
+// cudaStreamSynchronize it notices an NCCL failure (a peer that died leaves
+// NCCL's kernels spinning forever) and then aborts the communicators and
+// returns the error. It spins at first, as CUDA's default synchronisation
+// does, so that short waits add no latency, and then sleeps.
+func (b *gpuBackend) wait(what string, done func() (bool, error)) error {
+	start := time.Now()
+	for i := 0; ; i++ {
+		ok, err := done()
+		if err != nil {
+			return fmt.Errorf("nccl backend: %s: %w", what, err)
+		}
+		if ok {
+			return nil
+		}
+		if i%64 == 63 {
+			if err := b.asyncError(); err != nil {
+				b.abort()
+				return fmt.Errorf("nccl backend: %s: %w", what, err)
+			}
+		}
+		if time.Since(start) < 2*time.Millisecond {
+			goruntime.Gosched()
+		} else {
+			time.Sleep(50 * time.Microsecond)
+		}
+	}
+}
+
+func (s *gpuStream) Name() string { return s.name }
+
+func (s *gpuStream) Fill(dst Span, p FillParams) error {
+	ptr, err := addr(dst)
+	if err != nil {
+		return err
+	}
+	if err := s.b.enter(); err != nil {
+		return err
+	}
+	defer goruntime.UnlockOSThread()
+	if !s.stamped {
+		// The first fill of a run: note the time, so that the next Busy
+		// subtracts what the fills took.
+		if err := s.b.kernels.Stamp(s.s, s.stamp); err != nil {
+			return fmt.Errorf("nccl backend: stream %s: %w", s.name, err)
+		}
+		s.stamped = true
+	}
+	kp := cuda.FillParams{Kind: int(p.Kind), SeedA: p.SeedA, SeedB: p.SeedB, Lo: p.Lo, Hi: p.Hi, Dev: p.Dev, Sign: p.Sign, Two: p.Two, Neg: p.Neg}
+	if err := s.b.kernels.Fill(s.s, ptr, int(dst.DType), dst.N, kp); err != nil {
+		return fmt.Errorf("nccl backend: stream %s: fill of %d %s: %w", s.name, dst.N, dst.DType, err)
+	}
+	return nil
+}
+
+func (s *gpuStream) Cast(dst, src Span) error {
+	if dst.N != src.N {
+		return fmt.Errorf("nccl backend: cast of %d elements into %d", src.N, dst.N)
+	}
+	dp, err := addr(dst)
+	if err != nil {
+		return err
+	}
+	sp, err := addr(src)
+	if err != nil {
+		return err
+	}
+	if err := s.b.enter(); err != nil {
+		return err
+	}
+	defer goruntime.UnlockOSThread()
+	s.stamped = false
+	if err := s.b.kernels.Cast(s.s, dp, int(dst.DType), sp, int(src.DType), src.N); err != nil {
+		return fmt.Errorf("nccl backend: stream %s: cast of %d %s to %s: %w", s.name, src.N, src.DType, dst.DType, err)
+	}
+	return nil
+}
+
+func (s *gpuStream) Busy(d time.Duration) error {
+	if err := s.b.enter(); err != nil {
+		return err
+	}
+	defer goruntime.UnlockOSThread()
+	use := s.stamped
+	s.stamped = false
+	if err := s.b.kernels.Spin(s.s, d.Nanoseconds(), s.stamp, use); err != nil {
+		return fmt.Errorf("nccl backend: stream %s: busy %v: %w", s.name, d, err)
+	}
+	return nil
+}
+
+func (s *gpuStream) Record(e Event) error {
+	ev, ok := e.(*gpuEvent)
+	if !ok {
+		return fmt.Errorf("nccl backend: stream %s: recording a %T, not a CUDA event", s.name, e)
+	}
+	if err := s.b.enter(); err != nil {
+		return err
+	}
+	defer goruntime.UnlockOSThread()
+	if err := ev.ev.Record(s.s); err != nil {
+		return fmt.Errorf("nccl backend: stream %s: %w", s.name, err)
+	}
+	return nil
+}
+
+func (s *gpuStream) WaitEvent(e Event) error {
+	ev, ok := e.(*gpuEvent)
+	if !ok {
+		return fmt.Errorf("nccl backend: stream %s: waiting for a %T, not a CUDA event", s.name, e)
+	}
+	if err := s.b.enter(); err != nil {
+		return err
+	}
+	defer goruntime.UnlockOSThread()
+	s.stamped = false
+	if err := s.s.Wait(ev.ev); err != nil {
+		return fmt.Errorf("nccl backend: stream %s: %w", s.name, err)
+	}
+	return nil
+}
+
+func (s *gpuStream) Synchronize() error {
+	return s.b.wait("stream "+s.name, func() (bool, error) {
+		if err := s.b.enter(); err != nil {
+			return false, err
+		}
+		defer goruntime.UnlockOSThread()
+		return s.s.Done()
+	})
+}
+
+func (e *gpuEvent) Synchronize() error {
+	return e.b.wait("event", e.Query)
+}
+
+// Query may run on the watchdog's goroutine: it selects the device too, so
+// that it never makes a context on device 0 of a rank that uses another.
+func (e *gpuEvent) Query() (bool, error) {
+	if err := e.b.enter(); err != nil {
+		return false, err
+	}
+	defer goruntime.UnlockOSThread()
+	return e.ev.Done()
+}
