@@ -37,8 +37,10 @@ type Punct struct {
 	Value string `parser:"@';'"`
 }
 
-// Word is one Word token: a keyword value, a number, a size, a duration,
-// a dtype or a bare name.
+// Word is one Word token in a value position: a number, a size, a
+// duration, a dtype, a stream name, `ready`. It is never a reserved
+// keyword (see reservedWords), so that an incomplete statement is reported
+// where the next one starts instead of swallowing its keyword as a value.
 type Word struct {
 	Pos    lexer.Position
 	EndPos lexer.Position
@@ -50,7 +52,7 @@ type Word struct {
 type Name struct {
 	Pos    lexer.Position
 	EndPos lexer.Position
-	Bare   string `parser:"  @Word"`
+	Bare   string `parser:"  @(Word | Keyword)"`
 	Quoted string `parser:"| @String"`
 }
 
@@ -84,7 +86,7 @@ type BucketDecl struct {
 	Pos      lexer.Position
 	EndPos   lexer.Position
 	Name     *Name     `parser:"'bucket' @@"`
-	Patterns []*Name   `parser:"'{' ( @@ ( ',' @@ )* )? '}'"`
+	Patterns []*Name   `parser:"'{' ( @@ ( ',' @@ )* ','? )? '}'"`
 	Options  []*Option `parser:"@@*"`
 }
 
@@ -101,7 +103,7 @@ type Option struct {
 type BlockDecl struct {
 	Pos    lexer.Position
 	EndPos lexer.Position
-	Kind   string  `parser:"@('init' | 'step')"`
+	Kind   string      `parser:"@('init' | 'step')"`
 	Open   *OpenBrace  `parser:"@@"`
 	Body   []*Stmt     `parser:"@@*"`
 	Close  *CloseBrace `parser:"@@"`
@@ -136,7 +138,7 @@ type Stmt struct {
 type TimedStmt struct {
 	Pos      lexer.Position
 	EndPos   lexer.Position
-	Kind     string  `parser:"@('backward' | 'compute')"`
+	Kind     string    `parser:"@('backward' | 'compute')"`
 	Duration *Word     `parser:"@@"`
 	Options  []*Option `parser:"@@*"`
 }
@@ -155,15 +157,30 @@ type CollectiveStmt struct {
 type Target struct {
 	Pos    lexer.Position
 	EndPos lexer.Position
-	Name   *Name `parser:"@@"`
-	Index  *Word `parser:"( '[' @@ ']' )?"`
+	Name   *TargetName `parser:"@@"`
+	Index  *Word       `parser:"( '[' @@ ']' )?"`
+}
+
+// TargetName is a Name that is not a keyword: a keyword after a
+// collective is a missing target, not a tensor (quote a tensor named like
+// a keyword).
+type TargetName struct {
+	Pos    lexer.Position
+	EndPos lexer.Position
+	Bare   string `parser:"  @Word"`
+	Quoted string `parser:"| @String"`
+}
+
+// name returns the target's name as a Name.
+func (n *TargetName) name() *Name {
+	return &Name{Pos: n.Pos, EndPos: n.EndPos, Bare: n.Bare, Quoted: n.Quoted}
 }
 
 // GroupStmt is `group { ... }`.
 type GroupStmt struct {
 	Pos    lexer.Position
 	EndPos lexer.Position
-	Kind   string  `parser:"@'group'"`
+	Kind   string      `parser:"@'group'"`
 	Open   *OpenBrace  `parser:"@@"`
 	Body   []*Stmt     `parser:"@@*"`
 	Close  *CloseBrace `parser:"@@"`

@@ -1,48 +1,75 @@
 package dsl
 
 import (
+	"io"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
 	"github.com/alecthomas/participle/v2/lexer"
 )
 
-// The token types of the .sync language. The lexer is deliberately coarse:
-// every run of name-like characters is one Word token, whether it is a
-// keyword (`tensor`), a dotted tensor name with brace ranges and globs
-// (`h.{0..47}.attn.*`), a number (`64`, `-1`), a size (`1.5MiB`) or a
-// duration (`60ms`). Keywords are matched by value in the grammar, so a
-// keyword inside a dotted name (`encoder.layer.0.output.dense.weight`,
-// `step.weight`) is simply part of that name, and the checker interprets a
-// Word by its place in the grammar (a size after `cap`, a dtype after the
-// tensor name) where it can give a precise error.
+// The lexer of .sync files. It is deliberately coarse: every run of
+// name-like characters is one Word token, whether it is a number (`64`,
+// `-1`), a size (`1.5MiB`), a duration (`60ms`), a dtype, or a dotted
+// tensor name with brace ranges and globs (`h.{0..47}.attn.*`). A word
+// that is exactly a reserved keyword is a Keyword token; a keyword inside
+// a dotted name (`encoder.layer.0.output.dense.weight`, `step.weight`) is
+// just part of that Word. The checker interprets a Word by its place in
+// the grammar (a size after `cap`, a dtype after a tensor name), where it
+// can say precisely what is wrong with `cap 25Mib` or `f31[3]`.
+//
+// The token rules, in the order they are tried at each position (the
+// first that matches wins), as regular expressions:
+//
+//	Comment     //[^\n]*  |  /\*(?:[^*]|\*+[^*/])*\*+/
+//	String      "(?:\\.|[^"\\\n])*"
+//	Word        (?:[A-Za-z0-9_*?\-]|\{[0-9]+\.\.[0-9]+\})(?:[A-Za-z0-9_*?.\-]|\{[0-9]+\.\.[0-9]+\})*
+//	            (a Keyword when it is one of reservedWords)
+//	Punct       [{}\[\],;]
+//	Whitespace  [ \t\r\n]+
+//	BadString   "(?:\\.|[^"\\\n])*        an unterminated string
+//	BadComment  /\*(?s:.*)                an unterminated block comment
+//	Invalid     (?s:.)                    any other character
+//
+// The bad-token rules never appear in the grammar: they let the lexer go
+// on past a lexical error, so that one pass reports all of them (see
+// lexErrors). The lexer is written by hand rather than with participle's
+// regexp lexer because it is about ten times faster, which matters for
+// models with tens of thousands of tensors; lexer_test.go checks it
+// against these rules compiled with lexer.MustSimple.
 const (
 	tokComment    = "Comment"
 	tokString     = "String"
 	tokWord       = "Word"
+	tokKeyword    = "Keyword"
 	tokPunct      = "Punct"
 	tokWhitespace = "Whitespace"
-	// The bad-token rules never appear in the grammar: they let the lexer
-	// go on past a lexical error so that one pass reports every one of
-	// them with a precise message (see lexErrors).
 	tokBadString  = "BadString"
 	tokBadComment = "BadComment"
 	tokInvalid    = "Invalid"
 )
 
-// syncLexer is the lexer of .sync files.
-var syncLexer = lexer.MustSimple([]lexer.SimpleRule{
-	{Name: tokComment, Pattern: `//[^\n]*|/\*(?:[^*]|\*+[^*/])*\*+/`},
-	{Name: tokString, Pattern: `"(?:\\.|[^"\\\n])*"`},
-	{Name: tokWord, Pattern: `(?:[A-Za-z0-9_*?\-]|\{[0-9]+\.\.[0-9]+\})(?:[A-Za-z0-9_*?.\-]|\{[0-9]+\.\.[0-9]+\})*`},
-	{Name: tokPunct, Pattern: `[{}\[\],;]`},
-	{Name: tokWhitespace, Pattern: `[ \t\r\n]+`},
-	{Name: tokBadString, Pattern: `"(?:\\.|[^"\\\n])*`},
-	{Name: tokBadComment, Pattern: `/\*(?s:.*)`},
-	{Name: tokInvalid, Pattern: `(?s:.)`},
-})
+// reservedWords are lexed as Keyword tokens. The grammar never takes a
+// Keyword as a value (a stream after `on`, a dtype, a duration) or as a
+// collective target, so that an incomplete statement is reported where the
+// next one starts instead of swallowing its keyword. Keywords can still be
+// tensor names and patterns, and parts of dotted names; a tensor named
+// exactly like one is targeted with quotes (`allreduce "wait"`). `compute`
+// is not reserved: it is the usual name of the compute stream.
+var reservedWords = []string{
+	"import", "tensor", "stream", "bucket", "init", "step", "run",
+	"cap", "first", "order", "wire", "op", "on", "after", "from", "to", "frozen", "priority",
+	"backward", "allreduce", "broadcast", "reduce", "allgather", "reducescatter", "group", "wait",
+}
 
-// symbols maps token type numbers to rule names.
-var symbols = syncLexer.Symbols()
+// tokenTypes numbers the token types for participle (EOF is -1).
+var tokenTypes = map[string]lexer.TokenType{
+	"EOF": lexer.EOF, tokComment: -2, tokString: -3, tokWord: -4, tokKeyword: -5, tokPunct: -6,
+	tokWhitespace: -7, tokBadString: -8, tokBadComment: -9, tokInvalid: -10,
+}
 
-// token is one lexed token with its byte range.
+// token is one lexed token.
 type token struct {
 	Type  string
 	Value string
@@ -55,23 +82,169 @@ func (t token) end() int { return t.Pos.Offset + len(t.Value) }
 // lex splits src into tokens, comments and whitespace included. It never
 // fails: characters that start no token become Invalid tokens.
 func lex(filename string, src []byte) []token {
-	l, err := syncLexer.LexString(filename, string(src))
-	if err != nil {
-		return nil
-	}
-	names := map[lexer.TokenType]string{}
-	for name, typ := range symbols {
-		names[typ] = name
-	}
-	var toks []token
-	for {
-		t, err := l.Next()
-		if err != nil || t.EOF() {
-			break
-		}
-		toks = append(toks, token{Type: names[t.Type], Value: t.Value, Pos: t.Pos})
+	s := string(src)
+	toks := make([]token, 0, len(s)/4)
+	pos := lexer.Position{Filename: filename, Line: 1, Column: 1}
+	for pos.Offset < len(s) {
+		typ, n := scan(s, pos.Offset)
+		value := s[pos.Offset : pos.Offset+n]
+		toks = append(toks, token{Type: typ, Value: value, Pos: pos})
+		pos.Advance(value)
 	}
 	return toks
+}
+
+// scan returns the type and length of the token at s[i:].
+func scan(s string, i int) (string, int) {
+	c := s[i]
+	switch {
+	case c == '/' && i+1 < len(s) && s[i+1] == '/':
+		n := strings.IndexByte(s[i:], '\n')
+		if n < 0 {
+			n = len(s) - i
+		}
+		return tokComment, n
+	case c == '/' && i+1 < len(s) && s[i+1] == '*':
+		if n := strings.Index(s[i+2:], "*/"); n >= 0 {
+			return tokComment, n + 4
+		}
+		return tokBadComment, len(s) - i
+	case c == '"':
+		return scanString(s, i)
+	case isWordStart(s, i):
+		j := i
+		for j < len(s) {
+			if isWordByte(s[j]) {
+				j++
+			} else if n := braceRangeLen(s, j); n > 0 {
+				j += n
+			} else {
+				break
+			}
+		}
+		if slices.Contains(reservedWords, s[i:j]) {
+			return tokKeyword, j - i
+		}
+		return tokWord, j - i
+	case strings.IndexByte("{}[],;", c) >= 0:
+		return tokPunct, 1
+	case c == ' ' || c == '\t' || c == '\r' || c == '\n':
+		j := i + 1
+		for j < len(s) && (s[j] == ' ' || s[j] == '\t' || s[j] == '\r' || s[j] == '\n') {
+			j++
+		}
+		return tokWhitespace, j - i
+	}
+	_, n := utf8.DecodeRuneInString(s[i:])
+	return tokInvalid, n
+}
+
+// scanString scans a string starting at the quote s[i]: escapes are a
+// backslash and any character but a newline; a newline, a backslash
+// before a newline or the end of the file leave it unterminated.
+func scanString(s string, i int) (string, int) {
+	j := i + 1
+	for j < len(s) {
+		switch s[j] {
+		case '"':
+			return tokString, j + 1 - i
+		case '\n':
+			return tokBadString, j - i
+		case '\\':
+			if j+1 >= len(s) || s[j+1] == '\n' {
+				return tokBadString, j - i
+			}
+			_, n := utf8.DecodeRuneInString(s[j+1:])
+			j += 1 + n
+		default:
+			j++
+		}
+	}
+	return tokBadString, j - i
+}
+
+// isWordByte reports whether c can continue a Word.
+func isWordByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
+		c == '_' || c == '*' || c == '?' || c == '-' || c == '.'
+}
+
+// isWordStart reports whether a Word starts at s[i] (anything that can
+// continue one but a dot, or a brace range).
+func isWordStart(s string, i int) bool {
+	return s[i] != '.' && isWordByte(s[i]) || braceRangeLen(s, i) > 0
+}
+
+// braceRangeLen returns the length of a brace range {N..M} at s[i:], or 0.
+func braceRangeLen(s string, i int) int {
+	if i >= len(s) || s[i] != '{' {
+		return 0
+	}
+	j := i + 1
+	digits := func() bool {
+		start := j
+		for j < len(s) && s[j] >= '0' && s[j] <= '9' {
+			j++
+		}
+		return j > start
+	}
+	if !digits() || !strings.HasPrefix(s[j:], "..") {
+		return 0
+	}
+	j += 2
+	if !digits() || j >= len(s) || s[j] != '}' {
+		return 0
+	}
+	return j + 1 - i
+}
+
+// definition is the lexer definition participle builds the grammar with.
+// The parser is always fed tokens that lex already produced (see
+// parseTokens); Lex is there to satisfy participle's interface.
+type definition struct{}
+
+// Symbols returns the token types.
+func (definition) Symbols() map[string]lexer.TokenType { return tokenTypes }
+
+// Lex lexes everything r holds.
+func (definition) Lex(filename string, r io.Reader) (lexer.Lexer, error) {
+	src, err := io.ReadAll(r)
+	if err != nil {
+		return nil, err
+	}
+	toks := lex(filename, src)
+	end := lexer.Position{Filename: filename, Offset: len(src), Line: 1, Column: 1}
+	if len(toks) > 0 {
+		last := toks[len(toks)-1]
+		end = last.Pos
+		end.Advance(last.Value)
+	}
+	return &tokenLexer{toks: participleTokens(toks), eof: lexer.EOFToken(end)}, nil
+}
+
+// participleTokens converts tokens for participle.
+func participleTokens(toks []token) []lexer.Token {
+	out := make([]lexer.Token, len(toks))
+	for i, t := range toks {
+		out[i] = lexer.Token{Type: tokenTypes[t.Type], Value: t.Value, Pos: t.Pos}
+	}
+	return out
+}
+
+// tokenLexer hands participle a slice of tokens.
+type tokenLexer struct {
+	toks []lexer.Token
+	eof  lexer.Token
+}
+
+// Next returns the next token, then EOF forever.
+func (l *tokenLexer) Next() (lexer.Token, error) {
+	if len(l.toks) == 0 {
+		return l.eof, nil
+	}
+	t := l.toks[0]
+	l.toks = l.toks[1:]
+	return t, nil
 }
 
 // lexErrors reports every lexical error of src: unterminated strings and

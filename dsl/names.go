@@ -23,9 +23,14 @@ var barePatternRE = regexp.MustCompile(`^(?:[A-Za-z0-9_*?]|\{[0-9]+\.\.[0-9]+\})
 // rangeRE finds the brace ranges of a name.
 var rangeRE = regexp.MustCompile(`\{([0-9]+)\.\.([0-9]+)\}`)
 
-// maxTensors bounds the tensors of a program (and of one brace
-// expansion), so that `{0..999999999}` is an error, not an out-of-memory.
-const maxTensors = 1 << 20
+// maxTensors bounds the tensors of a program and maxExpansion the names
+// one brace-range name stands for, so that `{0..999999999}` is an error,
+// not minutes of work and an out-of-memory. Real models have hundreds to
+// tens of thousands of parameter tensors.
+const (
+	maxTensors   = 1 << 20
+	maxExpansion = 100_000
+)
 
 // text returns the name as the program means it: a bare name as written, a
 // quoted one unquoted. ok is false for a malformed quoted string.
@@ -61,8 +66,8 @@ func ranges(name string) ([]braceRange, string) {
 	for _, m := range rangeRE.FindAllStringSubmatchIndex(name, -1) {
 		lo, err1 := strconv.ParseInt(name[m[2]:m[3]], 10, 64)
 		hi, err2 := strconv.ParseInt(name[m[4]:m[5]], 10, 64)
-		if err1 != nil || err2 != nil || hi-lo >= maxTensors {
-			return nil, fmt.Sprintf("range %s is too large (at most %d names)", code(name[m[0]:m[1]]), maxTensors)
+		if err1 != nil || err2 != nil || hi-lo >= maxExpansion {
+			return nil, fmt.Sprintf("range %s is too large (at most %d names)", code(name[m[0]:m[1]]), maxExpansion)
 		}
 		if lo > hi {
 			return nil, fmt.Sprintf("range %s is descending; write {%d..%d}", code(name[m[0]:m[1]]), hi, lo)
@@ -73,12 +78,12 @@ func ranges(name string) ([]braceRange, string) {
 }
 
 // expansionCount returns how many names a name with these ranges stands
-// for, or -1 when it is more than maxTensors.
+// for, or -1 when it is more than maxExpansion.
 func expansionCount(rs []braceRange) int64 {
 	n := int64(1)
 	for _, r := range rs {
 		n *= r.hi - r.lo + 1
-		if n > maxTensors {
+		if n > maxExpansion {
 			return -1
 		}
 	}
@@ -145,9 +150,13 @@ func globMatch(pattern, name string) bool {
 	return pi == len(p)
 }
 
-// editDistance is the Levenshtein distance between a and b.
+// editDistance is the optimal string alignment distance between a and b:
+// insertions, deletions, substitutions and transpositions of adjacent
+// characters each cost 1, so `wiat` is one edit from `wait`.
 func editDistance(a, b string) int {
 	ra, rb := []rune(a), []rune(b)
+	// d[i][j] is the distance between ra[:i] and rb[:j]; three rows suffice.
+	prev2 := make([]int, len(rb)+1)
 	prev := make([]int, len(rb)+1)
 	cur := make([]int, len(rb)+1)
 	for j := range prev {
@@ -161,8 +170,11 @@ func editDistance(a, b string) int {
 				cost = 0
 			}
 			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
 		}
-		prev, cur = cur, prev
+		prev2, prev, cur = prev, cur, prev2
 	}
 	return prev[len(rb)]
 }

@@ -1,18 +1,20 @@
 package dsl
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
+	"slices"
+	"sort"
 	"strings"
 
 	"github.com/alecthomas/participle/v2"
+	"github.com/alecthomas/participle/v2/lexer"
 )
 
 // parser is the participle parser of .sync files. Comments and whitespace
 // are elided; the formatter reads comments from its own lexing pass.
 var parser = participle.MustBuild[File](
-	participle.Lexer(syncLexer),
+	participle.Lexer(definition{}),
 	participle.Elide(tokComment, tokWhitespace),
 	participle.UseLookahead(2),
 )
@@ -24,119 +26,263 @@ var topKeywords = []string{"import", "tensor", "stream", "bucket", "init", "step
 // maxSyntaxErrors bounds the syntax errors reported for one file.
 const maxSyntaxErrors = 20
 
-// parseFile parses one file. With syntax errors it returns nil and every
-// syntax error it could find: after an error it blanks the declaration that
-// holds it (keeping offsets and newlines) and parses again, so that the
-// user sees the errors of later declarations too.
+// parseFile parses one file. With lexical or syntax errors it returns nil
+// and every error it could find. Participle stops at the first syntax
+// error, so when the file does not parse, each top-level declaration is
+// parsed again on its own (a declaration starts with a top-level keyword at
+// the start of a line, outside braces): the user then sees the first error
+// of every broken declaration, not just the first of the file.
 func parseFile(f *sourceFile) (*File, Diagnostics) {
 	toks := lex(f.name, f.src)
 	if diags := lexErrors(f, toks); len(diags) > 0 {
 		return nil, diags
 	}
-	src := bytes.Clone(f.src)
+	ptoks := participleTokens(toks)
+	ast, err := parseTokens(ptoks, eofAt(f, toks, len(f.src)))
+	if err == nil {
+		return ast, nil
+	}
 	var diags Diagnostics
-	resumeAt := 0 // errors before this offset are echoes of a blanked one
-	for range maxSyntaxErrors {
-		ast, err := parser.ParseBytes(f.name, src)
-		if err == nil {
-			if len(diags) > 0 {
-				return nil, diags
-			}
-			return ast, nil
+	starts := declarationStarts(toks)
+	for i, start := range starts {
+		end := len(toks)
+		if i+1 < len(starts) {
+			end = starts[i+1]
 		}
-		d, off := syntaxDiagnostic(f, err)
-		if off < resumeAt {
-			break
+		endOff := len(f.src)
+		if end < len(toks) {
+			endOff = toks[end].Pos.Offset
 		}
-		diags = append(diags, d)
-		start, end := recoveryRange(src, off)
-		if start >= end {
-			break
-		}
-		for i := start; i < end; i++ {
-			if src[i] != '\n' {
-				src[i] = ' '
+		if _, err := parseTokens(ptoks[start:end], eofAt(f, toks, endOff)); err != nil {
+			diags = append(diags, syntaxDiagnostic(f, toks, endOff, err))
+			if len(diags) == maxSyntaxErrors {
+				break
 			}
 		}
-		resumeAt = end
+	}
+	if len(diags) == 0 {
+		// Each declaration parses alone but not together: report the
+		// error of the whole file.
+		diags = append(diags, syntaxDiagnostic(f, toks, len(f.src), err))
 	}
 	return nil, diags
 }
 
-// syntaxDiagnostic converts a participle error into a diagnostic and
-// returns the offset it points at.
-func syntaxDiagnostic(f *sourceFile, err error) (Diagnostic, int) {
+// parseTokens parses a sequence of tokens that ends with eof.
+func parseTokens(toks []lexer.Token, eof lexer.Token) (*File, error) {
+	pl, err := lexer.Upgrade(&tokenLexer{toks: toks, eof: eof}, tokenTypes[tokComment], tokenTypes[tokWhitespace])
+	if err != nil {
+		return nil, err
+	}
+	return parser.ParseFromLexer(pl)
+}
+
+// eofAt returns an end-of-input token at offset off of the file.
+func eofAt(f *sourceFile, toks []token, off int) lexer.Token {
+	i := sort.Search(len(toks), func(i int) bool { return toks[i].Pos.Offset >= off })
+	if i < len(toks) {
+		return lexer.EOFToken(toks[i].Pos)
+	}
+	pos := lexer.Position{Filename: f.name, Line: 1, Column: 1}
+	if len(toks) > 0 {
+		last := toks[len(toks)-1]
+		pos = last.Pos
+		pos.Advance(last.Value)
+	}
+	return lexer.EOFToken(pos)
+}
+
+// declarationStarts returns the indices of the tokens where top-level
+// declarations start: 0, and every top-level keyword that is the first
+// token of its line and outside braces.
+func declarationStarts(toks []token) []int {
+	starts := []int{0}
+	depth, line := 0, 0
+	for i, t := range toks {
+		if t.Type == tokWhitespace || t.Type == tokComment {
+			continue
+		}
+		first := t.Pos.Line != line
+		line = t.Pos.Line
+		switch {
+		case t.Value == "{":
+			depth++
+		case t.Value == "}":
+			depth = max(0, depth-1)
+		case first && depth == 0 && t.Type == tokKeyword && slices.Contains(topKeywords, t.Value) && i > 0:
+			starts = append(starts, i)
+		}
+	}
+	return starts
+}
+
+// syntaxDiagnostic converts a participle error into a diagnostic. end is
+// where the parsed tokens ended: an unexpected end of a declaration parsed
+// on its own is an unexpected start of the next one (or the real end of
+// the file).
+func syntaxDiagnostic(f *sourceFile, toks []token, end int, err error) Diagnostic {
+	off := 0
 	var ute *participle.UnexpectedTokenError
-	if errors.As(err, &ute) {
-		t := ute.Unexpected
-		off := t.Pos.Offset
-		if t.EOF() {
-			off = len(f.src)
-			return f.errorAt(off, off, "unexpected end of file", expectHint(ute.Expect)), off
-		}
-		msg := fmt.Sprintf("unexpected %s", quoteText(t.Value))
-		return f.errorAt(off, off+len(t.Value), msg, expectHint(ute.Expect)), off
-	}
 	var perr participle.Error
-	if errors.As(err, &perr) {
-		off := perr.Position().Offset
-		return f.errorAt(off, off+1, perr.Message(), ""), off
+	switch {
+	case errors.As(err, &ute) && ute.Unexpected.EOF():
+		off = end
+	case errors.As(err, &ute):
+		off = ute.Unexpected.Pos.Offset
+	case errors.As(err, &perr):
+		off = perr.Position().Offset
 	}
-	return f.errorAt(0, 0, err.Error(), ""), 0
+	length := 0
+	at := sort.Search(len(toks), func(i int) bool { return toks[i].Pos.Offset >= off })
+	if at < len(toks) && toks[at].Pos.Offset == off {
+		length = len(toks[at].Value)
+	}
+	msg, hint := explainSyntaxError(toks, off)
+	return f.errorAt(off, off+length, msg, hint)
 }
 
-// expectHint turns participle's "expected" list into a hint.
-func expectHint(expect string) string {
-	if expect == "" {
-		return ""
-	}
-	return "expected " + expect
+// constructSyntax is how each construct is written, for hints.
+var constructSyntax = map[string]string{
+	"import":        "an import is written `import \"models/NAME\"` or `import \"./file.sync\"`",
+	"tensor":        "a tensor is declared as `tensor NAME DTYPE[DIM, ...]`, optionally followed by `frozen`",
+	"stream":        "a stream is declared as `stream NAME`, optionally followed by `priority high|low`",
+	"bucket":        "a bucket is declared as `bucket NAME { PATTERN, ... }` followed by options: cap SIZE, first SIZE, order reverse|declared, wire DTYPE",
+	"init":          "a block is written `init { STATEMENTS }`",
+	"step":          "a block is written `step { STATEMENTS }`",
+	"run":           "run settings are written `run steps N warmup N check every N` (or `check off`), each part optional",
+	"backward":      "backward is written `backward DURATION on STREAM` (e.g. `backward 60ms on compute`)",
+	"compute":       "compute is written `compute DURATION on STREAM` (e.g. `compute 20ms on compute`)",
+	"allreduce":     "a collective is written `allreduce TARGET, ...` followed by options: op OP, on STREAM, after ready|STREAM",
+	"broadcast":     "broadcast is written `broadcast TARGET, ... from RANK` followed by options: on STREAM, after ready|STREAM",
+	"reduce":        "reduce is written `reduce TARGET, ... to RANK` followed by options: op OP, on STREAM, after ready|STREAM",
+	"allgather":     "allgather is written `allgather TARGET, ...` followed by options: on STREAM, after ready|STREAM",
+	"reducescatter": "reducescatter is written `reducescatter TARGET, ...` followed by options: op OP, on STREAM, after ready|STREAM",
+	"group":         "a group is written `group { COLLECTIVES }`",
+	"wait":          "wait is written `wait STREAM`",
 }
 
-// recoveryRange returns the region to blank after a syntax error at off:
-// from the start of the last line before off that begins with a top-level
-// keyword (the declaration that holds the error) to the start of the next
-// such line at or after off. An error at the very start of a declaration
-// line belongs to the declaration above it, which the parser was still in.
-func recoveryRange(src []byte, off int) (int, int) {
-	off = min(off, len(src))
-	starts := []int{}
-	for ls := 0; ls <= len(src); {
-		if startsTopLevel(src[ls:]) {
-			starts = append(starts, ls)
-		}
-		nl := bytes.IndexByte(src[ls:], '\n')
-		if nl < 0 {
-			break
-		}
-		ls += nl + 1
-	}
-	start := 0
-	for _, s := range starts {
-		if s < off {
-			start = s
-		}
-	}
-	end := len(src)
-	for _, s := range starts {
-		if s >= off && s > start {
-			end = s
-			break
-		}
-	}
-	return start, end
-}
+// statementKeywords start the statements of a block.
+var statementKeywords = []string{"backward", "compute", "allreduce", "broadcast", "reduce", "allgather", "reducescatter", "group", "wait"}
 
-// startsTopLevel reports whether a line begins (in column 1) with a
-// top-level keyword followed by a space or the end of the line.
-func startsTopLevel(line []byte) bool {
-	for _, kw := range topKeywords {
-		if bytes.HasPrefix(line, []byte(kw)) {
-			rest := line[len(kw):]
-			if len(rest) == 0 || strings.ContainsRune(" \t\r\n{", rune(rest[0])) {
-				return true
+// allKeywords are every keyword, for "did you mean" on a misspelt one.
+var allKeywords = append(append([]string{"frozen", "priority", "cap", "first", "order", "wire", "op", "on", "after",
+	"from", "to", "steps", "warmup", "check", "every", "off", "ready"}, topKeywords...), statementKeywords...)
+
+// explainSyntaxError says what is wrong at offset off of a file that does
+// not parse, from the tokens around it: which construct it is in, how that
+// construct is written, and what a misspelt keyword may have meant.
+func explainSyntaxError(all []token, off int) (string, string) {
+	var toks []token // significant tokens
+	for _, t := range all {
+		if t.Type != tokComment && t.Type != tokWhitespace {
+			toks = append(toks, t)
+		}
+	}
+	at := sort.Search(len(toks), func(i int) bool { return toks[i].Pos.Offset >= off })
+	depth, lastOpen := 0, 0
+	var opens []int
+	for _, t := range toks[:at] {
+		switch t.Value {
+		case "{":
+			depth++
+			opens = append(opens, t.Pos.Line)
+		case "}":
+			if depth > 0 {
+				depth--
+				opens = opens[:len(opens)-1]
 			}
 		}
 	}
+	if len(opens) > 0 {
+		lastOpen = opens[len(opens)-1]
+	}
+	// The construct the error is in: the nearest keyword before it that
+	// starts one (not a keyword used as a value, as in `on compute`). A
+	// block's keyword found across its `{` means the error is where a
+	// statement should start.
+	construct, constructLine, inBody := "", 0, false
+	for i := at - 1; i >= 0; i-- {
+		v := toks[i].Value
+		if v == "}" {
+			inBody = depth > 0
+			break
+		}
+		if v == "{" {
+			inBody = true
+			continue
+		}
+		if _, ok := constructSyntax[v]; ok && (i == 0 || !isOptionKey(toks[i-1].Value)) {
+			construct, constructLine = v, toks[i].Pos.Line
+			break
+		}
+	}
+	isBlock := construct == "init" || construct == "step" || construct == "group"
+	if isBlock && inBody || construct == "" && depth > 0 {
+		construct = ""
+		inBody = true
+	}
+	hint := constructSyntax[construct]
+	if at >= len(toks) {
+		if depth > 0 {
+			return "unexpected end of file", fmt.Sprintf("the `{` on line %d is never closed; add `}`", lastOpen)
+		}
+		return "unexpected end of file", hint
+	}
+	t := toks[at]
+	msg := "unexpected " + tokenText(t)
+	// A collective whose first target is missing or is a keyword: the
+	// parser reports the keyword or the collective itself.
+	kw, next := "", ""
+	if _, ok := collectiveKinds[t.Value]; ok && at+1 < len(toks) {
+		kw, next = t.Value, toks[at+1].Value
+	} else if at > 0 {
+		kw, next = toks[at-1].Value, t.Value
+	}
+	if _, ok := collectiveKinds[kw]; ok && slices.Contains(reservedWords, next) {
+		return fmt.Sprintf("%s needs a target before %s", kw, code(next)),
+			"targets are buckets, pieces like grads[0], tensors and patterns; quote a tensor named like a keyword: \"" + next + "\""
+	}
+	startsLine := at == 0 || toks[at-1].Pos.Line != t.Pos.Line
+	keyword := ""
+	if t.Type == tokWord && !slices.Contains(allKeywords, t.Value) {
+		keyword = suggest(t.Value, allKeywords)
+	}
+	if startsLine && keyword != "" {
+		// Most likely a misspelt keyword starting a new line.
+		construct = ""
+	} else if startsLine && construct != "" && !isBlock && constructLine < t.Pos.Line {
+		msg += fmt.Sprintf(": the %s on line %d is incomplete", construct, constructLine)
+	}
+	if construct == "" {
+		if inBody || depth > 0 {
+			hint = "a statement starts with one of: " + strings.Join(statementKeywords, ", ")
+		} else {
+			hint = "a declaration starts with one of: " + strings.Join(topKeywords, ", ")
+		}
+	}
+	if keyword != "" {
+		hint = "did you mean " + code(keyword) + "? " + hint
+	}
+	return msg, hint
+}
+
+// isOptionKey reports whether a keyword takes a value after it, so that a
+// keyword after it (`on compute`) is a value, not a construct.
+func isOptionKey(v string) bool {
+	switch v {
+	case "on", "after", "priority", "wire", "wait", "order", "op", "from", "to", "cap", "first", "steps", "warmup", "every", ",":
+		return true
+	}
 	return false
+}
+
+// tokenText shows a token in a message.
+func tokenText(t token) string {
+	if t.Type == tokString {
+		return "string " + quoteText(t.Value)
+	}
+	if len(t.Value) > 40 {
+		return code(t.Value[:40] + "...")
+	}
+	return code(t.Value)
 }

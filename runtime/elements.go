@@ -22,45 +22,28 @@ func view[T any](b []byte) []T {
 
 // fillBytes writes pattern p into b, which holds elements of dt.
 func fillBytes(b []byte, dt DType, p *FillParams) {
-	switch dt {
-	case F64:
-		s := view[float64](b)
-		for i := range s {
-			s[i] = float64(FillValue(p, int64(i)))
-		}
-	case F32:
-		s := view[float32](b)
-		for i := range s {
-			s[i] = float32(FillValue(p, int64(i)))
-		}
-	case F16:
-		s := view[uint16](b)
-		for i := range s {
-			s[i] = F16Bits(float64(FillValue(p, int64(i))))
-		}
-	case BF16:
-		s := view[uint16](b)
-		for i := range s {
-			s[i] = BF16Bits(float64(FillValue(p, int64(i))))
-		}
-	case I64:
-		s := view[int64](b)
-		for i := range s {
-			s[i] = int64(FillValue(p, int64(i)))
-		}
-	case I32:
-		s := view[int32](b)
-		for i := range s {
-			s[i] = FillValue(p, int64(i))
-		}
-	case I8:
-		s := view[int8](b)
-		for i := range s {
-			s[i] = int8(FillValue(p, int64(i)))
-		}
-	case U8:
-		for i := range b {
-			b[i] = uint8(FillValue(p, int64(i)))
+	var ints [castChunk]int32
+	var vals [castChunk]float64
+	n := int64(len(b)) / dt.Size()
+	for i0 := int64(0); i0 < n; i0 += castChunk {
+		m := min(n-i0, castChunk)
+		v := ints[:m]
+		fillInts(v, p, i0)
+		part := b[i0*dt.Size() : (i0+m)*dt.Size()]
+		switch dt {
+		case F32:
+			s := view[float32](part)
+			for j := range s {
+				s[j] = float32(v[j])
+			}
+		case I32:
+			copy(view[int32](part), v)
+		default:
+			f := vals[:m]
+			for j := range f {
+				f[j] = float64(v[j])
+			}
+			storeAll(part, dt, f)
 		}
 	}
 }

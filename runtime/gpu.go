@@ -10,8 +10,8 @@ package runtime
 // Threading: the CUDA current device belongs to the OS thread, and the
 // runtime calls a backend from whichever goroutine runs the step. Every
 // method that touches the device therefore locks its goroutine to its thread
-// and selects the rank's device first (enter); cudaSetDevice on the device
-// that is already current costs next to nothing.
+// and selects the rank's device first (enter), which costs a thread-local
+// comparison once the thread has it (cuda.UseDevice).
 
 import (
 	"errors"
@@ -77,6 +77,9 @@ type gpuBackend struct {
 	prioLow  int // cudaDeviceGetStreamPriorityRange's least priority
 	prioHigh int // and its greatest
 	versions []KV
+	// copies is the stream of CopyToHost and CopyFromHost, so that they
+	// wait for their own copy only.
+	copies cuda.Stream
 
 	mu      sync.Mutex // guards the lists below and aborted
 	streams []*gpuStream
@@ -143,6 +146,9 @@ func newGPUBackend(env *BackendEnv) (Backend, error) {
 	if b.kernels, err = cuda.LoadKernels(); err != nil {
 		return nil, fmt.Errorf("nccl backend: loading the PTX kernels: %w", err)
 	}
+	if b.copies, err = cuda.NewStream(b.prioLow); err != nil {
+		return nil, fmt.Errorf("nccl backend: %w", err)
+	}
 
 	rtv, drv, err := cuda.Versions()
 	if err != nil {
@@ -154,6 +160,13 @@ func newGPUBackend(env *BackendEnv) (Backend, error) {
 		{"CUDA runtime", fmt.Sprintf("%s (%s)", cuda.VersionString(rtv), rtPath)},
 		{"CUDA driver", cuda.VersionString(drv)},
 		{"device", fmt.Sprintf("%s (rank 0: GPU %d, %s)", b.devName, b.dev, b.busID)},
+	}
+	if os.Getenv("NCCL_DEBUG") != "" {
+		// Every rank says what it loaded when the user asks NCCL to talk;
+		// otherwise rank 0's header says it once, checked on all ranks.
+		fmt.Fprintf(os.Stderr, "syncgen: rank %d (%s, GPU %d %s %s): NCCL %s (%s), CUDA runtime %s, driver %s\n",
+			env.Rank, env.Host, b.dev, b.busID, b.devName, nccl.VersionString(nccl.Version()), nccl.Path(),
+			cuda.VersionString(rtv), cuda.VersionString(drv))
 	}
 	if m := nccl.Missing(); len(m) > 0 {
 		b.versions = append(b.versions, KV{"NCCL lacks", strings.Join(m, ", ") + " (optional; not used)"})
@@ -205,7 +218,7 @@ func versionOf(code string) string {
 // current there. The caller defers goruntime.UnlockOSThread().
 func (b *gpuBackend) enter() error {
 	goruntime.LockOSThread()
-	if err := cuda.SetDevice(b.dev); err != nil {
+	if err := cuda.UseDevice(b.dev); err != nil {
 		goruntime.UnlockOSThread()
 		return fmt.Errorf("nccl backend: %w", err)
 	}
@@ -417,13 +430,7 @@ func (b *gpuBackend) queue(op *CollOp) error {
 		return fmt.Errorf("nccl backend: %s of bucket %s on a %T, not a GPU stream", op.Coll, op.Name, op.Stream)
 	}
 	st.stamped = false
-	where := func(err error) error {
-		desc := fmt.Sprintf("%d %s", op.Buf.N, op.Buf.DType)
-		if op.Coll.Reduces() {
-			desc += ", op " + op.Op.String()
-		}
-		return fmt.Errorf("nccl backend: %s of bucket %s (%s) on stream %s: %w", op.Coll, op.Name, desc, st.name, err)
-	}
+	where := func(err error) error { return collError(op, st, err) }
 	dt, ok := ncclTypes[op.Buf.DType]
 	if !ok {
 		return where(fmt.Errorf("no NCCL data type for %s", op.Buf.DType))
@@ -466,6 +473,15 @@ func (b *gpuBackend) queue(op *CollOp) error {
 	return nil
 }
 
+// collError says which collective of which bucket on which stream failed.
+func collError(op *CollOp, st *gpuStream, err error) error {
+	desc := fmt.Sprintf("%d %s", op.Buf.N, op.Buf.DType)
+	if op.Coll.Reduces() {
+		desc += ", op " + op.Op.String()
+	}
+	return fmt.Errorf("nccl backend: %s of bucket %s (%s) on stream %s: %w", op.Coll, op.Name, desc, st.name, err)
+}
+
 func (b *gpuBackend) Elapsed(start, end Event) (time.Duration, error) {
 	s, ok1 := start.(*gpuEvent)
 	e, ok2 := end.(*gpuEvent)
@@ -495,7 +511,7 @@ func (b *gpuBackend) CopyToHost(dst []byte, src Span) error {
 		return err
 	}
 	defer goruntime.UnlockOSThread()
-	if err := cuda.CopyToHost(dst, p); err != nil {
+	if err := cuda.CopyToHost(dst, p, b.copies); err != nil {
 		return fmt.Errorf("nccl backend: %w", err)
 	}
 	return nil
@@ -513,7 +529,7 @@ func (b *gpuBackend) CopyFromHost(dst Span, src []byte) error {
 		return err
 	}
 	defer goruntime.UnlockOSThread()
-	if err := cuda.CopyFromHost(p, src); err != nil {
+	if err := cuda.CopyFromHost(p, src, b.copies); err != nil {
 		return fmt.Errorf("nccl backend: %w", err)
 	}
 	return nil
@@ -554,6 +570,9 @@ func (b *gpuBackend) Close() error {
 	if b.kernels != nil {
 		keep(b.kernels.Unload())
 	}
+	if b.copies != 0 {
+		keep(b.copies.Destroy())
+	}
 	b.streams, b.events, b.buffers = nil, nil, nil
 	return first
 }
@@ -575,10 +594,11 @@ func (b *gpuBackend) asyncError() error {
 	return nil
 }
 
-// abort aborts every communicator (ncclCommAbort), so that no NCCL kernel
-// keeps waiting for a peer that will never come; the runtime then calls
-// MPI_Abort.
-func (b *gpuBackend) abort() {
+// Abort aborts every communicator (ncclCommAbort), so that no NCCL kernel
+// keeps waiting for a peer that will never come. The backend calls it when
+// it sees an NCCL error; the runtime's watchdog may call it before
+// MPI_Abort (it is safe from any goroutine and more than once).
+func (b *gpuBackend) Abort() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.aborted {
@@ -596,6 +616,13 @@ func (b *gpuBackend) abort() {
 // returns the error. It spins at first, as CUDA's default synchronisation
 // does, so that short waits add no latency, and then sleeps.
 func (b *gpuBackend) wait(what string, done func() (bool, error)) error {
+	// After a host wait a stream may have gone idle: a pending stamp would
+	// make the next Busy subtract idle time, not fill time.
+	b.mu.Lock()
+	for _, s := range b.streams {
+		s.stamped = false
+	}
+	b.mu.Unlock()
 	start := time.Now()
 	for i := 0; ; i++ {
 		ok, err := done()
@@ -607,7 +634,7 @@ func (b *gpuBackend) wait(what string, done func() (bool, error)) error {
 		}
 		if i%64 == 63 {
 			if err := b.asyncError(); err != nil {
-				b.abort()
+				b.Abort()
 				return fmt.Errorf("nccl backend: %s: %w", what, err)
 			}
 		}

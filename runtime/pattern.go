@@ -148,3 +148,25 @@ func (s PatternShape) Params(rank, size int, step uint32, tensor int) FillParams
 	}
 	return p
 }
+
+// fillInts writes elements i0, i0+1, ... of pattern p into out, with one
+// loop per formula so that the hot loops carry no switch.
+func fillInts(out []int32, p *FillParams, i0 int64) {
+	switch p.Kind {
+	case FillProd:
+		for j := range out {
+			out[j] = FillValue(p, i0+int64(j))
+		}
+	case FillAvg:
+		span, dev := uint32(p.Hi-p.Lo+1), uint32(p.Dev+1)
+		for j := range out {
+			i := i0 + int64(j)
+			out[j] = p.Lo + int32(ElemHash(p.SeedA, i)%span) + p.Sign*int32(ElemHash(p.SeedB, i)%dev)
+		}
+	default:
+		span := uint32(p.Hi - p.Lo + 1)
+		for j := range out {
+			out[j] = p.Lo + int32(ElemHash(p.SeedA, i0+int64(j))%span)
+		}
+	}
+}

@@ -1,8 +1,323 @@
 package runtime
 
-// Step is the handle the generated step function issues its work through.
+// The Step methods that generated code calls (the contract in plan.go).
+// Each queues work on the backend's streams and returns at once; only Wait
+// blocks the host. When the runtime records the program (program.go) they
+// only note what they were asked to do.
+
+import (
+	"fmt"
+	"time"
+)
+
+// Step is the handle through which a plan's step function issues its work.
 type Step struct {
-	e *engine
+	rec   *recorder
+	e     *engine
+	group *[]collItem
 }
 
-type engine struct{}
+// collItem is one bucket of one collective statement.
+type collItem struct {
+	at     Src
+	stream int
+	coll   Coll
+	op     RedOp
+	root   int
+	after  After
+	bucket int
+	id     int
+	// afterEv is the event an AfterStream dependency waits for, recorded
+	// when the statement was issued.
+	afterEv Event
+}
+
+// Backward simulates a backward pass of duration d on stream: the
+// gradients of all non-frozen tensors become ready in reverse declaration
+// order, d shared among them in proportion to their bytes. Each gradient
+// is filled with the deterministic pattern, and each bucket's "ready"
+// event is recorded when its last gradient is written.
+func (s *Step) Backward(at Src, stream int, d time.Duration) {
+	if s.rec != nil {
+		s.rec.add(stmt{kind: sBackward, at: at, stream: stream, d: d})
+		return
+	}
+	s.e.expect(sBackward, at)
+	s.e.backward(at, stream, d)
+}
+
+// Compute simulates other work (forward pass, optimizer) of duration d on
+// stream.
+func (s *Step) Compute(at Src, stream int, d time.Duration) {
+	if s.rec != nil {
+		s.rec.add(stmt{kind: sCompute, at: at, stream: stream, d: d})
+		return
+	}
+	s.e.expect(sCompute, at)
+	e := s.e
+	start := e.recordOn(stream, at)
+	if err := e.streams[stream].Busy(d); err != nil {
+		e.fatal(at, err)
+	}
+	end := e.recordOn(stream, at)
+	e.addTimed(timed{kind: tCompute, stream: stream, at: at, name: "compute", bucket: -1, start: start, end: end})
+}
+
+// AllReduce reduces each bucket with op across all ranks, every rank
+// getting the result.
+func (s *Step) AllReduce(at Src, stream int, op RedOp, after After, buckets ...int) {
+	s.collective(stmt{kind: sColl, at: at, stream: stream, coll: CollAllReduce, op: op, after: after, buckets: buckets})
+}
+
+// Broadcast copies root's buckets to every rank.
+func (s *Step) Broadcast(at Src, stream int, root int, after After, buckets ...int) {
+	s.collective(stmt{kind: sColl, at: at, stream: stream, coll: CollBroadcast, root: root, after: after, buckets: buckets})
+}
+
+// Reduce reduces each bucket with op onto root; the other ranks' buckets
+// are unchanged.
+func (s *Step) Reduce(at Src, stream int, op RedOp, root int, after After, buckets ...int) {
+	s.collective(stmt{kind: sColl, at: at, stream: stream, coll: CollReduce, op: op, root: root, after: after, buckets: buckets})
+}
+
+// AllGather gathers each bucket in place: rank r's slice r ends up in
+// slice r on every rank.
+func (s *Step) AllGather(at Src, stream int, after After, buckets ...int) {
+	s.collective(stmt{kind: sColl, at: at, stream: stream, coll: CollAllGather, after: after, buckets: buckets})
+}
+
+// ReduceScatter reduces each bucket in place: rank r's slice r gets the
+// reduction of all ranks' slices r; its other slices become undefined.
+func (s *Step) ReduceScatter(at Src, stream int, op RedOp, after After, buckets ...int) {
+	s.collective(stmt{kind: sColl, at: at, stream: stream, coll: CollReduceScatter, op: op, after: after, buckets: buckets})
+}
+
+// Group issues the collectives that body issues as one group (NCCL's
+// ncclGroupStart/End): each stream waits for all of its group members'
+// dependencies, then they run together.
+func (s *Step) Group(at Src, body func()) {
+	if s.rec != nil {
+		if s.rec.group != nil {
+			s.rec.errs = append(s.rec.errs, fmt.Errorf("%s: groups do not nest", at))
+			body()
+			return
+		}
+		var members []stmt
+		s.rec.group = &members
+		body()
+		s.rec.group = nil
+		s.rec.add(stmt{kind: sGroup, at: at, body: members})
+		return
+	}
+	if s.group != nil {
+		s.e.fatal(at, fmt.Errorf("groups do not nest"))
+	}
+	var items []collItem
+	s.group = &items
+	body()
+	s.group = nil
+	s.e.issue(items, true)
+}
+
+// Wait blocks the host until the work queued on stream so far is done.
+func (s *Step) Wait(at Src, stream int) {
+	if s.rec != nil {
+		s.rec.add(stmt{kind: sWait, at: at, stream: stream})
+		return
+	}
+	e := s.e
+	e.expect(sWait, at)
+	e.hostAt.set(fmt.Sprintf("wait %s at %s", e.plan.Streams[stream].Name, at))
+	t0 := time.Now()
+	err := e.streams[stream].Synchronize()
+	t1 := time.Now()
+	e.hostAt.set("")
+	if err != nil {
+		e.fatal(at, err)
+	}
+	e.addTimed(timed{kind: tWait, stream: stream, at: at, name: "wait " + e.plan.Streams[stream].Name, bucket: -1, hostStart: t0, hostEnd: t1})
+}
+
+func (s *Step) collective(st stmt) {
+	if s.rec != nil {
+		st.buckets = append([]int(nil), st.buckets...)
+		s.rec.add(st)
+		return
+	}
+	e := s.e
+	id := e.expect(sColl, st.at)
+	if st.coll.Reduces() && st.op == NoOp {
+		st.op = Sum
+	}
+	items := make([]collItem, 0, len(st.buckets))
+	var afterEv Event
+	if st.after.kind == 2 && st.after.stream != st.stream {
+		afterEv = e.recordOn(st.after.stream, st.at)
+	}
+	for _, b := range st.buckets {
+		items = append(items, collItem{at: st.at, stream: st.stream, coll: st.coll, op: st.op, root: st.root,
+			after: st.after, bucket: b, id: id, afterEv: afterEv})
+	}
+	if s.group != nil {
+		*s.group = append(*s.group, items...)
+		return
+	}
+	e.issue(items, false)
+}
+
+// expect checks that the statement issued now is the one the recording
+// saw at this point, and returns its collective id. The generated step
+// function has no branches, so a difference is a bug worth stopping for:
+// the checker's model and the report rows rely on it.
+func (e *engine) expect(k stmtKind, at Src) int {
+	if e.stepNo < 0 {
+		return -1 // init: not tracked
+	}
+	if e.cursor >= len(e.flatStep) || e.flatStep[e.cursor].kind != k || e.flatStep[e.cursor].at != at {
+		e.fatal(at, fmt.Errorf("step %d issued a statement that the first recording of the step did not have; steps must issue the same statements every time", e.stepNo))
+	}
+	id := e.flatStep[e.cursor].id
+	e.cursor++
+	return id
+}
+
+// backward queues a simulated backward pass.
+func (e *engine) backward(at Src, stream int, d time.Duration) {
+	p := e.plan
+	st := e.streams[stream]
+	start := e.recordOn(stream, at)
+	var total int64
+	for _, t := range e.backOrder {
+		total += e.tensors[t].elems * p.Tensors[t].DType.Size()
+	}
+	var cum int64
+	var done time.Duration
+	prev := start
+	for _, t := range e.backOrder {
+		cum += e.tensors[t].elems * p.Tensors[t].DType.Size()
+		until := time.Duration(float64(d) * float64(cum) / float64(max(total, 1)))
+		if err := st.Busy(until - done); err != nil {
+			e.fatal(at, err)
+		}
+		done = until
+		if err := st.Fill(e.tensors[t].store, e.shapes[t].Params(e.rank, e.size, e.seedStep, t)); err != nil {
+			e.fatal(at, fmt.Errorf("gradient of %q: %w", p.Tensors[t].Name, err))
+		}
+		if e.tracing {
+			ev := e.recordOn(stream, at)
+			e.addTimed(timed{kind: tGrad, stream: stream, at: at, name: p.Tensors[t].Name, bucket: p.Tensors[t].Bucket,
+				bytes: e.tensors[t].elems * p.Tensors[t].DType.Size(), start: prev, end: ev})
+			prev = ev
+		}
+		if b := e.lastOf[t]; b >= 0 {
+			e.ready[b] = readyMark{ev: e.recordOn(stream, at), step: e.stepNo, ok: true}
+		}
+	}
+	end := e.recordOn(stream, at)
+	e.addTimed(timed{kind: tBackward, stream: stream, at: at, name: "backward", bucket: -1, start: start, end: end})
+}
+
+// issue queues collectives: one at a time in order, or all together as a
+// group.
+func (e *engine) issue(items []collItem, group bool) {
+	if !group {
+		for _, it := range items {
+			e.issueGroup([]collItem{it}, false)
+		}
+		return
+	}
+	if len(items) > 0 {
+		e.issueGroup(items, true)
+	}
+}
+
+// issueGroup queues one group: per stream, the dependencies and casts into
+// the wire buffers, a start event, then the collectives, then per stream an
+// end event and the casts back.
+func (e *engine) issueGroup(items []collItem, group bool) {
+	p := e.plan
+	var order []int // streams in order of first use
+	seen := map[int]bool{}
+	for _, it := range items {
+		if !seen[it.stream] {
+			seen[it.stream] = true
+			order = append(order, it.stream)
+		}
+	}
+	starts := map[int]Event{}
+	for _, si := range order {
+		st := e.streams[si]
+		waited := map[Event]bool{}
+		for _, it := range items {
+			if it.stream != si {
+				continue
+			}
+			at := it.at
+			switch {
+			case it.after.kind == 1:
+				if m := e.ready[it.bucket]; m.ok && m.step == e.stepNo {
+					if err := st.WaitEvent(m.ev); err != nil {
+						e.fatal(at, err)
+					}
+				}
+			case it.afterEv != nil && !waited[it.afterEv]:
+				waited[it.afterEv] = true
+				if err := st.WaitEvent(it.afterEv); err != nil {
+					e.fatal(at, err)
+				}
+			}
+			e.castIn(st, it)
+		}
+		starts[si] = e.recordOn(si, items[0].at)
+	}
+	ops := make([]CollOp, len(items))
+	for i, it := range items {
+		bm := &e.buckets[it.bucket]
+		span := bm.span
+		if it.coll != CollAllGather && it.coll != CollReduceScatter {
+			span.N = p.Buckets[it.bucket].Elems
+		}
+		ops[i] = CollOp{Stream: e.streams[it.stream], Coll: it.coll, Op: it.op, Root: it.root, Buf: span, Name: p.Buckets[it.bucket].Name}
+	}
+	if err := e.be.Collectives(ops); err != nil {
+		e.fatal(items[0].at, err)
+	}
+	for _, si := range order {
+		end := e.recordOn(si, items[0].at)
+		for i, it := range items {
+			if it.stream != si {
+				continue
+			}
+			e.addTimed(timed{kind: tColl, stream: si, at: it.at, name: p.Buckets[it.bucket].Name, bucket: it.bucket, id: it.id,
+				coll: it.coll, op: it.op, bytes: ops[i].Buf.Bytes(), group: group, start: starts[si], end: end})
+			e.castOut(e.streams[si], it)
+		}
+	}
+}
+
+// castIn converts the bucket's tensors that live apart into its wire
+// buffer.
+func (e *engine) castIn(st BackendStream, it collItem) {
+	for _, t := range e.plan.Buckets[it.bucket].Tensors {
+		tm := &e.tensors[t]
+		if tm.inPlace {
+			continue
+		}
+		if err := st.Cast(tm.wire, tm.store); err != nil {
+			e.fatal(it.at, fmt.Errorf("casting %q into bucket %q: %w", e.plan.Tensors[t].Name, e.plan.Buckets[it.bucket].Name, err))
+		}
+	}
+}
+
+// castOut converts the wire buffer back into the tensors that live apart.
+func (e *engine) castOut(st BackendStream, it collItem) {
+	for _, t := range e.plan.Buckets[it.bucket].Tensors {
+		tm := &e.tensors[t]
+		if tm.inPlace {
+			continue
+		}
+		if err := st.Cast(tm.store, tm.wire); err != nil {
+			e.fatal(it.at, fmt.Errorf("casting bucket %q back into %q: %w", e.plan.Buckets[it.bucket].Name, e.plan.Tensors[t].Name, err))
+		}
+	}
+}

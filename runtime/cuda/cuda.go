@@ -44,6 +44,17 @@ func SetDevice(d int) error {
 	return check(fmt.Sprintf("cudaSetDevice(%d)", d), C.sgcu_cudaSetDevice(C.int(d)))
 }
 
+// UseDevice makes device d current on the calling OS thread unless this
+// package already made it current there. It is SetDevice for the hot path:
+// code that locks its goroutine to a thread and queues work calls it before
+// every operation, and it costs a thread-local comparison.
+func UseDevice(d int) error {
+	if e := C.sgcu_useDevice(C.int(d)); e != 0 {
+		return check(fmt.Sprintf("cudaSetDevice(%d)", d), e)
+	}
+	return nil
+}
+
 // Device returns the device current on the calling OS thread.
 func Device() (int, error) {
 	var d C.int
@@ -264,21 +275,22 @@ func Memcpy(dst, src uintptr, n int64, kind int) error {
 	return check(fmt.Sprintf("cudaMemcpy(%d bytes)", n), C.sgcu_cudaMemcpy(C.uintptr_t(dst), C.uintptr_t(src), C.size_t(n), C.int(kind)))
 }
 
-// CopyToHost copies len(dst) bytes from device address src into dst and
-// waits for the copy.
-func CopyToHost(dst []byte, src Ptr) error {
+// CopyToHost copies len(dst) bytes from device address src into dst through
+// stream s and waits for the copy (and for the work queued on s before it).
+func CopyToHost(dst []byte, src Ptr, s Stream) error {
 	if len(dst) == 0 {
 		return nil
 	}
-	return check(fmt.Sprintf("cudaMemcpy(device to host, %d bytes)", len(dst)), C.sgcu_cudaMemcpyToHost(unsafe.Pointer(&dst[0]), C.uintptr_t(src), C.size_t(len(dst))))
+	return check(fmt.Sprintf("cudaMemcpyAsync(device to host, %d bytes)", len(dst)), C.sgcu_copyToHost(unsafe.Pointer(&dst[0]), C.uintptr_t(src), C.size_t(len(dst)), C.uintptr_t(s)))
 }
 
-// CopyFromHost copies src to device address dst and waits for the copy.
-func CopyFromHost(dst Ptr, src []byte) error {
+// CopyFromHost copies src to device address dst through stream s and waits
+// for the copy.
+func CopyFromHost(dst Ptr, src []byte, s Stream) error {
 	if len(src) == 0 {
 		return nil
 	}
-	return check(fmt.Sprintf("cudaMemcpy(host to device, %d bytes)", len(src)), C.sgcu_cudaMemcpyFromHost(C.uintptr_t(dst), unsafe.Pointer(&src[0]), C.size_t(len(src))))
+	return check(fmt.Sprintf("cudaMemcpyAsync(host to device, %d bytes)", len(src)), C.sgcu_copyFromHost(C.uintptr_t(dst), unsafe.Pointer(&src[0]), C.size_t(len(src)), C.uintptr_t(s)))
 }
 
 // MemcpyAsync queues a copy of n bytes on s.

@@ -18,7 +18,18 @@ cudaError_t sgcu_cudaGetLastError(void) { return FN(cudaGetLastError, cudaError_
 cudaError_t sgcu_cudaRuntimeGetVersion(int *v) { return FN(cudaRuntimeGetVersion, cudaError_t, int *)(v); }
 cudaError_t sgcu_cudaDriverGetVersion(int *v) { return FN(cudaDriverGetVersion, cudaError_t, int *)(v); }
 cudaError_t sgcu_cudaGetDeviceCount(int *n) { return FN(cudaGetDeviceCount, cudaError_t, int *)(n); }
-cudaError_t sgcu_cudaSetDevice(int d) { return FN(cudaSetDevice, cudaError_t, int)(d); }
+// sgcu_cur caches the device this thread last made current through us, so
+// that sgcu_useDevice (called before every queued operation) costs no
+// cudaSetDevice when nothing changed.
+static __thread int sgcu_cur = -1;
+
+cudaError_t sgcu_cudaSetDevice(int d) {
+	cudaError_t e = FN(cudaSetDevice, cudaError_t, int)(d);
+	sgcu_cur = e == 0 ? d : -1;
+	return e;
+}
+
+cudaError_t sgcu_useDevice(int d) { return sgcu_cur == d ? 0 : sgcu_cudaSetDevice(d); }
 cudaError_t sgcu_cudaGetDevice(int *d) { return FN(cudaGetDevice, cudaError_t, int *)(d); }
 cudaError_t sgcu_cudaDeviceGetPCIBusId(char *buf, int len, int d) { return FN(cudaDeviceGetPCIBusId, cudaError_t, char *, int, int)(buf, len, d); }
 cudaError_t sgcu_cudaDeviceGetAttribute(int *v, int attr, int d) { return FN(cudaDeviceGetAttribute, cudaError_t, int *, int, int)(v, attr, d); }
@@ -41,10 +52,19 @@ cudaError_t sgcu_cudaFree(uintptr_t p) { return FN(cudaFree, cudaError_t, void *
 cudaError_t sgcu_cudaMallocHost(void **p, size_t n) { return FN(cudaMallocHost, cudaError_t, void **, size_t)(p, n); }
 cudaError_t sgcu_cudaFreeHost(void *p) { return FN(cudaFreeHost, cudaError_t, void *)(p); }
 cudaError_t sgcu_cudaMemcpy(uintptr_t dst, uintptr_t src, size_t n, int kind) { return FN(cudaMemcpy, cudaError_t, void *, const void *, size_t, int)((void *)dst, (const void *)src, n, kind); }
-// Host-side pointers of copies from and to Go memory arrive as real
-// pointers, so that cgo keeps the Go memory in place during the call.
-cudaError_t sgcu_cudaMemcpyToHost(void *dst, uintptr_t src, size_t n) { return FN(cudaMemcpy, cudaError_t, void *, const void *, size_t, int)(dst, (const void *)src, n, 2); }
-cudaError_t sgcu_cudaMemcpyFromHost(uintptr_t dst, const void *src, size_t n) { return FN(cudaMemcpy, cudaError_t, void *, const void *, size_t, int)((void *)dst, src, n, 1); }
+// Copies from and to Go memory: the host pointer arrives as a real pointer,
+// so cgo keeps the Go memory in place, and the copy is queued on stream s
+// and waited for inside the one C call. (A plain cudaMemcpy from pageable
+// memory may return before the data reaches the device, and it is ordered
+// only against the legacy default stream, not our non-blocking streams.)
+cudaError_t sgcu_copyToHost(void *dst, uintptr_t src, size_t n, uintptr_t s) {
+	cudaError_t e = FN(cudaMemcpyAsync, cudaError_t, void *, const void *, size_t, int, void *)(dst, (const void *)src, n, 2, (void *)s);
+	return e ? e : FN(cudaStreamSynchronize, cudaError_t, void *)((void *)s);
+}
+cudaError_t sgcu_copyFromHost(uintptr_t dst, const void *src, size_t n, uintptr_t s) {
+	cudaError_t e = FN(cudaMemcpyAsync, cudaError_t, void *, const void *, size_t, int, void *)((void *)dst, src, n, 1, (void *)s);
+	return e ? e : FN(cudaStreamSynchronize, cudaError_t, void *)((void *)s);
+}
 cudaError_t sgcu_cudaMemcpyAsync(uintptr_t dst, uintptr_t src, size_t n, int kind, uintptr_t s) { return FN(cudaMemcpyAsync, cudaError_t, void *, const void *, size_t, int, void *)((void *)dst, (const void *)src, n, kind, (void *)s); }
 cudaError_t sgcu_cudaMemsetAsync(uintptr_t p, int v, size_t n, uintptr_t s) { return FN(cudaMemsetAsync, cudaError_t, void *, int, size_t, void *)((void *)p, v, n, (void *)s); }
 

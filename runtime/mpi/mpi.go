@@ -301,6 +301,113 @@ func (c Comm) Allreduce(buf unsafe.Pointer, count int, dt DType, o Op) error {
 	return check("MPI_Allreduce", C.MPI_Allreduce(C.sg_in_place(), buf, C.int(count), t, m, c.c))
 }
 
+// Bcast is the blocking broadcast of count elements at buf from root.
+func (c Comm) Bcast(buf unsafe.Pointer, count int, dt DType, root int) error {
+	t, err := datatype(dt)
+	if err != nil {
+		return err
+	}
+	return check("MPI_Bcast", C.MPI_Bcast(buf, C.int(count), t, C.int(root), c.c))
+}
+
+// Reduce is the blocking in-place reduce of count elements at buf to root;
+// the other ranks' buffers are left unchanged.
+func (c Comm) Reduce(buf unsafe.Pointer, count int, dt DType, o Op, root, rank int) error {
+	t, err := datatype(dt)
+	if err != nil {
+		return err
+	}
+	m, err := op(dt, o)
+	if err != nil {
+		return err
+	}
+	send, recv := buf, unsafe.Pointer(nil)
+	if rank == root {
+		send, recv = C.sg_in_place(), buf
+	}
+	return check("MPI_Reduce", C.MPI_Reduce(send, recv, C.int(count), t, m, C.int(root), c.c))
+}
+
+// Allgather is the blocking in-place allgather: buf holds size blocks of
+// count elements and each rank contributes its own block.
+func (c Comm) Allgather(buf unsafe.Pointer, count int, dt DType) error {
+	t, err := datatype(dt)
+	if err != nil {
+		return err
+	}
+	return check("MPI_Allgather", C.MPI_Allgather(C.sg_in_place(), 0, t, buf, C.int(count), t, c.c))
+}
+
+// ReduceScatterBlock is the blocking in-place reduce-scatter: buf holds
+// size blocks of count elements; MPI leaves the reduction of block r at the
+// start of rank r's buf (the caller moves it where it belongs).
+func (c Comm) ReduceScatterBlock(buf unsafe.Pointer, count int, dt DType, o Op) error {
+	t, err := datatype(dt)
+	if err != nil {
+		return err
+	}
+	m, err := op(dt, o)
+	if err != nil {
+		return err
+	}
+	return check("MPI_Reduce_scatter_block", C.MPI_Reduce_scatter_block(C.sg_in_place(), buf, C.int(count), t, m, c.c))
+}
+
+// GatherBytes collects every rank's rec (of any length) on root, in rank
+// order; other ranks get nil.
+func (c Comm) GatherBytes(root int, rec []byte) ([][]byte, error) {
+	n, err := c.Size()
+	if err != nil {
+		return nil, err
+	}
+	me, err := c.Rank()
+	if err != nil {
+		return nil, err
+	}
+	lens := C.malloc(C.size_t(4 * n))
+	defer C.free(lens)
+	mine := C.malloc(4)
+	defer C.free(mine)
+	*(*C.int)(mine) = C.int(len(rec))
+	i32 := C.sg_datatype(C.SG_I32)
+	u8 := C.sg_datatype(C.SG_U8)
+	if err := check("MPI_Gather", C.MPI_Gather(mine, 1, i32, lens, 1, i32, C.int(root), c.c)); err != nil {
+		return nil, err
+	}
+	send := C.malloc(C.size_t(len(rec) + 1))
+	defer C.free(send)
+	copy(unsafe.Slice((*byte)(send), len(rec)), rec)
+	var recv, displs unsafe.Pointer
+	var sizes []C.int
+	total := 0
+	if me == root {
+		sizes = unsafe.Slice((*C.int)(lens), n)
+		displs = C.malloc(C.size_t(4 * n))
+		defer C.free(displs)
+		d := unsafe.Slice((*C.int)(displs), n)
+		for i, s := range sizes {
+			d[i] = C.int(total)
+			total += int(s)
+		}
+		recv = C.malloc(C.size_t(total + 1))
+		defer C.free(recv)
+	}
+	if err := check("MPI_Gatherv", C.MPI_Gatherv(send, C.int(len(rec)), u8, recv, (*C.int)(lens), (*C.int)(displs), u8, C.int(root), c.c)); err != nil {
+		return nil, err
+	}
+	if me != root {
+		return nil, nil
+	}
+	all := unsafe.Slice((*byte)(recv), total)
+	out := make([][]byte, n)
+	off := 0
+	for i, s := range sizes {
+		out[i] = append([]byte(nil), all[off:off+int(s)]...)
+		off += int(s)
+	}
+	return out, nil
+}
+
 // Ibcast starts a broadcast of count elements at buf from root.
 func (c Comm) Ibcast(buf unsafe.Pointer, count int, dt DType, root int) (Request, error) {
 	t, err := datatype(dt)
@@ -431,3 +538,16 @@ func Malloc(n int64) (unsafe.Pointer, error) {
 
 // Free releases memory from Malloc.
 func Free(p unsafe.Pointer) { C.free(p) }
+
+// F32ToF16 converts with the C code of the 16-bit reduction operators
+// (exported so that tests can compare it with package runtime's Go code).
+func F32ToF16(f float32) uint16 { return uint16(C.sg_f32_to_f16(C.float(f))) }
+
+// F16ToF32 converts with the C code of the 16-bit reduction operators.
+func F16ToF32(h uint16) float32 { return float32(C.sg_f16_to_f32(C.uint16_t(h))) }
+
+// F32ToBF16 converts with the C code of the 16-bit reduction operators.
+func F32ToBF16(f float32) uint16 { return uint16(C.sg_f32_to_bf16(C.float(f))) }
+
+// BF16ToF32 converts with the C code of the 16-bit reduction operators.
+func BF16ToF32(h uint16) float32 { return float32(C.sg_bf16_to_f32(C.uint16_t(h))) }

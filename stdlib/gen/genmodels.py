@@ -65,8 +65,6 @@ class Model:
         n, total = self.count()
         assert n == self.published_tensors, (self.name, n, self.published_tensors)
         assert total == self.published_params, (self.name, total, self.published_params)
-        ts = self.tensors()
-        width = max(len(name) for name, _ in ts)
         out = []
         out.append("// models/%s: %s" % (self.name, self.title))
         for line in self.source:
@@ -83,7 +81,8 @@ class Model:
                 out.append("")
             else:
                 _, name, shape = it
-                out.append("tensor %-*s %s[%s]" % (width, name, DTYPE, ", ".join(str(d) for d in shape)))
+                # the canonical form of `syncgen fmt`: single spaces, no column alignment
+                out.append("tensor %s %s[%s]" % (name, DTYPE, ", ".join(str(d) for d in shape)))
         return "\n".join(out) + "\n"
 
 

@@ -1,0 +1,74 @@
+#!/bin/sh
+# bench/allreduce.sh: one large allreduce through the syncgen runtime against
+# a plain C program calling MPI_Allreduce on the same buffer sizes, in the
+# same run. For each rank count and size it runs the two alternately
+# (A B A B ...), takes the median bus bandwidth of each and prints their
+# ratio (runtime / MPI). The target is >= 0.95 at every size.
+#
+#   sh bench/allreduce.sh                 # 2 and 4 ranks, 4 KiB .. 256 MiB
+#   NPS="2" SIZES="1M 64M" ROUNDS=5 sh bench/allreduce.sh
+#
+# Both sides time the same thing: after a barrier, one in-place f32 sum
+# allreduce; the time is the maximum over ranks of each rank's mean over the
+# iterations, busbw = bytes/time * 2(n-1)/n as nccl-tests. The runtime side
+# is internal/testprog's "allreduce:SIZE" plan (one bucket, one allreduce per
+# step), the same tables and Step calls a generated program makes; it reads
+# the busbw from the program's --json output.
+#
+# Knobs: NPS, SIZES, ROUNDS (default 3), MPIRUN_ARGS (default
+# "--oversubscribe --bind-to none", plus --allow-run-as-root as root),
+# SYNCGEN_CPU_CHUNK (the runtime's piece size, exported to the ranks).
+set -eu
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=${OUT:-$root/bench/out}
+mkdir -p "$out"
+NPS=${NPS:-"2 4"}
+SIZES=${SIZES:-"4K 16K 64K 256K 1M 4M 16M 32M 64M 128M 256M"}
+ROUNDS=${ROUNDS:-3}
+args=${MPIRUN_ARGS:-"--oversubscribe --bind-to none"}
+if [ "$(id -u)" = 0 ]; then args="$args --allow-run-as-root"; fi
+if [ -n "${SYNCGEN_CPU_CHUNK:-}" ]; then args="$args -x SYNCGEN_CPU_CHUNK"; fi
+
+mpicc -O2 -o "$out/mpi_allreduce" "$root/bench/mpi_allreduce.c"
+(cd "$root" && go build -o "$out/testprog" ./runtime/internal/testprog)
+
+bytes_of() { # 4K -> 4096
+	case $1 in
+	*K) echo $((${1%K} * 1024)) ;;
+	*M) echo $((${1%M} * 1024 * 1024)) ;;
+	*G) echo $((${1%G} * 1024 * 1024 * 1024)) ;;
+	*) echo "$1" ;;
+	esac
+}
+iters_of() { # about 0.2 s of work, 5 to 1000 calls
+	n=$((200000000 / ($1 + 20000)))
+	[ $n -lt 5 ] && n=5
+	[ $n -gt 1000 ] && n=1000
+	echo $n
+}
+median() { sort -g | awk '{v[NR]=$1} END {if (NR%2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}'; }
+
+echo "# syncgen runtime vs plain MPI_Allreduce ($(mpirun --version | head -1)), $ROUNDS rounds, medians of busbw in GB/s"
+printf "# %5s %12s %10s %10s %8s\n" ranks bytes mpi runtime ratio
+for np in $NPS; do
+	for s in $SIZES; do
+		b=$(bytes_of "$s")
+		n=$(iters_of "$b")
+		: >"$out/a.txt"
+		: >"$out/b.txt"
+		r=0
+		while [ $r -lt "$ROUNDS" ]; do
+			# shellcheck disable=SC2086
+			mpirun $args -np "$np" "$out/mpi_allreduce" -b "$b" -e "$b" -n "$n" -w 2 |
+				awk '!/^#/ {print $4}' >>"$out/a.txt"
+			# shellcheck disable=SC2086
+			mpirun $args -np "$np" "$out/testprog" "allreduce:${b}B" --steps "$n" --warmup 2 --check off \
+				--quiet --json "$out/rt.json" >/dev/null
+			sed -n 's/.*"busbw_gbs": \([0-9.e+-]*\).*/\1/p' "$out/rt.json" | head -1 >>"$out/b.txt"
+			r=$((r + 1))
+		done
+		a=$(median <"$out/a.txt")
+		c=$(median <"$out/b.txt")
+		printf "  %5d %12d %10.3f %10.3f %8.2f\n" "$np" "$b" "$a" "$c" "$(echo "$c $a" | awk '{print ($2 > 0) ? $1 / $2 : 0}')"
+	done
+done

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/syncgen/syncgen/dsl"
+	"github.com/syncgen/syncgen/ir"
+)
+
+// Memory limits for running an example in the end-to-end test. CI machines
+// have 24 GiB; gpt2_xl (6.2 GB of f32 gradients a rank) and bigger plans are
+// checked and built there but run on GPU machines (their headers say so).
+const (
+	maxBytesPerRank = 2560 << 20
+	maxBytesPerJob  = 10 << 30
+)
+
+// TestExamples checks, builds and runs every example under mpirun with 1, 2
+// and 4 ranks on the CPU backend, with checks on every step, and requires 0
+// wrong elements and exit status 0.
+func TestExamples(t *testing.T) {
+	needToolchain(t)
+	mpirun, err := exec.LookPath("mpirun")
+	if err != nil {
+		t.Skip("mpirun not found; `make test` installs Open MPI")
+	}
+	examples, _ := filepath.Glob("../../examples/*.sync")
+	if len(examples) < 7 {
+		t.Fatalf("found %d examples in ../../examples, want at least 7", len(examples))
+	}
+	dir := t.TempDir()
+	t.Setenv("SYNCGEN_CACHE", filepath.Join(dir, "cache"))
+	for _, ex := range examples {
+		name := stem(ex)
+		t.Run(name, func(t *testing.T) {
+			prog, diags := dsl.Load(ex)
+			if diags.HasErrors() || len(diags) > 0 {
+				var b strings.Builder
+				diags.Render(&b)
+				t.Fatalf("%s has diagnostics:\n%s", ex, b.String())
+			}
+			bin := filepath.Join(dir, name+"_sync")
+			if code, out, errOut := syncgen(t, "build", ex, "-o", bin); code != 0 {
+				t.Fatalf("syncgen build %s: exit %d\n%s%s", ex, code, out, errOut)
+			}
+			perRank := bytesPerRank(prog)
+			for _, np := range []int{1, 2, 4} {
+				if perRank > maxBytesPerRank || int64(np)*perRank > maxBytesPerJob {
+					t.Logf("%s: not run with %d ranks here: %d MiB of buffers a rank (checked and built only; it runs on the GPU machine)",
+						name, np, perRank>>20)
+					continue
+				}
+				runExample(t, mpirun, bin, np)
+			}
+		})
+	}
+}
+
+// runExample runs one built example and checks its JSON report.
+func runExample(t *testing.T, mpirun, bin string, np int) {
+	t.Helper()
+	report := filepath.Join(t.TempDir(), fmt.Sprintf("np%d.json", np))
+	args := []string{"-np", fmt.Sprint(np), "--bind-to", "none"}
+	if os.Geteuid() == 0 {
+		args = append(args, "--allow-run-as-root")
+	}
+	if np > runtime.NumCPU() {
+		args = append(args, "--oversubscribe")
+	}
+	args = append(args, bin, "--steps", "2", "--warmup", "1", "--check", "1", "--backend", "cpu", "--quiet", "--json", report)
+	cmd := exec.Command(mpirun, args...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("mpirun -np %d %s: %v\n%s", np, filepath.Base(bin), err, out)
+	}
+	data, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatalf("-np %d: no JSON report: %v\n%s", np, err, out)
+	}
+	var r struct {
+		Ranks   int `json:"ranks"`
+		Summary struct {
+			Wrong  int64 `json:"wrong"`
+			Checks int   `json:"checks"`
+		} `json:"summary"`
+		Buckets []struct {
+			Bucket string `json:"bucket"`
+		} `json:"buckets"`
+	}
+	if err := json.Unmarshal(data, &r); err != nil {
+		t.Fatalf("-np %d: JSON report does not parse: %v", np, err)
+	}
+	if r.Ranks != np || r.Summary.Wrong != 0 || r.Summary.Checks == 0 || len(r.Buckets) == 0 {
+		t.Errorf("-np %d: report says ranks %d, %d wrong, %d checks, %d bucket rows; want %d ranks, 0 wrong, some checks and rows",
+			np, r.Ranks, r.Summary.Wrong, r.Summary.Checks, len(r.Buckets), np)
+	}
+}
+
+// bytesPerRank estimates the host memory a rank needs: every gradient in its
+// own dtype plus every bucket's wire buffer where it is a separate copy.
+func bytesPerRank(p *ir.Program) int64 {
+	var n int64
+	for _, t := range p.Tensors {
+		if !t.Frozen {
+			n += t.Bytes()
+		}
+	}
+	for _, b := range p.Buckets {
+		for _, ti := range b.Tensors {
+			if p.Tensors[ti].DType != b.Wire {
+				n += b.Bytes()
+				break
+			}
+		}
+	}
+	return n
+}

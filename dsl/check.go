@@ -1,0 +1,403 @@
+package dsl
+
+import (
+	"fmt"
+	"math"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/syncgen/syncgen/ir"
+)
+
+// checker turns the declarations of a program's files into an
+// ir.Program, collecting every error on the way.
+type checker struct {
+	diags     Diagnostics
+	fileOrder map[string]int
+	modules   map[string]*module
+	main      *module
+	// incomplete is set when a file could not be parsed or an import could
+	// not be loaded: declarations are missing, so "no such name" errors
+	// would only be echoes of the first error and are not reported.
+	incomplete bool
+
+	// The declarations of all files, imports first (depth-first, at the
+	// point of the import).
+	tensorDecls []declIn[*TensorDecl]
+	streamDecls []declIn[*StreamDecl]
+	bucketDecls []declIn[*BucketDecl]
+	initBlock   *BlockDecl
+	stepBlock   *BlockDecl
+	runDecl     *RunDecl
+
+	prog *ir.Program
+	// tensorIndex maps a tensor name to its index in prog.Tensors.
+	tensorIndex map[string]int
+	// tensorDecl is, for each tensor, the declaration it came from.
+	tensorDecl  []declIn[*TensorDecl]
+	streamIndex map[string]int
+	// implicitStreams is set when no stream is declared.
+	implicitStreams bool
+	buckets         map[string]*bucketInfo
+	bucketOrder     []*bucketInfo
+	// inBucket marks the tensors that a bucket declaration took (even
+	// when an error kept the bucket from being laid out).
+	inBucket []bool
+	// implicitBucket maps a tensor index to its implicit bucket.
+	implicitBucket map[int]int
+}
+
+func newChecker() *checker {
+	return &checker{
+		fileOrder:      map[string]int{},
+		modules:        map[string]*module{},
+		tensorIndex:    map[string]int{},
+		streamIndex:    map[string]int{},
+		buckets:        map[string]*bucketInfo{},
+		implicitBucket: map[int]int{},
+	}
+}
+
+// errorf records an error about the span sp of file f.
+func (c *checker) errorf(f *sourceFile, sp span, hint, format string, args ...any) {
+	c.diags = append(c.diags, f.diag(Error, sp.start, sp.end, fmt.Sprintf(format, args...), hint))
+}
+
+// warnf records a warning.
+func (c *checker) warnf(f *sourceFile, sp span, hint, format string, args ...any) {
+	c.diags = append(c.diags, f.diag(Warning, sp.start, sp.end, fmt.Sprintf(format, args...), hint))
+}
+
+// wordSpan is the span of a word.
+func wordSpan(w *Word) span { return spanOf(w.Pos, w.EndPos) }
+
+// nameSpan is the span of a name.
+func nameSpan(n *Name) span { return spanOf(n.Pos, n.EndPos) }
+
+// keywordSpan is the span of a keyword of length n at pos.
+func keywordSpan(off, n int) span { return span{off, off + n} }
+
+// check resolves and checks everything that was loaded and returns the
+// program (meaningful only when there are no errors).
+func (c *checker) check(filename string) *ir.Program {
+	base := filepath.Base(filename)
+	c.prog = &ir.Program{
+		Source: filename,
+		Name:   strings.TrimSuffix(base, filepath.Ext(base)),
+		Run:    ir.Run{Steps: ir.DefaultSteps, Warmup: ir.DefaultWarmup, CheckEvery: ir.DefaultCheckEvery},
+	}
+	if c.main.ast == nil {
+		return c.prog // syntax errors: nothing to check
+	}
+	c.declareTensors()
+	c.declareStreams()
+	c.declareBuckets()
+	if c.initBlock != nil {
+		c.prog.Init = c.resolveBlock(c.initBlock)
+	}
+	if c.stepBlock != nil {
+		c.prog.Step = c.resolveBlock(c.stepBlock)
+	}
+	c.checkRaces(c.initBlock, c.prog.Init)
+	c.checkRaces(c.stepBlock, c.prog.Step)
+	c.resolveRun()
+	c.warnUncovered()
+	return c.prog
+}
+
+// declareTensors expands and checks every tensor declaration.
+func (c *checker) declareTensors() {
+	for _, td := range c.tensorDecls {
+		f, d := td.file, td.decl
+		names := c.expandTensorName(f, d.Name)
+		dtype := c.dtype(f, d.DType, "tensor")
+		shape, elems, ok := c.shape(f, d)
+		if ok && dtype != ir.InvalidDType {
+			if elems > math.MaxInt64/dtype.Size() {
+				c.errorf(f, spanOf(d.DType.Pos, d.EndPos), "", "tensor of %d %s elements is more than 2^63 bytes", elems, dtype)
+			}
+		}
+		c.prog.Tensors = slices.Grow(c.prog.Tensors, len(names))
+		for _, name := range names {
+			if prev, dup := c.tensorIndex[name]; dup {
+				p := c.prog.Tensors[prev].Pos
+				c.errorf(f, nameSpan(d.Name), "tensor names are unique across the program and its imports",
+					"duplicate tensor %s (first declared at %s)", code(name), p)
+				continue
+			}
+			if len(c.prog.Tensors) >= maxTensors {
+				c.errorf(f, nameSpan(d.Name), "", "too many tensors (at most %d)", maxTensors)
+				return
+			}
+			c.tensorIndex[name] = len(c.prog.Tensors)
+			c.tensorDecl = append(c.tensorDecl, td)
+			c.prog.Tensors = append(c.prog.Tensors, ir.Tensor{
+				Name: name, DType: dtype, Shape: shape, Elems: elems, Frozen: d.Frozen,
+				Bucket: -1, Pos: f.pos(d.Name.Pos.Offset),
+			})
+		}
+	}
+}
+
+// expandTensorName validates a tensor name and expands its brace ranges.
+func (c *checker) expandTensorName(f *sourceFile, n *Name) []string {
+	sp := nameSpan(n)
+	if n.Quoted != "" {
+		s, ok := n.text()
+		switch {
+		case !ok:
+			c.errorf(f, sp, "", "invalid quoted name %s", n.Quoted)
+			return nil
+		case s == "":
+			c.errorf(f, sp, "", "empty tensor name")
+			return nil
+		case isGlob(s):
+			c.errorf(f, sp, "`*` and `?` are glob characters in patterns", "tensor name %s contains a glob character", n.Quoted)
+			return nil
+		}
+		return []string{s}
+	}
+	if !bareNameRE.MatchString(n.Bare) {
+		hint := "a bare name is dot-separated letters, digits and _ (brace ranges like {0..3} allowed); quote other names: \"" + n.Bare + "\""
+		if isGlob(n.Bare) {
+			hint = "a tensor declaration names tensors; patterns with * and ? are for buckets and collectives"
+		}
+		c.errorf(f, sp, hint, "invalid tensor name %s", code(n.Bare))
+		return nil
+	}
+	rs, msg := ranges(n.Bare)
+	if msg != "" {
+		c.errorf(f, sp, "", "%s", msg)
+		return nil
+	}
+	if expansionCount(rs) < 0 {
+		c.errorf(f, sp, "", "%s stands for more than %d tensors", code(n.Bare), maxExpansion)
+		return nil
+	}
+	return expand(n.Bare, rs)
+}
+
+// dtype interprets a dtype word.
+func (c *checker) dtype(f *sourceFile, w *Word, what string) ir.DType {
+	dt, ok := ir.ParseDType(w.Text)
+	if !ok {
+		all := []string{"f64", "f32", "f16", "bf16", "i64", "i32", "i8", "u8"}
+		hint := "dtypes are " + strings.Join(all, " ")
+		if s := suggest(w.Text, all); s != "" {
+			hint = "did you mean " + code(s) + "? " + hint
+		}
+		c.errorf(f, wordSpan(w), hint, "unknown %s dtype %s", what, code(w.Text))
+	}
+	return dt
+}
+
+// shape interprets a tensor's dimensions and returns its element count;
+// ok is false when a dimension is invalid or the count overflows.
+func (c *checker) shape(f *sourceFile, d *TensorDecl) ([]int64, int64, bool) {
+	if len(d.Dims) == 0 {
+		c.errorf(f, spanOf(d.DType.Pos, d.EndPos), "a scalar is f32[1]", "tensor needs at least one dimension")
+		return nil, 0, false
+	}
+	shape := make([]int64, 0, len(d.Dims))
+	elems := int64(1)
+	ok := true
+	for _, w := range d.Dims {
+		n, msg := parseInt64(w.Text, "dimension")
+		switch {
+		case msg != "":
+			c.errorf(f, wordSpan(w), "", "%s", msg)
+			ok = false
+			continue
+		case n <= 0:
+			c.errorf(f, wordSpan(w), "every dimension is at least 1", "dimension %d is not positive", n)
+			ok = false
+			continue
+		}
+		shape = append(shape, n)
+		if ok && elems > math.MaxInt64/n {
+			c.errorf(f, spanOf(d.Dims[0].Pos, d.Dims[len(d.Dims)-1].EndPos), "", "element count of shape overflows int64")
+			ok = false
+		}
+		if ok {
+			elems *= n
+		}
+	}
+	if !ok {
+		return shape, 0, false
+	}
+	return shape, elems, true
+}
+
+// declareStreams checks the stream declarations, or creates the implicit
+// compute and comm streams when there are none.
+func (c *checker) declareStreams() {
+	if len(c.streamDecls) == 0 {
+		c.implicitStreams = true
+		at := c.main.file.pos(0)
+		c.addStream(ir.Stream{Name: "compute", Priority: ir.PriorityDefault, Pos: at})
+		c.addStream(ir.Stream{Name: "comm", Priority: ir.PriorityHigh, Pos: at})
+		return
+	}
+	for _, sd := range c.streamDecls {
+		f, d := sd.file, sd.decl
+		name, ok := c.identName(f, d.Name, "stream")
+		if !ok {
+			continue
+		}
+		if name == "ready" {
+			c.errorf(f, nameSpan(d.Name), "`after ready` would be ambiguous; choose another name", "a stream cannot be called `ready`")
+			continue
+		}
+		prio := ir.PriorityDefault
+		if d.Priority != nil {
+			switch d.Priority.Text {
+			case "high":
+				prio = ir.PriorityHigh
+			case "low":
+				prio = ir.PriorityLow
+			default:
+				c.errorf(f, wordSpan(d.Priority), "priority is high or low", "unknown priority %s", code(d.Priority.Text))
+			}
+		}
+		if i, dup := c.streamIndex[name]; dup {
+			c.errorf(f, nameSpan(d.Name), "", "duplicate stream %s (first declared at %s)", code(name), c.prog.Streams[i].Pos)
+			continue
+		}
+		c.addStream(ir.Stream{Name: name, Priority: prio, Pos: f.pos(d.Name.Pos.Offset)})
+	}
+}
+
+func (c *checker) addStream(s ir.Stream) {
+	c.streamIndex[s.Name] = len(c.prog.Streams)
+	c.prog.Streams = append(c.prog.Streams, s)
+}
+
+// identName checks a stream or bucket name: a bare identifier.
+func (c *checker) identName(f *sourceFile, n *Name, what string) (string, bool) {
+	if n.Quoted != "" || !identRE.MatchString(n.Bare) {
+		c.errorf(f, nameSpan(n), "it is used as an identifier: letters, digits and _, not starting with a digit",
+			"invalid %s name %s", what, code(n.source()))
+		return "", false
+	}
+	if slices.Contains(reservedWords, n.Bare) {
+		c.errorf(f, nameSpan(n), "choose another name", "%s is a keyword and cannot name a %s", code(n.Bare), what)
+		return "", false
+	}
+	return n.Bare, true
+}
+
+// streamNames returns the names of the streams, for suggestions.
+func (c *checker) streamNames() []string {
+	out := make([]string, len(c.prog.Streams))
+	for i, s := range c.prog.Streams {
+		out[i] = s.Name
+	}
+	return out
+}
+
+// lookupStream resolves a stream name used in a statement.
+func (c *checker) lookupStream(f *sourceFile, w *Word) (int, bool) {
+	if i, ok := c.streamIndex[w.Text]; ok {
+		return i, true
+	}
+	hint := didYouMean(w.Text, c.streamNames())
+	if hint == "" {
+		hint = "declared streams: " + strings.Join(c.streamNames(), ", ")
+		if c.implicitStreams {
+			hint = "with no stream declarations there are two implicit streams, compute and comm; declare `stream " + w.Text + "` to use it"
+		}
+	}
+	c.errorf(f, wordSpan(w), hint, "no stream %s", code(w.Text))
+	return 0, false
+}
+
+// resolveRun reads the run declaration over the defaults.
+func (c *checker) resolveRun() {
+	r := c.runDecl
+	if r == nil {
+		return
+	}
+	f := c.main.file
+	seen := map[string]bool{}
+	for _, o := range r.Options {
+		key := "check"
+		if o.Count != nil {
+			key = o.Count.Key
+		}
+		if seen[key] {
+			c.errorf(f, spanOf(o.Pos, o.EndPos), "", "duplicate %s in run", code(key))
+			continue
+		}
+		seen[key] = true
+		switch {
+		case o.Count != nil:
+			n, msg := parseInt(o.Count.Value.Text, key)
+			switch {
+			case msg != "":
+				c.errorf(f, wordSpan(o.Count.Value), "", "%s", msg)
+			case n < 0:
+				c.errorf(f, wordSpan(o.Count.Value), "", "%s must not be negative", key)
+			case key == "steps":
+				c.prog.Run.Steps = n
+			default:
+				c.prog.Run.Warmup = n
+			}
+		case o.Check.Off:
+			c.prog.Run.CheckEvery = 0
+		default:
+			n, msg := parseInt(o.Check.Every.Text, "check every")
+			switch {
+			case msg != "":
+				c.errorf(f, wordSpan(o.Check.Every), "", "%s", msg)
+			case n <= 0:
+				c.errorf(f, wordSpan(o.Check.Every), "write `check off` to turn checking off", "check every %d: the interval must be at least 1", n)
+			default:
+				c.prog.Run.CheckEvery = n
+			}
+		}
+	}
+}
+
+// warnUncovered warns about non-frozen tensors that no bucket holds and no
+// collective names: their gradients are never synchronised. One warning
+// per declaration; many declarations are summarised in one warning.
+func (c *checker) warnUncovered() {
+	type group struct {
+		decl  declIn[*TensorDecl]
+		names []string
+	}
+	var groups []*group
+	byDecl := map[*TensorDecl]*group{}
+	for i, t := range c.prog.Tensors {
+		if t.Frozen || t.Bucket >= 0 || c.inBucket[i] {
+			continue
+		}
+		d := c.tensorDecl[i]
+		g := byDecl[d.decl]
+		if g == nil {
+			g = &group{decl: d}
+			byDecl[d.decl] = g
+			groups = append(groups, g)
+		}
+		g.names = append(g.names, t.Name)
+	}
+	const hint = "add it to a bucket, name it in a collective, or mark it `frozen`"
+	if len(groups) > 5 {
+		total := 0
+		for _, g := range groups {
+			total += len(g.names)
+		}
+		g := groups[0]
+		c.warnf(g.decl.file, nameSpan(g.decl.decl.Name), "add them to buckets (`bucket rest { * }` takes every remaining tensor), or mark them `frozen`",
+			"%d tensors (%s, ...) are in no bucket and no collective synchronises them", total, code(g.names[0]))
+		return
+	}
+	for _, g := range groups {
+		if len(g.names) == 1 {
+			c.warnf(g.decl.file, nameSpan(g.decl.decl.Name), hint, "tensor %s is in no bucket and no collective synchronises it", code(g.names[0]))
+		} else {
+			c.warnf(g.decl.file, nameSpan(g.decl.decl.Name), hint, "%d tensors declared here (%s, ...) are in no bucket and no collective synchronises them", len(g.names), code(g.names[0]))
+		}
+	}
+}

@@ -1,0 +1,536 @@
+package dsl
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/syncgen/syncgen/ir"
+)
+
+// mustCheck checks src and fails the test on any error.
+func mustCheck(t *testing.T, src string) *ir.Program {
+	t.Helper()
+	prog, diags := Check("plan.sync", []byte(src))
+	if diags.HasErrors() || prog == nil {
+		var b bytes.Buffer
+		diags.Render(&b)
+		t.Fatalf("errors:\n%s", b.String())
+	}
+	return prog
+}
+
+// checkErrors returns the messages of the errors of src.
+func checkErrors(src string) []string {
+	prog, diags := Check("plan.sync", []byte(src))
+	var out []string
+	for _, d := range diags {
+		if d.Severity == Error {
+			out = append(out, d.Message)
+		}
+	}
+	if prog != nil && len(out) > 0 {
+		out = append(out, "BUG: program returned with errors")
+	}
+	return out
+}
+
+// checkPositions fails when any position of the program is unset.
+func checkPositions(t *testing.T, p *ir.Program) {
+	t.Helper()
+	bad := func(what string, pos ir.Pos) {
+		if pos.Line < 1 || pos.Col < 1 || pos.File == "" {
+			t.Errorf("%s has no position: %+v", what, pos)
+		}
+	}
+	for _, x := range p.Tensors {
+		bad("tensor "+x.Name, x.Pos)
+	}
+	for _, x := range p.Streams {
+		bad("stream "+x.Name, x.Pos)
+	}
+	for _, x := range p.Buckets {
+		bad("bucket "+x.Name, x.Pos)
+	}
+	var walk func([]ir.Stmt)
+	walk = func(ss []ir.Stmt) {
+		for _, s := range ss {
+			bad("statement", s.Pos)
+			walk(s.Body)
+		}
+	}
+	walk(p.Init)
+	walk(p.Step)
+}
+
+// TestCheckExamples checks every example, golden input and stdlib module:
+// no errors, every position set, every bucket consistent.
+func TestCheckExamples(t *testing.T) {
+	var files []string
+	for _, g := range []string{"../examples/*.sync", "../testdata/golden/*.sync"} {
+		m, _ := filepath.Glob(g)
+		files = append(files, m...)
+	}
+	if len(files) == 0 {
+		t.Skip("no examples found")
+	}
+	for _, path := range files {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			prog, diags := Load(path)
+			if diags.HasErrors() {
+				var b bytes.Buffer
+				diags.Render(&b)
+				t.Fatalf("errors:\n%s", b.String())
+			}
+			checkPositions(t, prog)
+			checkBuckets(t, prog)
+		})
+	}
+}
+
+// checkBuckets verifies the layout invariants: tensors of a bucket are
+// contiguous from offset 0, and each tensor's Bucket points back.
+func checkBuckets(t *testing.T, p *ir.Program) {
+	t.Helper()
+	for bi, b := range p.Buckets {
+		var off int64
+		for _, ti := range b.Tensors {
+			tn := p.Tensors[ti]
+			if tn.Bucket != bi || tn.Offset != off {
+				t.Errorf("bucket %s: tensor %s has bucket %d offset %d, want %d and %d", b.Name, tn.Name, tn.Bucket, tn.Offset, bi, off)
+			}
+			off += tn.Elems
+		}
+		if off != b.Elems {
+			t.Errorf("bucket %s has %d elements, its tensors %d", b.Name, b.Elems, off)
+		}
+	}
+}
+
+func TestLayoutCapFirstReverse(t *testing.T) {
+	// a 400 B, b 1200 B, c 200 B, d 4000 B. Reverse order: d c b a.
+	// first 400B: d alone (larger than the cap: a piece of its own).
+	// cap 1600B: c+b = 1400 fits, +a = 1800 does not.
+	p := mustCheck(t, `
+tensor a f32[100]
+tensor b f32[300]
+tensor c f32[50]
+tensor d f32[1000]
+bucket grads { * } cap 1600B first 400B
+step { backward 1ms; allreduce grads after ready }
+`)
+	want := []struct {
+		name    string
+		tensors []int
+		elems   int64
+	}{{"grads[0]", []int{3}, 1000}, {"grads[1]", []int{2, 1}, 350}, {"grads[2]", []int{0}, 100}}
+	if len(p.Buckets) != len(want) {
+		t.Fatalf("%d buckets, want %d", len(p.Buckets), len(want))
+	}
+	for i, w := range want {
+		b := p.Buckets[i]
+		if b.Name != w.name || b.Decl != "grads" || b.Piece != i || !slices.Equal(b.Tensors, w.tensors) || b.Elems != w.elems || b.Wire != ir.F32 {
+			t.Errorf("bucket %d = %+v, want %+v", i, b, w)
+		}
+	}
+	if p.Tensors[1].Offset != 50 || p.Tensors[2].Offset != 0 {
+		t.Errorf("offsets b=%d c=%d, want 50 and 0", p.Tensors[1].Offset, p.Tensors[2].Offset)
+	}
+	if got := p.Step[1].Buckets; !slices.Equal(got, []int{0, 1, 2}) {
+		t.Errorf("allreduce grads targets %v, want all pieces", got)
+	}
+	checkBuckets(t, p)
+}
+
+func TestLayoutDeclaredWire(t *testing.T) {
+	// Wire bytes decide the split: 3 f32 tensors of 100 elements are 200 B
+	// each on a bf16 wire, so a 400B cap holds two of them.
+	p := mustCheck(t, `
+tensor x.{0..2} f32[100]
+tensor h f16[10]
+bucket lp { x.*, h } cap 400B order declared wire bf16
+step { backward 1ms; allreduce lp[1] after ready; allreduce lp after ready }
+`)
+	if len(p.Buckets) != 2 {
+		t.Fatalf("%d buckets, want 2", len(p.Buckets))
+	}
+	if !slices.Equal(p.Buckets[0].Tensors, []int{0, 1}) || !slices.Equal(p.Buckets[1].Tensors, []int{2, 3}) {
+		t.Errorf("pieces %v %v, want [0 1] [2 3]", p.Buckets[0].Tensors, p.Buckets[1].Tensors)
+	}
+	if p.Buckets[1].Wire != ir.BF16 || p.Buckets[1].Bytes() != 220 || p.Tensors[3].Offset != 100 {
+		t.Errorf("piece 1: wire %s, %d bytes, h at %d; want bf16, 220, 100", p.Buckets[1].Wire, p.Buckets[1].Bytes(), p.Tensors[3].Offset)
+	}
+	if got := p.Step[1].Buckets; !slices.Equal(got, []int{1}) {
+		t.Errorf("lp[1] resolved to %v, want [1]", got)
+	}
+}
+
+func TestFirstMatchWinsAndFrozen(t *testing.T) {
+	p := mustCheck(t, `
+tensor emb f32[10]
+tensor l.{0..1}.w f32[10]
+tensor rope f32[4] frozen
+bucket early { l.1.w }
+bucket rest { * }
+step { backward 1ms; allreduce early, rest after ready }
+`)
+	if !slices.Equal(p.Buckets[0].Tensors, []int{2}) || !slices.Equal(p.Buckets[1].Tensors, []int{1, 0}) {
+		t.Errorf("buckets %v %v, want [2] and [1 0]", p.Buckets[0].Tensors, p.Buckets[1].Tensors)
+	}
+	if p.Tensors[3].Bucket != -1 || !p.Tensors[3].Frozen {
+		t.Errorf("frozen tensor = %+v, want in no bucket", p.Tensors[3])
+	}
+}
+
+func TestTargets(t *testing.T) {
+	p := mustCheck(t, `
+tensor a.{0..3} f32[256]
+tensor solo.x f32[8]
+tensor solo.y f32[8]
+tensor "odd/name" f16[4]
+bucket g { a.* } cap 1KiB
+step {
+    backward 1ms
+    allreduce solo.*, a.2, g[3], "odd/name", a.1 after ready
+    broadcast solo.y from 3 after ready
+}
+`)
+	// g: reverse order a.3 a.2 a.1 a.0, 1 KiB each: g[0]=a.3 ... g[3]=a.0.
+	// Implicit buckets come after the declared ones, once per tensor, in
+	// the order they are first named.
+	names := []string{}
+	for _, b := range p.Buckets {
+		names = append(names, b.Name)
+	}
+	if want := []string{"g[0]", "g[1]", "g[2]", "g[3]", "solo.x", "solo.y", "odd/name"}; !slices.Equal(names, want) {
+		t.Fatalf("buckets %q, want %q", names, want)
+	}
+	ar := p.Step[1]
+	if !slices.Equal(ar.Buckets, []int{1, 2, 3, 4, 5, 6}) {
+		t.Errorf("allreduce buckets %v, want [1 2 3 4 5 6]", ar.Buckets)
+	}
+	bc := p.Step[2]
+	if bc.Collective != ir.Broadcast || bc.Root != 3 || bc.Op != ir.NoOp || !slices.Equal(bc.Buckets, []int{5}) {
+		t.Errorf("broadcast = %+v", bc)
+	}
+	if b := p.Buckets[6]; b.Wire != ir.F16 || b.Decl != "odd/name" || b.Elems != 4 || p.Tensors[6].Bucket != 6 {
+		t.Errorf("implicit bucket = %+v", b)
+	}
+}
+
+func TestStatementDefaults(t *testing.T) {
+	p := mustCheck(t, `
+tensor w f32[8]
+bucket b { w }
+init { broadcast b from 0; wait comm }
+step {
+    compute 1.5ms
+    backward 60ms
+    allreduce b after ready
+    reduce b to 2 after compute
+    reducescatter b
+    allgather b
+    group { allreduce b op prod; allreduce b op min }
+    wait comm
+}
+`)
+	if p.Name != "plan" || p.Source != "plan.sync" {
+		t.Errorf("name %q source %q", p.Name, p.Source)
+	}
+	if len(p.Streams) != 2 || p.Streams[0].Name != "compute" || p.Streams[1].Name != "comm" || p.Streams[1].Priority != ir.PriorityHigh {
+		t.Errorf("implicit streams = %+v", p.Streams)
+	}
+	if p.Run != (ir.Run{Steps: ir.DefaultSteps, Warmup: ir.DefaultWarmup, CheckEvery: ir.DefaultCheckEvery}) {
+		t.Errorf("run = %+v", p.Run)
+	}
+	s := p.Step
+	if s[0].Kind != ir.StmtCompute || s[0].Duration != 1500*time.Microsecond || s[0].Stream != 0 {
+		t.Errorf("compute = %+v", s[0])
+	}
+	if s[1].Kind != ir.StmtBackward || s[1].Duration != 60*time.Millisecond || s[1].Stream != 0 {
+		t.Errorf("backward = %+v", s[1])
+	}
+	if s[2].Op != ir.Sum || s[2].Stream != 1 || s[2].After.Kind != ir.AfterReady {
+		t.Errorf("allreduce = %+v", s[2])
+	}
+	if s[3].Collective != ir.Reduce || s[3].Root != 2 || s[3].After != (ir.After{Kind: ir.AfterStream, Stream: 0}) {
+		t.Errorf("reduce = %+v", s[3])
+	}
+	if s[4].Op != ir.Sum || s[5].Op != ir.NoOp {
+		t.Errorf("reducescatter op %s, allgather op %s", s[4].Op, s[5].Op)
+	}
+	if s[6].Kind != ir.StmtGroup || len(s[6].Body) != 2 || s[6].Body[0].Op != ir.Prod || s[6].Body[1].Op != ir.Min {
+		t.Errorf("group = %+v", s[6])
+	}
+	if s[7].Kind != ir.StmtWait || s[7].Stream != 1 {
+		t.Errorf("wait = %+v", s[7])
+	}
+	if len(p.Init) != 2 || p.Init[0].Collective != ir.Broadcast {
+		t.Errorf("init = %+v", p.Init)
+	}
+	checkPositions(t, p)
+}
+
+func TestRun(t *testing.T) {
+	p := mustCheck(t, "tensor w f32[1] frozen\nrun check off warmup 0 steps 7\n")
+	if p.Run != (ir.Run{Steps: 7, Warmup: 0, CheckEvery: 0}) {
+		t.Errorf("run = %+v", p.Run)
+	}
+	p = mustCheck(t, "tensor w f32[1] frozen\nrun check every 5\n")
+	if p.Run != (ir.Run{Steps: ir.DefaultSteps, Warmup: ir.DefaultWarmup, CheckEvery: 5}) {
+		t.Errorf("run = %+v", p.Run)
+	}
+}
+
+// TestKeywordTensorNames: keywords inside dotted names, and whole names
+// where a name is expected, are tensor names like any other.
+func TestKeywordTensorNames(t *testing.T) {
+	p := mustCheck(t, `
+tensor step.weight f32[4]
+tensor compute.bias f32[4]
+tensor encoder.layer.0.output.dense.weight f32[4]
+tensor wait.reduce.run.from.to f32[4]
+tensor layer1.0.conv1.weight f32[4]
+tensor 0.weight f32[4]
+tensor step f32[4]
+tensor output f32[4]
+tensor steps i64[4]
+bucket outs { *.output.*, output }
+bucket counts { steps }
+bucket rest { * }
+step {
+    backward 1ms
+    allreduce outs, counts, rest after ready
+    broadcast "step", step.weight, wait.reduce.run.from.to from 0 after ready
+}
+`)
+	want := []string{"step.weight", "compute.bias", "encoder.layer.0.output.dense.weight", "wait.reduce.run.from.to",
+		"layer1.0.conv1.weight", "0.weight", "step", "output", "steps"}
+	for i, n := range want {
+		if p.Tensors[i].Name != n {
+			t.Errorf("tensor %d is %q, want %q", i, p.Tensors[i].Name, n)
+		}
+	}
+	if !slices.Equal(p.Buckets[0].Tensors, []int{7, 2}) {
+		t.Errorf("outs holds %v, want [7 2]", p.Buckets[0].Tensors)
+	}
+}
+
+func TestBraceRanges(t *testing.T) {
+	p := mustCheck(t, "tensor a.{0..1}.b{2..3} f32[1]\nbucket g { a.{1..1}.* }\nbucket r { * }\n")
+	var names []string
+	for _, tn := range p.Tensors {
+		names = append(names, tn.Name)
+	}
+	if want := []string{"a.0.b2", "a.0.b3", "a.1.b2", "a.1.b3"}; !slices.Equal(names, want) {
+		t.Errorf("expanded to %q, want %q", names, want)
+	}
+	if !slices.Equal(p.Buckets[0].Tensors, []int{3, 2}) {
+		t.Errorf("g holds %v, want [3 2]", p.Buckets[0].Tensors)
+	}
+	if msgs := checkErrors("tensor a.{0..99999999} f32[1]\n"); len(msgs) != 1 || !strings.Contains(msgs[0], "too large") {
+		t.Errorf("huge range: %q", msgs)
+	}
+	if msgs := checkErrors("tensor a.{0..999}.{0..999}.{0..999} f32[1]\n"); len(msgs) != 1 || !strings.Contains(msgs[0], "more than") {
+		t.Errorf("huge product of ranges: %q", msgs)
+	}
+}
+
+func TestStdlibImport(t *testing.T) {
+	p := mustCheck(t, `import "models/resnet50"
+bucket grads { * } cap 25MiB first 1MiB
+step { backward 60ms; allreduce grads op avg after ready; wait comm }
+`)
+	if len(p.Tensors) != 161 {
+		t.Fatalf("%d tensors, want 161", len(p.Tensors))
+	}
+	var n int64
+	for _, tn := range p.Tensors {
+		n += tn.Elems
+	}
+	if n != 25_557_032 {
+		t.Errorf("%d parameters, want 25,557,032", n)
+	}
+	if f := p.Tensors[0].Pos.File; f != "stdlib/models/resnet50.sync" {
+		t.Errorf("stdlib tensor position in %q", f)
+	}
+}
+
+func TestImportOrderFromMemory(t *testing.T) {
+	// Check resolves relative imports from the directory of its filename.
+	src := `tensor first f32[1]
+import "./lib/inner.sync"
+tensor last f32[1]
+bucket all { * }
+`
+	p, diags := Check(filepath.Join("testdata", "errors", "main.sync"), []byte(src))
+	if diags.HasErrors() {
+		var b bytes.Buffer
+		diags.Render(&b)
+		t.Fatalf("errors:\n%s", b.String())
+	}
+	var names []string
+	for _, tn := range p.Tensors {
+		names = append(names, tn.Name)
+	}
+	if want := []string{"first", "inner.weight", "last"}; !slices.Equal(names, want) {
+		t.Errorf("tensor order %q, want %q (imports at the point of the import)", names, want)
+	}
+	if len(p.Streams) != 1 || p.Streams[0].Name != "comm" {
+		t.Errorf("streams %+v, want the imported comm only", p.Streams)
+	}
+}
+
+func TestRaces(t *testing.T) {
+	head := "tensor a f32[8]\ntensor b f32[8]\nstream compute\nstream comm\nstream side\nbucket ba { a }\nbucket bb { b }\n"
+	cases := []struct {
+		step string
+		race bool
+	}{
+		{"backward 1ms on compute; allreduce ba on comm", true},
+		{"backward 1ms on compute; allreduce ba on comm after ready", false},
+		{"backward 1ms on compute; allreduce ba on comm after compute", false},
+		{"backward 1ms on compute; wait compute; allreduce ba on comm", false},
+		{"backward 1ms on compute; allreduce ba on compute", false},
+		{"allreduce ba on comm; backward 1ms on compute", true},
+		{"allreduce ba on comm; wait comm; backward 1ms on compute", false},
+		{"allreduce ba on comm; allreduce bb on side", false},
+		{"allreduce ba on comm; allreduce ba on side", true},
+		{"allreduce ba on comm; allreduce ba on side after comm", false},
+		{"compute 1ms on compute; allreduce ba on comm; allreduce ba on side after compute", true},
+		// after ready orders after the backward only, not after comm.
+		{"backward 1ms on compute; allreduce ba on comm after ready; allreduce ba on side after ready", true},
+		// Transitive: side waits for comm, which waited for the backward.
+		{"backward 1ms on compute; allreduce ba on comm after ready; allreduce ba on side after comm", false},
+		{"backward 1ms on compute; group { allreduce ba on comm after ready; allreduce bb on side } ", true},
+		{"backward 1ms on compute; group { allreduce ba on comm after ready; allreduce bb on side after ready }", false},
+		{"compute 1ms on side; allreduce ba on side", false},
+	}
+	for _, c := range cases {
+		msgs := checkErrors(head + "step { " + c.step + " }\n")
+		race := false
+		for _, m := range msgs {
+			if strings.Contains(m, "data race") {
+				race = true
+			} else {
+				t.Errorf("%s: unexpected error %s", c.step, m)
+			}
+		}
+		if race != c.race {
+			t.Errorf("%s: race reported %v, want %v (%q)", c.step, race, c.race, msgs)
+		}
+	}
+}
+
+func TestSizesAndDurations(t *testing.T) {
+	sizes := map[string]int64{
+		"25MiB": 25 << 20, "1MiB": 1 << 20, "512KiB": 512 << 10, "4GiB": 4 << 30, "100B": 100,
+		"10KB": 10_000, "10MB": 10_000_000, "1GB": 1_000_000_000, "1.5MiB": 1_572_864, "0.5KB": 500,
+	}
+	for text, want := range sizes {
+		if got, msg, _ := parseSize(text); got != want || msg != "" {
+			t.Errorf("parseSize(%q) = %d %q, want %d", text, got, msg, want)
+		}
+	}
+	for _, bad := range []string{"25", "25Mib", "-1MiB", "1.5B", "MiB", "1..5MiB", "99999999999GB", "1e3B"} {
+		if _, msg, _ := parseSize(bad); msg == "" {
+			t.Errorf("parseSize(%q) accepted", bad)
+		}
+	}
+	durations := map[string]time.Duration{
+		"500us": 500 * time.Microsecond, "60ms": 60 * time.Millisecond, "1.5s": 1500 * time.Millisecond, "0s": 0,
+	}
+	for text, want := range durations {
+		if got, msg, _ := parseDuration(text); got != want || msg != "" {
+			t.Errorf("parseDuration(%q) = %v %q, want %v", text, got, msg, want)
+		}
+	}
+	for _, bad := range []string{"60", "1h", "-1ms", "1ns", "99999999999999s"} {
+		if _, msg, _ := parseDuration(bad); msg == "" {
+			t.Errorf("parseDuration(%q) accepted", bad)
+		}
+	}
+}
+
+func TestGlob(t *testing.T) {
+	cases := []struct {
+		pat, name string
+		want      bool
+	}{
+		{"*", "a.b.c", true}, {"h.*", "h.0.attn", true}, {"h.*", "h", false}, {"*.weight", "a.b.weight", true},
+		{"a.?.w", "a.1.w", true}, {"a.?.w", "a.10.w", false}, {"*a*b*", "xxaxxbxx", true}, {"*a*b", "ab", true},
+		{"a*", "b", false}, {"", "", true}, {"?", "é", true}, {"**", "", true},
+	}
+	for _, c := range cases {
+		if got := globMatch(c.pat, c.name); got != c.want {
+			t.Errorf("globMatch(%q, %q) = %v", c.pat, c.name, got)
+		}
+	}
+}
+
+func TestSuggest(t *testing.T) {
+	cands := []string{"compute", "comm", "side"}
+	for in, want := range map[string]string{"com": "comm", "comms": "comm", "compte": "compute", "xyz": "", "Comm": "comm", "sied": "side"} {
+		if got := suggest(in, cands); got != want {
+			t.Errorf("suggest(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestJSON(t *testing.T) {
+	_, diags := Check("plan.sync", []byte("tensor a f32[0]\nbucket b { a }\n"))
+	out, err := diags.JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []map[string]any
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(got) != 1 {
+		t.Fatalf("%d diagnostics, want 1: %s", len(got), out)
+	}
+	want := map[string]any{"file": "plan.sync", "line": 1.0, "column": 14.0, "end_line": 1.0, "end_column": 15.0,
+		"severity": "error", "message": "dimension 0 is not positive", "hint": "every dimension is at least 1"}
+	for k, v := range want {
+		if got[0][k] != v {
+			t.Errorf("%s = %v, want %v", k, got[0][k], v)
+		}
+	}
+	empty, _ := Diagnostics(nil).JSON()
+	if string(empty) != "[]" {
+		t.Errorf("no diagnostics as JSON: %s, want []", empty)
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	prog, diags := Load(filepath.Join(t.TempDir(), "nope.sync"))
+	if prog != nil || !diags.HasErrors() || !strings.Contains(diags[0].Message, "cannot read") {
+		t.Errorf("Load of a missing file: %v", diags)
+	}
+	var b bytes.Buffer
+	diags.Render(&b)
+	if !strings.Contains(b.String(), "nope.sync: error: cannot read") {
+		t.Errorf("rendered %q", b.String())
+	}
+}
+
+func TestLoadFromDisk(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "m.sync"), []byte("tensor w f32[2]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	main := filepath.Join(dir, "plan.sync")
+	if err := os.WriteFile(main, []byte("import \"m.sync\"\nbucket b { w }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, diags := Load(main)
+	if diags.HasErrors() || p.Name != "plan" || len(p.Tensors) != 1 || p.Tensors[0].Pos.File != filepath.Join(dir, "m.sync") {
+		t.Errorf("Load = %+v, %v", p, diags)
+	}
+}

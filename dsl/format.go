@@ -1,0 +1,303 @@
+package dsl
+
+import (
+	"bytes"
+	"sort"
+	"strings"
+)
+
+// Format returns src in canonical form: one declaration or statement per
+// line, four spaces of indentation per block, single spaces between
+// tokens, options in a fixed order (bucket: cap first order wire;
+// collective: from/to op on after; run: steps warmup check), no
+// semicolons, at most one blank line where the source had blank lines
+// (none at the start or end of a block), and trailing comments of
+// consecutive lines aligned. Every comment is kept: a comment on its own
+// line stays on its own line before what followed it, a comment after a
+// declaration on the same line stays there, and a comment inside a
+// declaration moves to its own line just before it. Sizes, durations,
+// names and brace ranges are printed as written. Formatting formatted
+// output changes nothing. With syntax errors it returns nil and the errors.
+func Format(filename string, src []byte) ([]byte, Diagnostics) {
+	f := newSourceFile(filename, src)
+	ast, diags := parseFile(f)
+	if len(diags) > 0 {
+		return nil, sortDiagnostics(diags, nil)
+	}
+	p := &printer{f: f}
+	p.file(ast)
+	p.comments(lex(filename, src))
+	return p.output(), nil
+}
+
+// fmtItem is one output line made from the syntax tree.
+type fmtItem struct {
+	start, end int // the source bytes it was printed from
+	depth      int
+	text       string
+	open       bool // ends with `{`: the next line starts a block
+	close      bool // a closing `}`
+	before     []token // comments on lines of their own before it
+	inner      []token // comments inside it, printed before it
+	trailing   []token
+}
+
+// printer builds the formatted text.
+type printer struct {
+	f     *sourceFile
+	items []*fmtItem
+	// tail holds the comments after the last item.
+	tail []token
+}
+
+func (p *printer) add(start, end, depth int, text string) *fmtItem {
+	it := &fmtItem{start: start, end: end, depth: depth, text: text}
+	p.items = append(p.items, it)
+	return it
+}
+
+// file turns the declarations into output lines.
+func (p *printer) file(ast *File) {
+	for _, d := range ast.Decls {
+		switch {
+		case d.Import != nil:
+			x := d.Import
+			p.add(x.Pos.Offset, x.EndPos.Offset, 0, "import "+x.Path.source())
+		case d.Tensor != nil:
+			p.add(d.Tensor.Pos.Offset, d.Tensor.EndPos.Offset, 0, tensorText(d.Tensor))
+		case d.Stream != nil:
+			x := d.Stream
+			text := "stream " + x.Name.source()
+			if x.Priority != nil {
+				text += " priority " + x.Priority.Text
+			}
+			p.add(x.Pos.Offset, x.EndPos.Offset, 0, text)
+		case d.Bucket != nil:
+			p.add(d.Bucket.Pos.Offset, d.Bucket.EndPos.Offset, 0, bucketText(d.Bucket))
+		case d.Block != nil:
+			b := d.Block
+			p.block(b.Pos.Offset, b.Open.Pos.Offset, b.Close.Pos.Offset, 0, b.Kind, b.Body)
+		case d.Run != nil:
+			p.add(d.Run.Pos.Offset, d.Run.EndPos.Offset, 0, runText(d.Run))
+		}
+	}
+}
+
+// block prints `kind {`, the statements one level deeper, and `}`.
+func (p *printer) block(start, open, close, depth int, kind string, body []*Stmt) {
+	it := p.add(start, open+1, depth, kind+" {")
+	it.open = true
+	for _, s := range body {
+		switch {
+		case s.Timed != nil:
+			t := s.Timed
+			p.add(t.Pos.Offset, t.EndPos.Offset, depth+1, t.Kind+" "+t.Duration.Text+optionsText(t.Options))
+		case s.Collective != nil:
+			cs := s.Collective
+			var targets []string
+			for _, t := range cs.Targets {
+				x := t.Name.name().source()
+				if t.Index != nil {
+					x += "[" + t.Index.Text + "]"
+				}
+				targets = append(targets, x)
+			}
+			p.add(cs.Pos.Offset, cs.EndPos.Offset, depth+1, cs.Kind+" "+strings.Join(targets, ", ")+optionsText(cs.Options))
+		case s.Group != nil:
+			g := s.Group
+			p.block(g.Pos.Offset, g.Open.Pos.Offset, g.Close.Pos.Offset, depth+1, "group", g.Body)
+		case s.Wait != nil:
+			p.add(s.Wait.Pos.Offset, s.Wait.EndPos.Offset, depth+1, "wait "+s.Wait.Stream.Text)
+		}
+	}
+	end := p.add(close, close+1, depth, "}")
+	end.close = true
+}
+
+func tensorText(d *TensorDecl) string {
+	var dims []string
+	for _, w := range d.Dims {
+		dims = append(dims, w.Text)
+	}
+	text := "tensor " + d.Name.source() + " " + d.DType.Text + "[" + strings.Join(dims, ", ") + "]"
+	if d.Frozen {
+		text += " frozen"
+	}
+	return text
+}
+
+func bucketText(d *BucketDecl) string {
+	var pats []string
+	for _, n := range d.Patterns {
+		pats = append(pats, n.source())
+	}
+	list := "{ }"
+	if len(pats) > 0 {
+		list = "{ " + strings.Join(pats, ", ") + " }"
+	}
+	return "bucket " + d.Name.source() + " " + list + optionsText(d.Options)
+}
+
+// optionOrder is the canonical order of options.
+var optionOrder = map[string]int{
+	"cap": 0, "first": 1, "order": 2, "wire": 3,
+	"from": 4, "to": 5, "op": 6, "on": 7, "after": 8,
+}
+
+// optionsText prints options in canonical order (stable among repeats,
+// which the checker rejects anyway).
+func optionsText(opts []*Option) string {
+	sorted := make([]*Option, len(opts))
+	copy(sorted, opts)
+	sort.SliceStable(sorted, func(i, j int) bool { return optionOrder[sorted[i].Key] < optionOrder[sorted[j].Key] })
+	var b strings.Builder
+	for _, o := range sorted {
+		b.WriteString(" " + o.Key + " " + o.Value.Text)
+	}
+	return b.String()
+}
+
+func runText(r *RunDecl) string {
+	rank := func(o *RunOption) int {
+		switch {
+		case o.Count != nil && o.Count.Key == "steps":
+			return 0
+		case o.Count != nil:
+			return 1
+		}
+		return 2
+	}
+	sorted := make([]*RunOption, len(r.Options))
+	copy(sorted, r.Options)
+	sort.SliceStable(sorted, func(i, j int) bool { return rank(sorted[i]) < rank(sorted[j]) })
+	text := "run"
+	for _, o := range sorted {
+		switch {
+		case o.Count != nil:
+			text += " " + o.Count.Key + " " + o.Count.Value.Text
+		case o.Check.Off:
+			text += " check off"
+		default:
+			text += " check every " + o.Check.Every.Text
+		}
+	}
+	return text
+}
+
+// comments attaches every comment to an output line: as a trailing
+// comment of the line it ends (nothing but spaces between them), or as a
+// comment line before the next line (a comment inside a multi-line
+// declaration goes before that declaration).
+func (p *printer) comments(toks []token) {
+	i := 0 // items[:i] start at or before the comment
+	for _, t := range toks {
+		if t.Type != tokComment {
+			continue
+		}
+		off := t.Pos.Offset
+		for i < len(p.items) && p.items[i].start <= off {
+			i++
+		}
+		if i > 0 {
+			prev := p.items[i-1]
+			if off >= prev.end && !bytes.ContainsRune(p.f.src[prev.end:off], '\n') {
+				prev.trailing = append(prev.trailing, t)
+				continue
+			}
+			if off < prev.end {
+				prev.inner = append(prev.inner, t)
+				continue
+			}
+		}
+		if i < len(p.items) {
+			p.items[i].before = append(p.items[i].before, t)
+		} else {
+			p.tail = append(p.tail, t)
+		}
+	}
+}
+
+// line is one line of output before alignment.
+type line struct {
+	indent   int
+	text     string
+	trailing string
+	blank    bool // a blank line before it
+}
+
+// output lays out the lines, blank lines and comments.
+func (p *printer) output() []byte {
+	var lines []line
+	prevEnd := -1     // last source line of the previous output line
+	afterOpen := true // at the start of the file or of a block
+	emit := func(l line, startLine, endLine int, isClose bool) {
+		l.blank = !afterOpen && !isClose && prevEnd >= 0 && startLine > prevEnd+1
+		lines = append(lines, l)
+		prevEnd = max(prevEnd, endLine)
+		afterOpen = false
+	}
+	commentLines := func(cs []token, depth int) {
+		for _, c := range cs {
+			emit(line{indent: depth, text: c.Value},
+				p.f.pos(c.Pos.Offset).Line, p.f.pos(c.end()).Line, false)
+		}
+	}
+	for _, it := range p.items {
+		depth := it.depth
+		if it.close {
+			depth++ // comments before `}` belong to the block's body
+		}
+		commentLines(it.before, depth)
+		// Comments from inside the item are laid out as if they were on
+		// its first line.
+		startLine := p.f.pos(it.start).Line
+		for _, c := range it.inner {
+			emit(line{indent: depth, text: c.Value}, startLine, startLine, false)
+		}
+		var trail []string
+		end := it.end
+		for _, c := range it.trailing {
+			trail = append(trail, c.Value)
+			end = c.end()
+		}
+		emit(line{indent: it.depth, text: it.text, trailing: strings.Join(trail, " ")},
+			p.f.pos(it.start).Line, p.f.pos(max(it.start, end-1)).Line, it.close)
+		if it.open {
+			afterOpen = true
+		}
+	}
+	commentLines(p.tail, 0)
+	return render(lines)
+}
+
+// render writes the lines, aligning the trailing comments of each run of
+// consecutive lines that have one (as gofmt does).
+func render(lines []line) []byte {
+	var b bytes.Buffer
+	for i := 0; i < len(lines); {
+		j := i
+		width := 0
+		if lines[i].trailing != "" {
+			for j < len(lines) && lines[j].trailing != "" && (j == i || !lines[j].blank) {
+				width = max(width, 4*lines[j].indent+len(lines[j].text))
+				j++
+			}
+		} else {
+			j = i + 1
+		}
+		for _, l := range lines[i:j] {
+			if l.blank {
+				b.WriteByte('\n')
+			}
+			code := strings.Repeat("    ", l.indent) + l.text
+			b.WriteString(code)
+			if l.trailing != "" {
+				b.WriteString(strings.Repeat(" ", width-len(code)+1))
+				b.WriteString(l.trailing)
+			}
+			b.WriteByte('\n')
+		}
+		i = j
+	}
+	return b.Bytes()
+}

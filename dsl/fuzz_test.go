@@ -1,0 +1,154 @@
+package dsl
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/syncgen/syncgen/ir"
+)
+
+// inlineSeeds are small inputs that reach every construct and many errors.
+var inlineSeeds = []string{
+	"",
+	"tensor a f32[1]\nbucket b { a }\nstep { backward 1ms; allreduce b after ready; wait comm }\nrun steps 1 warmup 0 check off\n",
+	"import \"models/tiny_mixed\"\nbucket g { * } cap 1KiB first 100B order declared wire f32\n",
+	"tensor h.{0..3}.w f16[2, 3] frozen\ntensor \"q x\" bf16[4]\nstream s priority low\n",
+	"step { group { reduce a, b[2], \"c*\" to 0 op prod on s after t } }\n",
+	"init { broadcast x from -1 }\n/* c */ // d\n",
+	"tensor a f32[0, -1, 99999999999999999999]\nbucket b { a, } cap 0B first 1.5GB\n",
+	"tensor a i32[4]\nbucket b { a } wire f16\nstep { backward 1ms; allreduce b op avg after ready }\n",
+	"step {\n  backward 1ms on compute\n  allreduce x on comm\n  backward 2ms\n}\n",
+	"import \"./x.sync\"\nimport \"models/none\"\n",
+	"tensor a.{5..1} f32[1]\ntensor \"\" f32[1]\n\"unterminated\n/* open",
+}
+
+// addSeeds adds the inline seeds and every example and stdlib module.
+func addSeeds(f *testing.F) {
+	for _, s := range inlineSeeds {
+		f.Add(s)
+	}
+	for _, g := range []string{"../examples/*.sync", "../stdlib/models/*.sync", "../testdata/golden/*.sync", "testdata/errors/*.sync"} {
+		files, _ := filepath.Glob(g)
+		for _, path := range files {
+			if b, err := os.ReadFile(path); err == nil {
+				f.Add(string(b))
+			}
+		}
+	}
+}
+
+// checkDiagPositions fails when a diagnostic about the fuzzed file points
+// outside it, or any diagnostic has no line.
+func checkDiagPositions(t *testing.T, name, src string, diags Diagnostics) {
+	t.Helper()
+	for _, d := range diags {
+		if d.Pos.Line < 1 || d.Pos.Col < 1 || d.Pos.Offset < 0 || d.End.Offset < d.Pos.Offset || d.Message == "" {
+			t.Fatalf("bad diagnostic %+v", d)
+		}
+		if d.Pos.File == name && (d.Pos.Offset > len(src) || d.End.Offset > len(src)) {
+			t.Fatalf("diagnostic outside the file (%d bytes): %+v", len(src), d)
+		}
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	addSeeds(f)
+	f.Fuzz(func(t *testing.T, src string) {
+		ast, diags := parseFile(newSourceFile("fuzz.sync", []byte(src)))
+		if (ast == nil) == (len(diags) == 0) {
+			t.Fatalf("ast %v with %d diagnostics", ast != nil, len(diags))
+		}
+		checkDiagPositions(t, "fuzz.sync", src, diags)
+	})
+}
+
+func FuzzCheck(f *testing.F) {
+	addSeeds(f)
+	dir := f.TempDir()
+	name := filepath.Join(dir, "fuzz.sync")
+	f.Fuzz(func(t *testing.T, src string) {
+		prog, diags := Check(name, []byte(src))
+		checkDiagPositions(t, name, src, diags)
+		if diags.HasErrors() != (prog == nil) {
+			t.Fatalf("program %v with errors %v", prog != nil, diags.HasErrors())
+		}
+		if prog != nil {
+			checkProgram(t, prog)
+		}
+	})
+}
+
+// checkProgram checks the invariants of a checked program: indices in
+// range, layouts consistent, positions set.
+func checkProgram(t *testing.T, p *ir.Program) {
+	t.Helper()
+	checkBuckets(t, p)
+	checkPositions(t, p)
+	for _, tn := range p.Tensors {
+		if tn.DType == ir.InvalidDType || tn.Elems < 1 || tn.Bucket >= len(p.Buckets) {
+			t.Fatalf("bad tensor %+v", tn)
+		}
+	}
+	for _, b := range p.Buckets {
+		if b.Wire == ir.InvalidDType || len(b.Tensors) == 0 {
+			t.Fatalf("bad bucket %+v", b)
+		}
+	}
+	var walk func([]ir.Stmt, bool)
+	walk = func(ss []ir.Stmt, inGroup bool) {
+		for _, s := range ss {
+			if s.Kind < ir.StmtBackward || s.Kind > ir.StmtWait || s.Stream < 0 || s.Stream >= len(p.Streams) {
+				t.Fatalf("bad statement %+v", s)
+			}
+			if s.Kind == ir.StmtGroup && (inGroup || len(s.Body) == 0) {
+				t.Fatalf("bad group %+v", s)
+			}
+			for _, b := range s.Buckets {
+				if b < 0 || b >= len(p.Buckets) {
+					t.Fatalf("statement refers to bucket %d of %d", b, len(p.Buckets))
+				}
+			}
+			if s.After.Kind == ir.AfterStream && (s.After.Stream < 0 || s.After.Stream >= len(p.Streams)) {
+				t.Fatalf("bad after %+v", s)
+			}
+			walk(s.Body, true)
+		}
+	}
+	walk(p.Init, false)
+	walk(p.Step, false)
+}
+
+func FuzzFormat(f *testing.F) {
+	addSeeds(f)
+	dir := f.TempDir()
+	name := filepath.Join(dir, "fuzz.sync")
+	f.Fuzz(func(t *testing.T, src string) {
+		out, diags := Format(name, []byte(src))
+		checkDiagPositions(t, name, src, diags)
+		if diags.HasErrors() {
+			return
+		}
+		again, diags2 := Format(name, out)
+		if diags2.HasErrors() {
+			t.Fatalf("formatted output does not parse:\n%s", out)
+		}
+		if string(again) != string(out) {
+			t.Fatalf("not idempotent:\n%q\nthen\n%q", out, again)
+		}
+		before, after := commentTexts([]byte(src)), commentTexts(out)
+		if len(before) != len(after) {
+			t.Fatalf("comments %q became %q", before, after)
+		}
+		for i := range before {
+			if before[i] != after[i] {
+				t.Fatalf("comments %q became %q", before, after)
+			}
+		}
+		p1, d1 := Check(name, []byte(src))
+		p2, d2 := Check(name, out)
+		if (p1 == nil) != (p2 == nil) || d1.Errors() != d2.Errors() || len(d1) != len(d2) {
+			t.Fatalf("formatting changed the check: %d/%d diagnostics before, %d/%d after\n%q\n%q", d1.Errors(), len(d1), d2.Errors(), len(d2), src, out)
+		}
+	})
+}

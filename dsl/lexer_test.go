@@ -1,0 +1,169 @@
+package dsl
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/alecthomas/participle/v2/lexer"
+)
+
+// significant returns the type:value pairs of the tokens that are not
+// whitespace or comments.
+func significant(src string) []string {
+	var out []string
+	for _, t := range lex("t.sync", []byte(src)) {
+		if t.Type != tokWhitespace && t.Type != tokComment {
+			out = append(out, t.Type+":"+t.Value)
+		}
+	}
+	return out
+}
+
+func TestLexTokens(t *testing.T) {
+	cases := []struct {
+		src  string
+		want string
+	}{
+		{`tensor h.{0..47}.attn.weight f16[1600, 4800] frozen`,
+			`Keyword:tensor Word:h.{0..47}.attn.weight Word:f16 Punct:[ Word:1600 Punct:, Word:4800 Punct:] Keyword:frozen`},
+		// Keywords inside dotted names are part of the name.
+		{`tensor encoder.layer.0.output.dense.weight f32[4]`,
+			`Keyword:tensor Word:encoder.layer.0.output.dense.weight Word:f32 Punct:[ Word:4 Punct:]`},
+		{`tensor layer1.0.conv1.weight f32[64,3,7,7]`,
+			`Keyword:tensor Word:layer1.0.conv1.weight Word:f32 Punct:[ Word:64 Punct:, Word:3 Punct:, Word:7 Punct:, Word:7 Punct:]`},
+		{`bucket g { *, "embeddings.*", pooler.? } cap 1.5MiB first 512KiB`,
+			`Keyword:bucket Word:g Punct:{ Word:* Punct:, String:"embeddings.*" Punct:, Word:pooler.? Punct:} Keyword:cap Word:1.5MiB Keyword:first Word:512KiB`},
+		{`broadcast grads[3] from -1; wait comm`,
+			`Keyword:broadcast Word:grads Punct:[ Word:3 Punct:] Keyword:from Word:-1 Punct:; Keyword:wait Word:comm`},
+		{"a // line comment\n/* block\ncomment */ b", `Word:a Word:b`},
+		{`tensor "odd name/with:chars" f16[10]`, `Keyword:tensor String:"odd name/with:chars" Word:f16 Punct:[ Word:10 Punct:]`},
+		{`x @ "open`, `Word:x Invalid:@ BadString:"open`},
+		{"/* open\n", `BadComment:/* open` + "\n"},
+	}
+	for _, c := range cases {
+		got := strings.Join(significant(c.src), " ")
+		if got != c.want {
+			t.Errorf("lex(%q)\n got %s\nwant %s", c.src, got, c.want)
+		}
+	}
+}
+
+func TestLexPositions(t *testing.T) {
+	toks := lex("t.sync", []byte("tensor a f32[1]\n  stream comm"))
+	var stream token
+	for _, tk := range toks {
+		if tk.Value == "stream" {
+			stream = tk
+		}
+	}
+	if stream.Pos.Line != 2 || stream.Pos.Column != 3 || stream.Pos.Offset != 18 {
+		t.Errorf("stream at %+v, want line 2 col 3 offset 18", stream.Pos)
+	}
+}
+
+func TestLexErrorsAll(t *testing.T) {
+	src := "tensor a f32[1] @@\ntensor b: f32[1]\ntensor \"x f32[1]\n"
+	f := newSourceFile("t.sync", []byte(src))
+	diags := lexErrors(f, lex(f.name, f.src))
+	if len(diags) != 3 {
+		t.Fatalf("got %d lexical errors, want 3: %v", len(diags), diags)
+	}
+	if diags[0].Pos.Line != 1 || diags[0].Pos.Col != 17 || diags[0].End.Col != 19 {
+		t.Errorf("first error at %v..%v, want 1:17..1:19", diags[0].Pos, diags[0].End)
+	}
+}
+
+// referenceLexer is the lexer specified in lexer.go's comment, built with
+// participle's regexp lexer; the hand-written lex must agree with it.
+var referenceLexer = lexer.MustSimple([]lexer.SimpleRule{
+	{Name: tokComment, Pattern: `//[^\n]*|/\*(?:[^*]|\*+[^*/])*\*+/`},
+	{Name: tokString, Pattern: `"(?:\\.|[^"\\\n])*"`},
+	{Name: tokWord, Pattern: `(?:[A-Za-z0-9_*?\-]|\{[0-9]+\.\.[0-9]+\})(?:[A-Za-z0-9_*?.\-]|\{[0-9]+\.\.[0-9]+\})*`},
+	{Name: tokPunct, Pattern: `[{}\[\],;]`},
+	{Name: tokWhitespace, Pattern: `[ \t\r\n]+`},
+	{Name: tokBadString, Pattern: `"(?:\\.|[^"\\\n])*`},
+	{Name: tokBadComment, Pattern: `/\*(?s:.*)`},
+	{Name: tokInvalid, Pattern: `(?s:.)`},
+})
+
+// referenceLex lexes with referenceLexer, marking reserved words.
+func referenceLex(src string) ([]token, error) {
+	l, err := referenceLexer.LexString("t.sync", src)
+	if err != nil {
+		return nil, err
+	}
+	names := map[lexer.TokenType]string{}
+	for name, typ := range referenceLexer.Symbols() {
+		names[typ] = name
+	}
+	var out []token
+	for {
+		t, err := l.Next()
+		if err != nil {
+			return nil, err
+		}
+		if t.EOF() {
+			return out, nil
+		}
+		typ := names[t.Type]
+		if typ == tokWord && slices.Contains(reservedWords, t.Value) {
+			typ = tokKeyword
+		}
+		out = append(out, token{Type: typ, Value: t.Value, Pos: t.Pos})
+	}
+}
+
+// compareLexers fails when lex and the reference lexer disagree on src.
+func compareLexers(t *testing.T, src string) {
+	t.Helper()
+	want, err := referenceLex(src)
+	if err != nil {
+		t.Fatalf("reference lexer: %v", err)
+	}
+	got := lex("t.sync", []byte(src))
+	for i := range max(len(got), len(want)) {
+		if i >= len(got) || i >= len(want) || got[i] != want[i] {
+			var g, w token
+			if i < len(got) {
+				g = got[i]
+			}
+			if i < len(want) {
+				w = want[i]
+			}
+			t.Fatalf("token %d of %q: got %+v, want %+v", i, src, g, w)
+		}
+	}
+}
+
+func TestLexMatchesRules(t *testing.T) {
+	srcs := []string{
+		"", "a", "-", ".", "..", "{", "{0..1}", "{0..}", "a{0..1}b.{2..3}", "/", "/*/", "/**/", "/***/ x", "/* a */ b",
+		"\"\\", "\"\\\n\"", "\"a\\\"b\"", "\"é\" ü \xff", "x\r\n\ty", "a..b", "1.5MiB", "-1", "grads[3]",
+	}
+	for _, g := range []string{"../examples/*.sync", "../stdlib/models/*.sync", "testdata/*/*.sync"} {
+		files, _ := filepath.Glob(g)
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			srcs = append(srcs, string(b))
+		}
+	}
+	for _, s := range srcs {
+		compareLexers(t, s)
+	}
+}
+
+// FuzzLex checks the hand-written lexer against the reference rules.
+func FuzzLex(f *testing.F) {
+	for _, s := range []string{"tensor h.{0..3}.w f32[1] // c", "\"a\\\"\" /* x */ {1..2}", "a/b", "\"\\\n"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, src string) {
+		compareLexers(t, src)
+	})
+}

@@ -1,0 +1,130 @@
+package dsl
+
+import (
+	"strings"
+	"testing"
+)
+
+func mustParse(t *testing.T, src string) *File {
+	t.Helper()
+	f, diags := parseFile(newSourceFile("t.sync", []byte(src)))
+	if len(diags) > 0 {
+		var b strings.Builder
+		diags.Render(&b)
+		t.Fatalf("parse errors:\n%s", b.String())
+	}
+	return f
+}
+
+func TestParseAllConstructs(t *testing.T) {
+	src := `import "models/resnet50"
+tensor conv1.weight f32[64, 3, 7, 7]
+tensor "odd name" f16[10] frozen
+stream comm priority high
+bucket grads { *, "emb.*", } cap 25MiB first 1MiB order reverse wire bf16
+init { broadcast grads from 0 on comm; wait comm }
+step {
+    compute 20ms on compute
+    backward 60ms
+    allreduce grads op avg on comm after ready
+    reduce grads[1], x.* to 0 op sum
+    group { allgather a on comm after compute }
+    wait comm
+}
+run steps 100 warmup 10 check every 10
+run check off
+`
+	f := mustParse(t, src)
+	if len(f.Decls) != 9 {
+		t.Fatalf("%d declarations, want 9", len(f.Decls))
+	}
+	tn := f.Decls[1].Tensor
+	if tn.Name.Bare != "conv1.weight" || tn.DType.Text != "f32" || len(tn.Dims) != 4 || tn.Frozen {
+		t.Errorf("tensor parsed as %+v", tn)
+	}
+	if q := f.Decls[2].Tensor; q.Name.Quoted != `"odd name"` || !q.Frozen {
+		t.Errorf("quoted tensor parsed as %+v", q)
+	}
+	b := f.Decls[4].Bucket
+	if len(b.Patterns) != 2 || len(b.Options) != 4 || b.Options[3].Key != "wire" {
+		t.Errorf("bucket parsed as %+v", b)
+	}
+	init := f.Decls[5].Block
+	if init.Kind != "init" || len(stmts(init.Body)) != 2 {
+		t.Errorf("init parsed as %+v", init)
+	}
+	step := f.Decls[6].Block
+	body := stmts(step.Body)
+	if len(body) != 6 {
+		t.Fatalf("step has %d statements, want 6", len(body))
+	}
+	red := body[3].Collective
+	if red.Kind != "reduce" || len(red.Targets) != 2 || red.Targets[0].Index.Text != "1" || len(red.Options) != 2 {
+		t.Errorf("reduce parsed as %+v", red)
+	}
+	if g := body[4].Group; g == nil || len(g.Body) != 1 {
+		t.Errorf("group parsed as %+v", body[4])
+	}
+	run := f.Decls[7].Run
+	if len(run.Options) != 3 || run.Options[2].Check.Every.Text != "10" {
+		t.Errorf("run parsed as %+v", run)
+	}
+	if !f.Decls[8].Run.Options[0].Check.Off {
+		t.Errorf("check off not parsed")
+	}
+}
+
+func TestParsePositions(t *testing.T) {
+	f := mustParse(t, "step {\n    allreduce grads op avg on comm\n}\n")
+	cs := stmts(f.Decls[0].Block.Body)[0].Collective
+	if cs.Pos.Line != 2 || cs.Pos.Column != 5 {
+		t.Errorf("collective at %d:%d, want 2:5", cs.Pos.Line, cs.Pos.Column)
+	}
+	tg := cs.Targets[0]
+	if tg.Pos.Column != 15 || tg.EndPos.Column != 20 {
+		t.Errorf("target spans columns %d..%d, want 15..20", tg.Pos.Column, tg.EndPos.Column)
+	}
+	on := cs.Options[1]
+	if on.Key != "on" || on.Value.Pos.Column != 31 || on.Value.EndPos.Column != 35 {
+		t.Errorf("on value spans %d..%d, want 31..35", on.Value.Pos.Column, on.Value.EndPos.Column)
+	}
+}
+
+// Keywords are ordinary parts of dotted names, and whole names where the
+// grammar expects a name.
+func TestParseKeywordNames(t *testing.T) {
+	src := `tensor step.weight f32[1]
+tensor compute.bias f32[1]
+tensor encoder.layer.0.output.dense.weight f32[1]
+tensor wait.reduce.run.tensor f32[1]
+tensor step f32[1]
+tensor output f32[1]
+bucket b { step.*, compute.bias, output, step }
+step { allreduce b, "step", wait.reduce.run.tensor, output.x on comm }
+`
+	f := mustParse(t, src)
+	if n := f.Decls[4].Tensor.Name.Bare; n != "step" {
+		t.Errorf("tensor named step parsed as %q", n)
+	}
+	if got := len(f.Decls[6].Bucket.Patterns); got != 4 {
+		t.Errorf("bucket has %d patterns, want 4", got)
+	}
+}
+
+func TestParseRecovery(t *testing.T) {
+	src := "tensor a f32[1\ntensor b f32[1]\nstream\nbucket g { a b }\nstep {\n  wiat comm\n}\nrun steps 1\n"
+	_, diags := parseFile(newSourceFile("t.sync", []byte(src)))
+	var lines []int
+	for _, d := range diags {
+		lines = append(lines, d.Pos.Line)
+	}
+	want := []int{2, 4, 4, 6}
+	if len(lines) != len(want) {
+		t.Fatalf("errors on lines %v, want %v", lines, want)
+	}
+	for i := range want {
+		if lines[i] != want[i] {
+			t.Fatalf("errors on lines %v, want %v", lines, want)
+		}
+	}
+}

@@ -1,0 +1,112 @@
+package dsl
+
+import (
+	"strconv"
+	"unicode/utf8"
+)
+
+// pattern is a compiled tensor name pattern: literal characters, `*` (any
+// run of characters, dots included), `?` (one character) and, in bare
+// patterns, brace ranges {lo..hi} (a decimal number in the range, written
+// without leading zeros, as brace expansion of tensor names writes it).
+// Patterns are matched directly rather than by expanding their ranges, so
+// `h.{0..99999}.*` costs no more than `h.*`.
+type pattern struct {
+	text  string // the pattern as the program means it (unquoted)
+	parts []patPart
+	// literal is set when the pattern has no glob and no range: it names
+	// one tensor and is looked up rather than scanned.
+	literal bool
+}
+
+// patPart is one element of a pattern.
+type patPart struct {
+	kind   byte // 'c' character, '*', '?', 'r' range
+	r      rune
+	lo, hi int64
+}
+
+// compilePattern compiles a pattern; withRanges interprets brace ranges
+// (bare patterns), otherwise braces are literal (quoted patterns). The
+// caller has validated the ranges.
+func compilePattern(s string, withRanges bool) pattern {
+	p := pattern{text: s, literal: true}
+	for i := 0; i < len(s); {
+		if withRanges {
+			if n := braceRangeLen(s, i); n > 0 {
+				m := rangeRE.FindStringSubmatch(s[i : i+n])
+				lo, _ := strconv.ParseInt(m[1], 10, 64)
+				hi, _ := strconv.ParseInt(m[2], 10, 64)
+				p.parts = append(p.parts, patPart{kind: 'r', lo: lo, hi: hi})
+				p.literal = false
+				i += n
+				continue
+			}
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		i += n
+		switch r {
+		case '*', '?':
+			p.parts = append(p.parts, patPart{kind: byte(r)})
+			p.literal = false
+		default:
+			p.parts = append(p.parts, patPart{kind: 'c', r: r})
+		}
+	}
+	return p
+}
+
+// match reports whether name matches the pattern. It is a dynamic program
+// over (pattern part, name position), so it takes at most
+// O(len(parts) * len(name) * digits) steps whatever the pattern.
+func (p *pattern) match(name string) bool {
+	if p.literal {
+		return name == p.text
+	}
+	rs := []rune(name)
+	// ok[j] is true when parts[:i] can match rs[:j]; one row per part.
+	ok := make([]bool, len(rs)+1)
+	next := make([]bool, len(rs)+1)
+	ok[0] = true
+	for _, part := range p.parts {
+		clear(next)
+		switch part.kind {
+		case '*':
+			reach := false
+			for j := 0; j <= len(rs); j++ {
+				reach = reach || ok[j]
+				next[j] = reach
+			}
+		case '?':
+			for j := 0; j < len(rs); j++ {
+				next[j+1] = ok[j]
+			}
+		case 'c':
+			for j := 0; j < len(rs); j++ {
+				next[j+1] = ok[j] && rs[j] == part.r
+			}
+		case 'r':
+			for j := 0; j < len(rs); j++ {
+				if !ok[j] {
+					continue
+				}
+				// A number without leading zeros (or "0"), in [lo, hi].
+				var v int64
+				for k := j; k < len(rs) && rs[k] >= '0' && rs[k] <= '9' && k-j < 19; k++ {
+					if k > j && rs[j] == '0' {
+						break
+					}
+					v = v*10 + int64(rs[k]-'0')
+					if v > part.hi {
+						break
+					}
+					if v >= part.lo {
+						next[k+1] = true
+					}
+				}
+			}
+		}
+		ok, next = next, ok
+	}
+	return ok[len(rs)]
+}

@@ -1,0 +1,46 @@
+package dsl
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files of TestRender in testdata/render")
+
+// TestRender compares the rendered diagnostics (message, snippet, caret
+// and hint) of each testdata/render/*.sync with its .golden file. Run
+// `go test ./dsl -run TestRender -update` to rewrite them.
+func TestRender(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "render", "*.sync"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no inputs in testdata/render (%v)", err)
+	}
+	for _, path := range files {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			_, diags := Load(path)
+			if len(diags) == 0 {
+				t.Fatalf("%s has no diagnostics", path)
+			}
+			var b bytes.Buffer
+			diags.Render(&b)
+			golden := strings.TrimSuffix(path, ".sync") + ".golden"
+			if *update {
+				if err := os.WriteFile(golden, b.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run `go test ./dsl -run TestRender -update` to create it)", err)
+			}
+			if got := b.String(); got != string(want) {
+				t.Errorf("rendered diagnostics of %s differ from %s\n--- got:\n%s--- want:\n%s", path, golden, got, want)
+			}
+		})
+	}
+}

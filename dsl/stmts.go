@@ -1,0 +1,396 @@
+package dsl
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/syncgen/syncgen/ir"
+)
+
+// blockState is what resolving a block's statements needs to remember.
+type blockState struct {
+	kind        string // "init" or "step"
+	sawBackward bool   // a backward came earlier in the block
+}
+
+// resolveBlock resolves the statements of an init or step block. Every
+// statement of the source gives exactly one ir.Stmt (one that cannot be
+// resolved gives a zero Kind), so that the race check can walk the syntax
+// and the IR side by side.
+func (c *checker) resolveBlock(b *BlockDecl) []ir.Stmt {
+	st := &blockState{kind: b.Kind}
+	return c.resolveStmts(st, b.Body, false)
+}
+
+func (c *checker) resolveStmts(st *blockState, body []*Stmt, inGroup bool) []ir.Stmt {
+	var out []ir.Stmt
+	for _, s := range body {
+		if s.Semi != nil {
+			continue
+		}
+		out = append(out, c.resolveStmt(st, s, inGroup))
+	}
+	return out
+}
+
+// stmts returns the statements of a body without the lone semicolons.
+func stmts(body []*Stmt) []*Stmt {
+	out := make([]*Stmt, 0, len(body))
+	for _, s := range body {
+		if s.Semi == nil {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (c *checker) resolveStmt(st *blockState, s *Stmt, inGroup bool) ir.Stmt {
+	f := c.main.file
+	switch {
+	case s.Timed != nil:
+		return c.resolveTimed(st, s.Timed, inGroup)
+	case s.Wait != nil:
+		w := s.Wait
+		if inGroup {
+			c.errorf(f, spanOf(w.Pos, w.EndPos), "a group only issues collectives; put the wait after the group's closing brace",
+				"wait inside group")
+			return ir.Stmt{}
+		}
+		si, ok := c.lookupStream(f, w.Stream)
+		if !ok {
+			return ir.Stmt{}
+		}
+		return ir.Stmt{Kind: ir.StmtWait, Pos: f.pos(w.Pos.Offset), Stream: si}
+	case s.Group != nil:
+		g := s.Group
+		kw := keywordSpan(g.Pos.Offset, len("group"))
+		if inGroup {
+			c.errorf(f, kw, "groups do not nest; put the collectives in the enclosing group", "nested group")
+			return ir.Stmt{}
+		}
+		body := c.resolveStmts(st, g.Body, true)
+		if len(body) == 0 {
+			c.errorf(f, kw, "put collectives inside it, or remove it", "empty group")
+			return ir.Stmt{}
+		}
+		stream := 0
+		for _, b := range body {
+			if b.Kind != 0 {
+				stream = b.Stream
+				break
+			}
+		}
+		return ir.Stmt{Kind: ir.StmtGroup, Pos: f.pos(g.Pos.Offset), Stream: stream, Body: body}
+	case s.Collective != nil:
+		return c.resolveCollective(st, s.Collective)
+	}
+	return ir.Stmt{}
+}
+
+// resolveTimed resolves backward and compute.
+func (c *checker) resolveTimed(st *blockState, t *TimedStmt, inGroup bool) ir.Stmt {
+	f := c.main.file
+	kw := keywordSpan(t.Pos.Offset, len(t.Kind))
+	if inGroup {
+		c.errorf(f, kw, "a group only issues collectives; put it before or after the group", "%s inside group", t.Kind)
+		return ir.Stmt{}
+	}
+	kind := ir.StmtCompute
+	if t.Kind == "backward" {
+		kind = ir.StmtBackward
+		if st.kind == "init" {
+			c.errorf(f, kw, "init runs once before the steps and has no gradients; backward belongs in step", "backward in init")
+			return ir.Stmt{}
+		}
+		st.sawBackward = true
+	}
+	ok := true
+	d, msg, hint := parseDuration(t.Duration.Text)
+	if msg != "" {
+		c.errorf(f, wordSpan(t.Duration), hint, "%s", msg)
+		ok = false
+	}
+	var on *Word
+	for _, o := range t.Options {
+		sp := spanOf(o.Pos, o.EndPos)
+		switch {
+		case o.Key != "on":
+			c.errorf(f, keywordSpan(o.Pos.Offset, len(o.Key)), t.Kind+" takes only `on STREAM`", "%s takes no %s", t.Kind, code(o.Key))
+			ok = false
+		case on != nil:
+			c.errorf(f, sp, "", "duplicate option `on` (first on line %d)", on.Pos.Line)
+			ok = false
+		default:
+			on = o.Value
+		}
+	}
+	stream, sok := c.stmtStream(f, on, "compute", t.Kind, kw)
+	if !ok || !sok {
+		return ir.Stmt{}
+	}
+	return ir.Stmt{Kind: kind, Pos: f.pos(t.Pos.Offset), Stream: stream, Duration: d}
+}
+
+// stmtStream resolves a statement's `on` stream, or its default.
+func (c *checker) stmtStream(f *sourceFile, on *Word, def, what string, kw span) (int, bool) {
+	if on != nil {
+		return c.lookupStream(f, on)
+	}
+	if i, ok := c.streamIndex[def]; ok {
+		return i, true
+	}
+	c.errorf(f, kw, fmt.Sprintf("without `on`, %s runs on %s; add `on STREAM` (declared: %s) or declare `stream %s`", what, code(def), strings.Join(c.streamNames(), ", "), def),
+		"no stream %s for this %s", code(def), what)
+	return 0, false
+}
+
+var collectiveKinds = map[string]ir.Collective{
+	"allreduce": ir.AllReduce, "broadcast": ir.Broadcast, "reduce": ir.Reduce,
+	"allgather": ir.AllGather, "reducescatter": ir.ReduceScatter,
+}
+
+var redOps = map[string]ir.RedOp{"sum": ir.Sum, "avg": ir.Avg, "min": ir.Min, "max": ir.Max, "prod": ir.Prod}
+
+// reduces reports whether a collective takes a reduction operator.
+func reduces(k ir.Collective) bool {
+	return k == ir.AllReduce || k == ir.Reduce || k == ir.ReduceScatter
+}
+
+// resolveCollective resolves a collective's options and targets.
+func (c *checker) resolveCollective(st *blockState, cs *CollectiveStmt) ir.Stmt {
+	f := c.main.file
+	kind := collectiveKinds[cs.Kind]
+	kw := keywordSpan(cs.Pos.Offset, len(cs.Kind))
+	s := ir.Stmt{Kind: ir.StmtCollective, Pos: f.pos(cs.Pos.Offset), Collective: kind}
+	if reduces(kind) {
+		s.Op = ir.Sum
+	}
+	ok := true
+	seen := map[string]*Option{}
+	var on *Word
+	var opWord *Word
+	hasRoot := false
+	for _, o := range cs.Options {
+		sp := spanOf(o.Pos, o.EndPos)
+		key := keywordSpan(o.Pos.Offset, len(o.Key))
+		if prev, dup := seen[o.Key]; dup {
+			c.errorf(f, sp, "", "duplicate option %s (first on line %d)", code(o.Key), prev.Pos.Line)
+			ok = false
+			continue
+		}
+		seen[o.Key] = o
+		switch o.Key {
+		case "op":
+			if !reduces(kind) {
+				c.errorf(f, key, cs.Kind+" moves data without reducing it", "%s takes no `op`", cs.Kind)
+				ok = false
+				continue
+			}
+			op, known := redOps[o.Value.Text]
+			if !known {
+				hint := "ops are sum, avg, min, max and prod"
+				if m := didYouMean(o.Value.Text, keys(redOps)); m != "" {
+					hint = m + " " + hint
+				}
+				c.errorf(f, wordSpan(o.Value), hint, "unknown op %s", code(o.Value.Text))
+				ok = false
+				continue
+			}
+			s.Op = op
+			opWord = o.Value
+		case "on":
+			on = o.Value
+		case "after":
+			if o.Value.Text == "ready" {
+				if !st.sawBackward {
+					hint := "`after ready` waits for gradients made by a backward earlier in the step; use `after STREAM`, or move it after the backward"
+					if st.kind == "init" {
+						hint = "init has no backward, so nothing ever becomes ready; remove `after ready`"
+					}
+					c.errorf(f, sp, hint, "`after ready` with no backward before it in %s", st.kind)
+					ok = false
+				}
+				s.After = ir.After{Kind: ir.AfterReady}
+				continue
+			}
+			si, found := c.lookupStream(f, o.Value)
+			if !found {
+				ok = false
+				continue
+			}
+			s.After = ir.After{Kind: ir.AfterStream, Stream: si}
+		case "from", "to":
+			want := map[ir.Collective]string{ir.Broadcast: "from", ir.Reduce: "to"}[kind]
+			if o.Key != want {
+				hint := "only broadcast takes `from RANK` and only reduce takes `to RANK`"
+				if want != "" {
+					hint = "write `" + want + " RANK`"
+				}
+				c.errorf(f, key, hint, "%s takes no %s", cs.Kind, code(o.Key))
+				ok = false
+				continue
+			}
+			n, msg := parseInt(o.Value.Text, "root rank")
+			switch {
+			case msg != "":
+				c.errorf(f, wordSpan(o.Value), "", "%s", msg)
+				ok = false
+			case n < 0:
+				c.errorf(f, wordSpan(o.Value), "ranks count from 0", "negative root rank %d", n)
+				ok = false
+			default:
+				s.Root = n
+				hasRoot = true
+			}
+		default:
+			c.errorf(f, key, "collective options are op, on, after, from (broadcast) and to (reduce)", "%s is not an option of %s", code(o.Key), cs.Kind)
+			ok = false
+		}
+	}
+	if !hasRoot && seen["from"] == nil && seen["to"] == nil {
+		switch kind {
+		case ir.Broadcast:
+			c.errorf(f, kw, "add `from RANK`, e.g. `from 0`", "broadcast needs a root rank")
+			ok = false
+		case ir.Reduce:
+			c.errorf(f, kw, "add `to RANK`, e.g. `to 0`", "reduce needs a root rank")
+			ok = false
+		}
+	}
+	stream, sok := c.stmtStream(f, on, "comm", cs.Kind, kw)
+	s.Stream = stream
+	buckets, tok := c.resolveTargets(cs)
+	s.Buckets = buckets
+	if s.Op == ir.Avg && opWord != nil {
+		for _, bi := range buckets {
+			b := c.prog.Buckets[bi]
+			if b.Wire != ir.InvalidDType && !b.Wire.IsFloat() {
+				c.errorf(f, wordSpan(opWord), "integer averages are not exact; use sum (and divide), min, max or prod",
+					"op avg on integer bucket %s (%s)", code(b.Name), b.Wire)
+				ok = false
+				break
+			}
+		}
+	}
+	if !ok || !sok || !tok {
+		return ir.Stmt{}
+	}
+	return s
+}
+
+// resolveTargets resolves a collective's targets to bucket indices in
+// bucket order without repeats: a bucket declaration stands for all its
+// pieces, NAME[i] for one piece, and a tensor name or pattern for the
+// pieces holding its tensors plus an implicit bucket for each matched
+// tensor in no bucket.
+func (c *checker) resolveTargets(cs *CollectiveStmt) ([]int, bool) {
+	f := c.main.file
+	ok := true
+	set := map[int]bool{}
+	for _, t := range cs.Targets {
+		sp := spanOf(t.Pos, t.EndPos)
+		tn := t.Name.name()
+		name, valid := tn.text()
+		if !valid || name == "" {
+			c.errorf(f, sp, "", "invalid target %s", tn.source())
+			ok = false
+			continue
+		}
+		info := c.buckets[name]
+		if t.Index != nil {
+			if info == nil {
+				if !c.incomplete {
+					c.errorf(f, nameSpan(tn), didYouMean(name, keys(c.buckets)), "no bucket %s", code(name))
+				}
+				ok = false
+				continue
+			}
+			i, msg := parseInt(t.Index.Text, "piece index")
+			switch {
+			case msg != "":
+				c.errorf(f, wordSpan(t.Index), "", "%s", msg)
+				ok = false
+			case i < 0 || i >= info.count:
+				hint := fmt.Sprintf("%s has %d pieces: %s[0] .. %s[%d]", code(name), info.count, name, name, info.count-1)
+				switch {
+				case info.count == 0:
+					hint = fmt.Sprintf("%s has no pieces", code(name))
+				case info.count == 1:
+					hint = fmt.Sprintf("%s has one piece, %s[0]", code(name), name)
+				}
+				c.errorf(f, sp, hint, "piece %s[%d] out of range", name, i)
+				ok = false
+			default:
+				set[info.first+i] = true
+			}
+			continue
+		}
+		if info != nil {
+			for i := range info.count {
+				set[info.first+i] = true
+			}
+			continue
+		}
+		if !c.targetTensors(f, t, set) {
+			ok = false
+		}
+	}
+	out := make([]int, 0, len(set))
+	for bi := range set {
+		out = append(out, bi)
+	}
+	slices.Sort(out)
+	return out, ok
+}
+
+// targetTensors resolves a tensor name or pattern target, adding the
+// buckets of its tensors to set.
+func (c *checker) targetTensors(f *sourceFile, t *Target, set map[int]bool) bool {
+	name := t.Name.name()
+	sp := nameSpan(name)
+	pat, ok := c.compileName(f, name)
+	if !ok {
+		return false
+	}
+	matched := c.matchTensors(pat)
+	n := 0
+	for _, ti := range matched {
+		tn := &c.prog.Tensors[ti]
+		if tn.Frozen {
+			continue
+		}
+		n++
+		if tn.Bucket < 0 {
+			if _, clash := c.buckets[tn.Name]; clash {
+				c.errorf(f, sp, "rename the bucket or the tensor", "tensor %s would get an implicit bucket named like bucket %s", code(tn.Name), code(tn.Name))
+				return false
+			}
+			tn.Bucket = len(c.prog.Buckets)
+			c.implicitBucket[ti] = tn.Bucket
+			c.prog.Buckets = append(c.prog.Buckets, ir.Bucket{
+				Name: tn.Name, Decl: tn.Name, Wire: tn.DType, Elems: tn.Elems, Tensors: []int{ti},
+				Pos: f.pos(t.Pos.Offset),
+			})
+		}
+		set[tn.Bucket] = true
+	}
+	if n > 0 {
+		return true
+	}
+	switch {
+	case len(matched) > 0 && pat.literal:
+		c.errorf(f, sp, "frozen tensors have no gradient and are never synchronised", "tensor %s is frozen", code(pat.text))
+	case len(matched) > 0:
+		c.errorf(f, sp, "frozen tensors have no gradient and are never synchronised", "%s matches only frozen tensors", code(name.source()))
+	case c.incomplete:
+	default:
+		hint := ""
+		if pat.literal {
+			cands := append(keys(c.buckets), c.tensorNames()...)
+			hint = didYouMean(pat.text, cands)
+		}
+		c.errorf(f, sp, hint, "no bucket or tensor %s", code(name.source()))
+	}
+	return false
+}

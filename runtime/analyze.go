@@ -1,0 +1,131 @@
+package runtime
+
+// Choosing each tensor's fill pattern so that the collectives of a step
+// give exact results that the checker can predict.
+//
+// The ranges, with L the exact-integer limit of the tensor's dtype and of
+// its bucket's wire dtype, whichever is smaller (f16 2048, bf16 256, i8 127,
+// u8 255, f32 2^24, i32 2^31-1, f64 and i64 2^53), n the world size and G the
+// growth of the values through the chain of collectives that touch the
+// bucket between two fills (n for each sum or avg):
+//
+//   - the first reduction is sum (or there is none, or it is min or max):
+//     uniform values in [-k, k] ([0, k] for u8), k = L/G, at most 1000;
+//     every partial sum of n such values stays within L.
+//   - the first reduction is avg: FillAvg with base and deviation in
+//     [-k, k] (u8: base in [k, 2k], deviation in [0, k]), k = L/(2G)
+//     (u8: L/(3G)); the sum over ranks is n times the base, so the average is
+//     exact.
+//   - the first reduction is prod: values in {-2, -1, 1, 2} when 2^n <= L,
+//     else in {-1, 1} (u8: only positive ones); products of powers of two
+//     are exact in every float, and stay in range.
+//
+// k is at least 1. When even k = 1 overflows (bf16 with a sum over more
+// than 256 ranks, f16 over 2048, i8 over 127, u8 over 255), the checker
+// marks the elements whose partial results leave the exact range as
+// unchecked instead of guessing; the report counts them.
+
+// maxAmplitude keeps the pattern's values small even where the dtypes
+// would allow more.
+const maxAmplitude = 1000
+
+// choosePatterns returns the pattern shape of every tensor.
+func choosePatterns(p *Plan, prog *program, size int) []PatternShape {
+	shapes := make([]PatternShape, len(p.Tensors))
+	chains := bucketChains(p, prog)
+	for i := range p.Tensors {
+		t := &p.Tensors[i]
+		limit := t.DType.ExactLimit()
+		unsigned := t.DType.Unsigned()
+		var chain []stmt
+		if t.Bucket >= 0 {
+			w := p.Buckets[t.Bucket].Wire
+			limit = min(limit, w.ExactLimit())
+			unsigned = unsigned || w.Unsigned()
+			chain = chains[t.Bucket]
+		}
+		shapes[i] = patternFor(chain, limit, unsigned, size)
+	}
+	return shapes
+}
+
+// patternFor picks the pattern for a tensor whose bucket sees chain.
+func patternFor(chain []stmt, limit int64, unsigned bool, size int) PatternShape {
+	first := NoOp
+	growth := 1.0
+	for _, s := range chain {
+		if !s.coll.Reduces() {
+			continue
+		}
+		if first == NoOp {
+			first = s.op
+		}
+		if s.op == Sum || s.op == Avg {
+			growth *= float64(size)
+		}
+	}
+	amp := func(div float64) int32 {
+		k := float64(limit) / div
+		if k > maxAmplitude {
+			k = maxAmplitude
+		}
+		if k < 1 {
+			k = 1
+		}
+		return int32(k)
+	}
+	switch first {
+	case Avg:
+		if unsigned {
+			k := amp(3 * growth)
+			return PatternShape{Kind: FillAvg, Lo: k, Hi: 2 * k, Dev: k}
+		}
+		k := amp(2 * growth)
+		return PatternShape{Kind: FillAvg, Lo: -k, Hi: k, Dev: k}
+	case Prod:
+		two := size < 62 && int64(1)<<size <= limit
+		return PatternShape{Kind: FillProd, Two: two, Neg: !unsigned}
+	default:
+		k := amp(growth)
+		if unsigned {
+			return PatternShape{Kind: FillUniform, Lo: 0, Hi: k}
+		}
+		return PatternShape{Kind: FillUniform, Lo: -k, Hi: k}
+	}
+}
+
+// bucketChains returns, per bucket, the collectives that touch it between
+// one backward pass and the next: the statements after the step's last
+// backward, then those before its first (the next step's). Without a
+// backward in the step, the chain is the init block and one step.
+func bucketChains(p *Plan, prog *program) [][]stmt {
+	steps := flat(prog.step)
+	first, last := -1, -1
+	for i, s := range steps {
+		if s.kind == sBackward {
+			if first < 0 {
+				first = i
+			}
+			last = i
+		}
+	}
+	var seq []stmt
+	if last >= 0 {
+		seq = append(seq, steps[last+1:]...)
+		seq = append(seq, steps[:first]...)
+	} else {
+		seq = append(flat(prog.init), steps...)
+	}
+	chains := make([][]stmt, len(p.Buckets))
+	for _, s := range seq {
+		if s.kind != sColl {
+			continue
+		}
+		for _, b := range s.buckets {
+			if b >= 0 && b < len(chains) {
+				chains[b] = append(chains[b], s)
+			}
+		}
+	}
+	return chains
+}

@@ -1,0 +1,223 @@
+package runtime
+
+// The CPU backend: MPI's collectives on host memory. Each stream is a
+// goroutine that runs its queue of operations in order (cpu_stream.go);
+// events are completion markers stamped with time.Now; buffers are C memory
+// so that MPI may keep pointers into them; collectives are MPI calls made by
+// the stream that runs them (cpu_coll.go).
+
+import (
+	"fmt"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/syncgen/syncgen/runtime/mpi"
+)
+
+// cpuBackend implements Backend on the host.
+type cpuBackend struct {
+	h       *mpiHost
+	tune    cpuTuning
+	streams []*cpuStream
+	bufs    []*cpuBuffer
+	seq     sequencer
+}
+
+// cpuTuning holds the knobs of the CPU collectives (see tuning.go).
+type cpuTuning struct {
+	// chunkBytes splits allreduce, broadcast and reduce into pieces of at
+	// most this many bytes, run one after another.
+	chunkBytes int64
+}
+
+func newCPUBackend(h *mpiHost, tune cpuTuning) *cpuBackend {
+	b := &cpuBackend{h: h, tune: tune}
+	b.seq.init()
+	return b
+}
+
+func (b *cpuBackend) Name() string { return "cpu" }
+
+func (b *cpuBackend) Versions() []KV {
+	major, minor := 0, 0
+	_ = b.h.do(func() error { major, minor = mpi.StandardVersion(); return nil })
+	return []KV{
+		{"MPI", b.h.library},
+		{"MPI standard", fmt.Sprintf("%d.%d", major, minor)},
+		{"MPI thread level", b.h.level.String()},
+		{"collectives", fmt.Sprintf("blocking MPI calls in issue order, chunks of %s", formatBytes(b.tune.chunkBytes))},
+	}
+}
+
+func (b *cpuBackend) NewStream(index int, name string, prio Priority) (BackendStream, error) {
+	var comm mpi.Comm
+	err := b.h.do(func() error {
+		var err error
+		comm, err = mpi.World().Dup()
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("stream %q: duplicating the communicator: %w", name, err)
+	}
+	s := newCPUStream(b, index, name, comm)
+	b.streams = append(b.streams, s)
+	return s, nil
+}
+
+func (b *cpuBackend) NewEvent() (Event, error) { return &cpuEvent{}, nil }
+
+func (b *cpuBackend) Alloc(dtype DType, elems int64) (Buffer, error) {
+	if !dtype.Valid() || elems < 0 {
+		return nil, fmt.Errorf("alloc: invalid buffer of %d %s", elems, dtype)
+	}
+	p, err := mpi.Malloc(elems * dtype.Size())
+	if err != nil {
+		return nil, err
+	}
+	buf := &cpuBuffer{p: p, dt: dtype, n: elems}
+	b.bufs = append(b.bufs, buf)
+	return buf, nil
+}
+
+func (b *cpuBackend) Elapsed(start, end Event) (time.Duration, error) {
+	ms, me := start.(*cpuEvent).get(), end.(*cpuEvent).get()
+	if ms == nil || me == nil {
+		return 0, fmt.Errorf("elapsed time of an event that was never recorded")
+	}
+	if !ms.completed() || !me.completed() {
+		return 0, fmt.Errorf("elapsed time of an event that has not completed")
+	}
+	return me.t.Sub(ms.t), nil
+}
+
+func (b *cpuBackend) CopyToHost(dst []byte, src Span) error {
+	s, err := spanBytes(src)
+	if err != nil {
+		return err
+	}
+	if len(dst) != len(s) {
+		return fmt.Errorf("copy to host: %d bytes into %d", len(s), len(dst))
+	}
+	copy(dst, s)
+	return nil
+}
+
+func (b *cpuBackend) CopyFromHost(dst Span, src []byte) error {
+	d, err := spanBytes(dst)
+	if err != nil {
+		return err
+	}
+	if len(d) != len(src) {
+		return fmt.Errorf("copy from host: %d bytes into %d", len(src), len(d))
+	}
+	copy(d, src)
+	return nil
+}
+
+func (b *cpuBackend) Close() error {
+	var errs []error
+	for _, s := range b.streams {
+		s.close()
+	}
+	for _, s := range b.streams {
+		s := s
+		if err := b.h.do(func() error { return s.comm.Free() }); err != nil {
+			errs = append(errs, fmt.Errorf("stream %q: %w", s.name, err))
+		}
+	}
+	for _, buf := range b.bufs {
+		mpi.Free(buf.p)
+		buf.p = nil
+	}
+	b.bufs = nil
+	return joinErrors(errs)
+}
+
+// cpuBuffer is C memory.
+type cpuBuffer struct {
+	p  unsafe.Pointer
+	dt DType
+	n  int64
+}
+
+func (b *cpuBuffer) DType() DType { return b.dt }
+func (b *cpuBuffer) Elems() int64 { return b.n }
+
+// spanBytes returns the C memory of s as a byte slice.
+func spanBytes(s Span) ([]byte, error) {
+	b, ok := s.Buf.(*cpuBuffer)
+	if !ok || b == nil || b.p == nil {
+		return nil, fmt.Errorf("span of a buffer the CPU backend did not allocate")
+	}
+	if s.Off < 0 || s.N < 0 || (s.Off+s.N)*s.DType.Size() > b.n*b.dt.Size() {
+		return nil, fmt.Errorf("span %d+%d of %s outside a buffer of %d %s", s.Off, s.N, s.DType, b.n, b.dt)
+	}
+	if s.N == 0 {
+		return nil, nil
+	}
+	p := unsafe.Add(b.p, s.Off*s.DType.Size())
+	return unsafe.Slice((*byte)(p), s.N*s.DType.Size()), nil
+}
+
+// spanPtr returns the address of s's first element.
+func spanPtr(s Span) unsafe.Pointer {
+	b := s.Buf.(*cpuBuffer)
+	return unsafe.Add(b.p, s.Off*s.DType.Size())
+}
+
+// cpuEvent is an event of the CPU backend. Each Record makes a new marker;
+// waits and queries use the marker current when they were issued, which is
+// what CUDA's semantics ask for.
+type cpuEvent struct {
+	curMu sync.Mutex
+	cur   *cpuMarker
+}
+
+// cpuMarker is one recording of an event.
+type cpuMarker struct {
+	done chan struct{}
+	t    time.Time
+	err  error
+}
+
+func (m *cpuMarker) completed() bool {
+	select {
+	case <-m.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func (e *cpuEvent) get() *cpuMarker {
+	e.curMu.Lock()
+	defer e.curMu.Unlock()
+	return e.cur
+}
+
+func (e *cpuEvent) set(m *cpuMarker) {
+	e.curMu.Lock()
+	e.cur = m
+	e.curMu.Unlock()
+}
+
+func (e *cpuEvent) Synchronize() error {
+	m := e.get()
+	if m == nil {
+		return nil
+	}
+	<-m.done
+	return m.err
+}
+
+func (e *cpuEvent) Query() (bool, error) {
+	m := e.get()
+	if m == nil {
+		return true, nil
+	}
+	if !m.completed() {
+		return false, nil
+	}
+	return true, m.err
+}

@@ -1,0 +1,306 @@
+package runtime
+
+// The engine holds a running plan: the backend's streams, the buckets' and
+// tensors' memory, the events, and the per-step bookkeeping that the Step
+// methods (step.go) fill in.
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"sync"
+	"time"
+)
+
+// engine runs one plan on one rank.
+type engine struct {
+	plan *Plan
+	prog *program
+	opts *options
+	h    *mpiHost
+	rank int
+	size int
+
+	be      Backend
+	streams []BackendStream
+
+	buckets []bucketMem
+	tensors []tensorMem
+	shapes  []PatternShape
+	// backOrder lists the non-frozen tensors in the order backward makes
+	// their gradients ready (reverse declaration order); lastOf[t] is the
+	// bucket whose last gradient t is, or -1.
+	backOrder []int
+	lastOf    []int
+
+	// Events: free ones, and those used by the current step.
+	freeEvents []Event
+	usedEvents []Event
+
+	// The current step.
+	seedStep uint32 // the step number that seeds the fill pattern
+	stepNo   int    // 0-based over warm-up and measured steps; -1 in init
+	epoch    Event
+	// stepStart is the host time at which the epoch was recorded.
+	stepStart time.Time
+	ready     []readyMark
+	cursor    int // index into the recorded flat statements, for the sanity check
+	flatStep  []stmt
+
+	// mu guards recs, which the watchdog reads.
+	mu   sync.Mutex
+	recs []timed
+
+	model   *model
+	tracing bool
+	hostAt  watchPoint
+	wd      *watchdog
+}
+
+// bucketMem is a bucket's wire buffer.
+type bucketMem struct {
+	buf Buffer
+	// elems is the buffer's length: the plan's Elems, padded to a multiple
+	// of the world size for buckets that an allgather or reducescatter
+	// touches.
+	elems int64
+	span  Span
+}
+
+// tensorMem is where a tensor's gradient lives.
+type tensorMem struct {
+	elems int64
+	// store is the gradient: a view into the bucket's wire buffer when the
+	// dtypes agree (inPlace), separate storage otherwise.
+	store   Span
+	inPlace bool
+	// wire is the tensor's place in its bucket's wire buffer (zero Span if
+	// in no bucket).
+	wire Span
+}
+
+// readyMark is a bucket's "all gradients ready" event of one step.
+type readyMark struct {
+	ev   Event
+	step int
+	ok   bool
+}
+
+// timedKind says what a timed record measures.
+type timedKind uint8
+
+const (
+	tBackward timedKind = iota + 1
+	tCompute
+	tColl
+	tGrad
+	tWait
+)
+
+// timed is one measured piece of work of the current step: on a stream
+// (between two events) or on the host (tWait).
+type timed struct {
+	kind   timedKind
+	stream int
+	at     Src
+	name   string
+	bucket int
+	id     int // collective statement id, for table rows
+	coll   Coll
+	op     RedOp
+	bytes  int64
+	group  bool
+	start  Event
+	end    Event
+	// Host times (tWait), and the resolved times of all records after the
+	// step, relative to the step's epoch.
+	hostStart, hostEnd time.Time
+	t0, t1             time.Duration
+}
+
+// newEngine allocates everything the plan needs on backend be.
+func newEngine(p *Plan, prog *program, opts *options, h *mpiHost, be Backend) (*engine, error) {
+	e := &engine{plan: p, prog: prog, opts: opts, h: h, rank: h.rank, size: h.size, be: be}
+	e.tracing = opts.trace != ""
+	e.flatStep = flat(prog.step)
+	for i, s := range p.Streams {
+		st, err := be.NewStream(i, s.Name, s.Priority)
+		if err != nil {
+			return nil, err
+		}
+		e.streams = append(e.streams, st)
+	}
+	e.shapes = choosePatterns(p, prog, e.size)
+	if err := e.allocate(); err != nil {
+		return nil, err
+	}
+	e.ready = make([]readyMark, len(p.Buckets))
+	e.planBackward()
+	e.model = newModel(e)
+	return e, nil
+}
+
+// allocate creates the buckets' wire buffers and the separate storage of
+// tensors that do not live in place, and fills every gradient with the
+// pattern of InitStep so that collectives that run before any backward
+// move defined values.
+func (e *engine) allocate() error {
+	p := e.plan
+	padded := paddedBuckets(e.prog, len(p.Buckets))
+	e.buckets = make([]bucketMem, len(p.Buckets))
+	for i, b := range p.Buckets {
+		n := b.Elems
+		if padded[i] && n%int64(e.size) != 0 {
+			n += int64(e.size) - n%int64(e.size)
+		}
+		buf, err := e.be.Alloc(b.Wire, max(n, 1))
+		if err != nil {
+			return fmt.Errorf("bucket %q (%s of %s): %w", b.Name, formatCount(n), b.Wire, err)
+		}
+		e.buckets[i] = bucketMem{buf: buf, elems: n, span: Span{Buf: buf, Off: 0, N: n, DType: b.Wire}}
+	}
+	// Separate storage: one arena per dtype, each tensor 64-byte aligned.
+	e.tensors = make([]tensorMem, len(p.Tensors))
+	arenaSize := map[DType]int64{}
+	offsets := make([]int64, len(p.Tensors))
+	for i := range p.Tensors {
+		t := &p.Tensors[i]
+		tm := &e.tensors[i]
+		tm.elems = tensorElems(t)
+		if t.Bucket >= 0 {
+			b := &e.buckets[t.Bucket]
+			tm.wire = Span{Buf: b.buf, Off: t.Offset, N: tm.elems, DType: p.Buckets[t.Bucket].Wire}
+			if t.DType == p.Buckets[t.Bucket].Wire {
+				tm.store = tm.wire
+				tm.inPlace = true
+				continue
+			}
+		}
+		align := 64 / t.DType.Size()
+		off := (arenaSize[t.DType] + align - 1) / align * align
+		offsets[i] = off
+		arenaSize[t.DType] = off + tm.elems
+	}
+	dtypes := make([]DType, 0, len(arenaSize))
+	for dt := range arenaSize {
+		dtypes = append(dtypes, dt)
+	}
+	sort.Slice(dtypes, func(i, j int) bool { return dtypes[i] < dtypes[j] })
+	arenas := map[DType]Buffer{}
+	for _, dt := range dtypes {
+		buf, err := e.be.Alloc(dt, arenaSize[dt])
+		if err != nil {
+			return fmt.Errorf("storage of the %s tensors (%s): %w", dt, formatCount(arenaSize[dt]), err)
+		}
+		arenas[dt] = buf
+	}
+	for i := range p.Tensors {
+		tm := &e.tensors[i]
+		if tm.inPlace {
+			continue
+		}
+		dt := p.Tensors[i].DType
+		tm.store = Span{Buf: arenas[dt], Off: offsets[i], N: tm.elems, DType: dt}
+	}
+	// Initial values, on the first stream.
+	st := e.streams[0]
+	for i := range p.Tensors {
+		if err := st.Fill(e.tensors[i].store, e.shapes[i].Params(e.rank, e.size, InitStep, i)); err != nil {
+			return fmt.Errorf("initial fill of %q: %w", p.Tensors[i].Name, err)
+		}
+		if !e.tensors[i].inPlace && p.Tensors[i].Bucket >= 0 {
+			if err := st.Cast(e.tensors[i].wire, e.tensors[i].store); err != nil {
+				return fmt.Errorf("initial cast of %q: %w", p.Tensors[i].Name, err)
+			}
+		}
+	}
+	return st.Synchronize()
+}
+
+// paddedBuckets reports which of the n buckets an allgather or
+// reducescatter touches anywhere in the program.
+func paddedBuckets(prog *program, n int) []bool {
+	out := make([]bool, n)
+	for _, ss := range [][]stmt{flat(prog.init), flat(prog.step)} {
+		for _, s := range ss {
+			if s.kind == sColl && (s.coll == CollAllGather || s.coll == CollReduceScatter) {
+				for _, b := range s.buckets {
+					out[b] = true
+				}
+			}
+		}
+	}
+	return out
+}
+
+// planBackward computes the order in which backward makes gradients ready
+// and which tensor completes each bucket.
+func (e *engine) planBackward() {
+	p := e.plan
+	e.lastOf = make([]int, len(p.Tensors))
+	for i := range e.lastOf {
+		e.lastOf[i] = -1
+	}
+	seen := make([]bool, len(p.Buckets))
+	for i := len(p.Tensors) - 1; i >= 0; i-- {
+		if p.Tensors[i].Frozen {
+			continue
+		}
+		e.backOrder = append(e.backOrder, i)
+	}
+	// The last tensor of a bucket in backward order is the first one met
+	// walking forward through the declaration order.
+	for i := range p.Tensors {
+		t := &p.Tensors[i]
+		if t.Frozen || t.Bucket < 0 || seen[t.Bucket] {
+			continue
+		}
+		seen[t.Bucket] = true
+		e.lastOf[i] = t.Bucket
+	}
+}
+
+// event returns an event for the current step.
+func (e *engine) event() Event {
+	var ev Event
+	if n := len(e.freeEvents); n > 0 {
+		ev = e.freeEvents[n-1]
+		e.freeEvents = e.freeEvents[:n-1]
+	} else {
+		var err error
+		ev, err = e.be.NewEvent()
+		if err != nil {
+			e.fatal("", fmt.Errorf("creating an event: %w", err))
+		}
+	}
+	e.usedEvents = append(e.usedEvents, ev)
+	return ev
+}
+
+// recordOn records a fresh event on stream and returns it.
+func (e *engine) recordOn(stream int, at Src) Event {
+	ev := e.event()
+	if err := e.streams[stream].Record(ev); err != nil {
+		e.fatal(at, err)
+	}
+	return ev
+}
+
+// addTimed appends a record for the watchdog and the reports.
+func (e *engine) addTimed(r timed) {
+	e.mu.Lock()
+	e.recs = append(e.recs, r)
+	e.mu.Unlock()
+}
+
+// fatal reports an error of the running plan, naming this rank, the step
+// and the statement, and aborts the whole job so that no rank hangs.
+func (e *engine) fatal(at Src, err error) {
+	pos := ""
+	if at != "" {
+		pos = string(at) + ": "
+	}
+	fmt.Fprintf(os.Stderr, "%s: rank %d (%s): error: step %s: %s%v\n", progName(), e.rank, e.h.host, e.stepName(), pos, err)
+	e.h.abort(1)
+	os.Exit(1)
+}

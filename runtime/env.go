@@ -1,0 +1,81 @@
+package runtime
+
+// The environment a run reports: versions, hosts, variables, and the
+// GOMAXPROCS adjustment.
+
+import (
+	"fmt"
+	"os"
+	goruntime "runtime"
+	"sort"
+	"strings"
+)
+
+// adjustGOMAXPROCS makes sure Go has at least two threads to run on. Under
+// mpirun, Open MPI binds each rank to a core by default (--bind-to core for
+// up to 2 ranks, socket beyond), and Go then sees one CPU: the streams and
+// the host would share it and the overlap of compute and communication
+// disappears. `mpirun --bind-to none` avoids the binding; failing that we
+// raise GOMAXPROCS to 2 (the threads still share the bound core, but a
+// sleeping stream no longer blocks the others). It returns a note for the
+// report, empty when nothing changed.
+func adjustGOMAXPROCS() string {
+	if os.Getenv("GOMAXPROCS") != "" {
+		return ""
+	}
+	if goruntime.NumCPU() < 2 && goruntime.GOMAXPROCS(0) < 2 {
+		goruntime.GOMAXPROCS(2)
+		return "the process is bound to 1 CPU (mpirun binds ranks to cores; use --bind-to none): GOMAXPROCS raised to 2"
+	}
+	return ""
+}
+
+// runInfo is what every report shows about the run.
+type runInfo struct {
+	backend  string
+	why      string
+	versions []KV
+	hosts    []string // per rank
+	procNote string
+	maxprocs []int // per rank
+	numCPU   []int
+	env      []KV // NCCL_*, OMPI_*, SYNCGEN_*, CUDA_VISIBLE_DEVICES on rank 0
+	goVer    string
+}
+
+// gatherInfo collects the run's environment (collective).
+func gatherInfo(h *mpiHost, be Backend, why, procNote string, tune cpuTuning) *runInfo {
+	info := &runInfo{backend: be.Name(), why: why, versions: be.Versions(), procNote: procNote, goVer: goruntime.Version()}
+	rec := make([]byte, 256)
+	s := fmt.Sprintf("%d %d %s", goruntime.GOMAXPROCS(0), goruntime.NumCPU(), h.host)
+	copy(rec, s)
+	all, err := h.Allgather(rec)
+	if err == nil {
+		for _, x := range all {
+			var mp, nc int
+			var host string
+			fmt.Sscanf(strings.TrimRight(string(x), "\x00"), "%d %d %s", &mp, &nc, &host)
+			info.hosts = append(info.hosts, host)
+			info.maxprocs = append(info.maxprocs, mp)
+			info.numCPU = append(info.numCPU, nc)
+		}
+	}
+	for _, kv := range os.Environ() {
+		k, v, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "NCCL_") || strings.HasPrefix(k, "OMPI_") || strings.HasPrefix(k, "SYNCGEN_") ||
+			k == "CUDA_VISIBLE_DEVICES" || k == "GOMAXPROCS" {
+			info.env = append(info.env, KV{k, v})
+		}
+	}
+	sort.Slice(info.env, func(i, j int) bool { return info.env[i].Key < info.env[j].Key })
+	return info
+}
+
+// distinctHosts returns the number of different hosts.
+func (info *runInfo) distinctHosts() int {
+	m := map[string]bool{}
+	for _, h := range info.hosts {
+		m[h] = true
+	}
+	return len(m)
+}

@@ -1,0 +1,128 @@
+package runtime
+
+// The GPU benchmark (scripts/gpu-check.sh runs it on the GPU machine next to
+// bench/gpu/nccl_allreduce.c): per-collective time of an in-place allreduce
+// through the backend, 4 B to 1 GiB, in the C baseline's format; and the
+// bandwidth of the fill and the casts against the device's copy bandwidth
+// (cudaMemcpy device to device and a copy kernel), measured in the same run.
+// It is a test that runs only with SYNCGEN_GPU_BENCH=1, not a timed test.
+
+import (
+	"fmt"
+	"os"
+	goruntime "runtime"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/syncgen/syncgen/runtime/cuda"
+	"github.com/syncgen/syncgen/runtime/nccl"
+)
+
+// benchIters is the C baseline's rule: enough calls that small sizes
+// measure the per-call overhead, few enough that 1 GiB stays quick.
+func benchIters(bytes int64) int {
+	n := (int64(1) << 32) / max(bytes, 1)
+	return int(min(max(n, 20), 2000))
+}
+
+func TestGPUBench(t *testing.T) {
+	if os.Getenv("SYNCGEN_GPU_BENCH") == "" {
+		t.Skip("set SYNCGEN_GPU_BENCH=1 to run the GPU benchmark")
+	}
+	b, compute, comm := newTestGPU(t)
+	maxBytes := int64(1) << 30
+	if v, err := strconv.ParseInt(os.Getenv("SYNCGEN_GPU_BENCH_MAX"), 0, 64); err == nil {
+		maxBytes = v
+	}
+	buf := mustAlloc(t, b, F32, maxBytes/4)
+	e0, _ := b.NewEvent()
+	e1, _ := b.NewEvent()
+	must := func(err error) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	fmt.Printf("# syncgen runtime allreduce: NCCL %d, %d GPU(s), dtype f32, in place\n", nccl.Version(), b.env.Size)
+	fmt.Printf("# %-12s %8s %12s %12s %10s %10s\n", "bytes", "iters", "host_us", "dev_us", "algbw", "busbw")
+	for bytes := int64(4); bytes <= maxBytes; bytes *= 2 {
+		op := []CollOp{{Stream: comm, Coll: CollAllReduce, Op: Sum, Buf: Span{Buf: buf, N: bytes / 4, DType: F32}, Name: "bench"}}
+		for w := 0; w < 5; w++ {
+			must(b.Collectives(op))
+		}
+		must(comm.Synchronize())
+		n := benchIters(bytes)
+		t0 := time.Now()
+		must(comm.Record(e0))
+		for i := 0; i < n; i++ {
+			must(b.Collectives(op))
+		}
+		must(comm.Record(e1))
+		must(comm.Synchronize())
+		host := time.Since(t0).Seconds() / float64(n)
+		d, err := b.Elapsed(e0, e1)
+		must(err)
+		dev := d.Seconds() / float64(n)
+		algbw := float64(bytes) / dev / 1e9
+		busbw := algbw * 2 * float64(b.env.Size-1) / float64(b.env.Size)
+		fmt.Printf("%-14d %8d %12.2f %12.2f %10.2f %10.2f\n", bytes, n, host*1e6, dev*1e6, algbw, busbw)
+	}
+
+	// Bandwidth of the element-wise kernels on 1 GiB of float32 (or the
+	// 16-bit half of it), counting bytes read plus bytes written.
+	const elems = 1 << 28
+	f32 := Span{Buf: buf, N: min(elems, maxBytes/4), DType: F32}
+	half := mustAlloc(t, b, BF16, f32.N)
+	h16 := Span{Buf: half, N: f32.N, DType: BF16}
+	f16 := Span{Buf: half, N: f32.N, DType: F16}
+	dst := mustAlloc(t, b, F32, f32.N)
+	d32 := Span{Buf: dst, N: f32.N, DType: F32}
+	p := FillParams{Kind: FillAvg, SeedA: 1, SeedB: 2, Lo: -100, Hi: 100, Dev: 7, Sign: 1}
+	timeIt := func(name string, bytesMoved int64, work func() error) float64 {
+		for w := 0; w < 2; w++ {
+			must(work())
+		}
+		const reps = 10
+		must(compute.Record(e0))
+		for i := 0; i < reps; i++ {
+			must(work())
+		}
+		must(compute.Record(e1))
+		must(compute.Synchronize())
+		d, err := b.Elapsed(e0, e1)
+		must(err)
+		gbs := float64(bytesMoved) * reps / d.Seconds() / 1e9
+		fmt.Printf("%-28s %10.1f GB/s  %8.1f us\n", name, gbs, d.Seconds()/reps*1e6)
+		return gbs
+	}
+	fmt.Printf("# element-wise kernels on %d elements; GB/s counts bytes read + written\n", f32.N)
+	srcP, _ := addr(f32)
+	dstP, _ := addr(d32)
+	memcpy := timeIt("cudaMemcpy D2D f32", 8*f32.N, func() error {
+		must(b.enter())
+		defer goruntime.UnlockOSThread()
+		return cuda.MemcpyAsync(uintptr(dstP), uintptr(srcP), 4*f32.N, cuda.DeviceToDevice, compute.s)
+	})
+	timeIt("copy kernel f32", 8*f32.N, func() error {
+		must(b.enter())
+		defer goruntime.UnlockOSThread()
+		return b.kernels.Copy(compute.s, dstP, srcP, 4*f32.N)
+	})
+	rows := []struct {
+		name  string
+		bytes int64
+		work  func() error
+	}{
+		{"fill f32 (avg pattern)", 4 * f32.N, func() error { return compute.Fill(f32, p) }},
+		{"fill bf16 (avg pattern)", 2 * f32.N, func() error { return compute.Fill(h16, p) }},
+		{"cast f32 -> bf16", 6 * f32.N, func() error { return compute.Cast(h16, f32) }},
+		{"cast bf16 -> f32", 6 * f32.N, func() error { return compute.Cast(d32, h16) }},
+		{"cast f32 -> f16", 6 * f32.N, func() error { return compute.Cast(f16, f32) }},
+		{"cast f16 -> f32", 6 * f32.N, func() error { return compute.Cast(d32, f16) }},
+		{"cast f16 -> bf16 (generic)", 4 * f32.N, func() error { return compute.Cast(Span{Buf: dst, N: f32.N, DType: BF16}, f16) }},
+	}
+	for _, r := range rows {
+		gbs := timeIt(r.name, r.bytes, r.work)
+		fmt.Printf("%-28s %10.0f%% of cudaMemcpy\n", "", 100*gbs/memcpy)
+	}
+}

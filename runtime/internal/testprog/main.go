@@ -1,0 +1,408 @@
+// Command testprog runs one of a set of small plans with the syncgen
+// runtime, for the runtime's tests and benchmarks. The first argument names
+// the plan, the rest are the runtime's own flags:
+//
+//	mpirun -np 4 testprog matrix --steps 3
+//	mpirun -np 2 testprog allreduce:64MiB --steps 20 --check off
+//
+// The plans stand in for generated programs: they fill the same tables and
+// call the same Step methods that syncgen's code generator emits.
+package main
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	rt "github.com/syncgen/syncgen/runtime"
+)
+
+// plans maps a plan name to its constructor; the argument is what follows
+// a ':' in the name (e.g. the size in "allreduce:64MiB").
+var plans = map[string]func(arg string) (*rt.Plan, error){
+	"basic":     basic,
+	"matrix":    matrix,
+	"wire":      wire,
+	"overlap":   overlap,
+	"group":     group,
+	"chain":     chain,
+	"init":      initPlan,
+	"big":       big,
+	"allreduce": allreduce,
+	"other":     other,
+	"root":      rootPlan,
+}
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+	}
+	name, arg, _ := strings.Cut(os.Args[1], ":")
+	mk, ok := plans[name]
+	if !ok {
+		usage()
+	}
+	p, err := mk(arg)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "testprog: %s: %v\n", os.Args[1], err)
+		os.Exit(2)
+	}
+	os.Args = append([]string{os.Args[0]}, os.Args[2:]...)
+	rt.Main(p)
+}
+
+func usage() {
+	var names []string
+	for n := range plans {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	fmt.Fprintf(os.Stderr, "usage: testprog PLAN[:ARG] [runtime flags]\nplans: %s\n", strings.Join(names, " "))
+	os.Exit(2)
+}
+
+// builder assembles a plan's tables.
+type builder struct {
+	p *rt.Plan
+}
+
+func newBuilder(name string) *builder {
+	return &builder{p: &rt.Plan{Name: name, Source: "testdata/" + name + ".sync", Hash: "test-" + name,
+		Run: rt.Run{Steps: 3, Warmup: 1, CheckEvery: 1}}}
+}
+
+func (b *builder) stream(name string, prio rt.Priority) int {
+	b.p.Streams = append(b.p.Streams, rt.Stream{Name: name, Priority: prio})
+	return len(b.p.Streams) - 1
+}
+
+func (b *builder) tensor(name string, dt rt.DType, shape ...int64) int {
+	b.p.Tensors = append(b.p.Tensors, rt.Tensor{Name: name, DType: dt, Shape: shape, Bucket: -1})
+	return len(b.p.Tensors) - 1
+}
+
+// bucket lays tensors out one after another in a new bucket.
+func (b *builder) bucket(name string, wire rt.DType, tensors ...int) int {
+	bi := len(b.p.Buckets)
+	var off int64
+	for _, t := range tensors {
+		tt := &b.p.Tensors[t]
+		tt.Bucket, tt.Offset = bi, off
+		n := int64(1)
+		for _, d := range tt.Shape {
+			n *= d
+		}
+		off += n
+	}
+	b.p.Buckets = append(b.p.Buckets, rt.Bucket{Name: name, Wire: wire, Elems: off, Tensors: tensors})
+	return bi
+}
+
+var dtypes = []rt.DType{rt.F64, rt.F32, rt.F16, rt.BF16, rt.I64, rt.I32, rt.I8, rt.U8}
+var dtypeNames = []string{"", "f64", "f32", "f16", "bf16", "i64", "i32", "i8", "u8"}
+var opNames = []string{"", "sum", "avg", "min", "max", "prod"}
+
+func src(line int) rt.Src { return rt.Src(fmt.Sprintf("test.sync:%d:5", line)) }
+
+// basic: two buckets of f32 gradients all-reduced after ready.
+func basic(string) (*rt.Plan, error) { return basicWith(rt.Avg) }
+
+func basicWith(op rt.RedOp) (*rt.Plan, error) {
+	b := newBuilder("basic")
+	compute := b.stream("compute", rt.PriorityDefault)
+	comm := b.stream("comm", rt.PriorityHigh)
+	t0 := b.tensor("fc1.weight", rt.F32, 64, 33)
+	t1 := b.tensor("fc1.bias", rt.F32, 64)
+	t2 := b.tensor("fc2.weight", rt.F32, 10, 64)
+	t3 := b.tensor("fc2.bias", rt.F32, 10)
+	b.tensor("bn.weight", rt.F32, 64) // in no bucket
+	b0 := b.bucket("grads[0]", rt.F32, t3, t2)
+	b1 := b.bucket("grads[1]", rt.F32, t1, t0)
+	b.p.Step = func(s *rt.Step) {
+		s.Backward(src(10), compute, 20*time.Millisecond)
+		s.AllReduce(src(11), comm, op, rt.AfterReady(), b0, b1)
+		s.Wait(src(12), comm)
+	}
+	return b.p, nil
+}
+
+// matrix: every collective with every operator on every dtype, one bucket
+// each, with an odd number of elements (so allgather and reducescatter
+// buckets are padded).
+func matrix(string) (*rt.Plan, error) {
+	b := newBuilder("matrix")
+	compute := b.stream("compute", rt.PriorityDefault)
+	comm := b.stream("comm", rt.PriorityHigh)
+	type job struct {
+		coll string
+		op   rt.RedOp
+		b    int
+	}
+	var jobs []job
+	line := 100
+	for _, dt := range dtypes {
+		add := func(coll string, op rt.RedOp) {
+			name := fmt.Sprintf("%s.%s", dtypeNames[dt], coll)
+			if op != rt.NoOp {
+				name += "." + opNames[op]
+			}
+			t := b.tensor(name+".grad", dt, 7, 11) // 77 elements
+			t2 := b.tensor(name+".grad2", dt, 6)
+			jobs = append(jobs, job{coll, op, b.bucket(name, dt, t, t2)})
+		}
+		for op := rt.Sum; op <= rt.Prod; op++ {
+			add("allreduce", op)
+			add("reduce", op)
+			add("reducescatter", op)
+		}
+		add("broadcast", rt.NoOp)
+		add("allgather", rt.NoOp)
+	}
+	b.p.Step = func(s *rt.Step) {
+		s.Backward(src(10), compute, 5*time.Millisecond)
+		for i, j := range jobs {
+			at := src(line + i)
+			switch j.coll {
+			case "allreduce":
+				s.AllReduce(at, comm, j.op, rt.AfterReady(), j.b)
+			case "reduce":
+				s.Reduce(at, comm, j.op, (i/3)%maxRoot(), rt.AfterReady(), j.b)
+			case "reducescatter":
+				s.ReduceScatter(at, comm, j.op, rt.AfterReady(), j.b)
+			case "broadcast":
+				s.Broadcast(at, comm, (i/3)%maxRoot(), rt.AfterReady(), j.b)
+			case "allgather":
+				s.AllGather(at, comm, rt.AfterReady(), j.b)
+			}
+		}
+		s.Wait(src(20), comm)
+	}
+	return b.p, nil
+}
+
+// maxRoot is the number of ranks roots cycle through: the world size from
+// Open MPI's environment (1 when run alone), so every root is valid.
+func maxRoot() int {
+	n, err := strconv.Atoi(os.Getenv("OMPI_COMM_WORLD_SIZE"))
+	if err != nil || n < 1 {
+		return 1
+	}
+	return n
+}
+
+// wire: tensors whose dtype differs from their bucket's wire dtype.
+func wire(string) (*rt.Plan, error) {
+	b := newBuilder("wire")
+	compute := b.stream("compute", rt.PriorityDefault)
+	comm := b.stream("comm", rt.PriorityHigh)
+	type pair struct{ t, w rt.DType }
+	pairs := []pair{{rt.F32, rt.BF16}, {rt.F32, rt.F16}, {rt.F16, rt.F32}, {rt.BF16, rt.F32}, {rt.F64, rt.F16},
+		{rt.F32, rt.F64}, {rt.I32, rt.F32}, {rt.F16, rt.BF16}}
+	var sums, avgs []int
+	for _, pr := range pairs {
+		for _, op := range []string{"sum", "avg"} {
+			name := fmt.Sprintf("%s_on_%s.%s", dtypeNames[pr.t], dtypeNames[pr.w], op)
+			a := b.tensor(name+".a", pr.t, 100)
+			c := b.tensor(name+".b", pr.w, 30) // same dtype as the wire: in place
+			d := b.tensor(name+".c", pr.t, 3, 3)
+			bi := b.bucket(name, pr.w, a, c, d)
+			if op == "sum" {
+				sums = append(sums, bi)
+			} else {
+				avgs = append(avgs, bi)
+			}
+		}
+	}
+	b.p.Step = func(s *rt.Step) {
+		s.Backward(src(10), compute, 5*time.Millisecond)
+		s.AllReduce(src(11), comm, rt.Sum, rt.AfterReady(), sums...)
+		s.AllReduce(src(12), comm, rt.Avg, rt.AfterReady(), avgs...)
+		s.Wait(src(13), comm)
+	}
+	return b.p, nil
+}
+
+// overlap: a long backward over many buckets, all-reduced after ready, so
+// that the first buckets' collectives run while backward still runs.
+func overlap(string) (*rt.Plan, error) {
+	b := newBuilder("overlap")
+	compute := b.stream("compute", rt.PriorityDefault)
+	comm := b.stream("comm", rt.PriorityHigh)
+	var ts []int
+	for i := 0; i < 16; i++ {
+		ts = append(ts, b.tensor(fmt.Sprintf("layer%d.weight", i), rt.F32, 256, 256))
+	}
+	var bs []int
+	for i := 0; i < 8; i++ {
+		// Reverse order, as DDP: the last tensors first.
+		bs = append(bs, b.bucket(fmt.Sprintf("grads[%d]", i), rt.F32, ts[15-2*i], ts[14-2*i]))
+	}
+	b.p.Step = func(s *rt.Step) {
+		s.Compute(src(9), compute, 10*time.Millisecond)
+		s.Backward(src(10), compute, 80*time.Millisecond)
+		s.AllReduce(src(11), comm, rt.Sum, rt.AfterReady(), bs...)
+		s.Wait(src(12), comm)
+	}
+	return b.p, nil
+}
+
+// group: collectives issued as groups, one of them across two streams.
+func group(string) (*rt.Plan, error) {
+	b := newBuilder("group")
+	compute := b.stream("compute", rt.PriorityDefault)
+	comm := b.stream("comm", rt.PriorityHigh)
+	comm2 := b.stream("comm2", rt.PriorityLow)
+	var bs []int
+	for i := 0; i < 5; i++ {
+		t := b.tensor(fmt.Sprintf("w%d", i), rt.F32, 1000+int64(i))
+		bs = append(bs, b.bucket(fmt.Sprintf("b%d", i), rt.F32, t))
+	}
+	h := b.tensor("head", rt.F16, 333)
+	hb := b.bucket("head", rt.F16, h)
+	b.p.Step = func(s *rt.Step) {
+		s.Backward(src(10), compute, 10*time.Millisecond)
+		s.Group(src(11), func() {
+			s.AllReduce(src(12), comm, rt.Sum, rt.AfterReady(), bs[0], bs[1])
+			s.AllReduce(src(13), comm2, rt.Max, rt.AfterReady(), bs[2])
+			s.Broadcast(src(14), comm2, 0, rt.AfterReady(), hb)
+		})
+		s.Group(src(15), func() {
+			s.AllReduce(src(16), comm, rt.Avg, rt.AfterStream(comm2), bs[3], bs[4])
+		})
+		s.Wait(src(17), comm)
+		s.Wait(src(18), comm2)
+	}
+	return b.p, nil
+}
+
+// chain: several collectives on the same buckets in one step, on two
+// streams ordered by after.
+func chain(string) (*rt.Plan, error) {
+	b := newBuilder("chain")
+	compute := b.stream("compute", rt.PriorityDefault)
+	comm := b.stream("comm", rt.PriorityHigh)
+	side := b.stream("side", rt.PriorityDefault)
+	x := b.bucket("x", rt.F32, b.tensor("x", rt.F32, 500))
+	y := b.bucket("y", rt.BF16, b.tensor("y", rt.BF16, 123))
+	z := b.bucket("z", rt.I32, b.tensor("z", rt.I32, 77))
+	b.p.Step = func(s *rt.Step) {
+		s.Backward(src(10), compute, 5*time.Millisecond)
+		s.AllReduce(src(11), comm, rt.Sum, rt.AfterReady(), x, y, z)
+		s.Broadcast(src(12), side, 0, rt.AfterStream(comm), x)
+		s.ReduceScatter(src(13), side, rt.Max, rt.AfterStream(comm), y)
+		s.AllGather(src(14), side, rt.AfterStream(side), y)
+		s.Reduce(src(15), comm, rt.Avg, 0, rt.AfterStream(side), z)
+		s.Compute(src(16), compute, 2*time.Millisecond)
+		s.Wait(src(17), side)
+		s.Wait(src(18), comm)
+	}
+	return b.p, nil
+}
+
+// initPlan: an init block that broadcasts the parameters before the steps.
+func initPlan(string) (*rt.Plan, error) {
+	b := newBuilder("init")
+	compute := b.stream("compute", rt.PriorityDefault)
+	comm := b.stream("comm", rt.PriorityHigh)
+	w := b.bucket("params", rt.F32, b.tensor("w", rt.F32, 300), b.tensor("v", rt.F32, 20))
+	f := b.bucket("frozen", rt.F32, b.tensor("emb", rt.F32, 50))
+	b.p.Tensors[len(b.p.Tensors)-1].Frozen = true
+	b.p.Init = func(s *rt.Step) {
+		s.Broadcast(src(5), comm, 0, rt.After{}, w, f)
+		s.Wait(src(6), comm)
+	}
+	b.p.Step = func(s *rt.Step) {
+		s.Backward(src(10), compute, 2*time.Millisecond)
+		s.AllReduce(src(11), comm, rt.Sum, rt.AfterReady(), w)
+		s.AllReduce(src(12), comm, rt.Max, rt.After{}, f)
+		s.Wait(src(13), comm)
+	}
+	return b.p, nil
+}
+
+// big: one bucket larger than the CPU backend's chunk, checked.
+func big(arg string) (*rt.Plan, error) {
+	n := int64(5<<20 + 3) // f32 elements: 20 MiB
+	if arg != "" {
+		v, err := strconv.ParseInt(arg, 10, 64)
+		if err != nil {
+			return nil, err
+		}
+		n = v
+	}
+	b := newBuilder("big")
+	compute := b.stream("compute", rt.PriorityDefault)
+	comm := b.stream("comm", rt.PriorityHigh)
+	g := b.bucket("grads", rt.F32, b.tensor("w", rt.F32, n))
+	h := b.bucket("half", rt.BF16, b.tensor("h", rt.BF16, n/2))
+	b.p.Step = func(s *rt.Step) {
+		s.Backward(src(10), compute, 10*time.Millisecond)
+		s.AllReduce(src(11), comm, rt.Avg, rt.AfterReady(), g, h)
+		s.Broadcast(src(12), comm, 0, rt.After{}, h)
+		s.Wait(src(13), comm)
+	}
+	return b.p, nil
+}
+
+// allreduce: one f32 bucket of the given size, all-reduced with sum, and
+// nothing else: the runtime side of bench/allreduce.sh.
+func allreduce(arg string) (*rt.Plan, error) {
+	size, err := parseSize(arg)
+	if err != nil {
+		return nil, err
+	}
+	b := newBuilder("allreduce")
+	comm := b.stream("comm", rt.PriorityHigh)
+	g := b.bucket("buf", rt.F32, b.tensor("buf", rt.F32, max(size/4, 1)))
+	b.p.Hash = "bench-allreduce-" + arg
+	b.p.Step = func(s *rt.Step) {
+		s.AllReduce(src(11), comm, rt.Sum, rt.After{}, g)
+		s.Wait(src(12), comm)
+	}
+	return b.p, nil
+}
+
+// other: a plan that differs from basic, for the plan-mismatch test.
+func other(string) (*rt.Plan, error) {
+	p, _ := basicWith(rt.Sum)
+	p.Name, p.Source, p.Hash = "other", "testdata/other.sync", "test-other"
+	return p, nil
+}
+
+func parseSize(s string) (int64, error) {
+	mult := int64(1)
+	for _, u := range []struct {
+		s string
+		m int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"B", 1}} {
+		if strings.HasSuffix(s, u.s) {
+			s, mult = strings.TrimSuffix(s, u.s), u.m
+			break
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("size %q: want e.g. 64MiB", s)
+	}
+	return n * mult, nil
+}
+
+// rootPlan: a broadcast from the root given as the argument, to test roots
+// outside the world.
+func rootPlan(arg string) (*rt.Plan, error) {
+	root, err := strconv.Atoi(arg)
+	if err != nil {
+		return nil, fmt.Errorf("root %q: %v", arg, err)
+	}
+	b := newBuilder("root")
+	comm := b.stream("comm", rt.PriorityHigh)
+	g := b.bucket("params", rt.F32, b.tensor("w", rt.F32, 10))
+	b.p.Step = func(s *rt.Step) {
+		s.Broadcast(src(7), comm, root, rt.After{}, g)
+		s.Wait(src(8), comm)
+	}
+	return b.p, nil
+}

@@ -1,0 +1,114 @@
+package runtime
+
+// --json FILE: the report's figures and the environment, for scripts that
+// compare runs.
+
+import (
+	"encoding/json"
+	"os"
+)
+
+// jsonReport is the file's schema.
+type jsonReport struct {
+	Program   string            `json:"program"`
+	Source    string            `json:"source"`
+	PlanHash  string            `json:"plan_hash"`
+	Ranks     int               `json:"ranks"`
+	Hosts     []string          `json:"hosts"`
+	Backend   string            `json:"backend"`
+	Why       string            `json:"backend_reason"`
+	Versions  map[string]string `json:"versions"`
+	Env       map[string]string `json:"env"`
+	GoVersion string            `json:"go_version"`
+	MaxProcs  []int             `json:"gomaxprocs"`
+	NumCPU    []int             `json:"num_cpu"`
+	ProcNote  string            `json:"gomaxprocs_note,omitempty"`
+	Steps     int               `json:"steps"`
+	Warmup    int               `json:"warmup"`
+	Check     int               `json:"check_every"`
+	Tensors   int               `json:"tensors"`
+	Params    int64             `json:"parameters"`
+	GradBytes int64             `json:"gradient_bytes"`
+	Buckets   []jsonRow         `json:"buckets"`
+	Summary   jsonSummary       `json:"summary"`
+}
+
+// jsonRow is one line of the table. Times in microseconds, bandwidths in
+// GB/s (1e9 bytes per second).
+type jsonRow struct {
+	Bucket     string  `json:"bucket"`
+	Src        string  `json:"src"`
+	Stream     string  `json:"stream"`
+	Tensors    int     `json:"tensors"`
+	Bytes      int64   `json:"bytes"`
+	Wire       string  `json:"wire"`
+	Collective string  `json:"collective"`
+	Op         string  `json:"op,omitempty"`
+	Root       *int    `json:"root,omitempty"`
+	Group      bool    `json:"group"`
+	TimeUs     float64 `json:"time_us"`
+	AlgBW      float64 `json:"algbw_gbs"`
+	BusBW      float64 `json:"busbw_gbs"`
+	Wrong      *int64  `json:"wrong,omitempty"`
+}
+
+// jsonSummary holds the summary figures (milliseconds).
+type jsonSummary struct {
+	StepP50Ms   float64   `json:"step_p50_ms"`
+	StepP90Ms   float64   `json:"step_p90_ms"`
+	StepMeanMs  float64   `json:"step_mean_ms"`
+	StepsMs     []float64 `json:"step_ms"`
+	ComputeMs   float64   `json:"compute_ms"`
+	CommMs      float64   `json:"communication_ms"`
+	ExposedMs   float64   `json:"exposed_communication_ms"`
+	OverlapPct  float64   `json:"overlap_pct"`
+	Wrong       int64     `json:"wrong"`
+	Unchecked   int64     `json:"unchecked"`
+	Checks      int       `json:"checks"`
+	TimeOverRks string    `json:"time_over_ranks"`
+}
+
+func writeJSON(path string, e *engine, rep *report, info *runInfo) error {
+	p := e.plan
+	nt, _, params, bytes := planTotals(p)
+	j := jsonReport{Program: p.Name, Source: p.Source, PlanHash: p.Hash, Ranks: e.size, Hosts: info.hosts,
+		Backend: info.backend, Why: info.why, Versions: map[string]string{}, Env: map[string]string{},
+		GoVersion: info.goVer, MaxProcs: info.maxprocs, NumCPU: info.numCPU, ProcNote: info.procNote,
+		Steps: e.opts.steps, Warmup: e.opts.warmup, Check: e.opts.checkEvery, Tensors: nt, Params: params, GradBytes: bytes}
+	for _, kv := range info.versions {
+		j.Versions[kv.Key] = kv.Value
+	}
+	for _, kv := range info.env {
+		j.Env[kv.Key] = kv.Value
+	}
+	for _, r := range rep.rows {
+		b := p.Buckets[r.bucket]
+		jr := jsonRow{Bucket: b.Name, Src: string(r.at), Stream: p.Streams[r.stream].Name, Tensors: len(b.Tensors), Bytes: r.bytes,
+			Wire: b.Wire.String(), Collective: r.coll.String(), Group: r.group,
+			TimeUs: float64(r.time) / 1e3, AlgBW: r.algbw, BusBW: r.busbw}
+		if r.coll.Reduces() {
+			jr.Op = r.op.String()
+		}
+		if r.coll == CollBroadcast || r.coll == CollReduce {
+			root := r.root
+			jr.Root = &root
+		}
+		if r.showWrong && rep.checks > 0 {
+			w := r.wrong
+			jr.Wrong = &w
+		}
+		j.Buckets = append(j.Buckets, jr)
+	}
+	ms := func(d interface{ Nanoseconds() int64 }) float64 { return float64(d.Nanoseconds()) / 1e6 }
+	j.Summary = jsonSummary{StepP50Ms: ms(rep.p50), StepP90Ms: ms(rep.p90), StepMeanMs: ms(rep.mean), ComputeMs: ms(rep.compute),
+		CommMs: ms(rep.comm), ExposedMs: ms(rep.exposed), OverlapPct: rep.overlap, Wrong: rep.wrong, Unchecked: rep.unchecked,
+		Checks: rep.checks, TimeOverRks: "bucket time: max over ranks of the per-rank mean; step time: max over ranks"}
+	for _, d := range rep.stepTimes {
+		j.Summary.StepsMs = append(j.Summary.StepsMs, ms(d))
+	}
+	data, err := json.MarshalIndent(j, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(data, '\n'), 0o644)
+}

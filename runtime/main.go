@@ -1,0 +1,164 @@
+package runtime
+
+// Main: what a generated program runs.
+
+import (
+	"encoding/binary"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"time"
+)
+
+// Main runs plan: it parses the program's flags, initialises MPI, checks
+// that every rank runs the same plan, selects the backend, runs the init
+// block, the warm-up and the measured steps, reports on rank 0 and
+// finalises. It exits the process: with status 0 when every check passed,
+// 1 when an element was wrong or something failed, 2 for bad flags. An
+// error or panic on one rank aborts the whole job (MPI_Abort) after
+// printing it, so that no rank hangs.
+func Main(plan *Plan) {
+	os.Exit(mainArgs(plan, os.Args))
+}
+
+var progNameValue = "syncgen"
+
+// progName is the program's name for messages.
+func progName() string { return progNameValue }
+
+func mainArgs(p *Plan, args []string) int {
+	if len(args) > 0 {
+		progNameValue = filepath.Base(args[0])
+	}
+	opts, err := parseOptions(p, progName(), args[1:], os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", progName(), err)
+		return 2
+	}
+	procNote := adjustGOMAXPROCS()
+	h, err := startMPI()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", progName(), err)
+		return 1
+	}
+	r := &runner{p: p, opts: opts, h: h, procNote: procNote}
+	defer func() {
+		if v := recover(); v != nil {
+			r.fatal(fmt.Errorf("panic: %v\n%s", v, debug.Stack()))
+		}
+	}()
+	return r.run()
+}
+
+// commonOrigin returns rank 0's wall-clock time, the zero of every rank's
+// trace timestamps: ranks on one host share the clock, so their timelines
+// line up exactly; across hosts they are as close as the hosts' clocks.
+func commonOrigin(h *mpiHost) (time.Time, error) {
+	buf := make([]byte, 8)
+	binary.LittleEndian.PutUint64(buf, uint64(time.Now().UnixNano()))
+	if err := h.Bcast(0, buf); err != nil {
+		return time.Time{}, fmt.Errorf("agreeing on the time origin: %w", err)
+	}
+	return time.Unix(0, int64(binary.LittleEndian.Uint64(buf))), nil
+}
+
+// runner is one run of Main on one rank.
+type runner struct {
+	p        *Plan
+	opts     *options
+	h        *mpiHost
+	procNote string
+	e        *engine
+}
+
+// fatal prints err naming this rank and aborts the whole job.
+func (r *runner) fatal(err error) {
+	fmt.Fprintf(os.Stderr, "%s: rank %d (%s): error: %v\n", progName(), r.h.rank, r.h.host, err)
+	r.h.abort(1)
+	os.Exit(1)
+}
+
+// agreedFailure ends a run that every rank knows failed the same way: rank
+// 0 prints why, every rank finalises and exits 1.
+func (r *runner) agreedFailure(err error) int {
+	if r.h.rank == 0 {
+		fmt.Fprintf(os.Stderr, "%s: error: %v\n", progName(), err)
+	}
+	_ = r.h.finalize()
+	return 1
+}
+
+func (r *runner) run() int {
+	p, h := r.p, r.h
+	// Compare plans first: only when every rank runs the same plan do they
+	// all reach the same verdict on it.
+	prog, err := record(p)
+	tune := cpuTuningFromEnv()
+	if err := checkSamePlan(h, p, prog, tune); err != nil {
+		return r.agreedFailure(err)
+	}
+	if err == nil {
+		err = prog.validate(p, h.size)
+	}
+	if err != nil {
+		return r.agreedFailure(fmt.Errorf("the plan cannot run on %d rank%s:\n%v", h.size, plural(h.size), err))
+	}
+	be, why, err := selectBackend(h, p, r.opts, tune)
+	if err != nil {
+		r.fatal(err)
+	}
+	e, err := newEngine(p, prog, r.opts, h, be)
+	if err != nil {
+		r.fatal(fmt.Errorf("setting up the %s backend: %w", be.Name(), err))
+	}
+	r.e = e
+	res := newResults(p, prog)
+	origin, err := commonOrigin(h)
+	if err != nil {
+		r.fatal(err)
+	}
+	res.origin = origin
+	info := gatherInfo(h, be, why, r.procNote, tune)
+	if h.rank == 0 && !r.opts.quiet {
+		printHeader(os.Stdout, p, e, r.opts, info)
+	}
+	wd := startWatchdog(e, r.opts.timeout)
+	progress := newProgress(h.rank == 0 && !r.opts.quiet)
+	if err := e.runAll(res, progress); err != nil {
+		r.fatal(err)
+	}
+	progress.done()
+	wd.close()
+	rep, err := gatherReport(e, res)
+	if err != nil {
+		r.fatal(fmt.Errorf("gathering the results: %w", err))
+	}
+	if err := writeTrace(e, res); err != nil {
+		r.fatal(fmt.Errorf("writing the trace: %w", err))
+	}
+	if h.rank == 0 {
+		printReport(os.Stdout, e, rep, r.opts)
+		if r.opts.json != "" {
+			if err := writeJSON(r.opts.json, e, rep, info); err != nil {
+				r.fatal(fmt.Errorf("writing %s: %w", r.opts.json, err))
+			}
+		}
+	}
+	if err := be.Close(); err != nil {
+		r.fatal(fmt.Errorf("closing the %s backend: %w", be.Name(), err))
+	}
+	if err := h.finalize(); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: rank %d: %v\n", progName(), h.rank, err)
+		return 1
+	}
+	if rep.wrong > 0 {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,147 @@
+package runtime
+
+// MPI ownership. One goroutine, locked to its OS thread, initialises and
+// finalises MPI and runs the job-level calls (bootstrap, report gathers).
+// MPI is initialised with MPI_THREAD_SERIALIZED, and every MPI call anywhere
+// in the runtime holds mpiHost.mu, so calls never overlap: that lets the CPU
+// backend's stream goroutines run their collectives themselves, without a
+// hop through the owner thread (see cpu_coll.go for why that matters).
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+
+	"github.com/syncgen/syncgen/runtime/mpi"
+)
+
+// mpiHost is the job's MPI state.
+type mpiHost struct {
+	// mu serialises every MPI call of the process.
+	mu    sync.Mutex
+	calls chan func()
+	done  chan struct{}
+
+	level                mpi.ThreadLevel
+	rank, size           int
+	localRank, localSize int
+	host                 string
+	library              string
+	local                mpi.Comm
+}
+
+// startMPI starts the owner goroutine and initialises MPI on it.
+func startMPI() (*mpiHost, error) {
+	h := &mpiHost{calls: make(chan func()), done: make(chan struct{})}
+	started := make(chan error, 1)
+	go h.loop(started)
+	if err := <-started; err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// loop is the owner goroutine: it initialises MPI, then runs the calls it
+// is given until finalize closes calls.
+func (h *mpiHost) loop(started chan<- error) {
+	runtime.LockOSThread()
+	defer close(h.done)
+	started <- h.init()
+	for f := range h.calls {
+		f()
+	}
+}
+
+func (h *mpiHost) init() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	level, err := mpi.Init(mpi.ThreadSerialized)
+	if err != nil {
+		return fmt.Errorf("initialising MPI: %w", err)
+	}
+	h.level = level
+	if level < mpi.ThreadSerialized {
+		return fmt.Errorf("initialising MPI: asked for %s, the library granted only %s; the runtime's streams call MPI from several threads (one at a time)",
+			mpi.ThreadSerialized, level)
+	}
+	w := mpi.World()
+	if h.rank, err = w.Rank(); err != nil {
+		return err
+	}
+	if h.size, err = w.Size(); err != nil {
+		return err
+	}
+	if h.local, err = w.SplitShared(); err != nil {
+		return fmt.Errorf("finding the ranks of this host: %w", err)
+	}
+	if h.localRank, err = h.local.Rank(); err != nil {
+		return err
+	}
+	if h.localSize, err = h.local.Size(); err != nil {
+		return err
+	}
+	h.host = mpi.ProcessorName()
+	h.library = mpi.LibraryVersion()
+	return nil
+}
+
+// do runs f on the owner thread while holding the MPI lock, and returns its
+// error.
+func (h *mpiHost) do(f func() error) error {
+	errc := make(chan error, 1)
+	h.calls <- func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		errc <- f()
+	}
+	return <-errc
+}
+
+// Bcast implements Bootstrap.
+func (h *mpiHost) Bcast(root int, buf []byte) error {
+	return h.do(func() error { return mpi.World().BcastBytes(root, buf) })
+}
+
+// Allgather implements Bootstrap.
+func (h *mpiHost) Allgather(rec []byte) ([][]byte, error) {
+	var out [][]byte
+	err := h.do(func() error {
+		var err error
+		out, err = mpi.World().AllgatherBytes(rec)
+		return err
+	})
+	return out, err
+}
+
+// Gather collects every rank's rec (any length) on rank 0.
+func (h *mpiHost) Gather(rec []byte) ([][]byte, error) {
+	var out [][]byte
+	err := h.do(func() error {
+		var err error
+		out, err = mpi.World().GatherBytes(0, rec)
+		return err
+	})
+	return out, err
+}
+
+// Barrier waits for every rank.
+func (h *mpiHost) Barrier() error {
+	return h.do(func() error { return mpi.World().Barrier() })
+}
+
+// finalize shuts MPI down on the owner thread and stops it.
+func (h *mpiHost) finalize() error {
+	err := h.do(func() error {
+		_ = h.local.Free()
+		return mpi.Finalize()
+	})
+	close(h.calls)
+	<-h.done
+	return err
+}
+
+// abort ends the whole job. It does not take the MPI lock: a stream may be
+// stuck inside a collective holding it, which is often why we abort.
+func (h *mpiHost) abort(code int) {
+	mpi.Abort(code)
+}

@@ -1,0 +1,346 @@
+package runtime_test
+
+// Tests that build a small program against the runtime
+// (internal/testprog) and run it under mpirun with 1 to 4 ranks. They need
+// Open MPI's mpirun; `make test` installs it (scripts/setup.sh).
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+var testprog string // the built program, or "" when mpirun is missing
+
+func TestMain(m *testing.M) {
+	os.Exit(runTests(m))
+}
+
+func runTests(m *testing.M) int {
+	if _, err := exec.LookPath("mpirun"); err == nil {
+		dir, err := os.MkdirTemp("", "syncgen-runtime-test")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		testprog = filepath.Join(dir, "testprog")
+		cmd := exec.Command("go", "build", "-o", testprog, "./internal/testprog")
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		if err := cmd.Run(); err != nil {
+			fmt.Fprintf(os.Stderr, "building internal/testprog: %v\n", err)
+			return 1
+		}
+	}
+	return m.Run()
+}
+
+// needMPI skips the test when mpirun is not installed.
+func needMPI(t *testing.T) {
+	t.Helper()
+	if testprog == "" {
+		t.Skip("mpirun not found: install Open MPI (apt-get install openmpi-bin libopenmpi-dev, or run `make setup`)")
+	}
+}
+
+// result is what a run printed and how it ended.
+type result struct {
+	out  string
+	code int
+	took time.Duration
+}
+
+// mpirun runs testprog with np ranks (np 0: without mpirun) and the given
+// arguments and extra environment, killing it after limit.
+func mpirun(t *testing.T, np int, env []string, limit time.Duration, args ...string) result {
+	t.Helper()
+	needMPI(t)
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	var argv []string
+	if np > 0 {
+		argv = append(argv, "mpirun", "-np", fmt.Sprint(np), "--oversubscribe", "--bind-to", "none")
+		if os.Geteuid() == 0 {
+			argv = append(argv, "--allow-run-as-root")
+		}
+		for _, kv := range env {
+			k, _, _ := strings.Cut(kv, "=")
+			argv = append(argv, "-x", k)
+		}
+	}
+	argv = append(argv, testprog)
+	argv = append(argv, args...)
+	return run(t, ctx, env, argv)
+}
+
+func run(t *testing.T, ctx context.Context, env []string, argv []string) result {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), env...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	t0 := time.Now()
+	err := cmd.Run()
+	r := result{out: out.String(), took: time.Since(t0)}
+	if ctx.Err() != nil {
+		t.Fatalf("%s: still running after its time limit; output:\n%s", strings.Join(argv, " "), r.out)
+	}
+	if ee, ok := err.(*exec.ExitError); ok {
+		r.code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("%s: %v", strings.Join(argv, " "), err)
+	}
+	return r
+}
+
+// ok runs a plan that must pass its checks.
+func ok(t *testing.T, np int, args ...string) result {
+	t.Helper()
+	r := mpirun(t, np, nil, 90*time.Second, args...)
+	if r.code != 0 {
+		t.Fatalf("np %d %v: exit status %d; output:\n%s", np, args, r.code, r.out)
+	}
+	if !strings.Contains(r.out, "# 0 wrong") {
+		t.Fatalf("np %d %v: no \"0 wrong\" in the output:\n%s", np, args, r.out)
+	}
+	if strings.Contains(r.out, "unchecked") {
+		t.Fatalf("np %d %v: elements left unchecked:\n%s", np, args, r.out)
+	}
+	return r
+}
+
+func mustContain(t *testing.T, r result, subs ...string) {
+	t.Helper()
+	for _, s := range subs {
+		if !strings.Contains(r.out, s) {
+			t.Fatalf("output lacks %q:\n%s", s, r.out)
+		}
+	}
+}
+
+func TestSingleRankWithoutMPIRun(t *testing.T) {
+	r := ok(t, 0, "basic")
+	mustContain(t, r, "ranks 1 on 1 host", "grads[0]", "grads[1]", "allreduce")
+}
+
+// Every collective with every operator on every dtype, including padded
+// allgather and reducescatter buckets and roots other than 0.
+func TestEveryCollectiveOpAndDType(t *testing.T) {
+	for _, np := range []int{1, 2, 3, 4} {
+		t.Run(fmt.Sprintf("np%d", np), func(t *testing.T) {
+			ok(t, np, "matrix", "--steps", "2", "--warmup", "1", "--quiet")
+		})
+	}
+}
+
+func TestWireCasts(t *testing.T) {
+	for _, np := range []int{2, 4} {
+		t.Run(fmt.Sprintf("np%d", np), func(t *testing.T) {
+			ok(t, np, "wire", "--steps", "2", "--quiet")
+		})
+	}
+}
+
+func TestGroupsChainsAndInit(t *testing.T) {
+	t.Run("group", func(t *testing.T) {
+		r := ok(t, 4, "group", "--steps", "3")
+		mustContain(t, r, "allreduce*", "issued in a group")
+	})
+	t.Run("chain", func(t *testing.T) { ok(t, 3, "chain", "--steps", "3", "--quiet") })
+	t.Run("init", func(t *testing.T) { ok(t, 2, "init", "--steps", "3", "--quiet") })
+}
+
+// A bucket larger than the CPU backend's chunk, split into many pieces.
+func TestChunkedLargeBuckets(t *testing.T) {
+	r := mpirun(t, 2, []string{"SYNCGEN_CPU_CHUNK=256KiB"}, 90*time.Second, "big:1000003", "--steps", "2", "--warmup", "0")
+	if r.code != 0 || !strings.Contains(r.out, "# 0 wrong") || !strings.Contains(r.out, "chunks of 256.0 KiB") {
+		t.Fatalf("exit %d; output:\n%s", r.code, r.out)
+	}
+}
+
+// The trace shows a bucket's collective starting while backward still
+// runs: communication overlaps compute.
+func TestOverlapInTrace(t *testing.T) {
+	trace := filepath.Join(t.TempDir(), "trace.json")
+	ok(t, 2, "overlap", "--steps", "2", "--warmup", "1", "--trace", trace, "--quiet")
+	data, err := os.ReadFile(trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tr struct {
+		TraceEvents []struct {
+			Name string         `json:"name"`
+			Ph   string         `json:"ph"`
+			Ts   float64        `json:"ts"`
+			Dur  float64        `json:"dur"`
+			Pid  int            `json:"pid"`
+			Tid  int            `json:"tid"`
+			Args map[string]any `json:"args"`
+		} `json:"traceEvents"`
+	}
+	if err := json.Unmarshal(data, &tr); err != nil {
+		t.Fatalf("trace is not JSON: %v", err)
+	}
+	threads := map[[2]int]string{}
+	grads := 0
+	for _, e := range tr.TraceEvents {
+		if e.Ph == "M" && e.Name == "thread_name" {
+			threads[[2]int{e.Pid, e.Tid}] = fmt.Sprint(e.Args["name"])
+		}
+		if strings.HasPrefix(e.Name, "grad ") {
+			grads++
+		}
+	}
+	for _, want := range [][2]int{{0, 1}, {0, 2}, {1, 1}, {1, 2}} {
+		if threads[want] == "" {
+			t.Errorf("no thread_name for pid %d tid %d (have %v)", want[0], want[1], threads)
+		}
+	}
+	if grads == 0 {
+		t.Errorf("no gradient events in the trace")
+	}
+	for rank := 0; rank < 2; rank++ {
+		for step := 1.0; step <= 2; step++ {
+			var backEnd, firstColl float64 = -1, -1
+			for _, e := range tr.TraceEvents {
+				if e.Ph != "X" || e.Pid != rank || e.Args["step"] != step {
+					continue
+				}
+				if e.Name == "backward" {
+					backEnd = e.Ts + e.Dur
+				}
+				if strings.HasPrefix(e.Name, "allreduce ") && (firstColl < 0 || e.Ts < firstColl) {
+					firstColl = e.Ts
+				}
+			}
+			if backEnd < 0 || firstColl < 0 {
+				t.Fatalf("rank %d step %v: backward or allreduce missing from the trace", rank, step)
+			}
+			if firstColl >= backEnd {
+				t.Errorf("rank %d step %v: the first allreduce starts at %.0f us, after backward ends at %.0f us", rank, step, firstColl, backEnd)
+			}
+		}
+	}
+}
+
+func TestJSONReport(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out.json")
+	ok(t, 2, "basic", "--steps", "3", "--json", path, "--quiet")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var j struct {
+		Ranks    int               `json:"ranks"`
+		Backend  string            `json:"backend"`
+		Versions map[string]string `json:"versions"`
+		Hosts    []string          `json:"hosts"`
+		MaxProcs []int             `json:"gomaxprocs"`
+		Buckets  []struct {
+			Bucket string  `json:"bucket"`
+			BusBW  float64 `json:"busbw_gbs"`
+			Wrong  *int64  `json:"wrong"`
+		} `json:"buckets"`
+		Summary struct {
+			Wrong   int64     `json:"wrong"`
+			StepsMs []float64 `json:"step_ms"`
+		} `json:"summary"`
+	}
+	if err := json.Unmarshal(data, &j); err != nil {
+		t.Fatal(err)
+	}
+	if j.Ranks != 2 || j.Backend != "cpu" || len(j.Hosts) != 2 || len(j.MaxProcs) != 2 || j.Versions["MPI"] == "" {
+		t.Errorf("header fields: %+v", j)
+	}
+	if len(j.Buckets) != 2 || j.Buckets[0].Wrong == nil || j.Buckets[0].BusBW <= 0 {
+		t.Errorf("bucket rows: %+v", j.Buckets)
+	}
+	if j.Summary.Wrong != 0 || len(j.Summary.StepsMs) != 3 {
+		t.Errorf("summary: %+v", j.Summary)
+	}
+}
+
+func TestPlanMismatchNamesRanks(t *testing.T) {
+	needMPI(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	argv := []string{"mpirun", "--oversubscribe"}
+	if os.Geteuid() == 0 {
+		argv = append(argv, "--allow-run-as-root")
+	}
+	argv = append(argv, "-np", "1", testprog, "basic", ":", "-np", "2", testprog, "other", ":", "-np", "1", testprog, "basic")
+	r := run(t, ctx, nil, argv)
+	if r.code == 0 {
+		t.Fatalf("different plans ran; output:\n%s", r.out)
+	}
+	mustContain(t, r, "do not all run the same plan", "ranks 0, 3 run plan", "testdata/basic.sync", "ranks 1, 2 run plan", "testdata/other.sync")
+}
+
+func TestRootOutsideWorld(t *testing.T) {
+	r := mpirun(t, 2, nil, 60*time.Second, "root:3")
+	if r.code == 0 {
+		t.Fatalf("root 3 ran on 2 ranks:\n%s", r.out)
+	}
+	mustContain(t, r, "test.sync:7:5", "root 3 is outside the world of 2 ranks")
+	ok(t, 2, "root:1", "--quiet")
+}
+
+// A rank that panics ends the whole job quickly, with the rank named.
+func TestPanicAbortsJob(t *testing.T) {
+	r := mpirun(t, 4, []string{"SYNCGEN_TEST_PANIC=2:1"}, 60*time.Second, "basic", "--steps", "5")
+	if r.code == 0 {
+		t.Fatalf("job succeeded:\n%s", r.out)
+	}
+	if r.took > 20*time.Second {
+		t.Errorf("job took %v to end", r.took)
+	}
+	mustContain(t, r, "rank 2", "panic", "SYNCGEN_TEST_PANIC")
+}
+
+// A rank that stops makes the others time out; every rank says where it
+// waits, and the job ends.
+func TestTimeoutReportsWhereRanksWait(t *testing.T) {
+	r := mpirun(t, 3, []string{"SYNCGEN_TEST_HANG=1:1"}, 60*time.Second, "basic", "--steps", "3", "--timeout", "1s")
+	if r.code == 0 {
+		t.Fatalf("job succeeded:\n%s", r.out)
+	}
+	mustContain(t, r, "timeout: step 1", "rank 1 host: waiting at SYNCGEN_TEST_HANG",
+		"rank 0 stream comm: in allreduce of bucket \"grads[0]\", step 1 at test.sync:11:5")
+}
+
+// A corrupted element is counted, reported and fails the run.
+func TestWrongElementDetected(t *testing.T) {
+	for _, plan := range []string{"basic", "wire"} {
+		t.Run(plan, func(t *testing.T) {
+			r := mpirun(t, 2, []string{"SYNCGEN_TEST_CORRUPT=1:2:0:3"}, 60*time.Second, plan, "--steps", "3")
+			if r.code == 0 {
+				t.Fatalf("a wrong element passed:\n%s", r.out)
+			}
+			mustContain(t, r, "# 1 wrong", "rank 1: step 2:", "element 3")
+		})
+	}
+}
+
+func TestFlags(t *testing.T) {
+	r := mpirun(t, 0, nil, 30*time.Second, "basic", "--help")
+	if r.code != 0 {
+		t.Errorf("--help: exit %d", r.code)
+	}
+	mustContain(t, r, "gradient synchronisation plan", "-steps", "-backend", "--bind-to none")
+	r = mpirun(t, 0, nil, 30*time.Second, "basic", "--check", "often")
+	if r.code != 2 {
+		t.Errorf("bad --check: exit %d", r.code)
+	}
+	r = mpirun(t, 0, nil, 30*time.Second, "basic", "--check", "off", "--steps", "2", "--backend", "cpu")
+	if r.code != 0 {
+		t.Fatalf("exit %d:\n%s", r.code, r.out)
+	}
+	mustContain(t, r, "checks off", "backend cpu (--backend cpu)")
+}

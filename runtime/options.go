@@ -1,0 +1,105 @@
+package runtime
+
+// The generated program's command line.
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// options are the parsed flags.
+type options struct {
+	steps      int
+	warmup     int
+	checkEvery int // 0: off
+	backend    string
+	json       string
+	trace      string
+	timeout    time.Duration
+	quiet      bool
+}
+
+// checkFlag parses --check: a number of steps or "off".
+type checkFlag struct{ every *int }
+
+func (c checkFlag) String() string {
+	if c.every == nil || *c.every == 0 {
+		return "off"
+	}
+	return strconv.Itoa(*c.every)
+}
+
+func (c checkFlag) Set(s string) error {
+	switch strings.ToLower(s) {
+	case "off", "no", "false", "0":
+		*c.every = 0
+		return nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return fmt.Errorf("want a number of steps or off, got %q", s)
+	}
+	*c.every = n
+	return nil
+}
+
+// parseOptions parses args (without the program name) with the plan's run
+// line as defaults.
+func parseOptions(p *Plan, prog string, args []string, out io.Writer) (*options, error) {
+	o := &options{steps: p.Run.Steps, warmup: p.Run.Warmup, checkEvery: p.Run.CheckEvery}
+	fs := flag.NewFlagSet(prog, flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.IntVar(&o.steps, "steps", o.steps, "measured steps to run")
+	fs.IntVar(&o.warmup, "warmup", o.warmup, "warm-up steps before the measured ones (checked, not timed)")
+	fs.Var(checkFlag{&o.checkEvery}, "check", "verify every element every `N` steps, or off")
+	fs.StringVar(&o.backend, "backend", "auto", "`auto`, cpu or nccl: auto takes NCCL when every rank has a GPU of its own and libnccl loads")
+	fs.StringVar(&o.json, "json", "", "write the figures and the environment as JSON to `FILE` (rank 0)")
+	fs.StringVar(&o.trace, "trace", "", "write a Chrome trace of every rank's timeline to `FILE` (rank 0; opens in Perfetto)")
+	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "abort the job when one step takes longer than `DUR`, printing on every rank what it waits for")
+	fs.BoolVar(&o.quiet, "quiet", false, "print only errors and the summary line")
+	fs.Usage = func() {
+		fmt.Fprintf(out, `%s runs the gradient synchronisation plan %q (from %s) with the syncgen runtime.
+
+Each step simulates the backward pass of the model's gradients and runs the
+plan's collectives on them, overlapping where the plan says so; results are
+checked exactly and rank 0 reports step time, overlap and per-bucket
+bandwidth. Run it under MPI, or alone as a single rank:
+
+    mpirun -np 4 --bind-to none ./%s [flags]
+
+As root add --allow-run-as-root; with more ranks than cores, --oversubscribe.
+--bind-to none leaves Go's threads free to run the streams in parallel.
+
+Flags (one or two dashes):
+`, prog, p.Name, p.Source, prog)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q (flags start with --)", fs.Arg(0))
+	}
+	switch o.backend {
+	case "auto", "cpu", "nccl":
+	default:
+		known := false
+		for _, f := range registeredBackends() {
+			known = known || f.Name == o.backend
+		}
+		if !known {
+			return nil, fmt.Errorf("--backend %q: want auto, cpu or nccl", o.backend)
+		}
+	}
+	if o.steps < 0 || o.warmup < 0 {
+		return nil, fmt.Errorf("--steps and --warmup must not be negative")
+	}
+	if o.timeout <= 0 {
+		return nil, fmt.Errorf("--timeout must be positive")
+	}
+	return o, nil
+}

@@ -1,0 +1,89 @@
+package runtime
+
+import "testing"
+
+// Pinned values of the pattern: a device kernel that reproduces the formula
+// must give exactly these.
+func TestPatternPinned(t *testing.T) {
+	if got := Mix(0); got != 0 {
+		t.Errorf("Mix(0) = %#x", got)
+	}
+	mix := []uint32{Mix(1), Mix(2), Mix(0xdeadbeef)}
+	seeds := []uint32{Seed(), Seed(1, 0, 0, 0), Seed(2, 5, 7), Seed(3, 1, 5, 7)}
+	t.Logf("Mix(1,2,0xdeadbeef) = %#x, seeds %#x", mix, seeds)
+	// Checked against an independent Python implementation of the formula.
+	want := []uint32{0x688990c0, 0xd1132181, 0xe628c683}
+	for i := range want {
+		if mix[i] != want[i] {
+			t.Errorf("Mix #%d = %#x, want %#x", i, mix[i], want[i])
+		}
+	}
+	p := FillParams{Kind: FillUniform, SeedA: Seed(1, 2, 3, 4), Lo: -100, Hi: 100}
+	var vals []int32
+	for i := int64(0); i < 6; i++ {
+		vals = append(vals, FillValue(&p, i))
+	}
+	vals = append(vals, FillValue(&p, 1<<33+5))
+	t.Logf("uniform values: %v", vals)
+	wantVals := []int32{-38, 35, 69, -71, 98, -75, -70}
+	for i := range wantVals {
+		if vals[i] != wantVals[i] {
+			t.Fatalf("FillValue = %v, want %v (a change here breaks the GPU kernel's port)", vals, wantVals)
+		}
+	}
+}
+
+// The avg pattern sums to exactly size times its base over any world size.
+func TestPatternAvgExact(t *testing.T) {
+	shape := PatternShape{Kind: FillAvg, Lo: -7, Hi: 7, Dev: 7}
+	for size := 1; size <= 9; size++ {
+		for e := int64(0); e < 500; e++ {
+			var sum int64
+			var base int32
+			for r := 0; r < size; r++ {
+				p := shape.Params(r, size, 3, 11)
+				sum += int64(FillValue(&p, e))
+				base = p.Lo + int32(ElemHash(p.SeedA, e)%uint32(p.Hi-p.Lo+1))
+			}
+			if sum != int64(size)*int64(base) {
+				t.Fatalf("size %d element %d: sum %d, want %d*%d", size, e, sum, size, base)
+			}
+		}
+	}
+}
+
+func TestPatternRanges(t *testing.T) {
+	for _, s := range []PatternShape{
+		{Kind: FillUniform, Lo: 0, Hi: 63},
+		{Kind: FillUniform, Lo: -5, Hi: 5},
+		{Kind: FillAvg, Lo: 3, Hi: 6, Dev: 3},
+		{Kind: FillProd, Two: true, Neg: true},
+		{Kind: FillProd},
+	} {
+		seen := map[int32]bool{}
+		for r := 0; r < 4; r++ {
+			p := s.Params(r, 4, 9, 2)
+			for e := int64(0); e < 2000; e++ {
+				v := FillValue(&p, e)
+				seen[v] = true
+				switch s.Kind {
+				case FillUniform:
+					if v < s.Lo || v > s.Hi {
+						t.Fatalf("%+v: %d out of range", s, v)
+					}
+				case FillAvg:
+					if v < s.Lo-s.Dev || v > s.Hi+s.Dev {
+						t.Fatalf("%+v: %d out of range", s, v)
+					}
+				case FillProd:
+					if v == 0 || v > 2 || v < -2 || (!s.Two && (v == 2 || v == -2)) || (!s.Neg && v < 0) {
+						t.Fatalf("%+v: %d not allowed", s, v)
+					}
+				}
+			}
+		}
+		if len(seen) < 2 && (s.Kind != FillProd || s.Two || s.Neg) {
+			t.Errorf("%+v: only %d distinct values", s, len(seen))
+		}
+	}
+}

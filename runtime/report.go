@@ -1,0 +1,269 @@
+package runtime
+
+// Reports on rank 0: the header, the per-bucket table in the spirit of
+// nccl-tests and the summary. Figures are gathered from every rank first:
+// a bucket's time is the maximum over ranks of each rank's mean over the
+// measured steps (the slowest rank is what training waits for), a step's
+// time the maximum over ranks, and compute, communication and overlap are
+// means over ranks and steps.
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strings"
+	"time"
+)
+
+// report holds the figures gathered from every rank.
+type report struct {
+	rows      []rowReport
+	stepTimes []time.Duration // per measured step, max over ranks
+	p50, p90  time.Duration
+	mean      time.Duration
+	compute   time.Duration // mean over ranks and steps
+	comm      time.Duration
+	exposed   time.Duration
+	overlap   float64 // percent of communication time hidden behind compute
+	wrong     int64
+	unchecked int64
+	checks    int
+	bucketBad []int64 // per bucket, summed over ranks
+	bucketUnc []int64
+}
+
+// rowReport is one line of the table.
+type rowReport struct {
+	row
+	time      time.Duration // max over ranks of the mean
+	algbw     float64       // GB/s
+	busbw     float64
+	wrong     int64
+	showWrong bool
+}
+
+// busFactor is nccl-tests' factor from algorithm to bus bandwidth.
+func busFactor(c Coll, n int) float64 {
+	switch c {
+	case CollAllReduce:
+		return 2 * float64(n-1) / float64(n)
+	case CollAllGather, CollReduceScatter:
+		return float64(n-1) / float64(n)
+	}
+	return 1
+}
+
+// gatherReport gathers every rank's figures (collective).
+func gatherReport(e *engine, res *results) (*report, error) {
+	nb := len(e.plan.Buckets)
+	ns := len(res.steps)
+	// Layout: row means, per-bucket wrong and unchecked, per-step (step,
+	// compute, comm, hidden).
+	vals := make([]float64, 0, len(res.rows)+2*nb+4*ns)
+	for _, r := range res.rows {
+		vals = append(vals, float64(meanDur(r.times)))
+	}
+	for b := 0; b < nb; b++ {
+		vals = append(vals, float64(res.wrong[b]))
+	}
+	for b := 0; b < nb; b++ {
+		vals = append(vals, float64(res.unchecked[b]))
+	}
+	for _, s := range res.steps {
+		vals = append(vals, float64(s.step), float64(s.compute), float64(s.comm), float64(s.hidden))
+	}
+	rec := make([]byte, 8*len(vals))
+	for i, v := range vals {
+		binary.LittleEndian.PutUint64(rec[8*i:], math.Float64bits(v))
+	}
+	all, err := e.h.Allgather(rec)
+	if err != nil {
+		return nil, err
+	}
+	at := func(rank, i int) float64 { return math.Float64frombits(binary.LittleEndian.Uint64(all[rank][8*i:])) }
+	n := e.size
+	rep := &report{checks: res.checked, bucketBad: make([]int64, nb), bucketUnc: make([]int64, nb)}
+	base := len(res.rows)
+	for b := 0; b < nb; b++ {
+		for r := 0; r < n; r++ {
+			rep.bucketBad[b] += int64(at(r, base+b))
+			rep.bucketUnc[b] += int64(at(r, base+nb+b))
+		}
+		rep.wrong += rep.bucketBad[b]
+		rep.unchecked += rep.bucketUnc[b]
+	}
+	// The wrong count of a bucket goes on its last row.
+	lastRow := map[int]int{}
+	for i, r := range res.rows {
+		lastRow[r.bucket] = i
+	}
+	for i, r := range res.rows {
+		var t float64
+		for k := 0; k < n; k++ {
+			t = max(t, at(k, i))
+		}
+		rr := rowReport{row: r, time: time.Duration(t)}
+		if r.bytes == 0 {
+			rr.bytes = e.plan.Buckets[r.bucket].Elems * e.plan.Buckets[r.bucket].Wire.Size()
+		}
+		if t > 0 {
+			rr.algbw = float64(rr.bytes) / t // bytes per ns = GB/s
+			rr.busbw = rr.algbw * busFactor(r.coll, n)
+		}
+		if lastRow[r.bucket] == i {
+			rr.wrong, rr.showWrong = rep.bucketBad[r.bucket], true
+		}
+		rep.rows = append(rep.rows, rr)
+	}
+	sbase := base + 2*nb
+	var comp, comm, hidden float64
+	for s := 0; s < ns; s++ {
+		var st float64
+		for r := 0; r < n; r++ {
+			st = max(st, at(r, sbase+4*s))
+			comp += at(r, sbase+4*s+1)
+			comm += at(r, sbase+4*s+2)
+			hidden += at(r, sbase+4*s+3)
+		}
+		rep.stepTimes = append(rep.stepTimes, time.Duration(st))
+	}
+	if ns > 0 {
+		k := float64(ns * n)
+		rep.compute = time.Duration(comp / k)
+		rep.comm = time.Duration(comm / k)
+		rep.mean = meanDur(rep.stepTimes)
+		rep.p50 = percentile(rep.stepTimes, 50)
+		rep.p90 = percentile(rep.stepTimes, 90)
+		rep.exposed = max(rep.mean-rep.compute, 0)
+		if comm > 0 {
+			rep.overlap = 100 * hidden / comm
+		}
+	}
+	return rep, nil
+}
+
+func meanDur(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	var s time.Duration
+	for _, d := range ds {
+		s += d
+	}
+	return s / time.Duration(len(ds))
+}
+
+// percentile returns the p-th percentile (nearest rank) of ds.
+func percentile(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	k := int(math.Ceil(p/100*float64(len(s)))) - 1
+	return s[max(0, min(k, len(s)-1))]
+}
+
+// planTotals counts the plan's tensors, parameters and gradient bytes.
+func planTotals(p *Plan) (tensors, grads int, params, bytes int64) {
+	for i := range p.Tensors {
+		t := &p.Tensors[i]
+		tensors++
+		n := tensorElems(t)
+		params += n
+		if !t.Frozen {
+			grads++
+			bytes += n * t.DType.Size()
+		}
+	}
+	return
+}
+
+// printHeader prints what runs where.
+func printHeader(w io.Writer, p *Plan, e *engine, opts *options, info *runInfo) {
+	nt, ng, params, bytes := planTotals(p)
+	hash := p.Hash
+	if len(hash) > 12 {
+		hash = hash[:12]
+	}
+	fmt.Fprintf(w, "# syncgen: %s (%s), plan %s\n", p.Name, p.Source, hash)
+	fmt.Fprintf(w, "# ranks %d on %d host%s; backend %s (%s)\n", e.size, info.distinctHosts(), plural(info.distinctHosts()), info.backend, info.why)
+	for _, kv := range info.versions {
+		fmt.Fprintf(w, "#   %s: %s\n", kv.Key, kv.Value)
+	}
+	if info.procNote != "" {
+		fmt.Fprintf(w, "#   note: %s\n", info.procNote)
+	}
+	var wire int64
+	for _, b := range p.Buckets {
+		wire += b.Elems * b.Wire.Size()
+	}
+	fmt.Fprintf(w, "# tensors %d (%d with gradients), parameters %s, gradient bytes %s, buckets %d (%s on the wire), streams %d\n",
+		nt, ng, formatCount(params), formatBytes(bytes), len(p.Buckets), formatBytes(wire), len(p.Streams))
+	check := "off"
+	if opts.checkEvery > 0 {
+		check = fmt.Sprintf("every %d", opts.checkEvery)
+	}
+	fmt.Fprintf(w, "# steps %d + %d warm-up, check %s\n", opts.steps, opts.warmup, check)
+}
+
+// printReport prints the table and the summary.
+func printReport(w io.Writer, e *engine, rep *report, opts *options) {
+	if !opts.quiet {
+		fmt.Fprintf(w, "#\n# %-24s %7s %12s %5s %-14s %-5s %12s %10s %10s %7s\n",
+			"bucket", "tensors", "bytes", "wire", "collective", "op", "time(us)", "algbw", "busbw", "wrong")
+		fmt.Fprintf(w, "# %-24s %7s %12s %5s %-14s %-5s %12s %10s %10s %7s\n",
+			"", "", "", "", "", "", "", "(GB/s)", "(GB/s)", "")
+		groups := false
+		for _, r := range rep.rows {
+			b := e.plan.Buckets[r.bucket]
+			name := b.Name
+			if len(name) > 24 {
+				name = name[:21] + "..."
+			}
+			coll := r.coll.String()
+			if r.coll == CollBroadcast || r.coll == CollReduce {
+				coll = fmt.Sprintf("%s(%d)", coll, r.root)
+			}
+			if r.group {
+				coll += "*"
+				groups = true
+			}
+			op := "-"
+			if r.coll.Reduces() {
+				op = r.op.String()
+			}
+			wrong := ""
+			if r.showWrong {
+				wrong = fmt.Sprint(r.wrong)
+				if rep.checks == 0 {
+					wrong = "-"
+				}
+			}
+			fmt.Fprintf(w, "  %-24s %7d %12d %5s %-14s %-5s %12.1f %10.3f %10.3f %7s\n",
+				name, len(b.Tensors), r.bytes, b.Wire, coll, op, float64(r.time)/1e3, r.algbw, r.busbw, wrong)
+		}
+		fmt.Fprintf(w, "# time: the maximum over ranks of each rank's mean over %d measured steps; busbw as nccl-tests (allreduce 2(n-1)/n, allgather and reducescatter (n-1)/n)\n",
+			len(rep.stepTimes))
+		if groups {
+			fmt.Fprintf(w, "# *: issued in a group; time and bandwidth are those of the whole group on its stream\n")
+		}
+	}
+	if len(rep.stepTimes) > 0 {
+		fmt.Fprintf(w, "# step time p50 %s, p90 %s, mean %s; compute %s; exposed communication %s; communication %s, %.1f%% overlapped with compute\n",
+			formatDur(rep.p50), formatDur(rep.p90), formatDur(rep.mean), formatDur(rep.compute), formatDur(rep.exposed), formatDur(rep.comm), rep.overlap)
+	}
+	var parts []string
+	if rep.checks == 0 {
+		parts = append(parts, "checks off")
+	} else {
+		parts = append(parts, fmt.Sprintf("%d wrong", rep.wrong))
+		if rep.unchecked > 0 {
+			parts = append(parts, fmt.Sprintf("%d unchecked (values beyond the exact range of their dtype, or undefined)", rep.unchecked))
+		}
+		parts = append(parts, fmt.Sprintf("%d check%s", rep.checks, plural(rep.checks)))
+	}
+	fmt.Fprintf(w, "# %s\n", strings.Join(parts, ", "))
+}

@@ -1,0 +1,293 @@
+package runtime
+
+// The step loop: init block, warm-up and measured steps, with the drain,
+// timing, model update and check that follow every step.
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"time"
+)
+
+// row is one line of the per-bucket table: one bucket of one collective
+// statement of the step.
+type row struct {
+	id     int
+	bucket int
+	at     Src
+	coll   Coll
+	op     RedOp
+	root   int
+	stream int
+	group  bool
+	bytes  int64
+	// times are this rank's durations in the measured steps.
+	times []time.Duration
+}
+
+// stepStats are one measured step's figures on this rank.
+type stepStats struct {
+	step    time.Duration
+	compute time.Duration // union of backward and compute intervals
+	comm    time.Duration // union of collective intervals
+	hidden  time.Duration // communication that overlapped compute
+}
+
+// results is what a run produced on this rank.
+type results struct {
+	rows      []row
+	rowOf     map[[2]int]int
+	steps     []stepStats
+	wrong     []int64 // per bucket, summed over checks
+	unchecked []int64
+	checked   int // number of checks run
+	firstBad  []string
+	trace     []traceEvent
+	origin    time.Time
+}
+
+func newResults(p *Plan, prog *program) *results {
+	r := &results{rowOf: map[[2]int]int{}, wrong: make([]int64, len(p.Buckets)), unchecked: make([]int64, len(p.Buckets))}
+	for _, s := range flat(prog.step) {
+		if s.kind != sColl {
+			continue
+		}
+		for _, b := range s.buckets {
+			key := [2]int{s.id, b}
+			if _, ok := r.rowOf[key]; ok {
+				continue
+			}
+			r.rowOf[key] = len(r.rows)
+			r.rows = append(r.rows, row{id: s.id, bucket: b, at: s.at, coll: s.coll, op: s.op, root: s.root, stream: s.stream})
+		}
+	}
+	return r
+}
+
+// runAll runs the init block and every step.
+func (e *engine) runAll(res *results, progress *progressBar) error {
+	p := e.plan
+	if p.Init != nil {
+		e.seedStep, e.stepNo = InitStep, -1
+		e.beginStep()
+		p.Init(&Step{e: e})
+		if err := e.drain(); err != nil {
+			return err
+		}
+		if _, err := e.collect(); err != nil {
+			return err
+		}
+		e.model.apply(e.prog.init, InitStep)
+		e.endStep()
+	}
+	total := e.opts.warmup + e.opts.steps
+	hooks := testHooksFromEnv()
+	for i := 0; i < total; i++ {
+		e.seedStep, e.stepNo, e.cursor = uint32(i), i, 0
+		// Steps start together, so that a bucket's time measures its
+		// collective and not how far the ranks drifted apart during the
+		// previous step's checks and reports.
+		if err := e.h.Barrier(); err != nil {
+			return fmt.Errorf("barrier before step %d: %w", i, err)
+		}
+		t0 := time.Now()
+		e.beginStep()
+		hooks.beforeStep(e, i)
+		p.Step(&Step{e: e})
+		if err := e.drain(); err != nil {
+			return err
+		}
+		t1 := time.Now()
+		recs, err := e.collect()
+		if err != nil {
+			return err
+		}
+		e.model.apply(e.prog.step, e.seedStep)
+		measured := i >= e.opts.warmup
+		if measured {
+			st := stepStatsOf(recs, t1.Sub(t0))
+			res.steps = append(res.steps, st)
+			for _, r := range recs {
+				if r.kind != tColl || r.id < 0 {
+					continue
+				}
+				if k, ok := res.rowOf[[2]int{r.id, r.bucket}]; ok {
+					row := &res.rows[k]
+					row.times = append(row.times, r.t1-r.t0)
+					row.group, row.bytes = r.group, r.bytes
+				}
+			}
+		}
+		if e.tracing {
+			res.trace = append(res.trace, traceOf(e, recs, i, res.origin)...)
+		}
+		if c := e.opts.checkEvery; c > 0 && ((i+1)%c == 0 || i == total-1) {
+			hooks.beforeCheck(e, i)
+			if err := e.checkStep(res); err != nil {
+				return err
+			}
+		}
+		e.endStep()
+		progress.update(i+1, total)
+	}
+	return nil
+}
+
+// beginStep records the step's epoch event and tells the watchdog.
+func (e *engine) beginStep() {
+	e.mu.Lock()
+	e.recs = e.recs[:0]
+	e.mu.Unlock()
+	e.stepStart = time.Now()
+	e.epoch = e.recordOn(0, "")
+	e.hostAt.set("")
+	watchStep(e)
+}
+
+// drain waits for every stream at the end of a step.
+func (e *engine) drain() error {
+	e.hostAt.set("the end of the step (waiting for every stream)")
+	for i, st := range e.streams {
+		if err := st.Synchronize(); err != nil {
+			return fmt.Errorf("step %s, stream %q: %w", e.stepName(), e.plan.Streams[i].Name, err)
+		}
+	}
+	e.hostAt.set("")
+	return nil
+}
+
+// endStep returns the step's events to the pool.
+func (e *engine) endStep() {
+	watchIdle(e)
+	e.freeEvents = append(e.freeEvents, e.usedEvents...)
+	e.usedEvents = e.usedEvents[:0]
+}
+
+// stepName names the current step for messages.
+func (e *engine) stepName() string {
+	if e.stepNo < 0 {
+		return "init"
+	}
+	if e.stepNo < e.opts.warmup {
+		return fmt.Sprintf("%d (warm-up)", e.stepNo)
+	}
+	return fmt.Sprintf("%d", e.stepNo)
+}
+
+// collect resolves the times of the step's records relative to its epoch.
+func (e *engine) collect() ([]timed, error) {
+	e.mu.Lock()
+	recs := append([]timed(nil), e.recs...)
+	e.mu.Unlock()
+	for i := range recs {
+		r := &recs[i]
+		if r.kind == tWait {
+			// Waits are host times; the epoch event completed when the
+			// step began on the host (every stream was idle then).
+			r.t0, r.t1 = r.hostStart.Sub(e.stepStart), r.hostEnd.Sub(e.stepStart)
+			continue
+		}
+		var err error
+		if r.t0, err = e.be.Elapsed(e.epoch, r.start); err != nil {
+			return nil, fmt.Errorf("timing %s: %w", r.name, err)
+		}
+		if r.t1, err = e.be.Elapsed(e.epoch, r.end); err != nil {
+			return nil, fmt.Errorf("timing %s: %w", r.name, err)
+		}
+	}
+	return recs, nil
+}
+
+// stepStatsOf computes a step's summary figures from its records.
+func stepStatsOf(recs []timed, step time.Duration) stepStats {
+	var comp, comm []interval
+	for _, r := range recs {
+		switch r.kind {
+		case tBackward, tCompute:
+			comp = append(comp, interval{r.t0, r.t1})
+		case tColl:
+			comm = append(comm, interval{r.t0, r.t1})
+		}
+	}
+	comp, comm = union(comp), union(comm)
+	return stepStats{step: step, compute: length(comp), comm: length(comm), hidden: length(intersect(comp, comm))}
+}
+
+// interval is a span of time within a step.
+type interval struct{ a, b time.Duration }
+
+// union merges overlapping intervals, sorted.
+func union(in []interval) []interval {
+	sort.Slice(in, func(i, j int) bool { return in[i].a < in[j].a })
+	var out []interval
+	for _, v := range in {
+		if v.b <= v.a {
+			continue
+		}
+		if n := len(out); n > 0 && v.a <= out[n-1].b {
+			out[n-1].b = max(out[n-1].b, v.b)
+			continue
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// intersect returns the overlap of two sorted disjoint interval lists.
+func intersect(x, y []interval) []interval {
+	var out []interval
+	i, j := 0, 0
+	for i < len(x) && j < len(y) {
+		a, b := max(x[i].a, y[j].a), min(x[i].b, y[j].b)
+		if a < b {
+			out = append(out, interval{a, b})
+		}
+		if x[i].b < y[j].b {
+			i++
+		} else {
+			j++
+		}
+	}
+	return out
+}
+
+func length(in []interval) time.Duration {
+	var d time.Duration
+	for _, v := range in {
+		d += v.b - v.a
+	}
+	return d
+}
+
+// checkStep verifies every bucket that a collective of the step touched.
+func (e *engine) checkStep(res *results) error {
+	touched := map[int]bool{}
+	var order []int
+	for _, s := range e.flatStep {
+		if s.kind != sColl {
+			continue
+		}
+		for _, b := range s.buckets {
+			if !touched[b] {
+				touched[b] = true
+				order = append(order, b)
+			}
+		}
+	}
+	res.checked++
+	for _, b := range order {
+		r, err := e.model.checkBucket(b)
+		if err != nil {
+			return fmt.Errorf("checking bucket %q: %w", e.plan.Buckets[b].Name, err)
+		}
+		res.wrong[b] += r.wrong
+		res.unchecked[b] += r.unchecked
+		if r.wrong > 0 && len(res.firstBad) < 5 {
+			msg := fmt.Sprintf("rank %d: step %s: bucket %q: %d wrong; first: %s", e.rank, e.stepName(), e.plan.Buckets[b].Name, r.wrong, r.first)
+			res.firstBad = append(res.firstBad, msg)
+			fmt.Fprintf(os.Stderr, "%s\n", msg)
+		}
+	}
+	return nil
+}

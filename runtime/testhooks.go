@@ -1,0 +1,103 @@
+package runtime
+
+// Test hooks, for the runtime's own tests only: they make one rank fail on
+// purpose so that tests can see the failure handled. Each is an environment
+// variable read at start-up:
+//
+//	SYNCGEN_TEST_CORRUPT=RANK:STEP:BUCKET:ELEM  before the check of STEP, rank
+//	    RANK changes element ELEM of the first tensor of bucket index BUCKET
+//	    (by one), so that the check must count one wrong element.
+//	SYNCGEN_TEST_PANIC=RANK:STEP   rank RANK panics at the start of STEP.
+//	SYNCGEN_TEST_HANG=RANK:STEP    rank RANK stops at the start of STEP
+//	    (sleeps), so the other ranks wait in a collective until --timeout.
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// testHooks holds the parsed hooks; a field is nil when its hook is unset.
+type testHooks struct {
+	corrupt []int // rank, step, bucket, elem
+	panic   []int // rank, step
+	hang    []int // rank, step
+}
+
+func testHooksFromEnv() *testHooks {
+	parse := func(name string, n int) []int {
+		v := os.Getenv(name)
+		if v == "" {
+			return nil
+		}
+		parts := strings.Split(v, ":")
+		if len(parts) != n {
+			fmt.Fprintf(os.Stderr, "%s: ignoring %s=%q: want %d numbers separated by ':'\n", progName(), name, v, n)
+			return nil
+		}
+		out := make([]int, n)
+		for i, p := range parts {
+			x, err := strconv.Atoi(p)
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "%s: ignoring %s=%q: %v\n", progName(), name, v, err)
+				return nil
+			}
+			out[i] = x
+		}
+		return out
+	}
+	return &testHooks{
+		corrupt: parse("SYNCGEN_TEST_CORRUPT", 4),
+		panic:   parse("SYNCGEN_TEST_PANIC", 2),
+		hang:    parse("SYNCGEN_TEST_HANG", 2),
+	}
+}
+
+// beforeStep runs at the start of step i.
+func (h *testHooks) beforeStep(e *engine, i int) {
+	if h.panic != nil && h.panic[0] == e.rank && h.panic[1] == i {
+		panic(fmt.Sprintf("SYNCGEN_TEST_PANIC: rank %d panics in step %d on purpose", e.rank, i))
+	}
+	if h.hang != nil && h.hang[0] == e.rank && h.hang[1] == i {
+		e.hostAt.set(fmt.Sprintf("SYNCGEN_TEST_HANG: rank %d stopped in step %d on purpose", e.rank, i))
+		for {
+			time.Sleep(time.Hour)
+		}
+	}
+}
+
+// beforeCheck runs before the check of step i.
+func (h *testHooks) beforeCheck(e *engine, i int) {
+	c := h.corrupt
+	if c == nil || c[0] != e.rank || c[1] != i || c[2] < 0 || c[2] >= len(e.plan.Buckets) {
+		return
+	}
+	ts := e.plan.Buckets[c[2]].Tensors
+	if len(ts) == 0 {
+		return
+	}
+	tm := &e.tensors[ts[0]]
+	if int64(c[3]) >= tm.elems || c[3] < 0 {
+		return
+	}
+	el := tm.store
+	el.Off += int64(c[3])
+	el.N = 1
+	b := make([]byte, el.Bytes())
+	vals := make([]float64, 1)
+	if e.be.CopyToHost(b, el) != nil {
+		return
+	}
+	loadAll(vals, b, el.DType)
+	if vals[0] > 0 {
+		vals[0]--
+	} else {
+		vals[0]++
+	}
+	storeAll(b, el.DType, vals)
+	_ = e.be.CopyFromHost(el, b)
+	fmt.Fprintf(os.Stderr, "SYNCGEN_TEST_CORRUPT: rank %d changed element %d of %q before the check of step %d\n",
+		e.rank, c[3], e.plan.Tensors[ts[0]].Name, i)
+}

@@ -1,0 +1,115 @@
+package runtime
+
+// Chrome trace JSON (the format chrome://tracing and Perfetto open): one
+// process per rank (pid = rank), one thread per stream (tid = stream index
+// + 1) and one for the host (tid 0, where waits happen). Every rank
+// collects its events; rank 0 gathers them and writes one file.
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+)
+
+// traceEvent is one Chrome trace event.
+type traceEvent struct {
+	Name string         `json:"name"`
+	Cat  string         `json:"cat,omitempty"`
+	Ph   string         `json:"ph"`
+	Ts   float64        `json:"ts"`            // microseconds
+	Dur  float64        `json:"dur,omitempty"` // microseconds
+	Pid  int            `json:"pid"`
+	Tid  int            `json:"tid"`
+	Args map[string]any `json:"args,omitempty"`
+}
+
+// traceOf converts one step's records into trace events.
+func traceOf(e *engine, recs []timed, step int, origin time.Time) []traceEvent {
+	base := e.stepStart.Sub(origin)
+	us := func(d time.Duration) float64 { return float64(base+d) / 1e3 }
+	out := make([]traceEvent, 0, len(recs))
+	for _, r := range recs {
+		ev := traceEvent{Ph: "X", Ts: us(r.t0), Dur: float64(r.t1-r.t0) / 1e3, Pid: e.rank, Tid: r.stream + 1,
+			Args: map[string]any{"step": step}}
+		if r.at != "" {
+			ev.Args["src"] = string(r.at)
+		}
+		switch r.kind {
+		case tGrad:
+			ev.Name, ev.Cat = "grad "+r.name, "gradient"
+			ev.Args["tensor"], ev.Args["bytes"] = r.name, r.bytes
+			if r.bucket >= 0 {
+				ev.Args["bucket"] = e.plan.Buckets[r.bucket].Name
+			}
+		case tBackward:
+			ev.Name, ev.Cat = "backward", "compute"
+		case tCompute:
+			ev.Name, ev.Cat = "compute", "compute"
+		case tColl:
+			ev.Name, ev.Cat = r.coll.String()+" "+r.name, "collective"
+			ev.Args["bucket"], ev.Args["bytes"] = r.name, r.bytes
+			if r.coll.Reduces() {
+				ev.Args["op"] = r.op.String()
+			}
+			if r.group {
+				ev.Args["group"] = true
+			}
+		case tWait:
+			ev.Name, ev.Cat, ev.Tid = r.name, "wait", 0
+		}
+		out = append(out, ev)
+	}
+	return out
+}
+
+// writeTrace gathers every rank's events to rank 0, which writes the file
+// (collective when --trace is set).
+func writeTrace(e *engine, res *results) error {
+	path := e.opts.trace
+	if path == "" {
+		return nil
+	}
+	meta := []traceEvent{{Name: "process_name", Ph: "M", Pid: e.rank, Args: map[string]any{"name": fmt.Sprintf("rank %d (%s)", e.rank, e.h.host)}},
+		{Name: "process_sort_index", Ph: "M", Pid: e.rank, Args: map[string]any{"sort_index": e.rank}},
+		{Name: "thread_name", Ph: "M", Pid: e.rank, Tid: 0, Args: map[string]any{"name": "host"}}}
+	for i, s := range e.plan.Streams {
+		meta = append(meta, traceEvent{Name: "thread_name", Ph: "M", Pid: e.rank, Tid: i + 1, Args: map[string]any{"name": "stream " + s.Name}})
+	}
+	data, err := json.Marshal(append(meta, res.trace...))
+	if err != nil {
+		return err
+	}
+	all, err := e.h.Gather(data)
+	if err != nil {
+		return err
+	}
+	if e.rank != 0 {
+		return nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(f)
+	fmt.Fprintf(w, "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"program\":%q,\"source\":%q,\"ranks\":%d},\"traceEvents\":[", e.plan.Name, e.plan.Source, e.size)
+	first := true
+	for _, part := range all {
+		// Each part is a JSON array: splice its elements in.
+		if len(part) <= 2 {
+			continue
+		}
+		if !first {
+			w.WriteByte(',')
+		}
+		first = false
+		w.Write(part[1 : len(part)-1])
+	}
+	w.WriteString("]}\n")
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

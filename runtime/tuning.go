@@ -1,0 +1,61 @@
+package runtime
+
+// Tuning knobs, read from the environment so that the generated program's
+// flags stay those of the design. Every rank must use the same values (they
+// decide how collectives are split, and MPI matches the pieces): the plan
+// check compares them across ranks. Open MPI's mpirun passes the launching
+// shell's environment to the ranks on one host; across hosts, use -x.
+//
+//	SYNCGEN_CPU_CHUNK   piece size of the CPU backend's allreduce, broadcast
+//	                    and reduce (default 4MiB; 0 or off: no splitting).
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+)
+
+const defaultCPUChunk = 4 << 20
+
+// cpuTuningFromEnv reads the CPU backend's knobs.
+func cpuTuningFromEnv() cpuTuning {
+	t := cpuTuning{chunkBytes: defaultCPUChunk}
+	if v := os.Getenv("SYNCGEN_CPU_CHUNK"); v != "" {
+		n, err := parseSize(v)
+		switch {
+		case err != nil:
+			fmt.Fprintf(os.Stderr, "%s: ignoring SYNCGEN_CPU_CHUNK=%q: %v\n", progName(), v, err)
+		case n == 0:
+			t.chunkBytes = math.MaxInt64
+		default:
+			t.chunkBytes = n
+		}
+	}
+	return t
+}
+
+// parseSize parses "4MiB", "512K", "1048576" or "off".
+func parseSize(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	if strings.EqualFold(s, "off") {
+		return 0, nil
+	}
+	units := []struct {
+		suffix string
+		mult   int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}, {"B", 1}}
+	mult := int64(1)
+	for _, u := range units {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mult = strings.TrimSuffix(s, u.suffix), u.mult
+			break
+		}
+	}
+	f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil || f < 0 {
+		return 0, fmt.Errorf("want a size like 4MiB")
+	}
+	return int64(f * float64(mult)), nil
+}

@@ -1,0 +1,147 @@
+package runtime
+
+// The watchdog: a step that takes longer than --timeout aborts the job, and
+// before it does, every rank prints what it was waiting in, so that the user
+// sees which rank diverged (the one whose streams wait for something else
+// than the others').
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+)
+
+// watchGrace is how long a rank that timed out waits before it aborts the
+// job, so that the other ranks' watchdogs fire and print too.
+const watchGrace = 2 * time.Second
+
+// watchPoint is a description of where the host is, set and read from
+// different goroutines.
+type watchPoint struct {
+	mu sync.Mutex
+	s  string
+}
+
+func (w *watchPoint) set(s string) {
+	w.mu.Lock()
+	w.s = s
+	w.mu.Unlock()
+}
+
+func (w *watchPoint) get() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.s
+}
+
+// watchdog watches the engine's steps.
+type watchdog struct {
+	e       *engine
+	timeout time.Duration
+	mu      sync.Mutex
+	active  bool
+	started time.Time
+	stop    chan struct{}
+}
+
+// startWatchdog starts the watchdog goroutine for e.
+func startWatchdog(e *engine, timeout time.Duration) *watchdog {
+	w := &watchdog{e: e, timeout: timeout, stop: make(chan struct{})}
+	e.wd = w
+	tick := min(max(timeout/10, 10*time.Millisecond), time.Second)
+	go func() {
+		t := time.NewTicker(tick)
+		defer t.Stop()
+		for {
+			select {
+			case <-w.stop:
+				return
+			case <-t.C:
+			}
+			w.mu.Lock()
+			late := w.active && time.Since(w.started) > w.timeout
+			since := time.Since(w.started)
+			w.mu.Unlock()
+			if late {
+				fmt.Fprint(os.Stderr, w.report(since))
+				time.Sleep(watchGrace)
+				e.h.abort(3)
+				os.Exit(3)
+			}
+		}
+	}()
+	return w
+}
+
+// watchStep tells the watchdog that a step began.
+func watchStep(e *engine) {
+	if e.wd == nil {
+		return
+	}
+	e.wd.mu.Lock()
+	e.wd.active, e.wd.started = true, time.Now()
+	e.wd.mu.Unlock()
+}
+
+// watchIdle tells the watchdog that the step ended.
+func watchIdle(e *engine) {
+	if e.wd == nil {
+		return
+	}
+	e.wd.mu.Lock()
+	e.wd.active = false
+	e.wd.mu.Unlock()
+}
+
+func (w *watchdog) close() { close(w.stop) }
+
+// report describes where this rank is stuck.
+func (w *watchdog) report(since time.Duration) string {
+	e := w.e
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: rank %d (%s): timeout: step %s has run for %s (--timeout %s)\n",
+		progName(), e.rank, e.h.host, e.stepName(), since.Round(time.Millisecond), w.timeout)
+	if at := e.hostAt.get(); at != "" {
+		fmt.Fprintf(&b, "  rank %d host: waiting at %s\n", e.rank, at)
+	}
+	e.mu.Lock()
+	recs := append([]timed(nil), e.recs...)
+	e.mu.Unlock()
+	for si := range e.streams {
+		state := "idle (all its work of the step is done)"
+		for _, r := range recs {
+			if r.stream != si || r.kind == tWait || r.kind == tGrad {
+				continue
+			}
+			if ok, _ := r.end.Query(); ok {
+				continue
+			}
+			started, _ := r.start.Query()
+			what := r.describe(e)
+			if started {
+				state = "in " + what
+			} else {
+				state = "waiting to start " + what
+			}
+			break
+		}
+		fmt.Fprintf(&b, "  rank %d stream %s: %s\n", e.rank, e.plan.Streams[si].Name, state)
+	}
+	return b.String()
+}
+
+// describe names a record for messages.
+func (r *timed) describe(e *engine) string {
+	pos := ""
+	if r.at != "" {
+		pos = " at " + string(r.at)
+	}
+	switch r.kind {
+	case tColl:
+		return fmt.Sprintf("%s of bucket %q, step %s%s", r.coll, r.name, e.stepName(), pos)
+	default:
+		return fmt.Sprintf("%s, step %s%s", r.name, e.stepName(), pos)
+	}
+}

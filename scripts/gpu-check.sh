@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# gpu-check.sh: check and measure syncgen's NCCL backend on a GPU machine in
+# one go. Two halves, because the GPU machine has no Go toolchain:
+#
+#   scripts/gpu-check.sh build    on the build machine: compiles the test
+#                                 binaries, the all-collectives program and
+#                                 every examples/*.sync into .devbin/
+#   scripts/gpu-check.sh [run]    on the GPU machine, from the repository
+#                                 root with .devbin/ copied along; writes
+#                                 its results to $OUT (default
+#                                 /tmp/syncgen-gpu-check)
+#
+# The run: regenerates the PTX with nvcc (kernels/regen.sh) and uses it; runs
+# the loader tests and the GPU tests (kernels bit-exact against the Go code,
+# every collective, op and dtype, spin, overlap); runs the all-collectives
+# program and every example under `mpirun -np 1` on the NCCL backend with
+# checks on every step, with a trace; checks in the trace that a bucket's
+# allreduce overlaps the simulated backward; and runs the benchmark: the C
+# program calling ncclAllReduce directly next to the runtime, 4 B to 1 GiB,
+# and the fill and cast bandwidth against cudaMemcpy's. docs/gpu.md says
+# how to read the output.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+mode=${1:-run}
+bin=.devbin
+
+if [ "$mode" = build ]; then
+	# Stripped, and syncgen itself kept out of .devbin: what travels to the
+	# GPU machine is limited in size.
+	set -e
+	rm -rf $bin && mkdir -p $bin/examples
+	strip="-ldflags=-s -w"
+	# The runtime's test binary carries only the GPU backend's tests (the
+	# others run in CI): built from a copy without the other _test.go files.
+	t=$(mktemp -d)
+	cp go.mod go.sum "$t"/
+	cp -r runtime "$t"/
+	find "$t/runtime" -maxdepth 1 -name '*_test.go' ! -name 'gpu*_test.go' -delete
+	(cd "$t" && go test -c "$strip" -o "$OLDPWD/$bin/runtime.test" ./runtime)
+	go test -c "$strip" -o $bin/cuda.test ./runtime/cuda
+	go test -c "$strip" -o $bin/dl.test ./runtime/cuda/dl
+	go test -c "$strip" -o $bin/nccl.test ./runtime/nccl
+	go build "$strip" -o $bin/allops ./bench/gpu/allops
+	go build "$strip" -o $bin/rtbench ./bench/gpu/rtbench
+	sg=$(mktemp -d)/syncgen
+	go build -o "$sg" ./cmd/syncgen
+	for f in examples/*.sync; do
+		n=$(basename "$f" .sync)
+		"$sg" build -o "$bin/examples/$n" "$f" || echo "gpu-check build: $f failed to build" >&2
+		strip "$bin/examples/$n"
+	done
+	du -sh $bin
+	exit 0
+fi
+
+OUT=${OUT:-/tmp/syncgen-gpu-check}
+mkdir -p "$OUT"
+log=$OUT/log.txt
+bench=$OUT/bench.txt
+: >"$log"
+: >"$bench"
+status=0
+say() { echo "== $*" | tee -a "$log"; }
+fail() {
+	echo "FAIL: $*" | tee -a "$log"
+	status=1
+}
+run() { # run NAME CMD...: run a step, its output to the log, fail on error
+	local name=$1
+	shift
+	say "$name: $*"
+	"$@" >>"$log" 2>&1 || fail "$name (exit $?)"
+}
+
+. scripts/gpu-env.sh | tee -a "$log"
+. scripts/gpu-env.sh >/dev/null
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+mpirun="mpirun -np 1 --bind-to none"
+say "machine"
+{
+	date -u
+	nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
+	nvcc --version | tail -1
+	echo "NCCL: ${SYNCGEN_NCCL_LIB:-libnccl.so.2}"
+} >>"$log" 2>&1
+
+# 1. The PTX, compiled here; the binaries were built with the committed PTX,
+# so point them at the fresh one.
+if run ptx bash kernels/regen.sh "$OUT/syncgen.ptx"; then
+	export SYNCGEN_PTX=$OUT/syncgen.ptx
+fi
+
+# 2. Loader error paths and the GPU tests.
+run "dl tests" $bin/dl.test -test.v
+run "cuda tests" $bin/cuda.test -test.v
+run "nccl tests" $bin/nccl.test -test.v
+run "GPU tests" $bin/runtime.test -test.v -test.run 'GPU|Peers|Divide' -test.timeout 10m
+
+# 3. Every collective, op and dtype through runtime.Main, checked every step.
+if [ -x $bin/allops ]; then
+	run "all collectives" $mpirun $bin/allops --backend nccl --check 1 --trace "$OUT/trace-allops.json" --json "$OUT/allops.json"
+fi
+
+# 4. Every example, checked every step, with a trace.
+for ex in $bin/examples/*; do
+	[ -x "$ex" ] || continue
+	n=$(basename "$ex")
+	# Few steps: checking every element of GPT-2 XL's 5.8 GiB on the host
+	# takes a while, and every step is checked.
+	run "example $n" timeout 300 $mpirun "$ex" --backend nccl --check 1 --steps 3 --warmup 1 --trace "$OUT/trace-$n.json"
+done
+
+# 5. Overlap: in the first example's trace (or the all-collectives one), a
+# bucket's allreduce must start before the backward pass on another stream
+# has ended.
+for tr in "$OUT"/trace-resnet50.json "$OUT"/trace-*.json; do
+	[ -f "$tr" ] || continue
+	say "overlap in $(basename "$tr")"
+	python3 bench/gpu/overlap.py "$tr" >>"$log" 2>&1 || fail "no overlap in $tr"
+	break
+done
+# Keep one trace: the files that come back are few.
+keep=$(ls "$OUT"/trace-resnet50.json "$OUT"/trace-*.json 2>/dev/null | head -1)
+for tr in "$OUT"/trace-*.json; do [ "$tr" = "$keep" ] || rm -f "$tr"; done
+
+# 6. The benchmark: C calling NCCL directly, then the runtime, same sizes.
+say "benchmark"
+if [ -n "${NCCL_HOME:-}" ] && gcc -O2 -o "$OUT/nccl_allreduce" bench/gpu/nccl_allreduce.c \
+	-I"$CUDA_HOME/include" -I"$NCCL_HOME/include" -L"$CUDA_HOME/lib64" -L"$NCCL_LIBDIR" \
+	-l:libnccl.so.2 -lcudart >>"$log" 2>&1; then
+	LD_LIBRARY_PATH="$NCCL_LIBDIR:$CUDA_HOME/lib64:${LD_LIBRARY_PATH:-}" "$OUT/nccl_allreduce" >>"$bench" 2>>"$log" || fail "C baseline"
+	rm -f "$OUT/nccl_allreduce"
+else
+	fail "building the C baseline (NCCL_HOME=${NCCL_HOME:-unset})"
+fi
+SYNCGEN_GPU_BENCH=1 $bin/runtime.test -test.run 'GPUBench' -test.v >>"$bench" 2>>"$log" || fail "runtime benchmark"
+# Through a whole program as generated code drives it: K allreduces a step.
+echo "# syncgen program allreduce (bench/gpu/rtbench): step time p50 / K" >>"$bench"
+for bytes in 4 4096 65536 1048576 16777216 268435456 1073741824; do
+	k=200
+	[ $bytes -gt 1048576 ] && k=20
+	line=$(SYNCGEN_BENCH_BYTES=$bytes SYNCGEN_BENCH_K=$k $mpirun $bin/rtbench --backend nccl --check off --steps 30 --warmup 3 2>>"$log" | grep '^# step time')
+	echo "$line" >>"$log"
+	python3 - "$bytes" "$k" "$line" >>"$bench" <<'PY' || fail "rtbench $bytes"
+import re, sys
+bytes, k, line = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+m = re.search(r"p50 ([0-9.]+) (us|ms|s)\b", line)
+us = float(m.group(1)) * {"us": 1, "ms": 1e3, "s": 1e6}[m.group(2)]
+print("program %-14d %6d %12.2f" % (bytes, k, us / k))
+PY
+done
+python3 bench/gpu/compare.py "$bench" >>"$bench" 2>>"$log" || fail "comparing the benchmark"
+cat "$bench" >>"$log"
+
+say "done: $([ $status = 0 ] && echo PASS || echo FAIL)"
+exit $status
