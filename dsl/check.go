@@ -119,11 +119,14 @@ func (c *checker) declareTensors() {
 			}
 		}
 		c.prog.Tensors = slices.Grow(c.prog.Tensors, len(names))
+		var dups []string
+		var firstDup ir.Pos
 		for _, name := range names {
 			if prev, dup := c.tensorIndex[name]; dup {
-				p := c.prog.Tensors[prev].Pos
-				c.errorf(f, nameSpan(d.Name), "tensor names are unique across the program and its imports",
-					"duplicate tensor %s (first declared at %s)", code(name), p)
+				if len(dups) == 0 {
+					firstDup = c.prog.Tensors[prev].Pos
+				}
+				dups = append(dups, name)
 				continue
 			}
 			if len(c.prog.Tensors) >= maxTensors {
@@ -136,6 +139,15 @@ func (c *checker) declareTensors() {
 				Name: name, DType: dtype, Shape: shape, Elems: elems, Frozen: d.Frozen,
 				Bucket: -1, Pos: f.pos(d.Name.Pos.Offset),
 			})
+		}
+		// One error per declaration, however many names of a range repeat.
+		if len(dups) > 0 {
+			more := ""
+			if len(dups) > 1 {
+				more = fmt.Sprintf(" and %d more", len(dups)-1)
+			}
+			c.errorf(f, nameSpan(d.Name), "tensor names are unique across the program and its imports",
+				"duplicate tensor %s (first declared at %s)%s", code(dups[0]), firstDup, more)
 		}
 	}
 }

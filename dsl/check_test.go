@@ -465,11 +465,19 @@ func TestGlob(t *testing.T) {
 		{"*", "a.b.c", true}, {"h.*", "h.0.attn", true}, {"h.*", "h", false}, {"*.weight", "a.b.weight", true},
 		{"a.?.w", "a.1.w", true}, {"a.?.w", "a.10.w", false}, {"*a*b*", "xxaxxbxx", true}, {"*a*b", "ab", true},
 		{"a*", "b", false}, {"", "", true}, {"?", "é", true}, {"**", "", true},
+		{"h.{0..9}.*", "h.5.x", true}, {"h.{0..9}.*", "h.05.x", false}, {"h.{0..9}.*", "h.10.x", false},
+		{"a{1..12}", "a1", true}, {"a{1..12}", "a12", true}, {"a{1..12}", "a13", false}, {"a{0..3}", "a0", true},
+		{"*{2..3}", "x23", true}, {"*{20..30}*", "a255b", true}, {"{0..99999}.*", "7.w", true},
+		{"a.{0..1}", "a.{0..1}", false},
 	}
 	for _, c := range cases {
-		if got := globMatch(c.pat, c.name); got != c.want {
-			t.Errorf("globMatch(%q, %q) = %v", c.pat, c.name, got)
+		p := compilePattern(c.pat, true)
+		if got := p.match(c.name); got != c.want {
+			t.Errorf("match(%q, %q) = %v", c.pat, c.name, got)
 		}
+	}
+	if p := compilePattern("a.{0..1}", false); !p.literal || !p.match("a.{0..1}") {
+		t.Errorf("a quoted pattern's braces are literal")
 	}
 }
 

@@ -142,7 +142,7 @@ type jsonDiagnostic struct {
 	EndColumn int    `json:"end_column"`
 	Severity  string `json:"severity"`
 	Message   string `json:"message"`
-	Hint      string `json:"hint,omitempty"`
+	Hint      string `json:"hint"`
 }
 
 // JSON returns the diagnostics as a JSON array of objects with the fields

@@ -120,36 +120,6 @@ func expand(name string, rs []braceRange) []string {
 // isGlob reports whether a pattern has glob characters.
 func isGlob(p string) bool { return strings.ContainsAny(p, "*?") }
 
-// globMatch reports whether name matches the glob pattern: `*` matches any
-// run of characters (dots included), `?` exactly one character (rune).
-// It is the classic iterative matcher with one backtrack point, linear
-// for patterns with one star and never exponential.
-func globMatch(pattern, name string) bool {
-	p := []rune(pattern)
-	n := []rune(name)
-	pi, ni := 0, 0
-	starP, starN := -1, 0
-	for ni < len(n) {
-		switch {
-		case pi < len(p) && (p[pi] == '?' || p[pi] == n[ni]):
-			pi++
-			ni++
-		case pi < len(p) && p[pi] == '*':
-			starP, starN = pi, ni
-			pi++
-		case starP >= 0:
-			starN++
-			pi, ni = starP+1, starN
-		default:
-			return false
-		}
-	}
-	for pi < len(p) && p[pi] == '*' {
-		pi++
-	}
-	return pi == len(p)
-}
-
 // editDistance is the optimal string alignment distance between a and b:
 // insertions, deletions, substitutions and transpositions of adjacent
 // characters each cost 1, so `wiat` is one edit from `wait`.

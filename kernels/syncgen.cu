@@ -336,13 +336,17 @@ __device__ __forceinline__ u64 globaltimer() {
 }
 
 // syncgen_stamp stores the device clock (ns) at *stamp: the start of a run
-// of fills whose time the next spin subtracts.
+// of fills that no spin precedes, whose time the next spin subtracts.
 extern "C" __global__ void syncgen_stamp(u64 stamp) { *(u64 *)stamp = globaltimer(); }
 
 // syncgen_spin keeps one warp busy until ns nanoseconds have passed since
-// *stamp (when useStamp is set) or since it started. One block of one warp
-// leaves the other multiprocessors free for NCCL's kernels, as a real
-// backward pass's gaps would.
+// *stamp (when useStamp is set) or since it started, and leaves the time it
+// ends at *stamp. With useStamp, a spin that follows fills which followed
+// another spin thus counts from the end of that spin: the fills, and the
+// gaps between the kernels, come out of its time, and a backward pass of
+// many tensors lasts what the plan says. One block of one warp leaves the
+// other multiprocessors free for NCCL's kernels, as a real backward pass's
+// gaps would.
 extern "C" __global__ void syncgen_spin(u64 ns, u64 stamp, u64 useStamp) {
 	u64 start = globaltimer();
 	if (useStamp) {
@@ -351,6 +355,7 @@ extern "C" __global__ void syncgen_spin(u64 ns, u64 stamp, u64 useStamp) {
 	}
 	u64 now = start;
 	while (now - start < ns) now = globaltimer();
+	if (threadIdx.x == 0) *(volatile u64 *)stamp = now;
 }
 
 // syncgen_copy copies n 16-byte words: the copy-bandwidth reference the GPU

@@ -86,6 +86,21 @@ type Backend interface {
 	Close() error
 }
 
+// StepAligner is implemented by backends that can queue a barrier across
+// all ranks on a stream (the CPU backend). The runtime then aligns the
+// ranks at the start of each step with a barrier queued on the step's first
+// collective stream, which the other streams wait for, instead of blocking
+// the host in one: the collective that follows runs right after the barrier
+// on the same thread, as in a plain MPI program, with no wake-up between
+// them. A backend without it gets a host barrier before each step.
+type StepAligner interface {
+	// QueueBarrier queues a barrier across all ranks on s. All ranks queue
+	// it at the same point of their program.
+	QueueBarrier(s BackendStream) error
+	// EventTime returns the host time at which e completed.
+	EventTime(e Event) (time.Time, error)
+}
+
 // BackendStream is an ordered executor of work: a CUDA stream on a GPU, a
 // goroutine with a queue on the CPU. Each method queues one operation and
 // returns at once; operations run in the order queued, one after another.

@@ -22,6 +22,8 @@ type cpuBackend struct {
 	streams []*cpuStream
 	bufs    []*cpuBuffer
 	seq     sequencer
+	// prog is the progress thread of the nonblocking mode, or nil.
+	prog *progressThread
 }
 
 // cpuTuning holds the knobs of the CPU collectives (see tuning.go).
@@ -29,11 +31,18 @@ type cpuTuning struct {
 	// chunkBytes splits allreduce, broadcast and reduce into pieces of at
 	// most this many bytes, run one after another.
 	chunkBytes int64
+	// nonblocking selects the progress-thread mode (cpu_nb.go); inflight
+	// is how many pieces of one collective it keeps in flight.
+	nonblocking bool
+	inflight    int
 }
 
 func newCPUBackend(h *mpiHost, tune cpuTuning) *cpuBackend {
 	b := &cpuBackend{h: h, tune: tune}
 	b.seq.init()
+	if tune.nonblocking {
+		b.prog = startProgressThread(h, tune)
+	}
 	return b
 }
 
@@ -46,8 +55,17 @@ func (b *cpuBackend) Versions() []KV {
 		{"MPI", b.h.library},
 		{"MPI standard", fmt.Sprintf("%d.%d", major, minor)},
 		{"MPI thread level", b.h.level.String()},
-		{"collectives", fmt.Sprintf("blocking MPI calls in issue order, chunks of %s", formatBytes(b.tune.chunkBytes))},
+		{"collectives", b.describe()},
 	}
+}
+
+// describe says how the backend runs collectives.
+func (b *cpuBackend) describe() string {
+	if b.prog != nil {
+		return fmt.Sprintf("nonblocking MPI calls driven by a progress thread, chunks of %s, %d in flight",
+			formatBytes(b.tune.chunkBytes), b.tune.inflight)
+	}
+	return fmt.Sprintf("blocking MPI calls in issue order, chunks of %s", formatBytes(b.tune.chunkBytes))
 }
 
 func (b *cpuBackend) NewStream(index int, name string, prio Priority) (BackendStream, error) {
@@ -119,6 +137,9 @@ func (b *cpuBackend) Close() error {
 	var errs []error
 	for _, s := range b.streams {
 		s.close()
+	}
+	if b.prog != nil {
+		b.prog.stop()
 	}
 	for _, s := range b.streams {
 		s := s

@@ -34,6 +34,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/syncgen/syncgen/runtime/mpi"
@@ -88,11 +89,20 @@ func (b *cpuBackend) Collectives(ops []CollOp) error {
 		if (op.Coll == CollAllGather || op.Coll == CollReduceScatter) && op.Buf.N%int64(b.h.size) != 0 {
 			return fmt.Errorf("%s %q: %d elements do not split into %d ranks", op.Coll, op.Name, op.Buf.N, b.h.size)
 		}
-		ticket := b.seq.take()
+		var fn func() error
+		if b.prog != nil {
+			// Nonblocking mode: the progress thread runs it (cpu_nb.go).
+			fn = func() error { return b.prog.run(s, &op) }
+		} else {
+			ticket := b.seq.take()
+			fn = func() error {
+				b.seq.wait(ticket)
+				defer b.seq.done()
+				return b.run(s, &op)
+			}
+		}
 		err := s.enqueue(cpuOp{fn: func() error {
-			b.seq.wait(ticket)
-			defer b.seq.done()
-			if err := b.run(s, &op); err != nil {
+			if err := fn(); err != nil {
 				return fmt.Errorf("%s bucket %q: %w", op.Coll, op.Name, err)
 			}
 			return nil
@@ -171,4 +181,36 @@ func (b *cpuBackend) run(s *cpuStream, op *CollOp) error {
 		return fmt.Errorf("unknown collective %d", op.Coll)
 	}
 	return nil
+}
+
+// QueueBarrier implements StepAligner: a barrier on s's communicator, in
+// the global issue order like every collective.
+func (b *cpuBackend) QueueBarrier(st BackendStream) error {
+	s, ok := st.(*cpuStream)
+	if !ok {
+		return fmt.Errorf("barrier: not a CPU stream")
+	}
+	if b.prog != nil {
+		return s.enqueue(cpuOp{fn: func() error { return b.prog.barrier(s) }})
+	}
+	ticket := b.seq.take()
+	return s.enqueue(cpuOp{fn: func() error {
+		b.seq.wait(ticket)
+		defer b.seq.done()
+		b.h.mu.Lock()
+		defer b.h.mu.Unlock()
+		if err := s.comm.Barrier(); err != nil {
+			return fmt.Errorf("step barrier: %w", err)
+		}
+		return nil
+	}})
+}
+
+// EventTime implements StepAligner.
+func (b *cpuBackend) EventTime(e Event) (time.Time, error) {
+	m := e.(*cpuEvent).get()
+	if m == nil || !m.completed() {
+		return time.Time{}, fmt.Errorf("the event has not completed")
+	}
+	return m.t, nil
 }

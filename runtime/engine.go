@@ -41,8 +41,13 @@ type engine struct {
 	seedStep uint32 // the step number that seeds the fill pattern
 	stepNo   int    // 0-based over warm-up and measured steps; -1 in init
 	epoch    Event
-	// stepStart is the host time at which the epoch was recorded.
-	stepStart time.Time
+	// stepStart is the host time at which the epoch was recorded (or, with
+	// a StepAligner, completed).
+	stepStart  time.Time
+	epochTimer StepAligner
+	// alignStream runs the step barrier of a StepAligner backend: the
+	// first stream that runs a collective in the step.
+	alignStream int
 	ready     []readyMark
 	cursor    int // index into the recorded flat statements, for the sanity check
 	flatStep  []stmt
@@ -95,6 +100,7 @@ const (
 	tColl
 	tGrad
 	tWait
+	tBarrier
 )
 
 // timed is one measured piece of work of the current step: on a stream
@@ -135,6 +141,12 @@ func newEngine(p *Plan, prog *program, opts *options, h *mpiHost, be Backend) (*
 		return nil, err
 	}
 	e.ready = make([]readyMark, len(p.Buckets))
+	for _, s := range e.flatStep {
+		if s.kind == sColl {
+			e.alignStream = s.stream
+			break
+		}
+	}
 	e.planBackward()
 	e.model = newModel(e)
 	return e, nil

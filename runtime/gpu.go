@@ -235,12 +235,27 @@ type gpuStream struct {
 	name string
 	s    cuda.Stream
 	comm nccl.Comm
-	// stamp is 8 bytes of device memory where a run of fills records when
-	// it started, and stamped says a stamp is pending for the next Busy
-	// (see BackendStream.Busy).
-	stamp   cuda.Ptr
-	stamped bool
+	// stamp is 8 bytes of device memory holding the time the last spin
+	// ended, or when a run of fills started (see Busy); mark says what it
+	// holds now.
+	stamp cuda.Ptr
+	mark  stampMark
 }
+
+// stampMark is what a stream's stamp holds for the next Busy.
+type stampMark uint8
+
+const (
+	// markNone: nothing the next Busy may count from (after a collective,
+	// a cast, a wait for an event or the host).
+	markNone stampMark = iota
+	// markSpin: the end of the last spin, with nothing queued since.
+	markSpin
+	// markFills: fills were queued since the stamp's time (the end of a
+	// spin, or a stamp kernel before the first fill); the next Busy counts
+	// from it, so the fills' time comes out of its own.
+	markFills
+)
 
 // NewStream creates a CUDA stream with the plan's priority and joins a new
 // NCCL communicator for it: rank 0 makes the unique id, MPI broadcasts it.
@@ -429,7 +444,7 @@ func (b *gpuBackend) queue(op *CollOp) error {
 	if !ok {
 		return fmt.Errorf("nccl backend: %s of bucket %s on a %T, not a GPU stream", op.Coll, op.Name, op.Stream)
 	}
-	st.stamped = false
+	st.mark = markNone
 	where := func(err error) error { return collError(op, st, err) }
 	dt, ok := ncclTypes[op.Buf.DType]
 	if !ok {
@@ -610,41 +625,59 @@ func (b *gpuBackend) Abort() {
 	}
 }
 
-// wait polls done until it reports completion. Unlike a blocking
-// cudaStreamSynchronize it notices an NCCL failure (a peer that died leaves
-// NCCL's kernels spinning forever) and then aborts the communicators and
-// returns the error. It spins at first, as CUDA's default synchronisation
-// does, so that short waits add no latency, and then sleeps.
-func (b *gpuBackend) wait(what string, done func() (bool, error)) error {
+// wait blocks until sync (a blocking cudaStreamSynchronize or
+// cudaEventSynchronize) returns, and meanwhile watches the communicators:
+// a blocked synchronisation alone would never return when a peer dies and
+// leaves NCCL's kernels spinning. The synchronisation runs on a goroutine
+// of its own (CUDA's own wait spins, so the host notices completion within
+// a microsecond); the caller's goroutine asks every communicator for an
+// asynchronous error every watchEvery, and on one aborts them all, which
+// ends NCCL's kernels and so the synchronisation, and returns the error.
+// done, a non-blocking query, lets work that has already finished skip the
+// goroutine.
+func (b *gpuBackend) wait(what string, done func() (bool, error), sync func() error) error {
 	// After a host wait a stream may have gone idle: a pending stamp would
 	// make the next Busy subtract idle time, not fill time.
 	b.mu.Lock()
 	for _, s := range b.streams {
-		s.stamped = false
+		s.mark = markNone
 	}
 	b.mu.Unlock()
-	start := time.Now()
-	for i := 0; ; i++ {
-		ok, err := done()
-		if err != nil {
-			return fmt.Errorf("nccl backend: %s: %w", what, err)
-		}
-		if ok {
+	if ok, err := done(); err != nil {
+		return fmt.Errorf("nccl backend: %s: %w", what, err)
+	} else if ok {
+		return nil
+	}
+	result := make(chan error, 1)
+	go func() { result <- sync() }()
+	tick := time.NewTicker(watchEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-result:
+			if err != nil {
+				return fmt.Errorf("nccl backend: %s: %w", what, err)
+			}
 			return nil
-		}
-		if i%64 == 63 {
+		case <-tick.C:
 			if err := b.asyncError(); err != nil {
 				b.Abort()
+				select {
+				case <-result:
+				case <-time.After(abortGrace):
+				}
 				return fmt.Errorf("nccl backend: %s: %w", what, err)
 			}
 		}
-		if time.Since(start) < 2*time.Millisecond {
-			goruntime.Gosched()
-		} else {
-			time.Sleep(50 * time.Microsecond)
-		}
 	}
 }
+
+// watchEvery is how often a waiting host asks NCCL for asynchronous errors;
+// abortGrace how long it then gives the aborted work to end.
+const (
+	watchEvery = 10 * time.Millisecond
+	abortGrace = 10 * time.Second
+)
 
 func (s *gpuStream) Name() string { return s.name }
 
@@ -657,14 +690,15 @@ func (s *gpuStream) Fill(dst Span, p FillParams) error {
 		return err
 	}
 	defer goruntime.UnlockOSThread()
-	if !s.stamped {
-		// The first fill of a run: note the time, so that the next Busy
-		// subtracts what the fills took.
+	if s.mark == markNone {
+		// Fills that no spin precedes: note when they start, so that the
+		// next Busy subtracts what they take. After a spin its end time is
+		// already there.
 		if err := s.b.kernels.Stamp(s.s, s.stamp); err != nil {
 			return fmt.Errorf("nccl backend: stream %s: %w", s.name, err)
 		}
-		s.stamped = true
 	}
+	s.mark = markFills
 	kp := cuda.FillParams{Kind: int(p.Kind), SeedA: p.SeedA, SeedB: p.SeedB, Lo: p.Lo, Hi: p.Hi, Dev: p.Dev, Sign: p.Sign, Two: p.Two, Neg: p.Neg}
 	if err := s.b.kernels.Fill(s.s, ptr, int(dst.DType), dst.N, kp); err != nil {
 		return fmt.Errorf("nccl backend: stream %s: fill of %d %s: %w", s.name, dst.N, dst.DType, err)
@@ -688,7 +722,7 @@ func (s *gpuStream) Cast(dst, src Span) error {
 		return err
 	}
 	defer goruntime.UnlockOSThread()
-	s.stamped = false
+	s.mark = markNone
 	if err := s.b.kernels.Cast(s.s, dp, int(dst.DType), sp, int(src.DType), src.N); err != nil {
 		return fmt.Errorf("nccl backend: stream %s: cast of %d %s to %s: %w", s.name, src.N, src.DType, dst.DType, err)
 	}
@@ -700,8 +734,8 @@ func (s *gpuStream) Busy(d time.Duration) error {
 		return err
 	}
 	defer goruntime.UnlockOSThread()
-	use := s.stamped
-	s.stamped = false
+	use := s.mark == markFills
+	s.mark = markSpin
 	if err := s.b.kernels.Spin(s.s, d.Nanoseconds(), s.stamp, use); err != nil {
 		return fmt.Errorf("nccl backend: stream %s: busy %v: %w", s.name, d, err)
 	}
@@ -732,7 +766,7 @@ func (s *gpuStream) WaitEvent(e Event) error {
 		return err
 	}
 	defer goruntime.UnlockOSThread()
-	s.stamped = false
+	s.mark = markNone
 	if err := s.s.Wait(ev.ev); err != nil {
 		return fmt.Errorf("nccl backend: stream %s: %w", s.name, err)
 	}
@@ -746,11 +780,23 @@ func (s *gpuStream) Synchronize() error {
 		}
 		defer goruntime.UnlockOSThread()
 		return s.s.Done()
+	}, func() error {
+		if err := s.b.enter(); err != nil {
+			return err
+		}
+		defer goruntime.UnlockOSThread()
+		return s.s.Synchronize()
 	})
 }
 
 func (e *gpuEvent) Synchronize() error {
-	return e.b.wait("event", e.Query)
+	return e.b.wait("event", e.Query, func() error {
+		if err := e.b.enter(); err != nil {
+			return err
+		}
+		defer goruntime.UnlockOSThread()
+		return e.ev.Synchronize()
+	})
 }
 
 // Query may run on the watchdog's goroutine: it selects the device too, so

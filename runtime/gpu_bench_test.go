@@ -43,6 +43,7 @@ func TestGPUBench(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	p0 := FillParams{Kind: FillUniform, SeedA: 1, Lo: 0, Hi: 9}
 	fmt.Printf("# syncgen runtime allreduce: NCCL %d, %d GPU(s), dtype f32, in place\n", nccl.Version(), b.env.Size)
 	fmt.Printf("# %-12s %8s %12s %12s %10s %10s\n", "bytes", "iters", "host_us", "dev_us", "algbw", "busbw")
 	for bytes := int64(4); bytes <= maxBytes; bytes *= 2 {
@@ -67,6 +68,43 @@ func TestGPUBench(t *testing.T) {
 		busbw := algbw * 2 * float64(b.env.Size-1) / float64(b.env.Size)
 		fmt.Printf("%-14d %8d %12.2f %12.2f %10.2f %10.2f\n", bytes, n, host*1e6, dev*1e6, algbw, busbw)
 	}
+
+	// What each backend call costs the host, which is what a generated
+	// program pays around every collective (events for timing and
+	// dependencies) on top of NCCL's own call.
+	const calls = 20000
+	tiny := []CollOp{{Stream: comm, Coll: CollAllReduce, Op: Sum, Buf: Span{Buf: buf, N: 1, DType: F32}, Name: "bench"}}
+	one := Span{Buf: buf, N: 1, DType: F32}
+	fmt.Printf("# host time per call, us (%d calls each, then one synchronisation)\n", calls)
+	cost := func(name string, st *gpuStream, f func() error) {
+		for i := 0; i < 100; i++ {
+			must(f())
+		}
+		must(st.Synchronize())
+		t0 := time.Now()
+		for i := 0; i < calls; i++ {
+			must(f())
+		}
+		host := time.Since(t0)
+		must(st.Synchronize())
+		fmt.Printf("%-52s %8.3f\n", name, host.Seconds()/calls*1e6)
+	}
+	cost("ncclAllReduce 4 B through package nccl", comm, func() error {
+		goruntime.LockOSThread()
+		defer goruntime.UnlockOSThread()
+		return comm.comm.AllReduce(mustAddr(t, tiny[0].Buf), mustAddr(t, tiny[0].Buf), 1, nccl.Float32, nccl.Sum, comm.s)
+	})
+	cost("Collectives: one allreduce of 4 B", comm, func() error { return b.Collectives(tiny) })
+	cost("Record (cudaEventRecord)", comm, func() error { return comm.Record(e0) })
+	cost("WaitEvent (cudaStreamWaitEvent)", comm, func() error { return comm.WaitEvent(e0) })
+	cost("Event.Query (cudaEventQuery)", comm, func() (err error) { _, err = e0.Query(); return })
+	cost("Busy(0) (a spin kernel launch)", compute, func() error { return compute.Busy(0) })
+	cost("Fill of 1 element (fill kernel launch)", compute, func() error { return compute.Fill(one, p0) })
+	cost("as the runtime issues one: Record, Collectives, Record", comm, func() error {
+		must(comm.Record(e0))
+		must(b.Collectives(tiny))
+		return comm.Record(e1)
+	})
 
 	// Bandwidth of the element-wise kernels on 1 GiB of float32 (or the
 	// 16-bit half of it), counting bytes read plus bytes written.
@@ -125,4 +163,12 @@ func TestGPUBench(t *testing.T) {
 		gbs := timeIt(r.name, r.bytes, r.work)
 		fmt.Printf("%-28s %10.0f%% of cudaMemcpy\n", "", 100*gbs/memcpy)
 	}
+}
+
+func mustAddr(t testing.TB, s Span) cuda.Ptr {
+	p, err := addr(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -79,7 +79,10 @@ func checkSamePlan(h *mpiHost, p *Plan, prog *program, tune cpuTuning) error {
 	rec := make([]byte, planRecordSize)
 	d := planDigest(p, prog)
 	copy(rec, d[:])
-	binary.LittleEndian.PutUint64(rec[32:], uint64(tune.chunkBytes))
+	binary.LittleEndian.PutUint64(rec[32:], uint64(tune.chunkBytes)^uint64(tune.inflight)<<56)
+	if tune.nonblocking {
+		rec[32+7] ^= 0x80
+	}
 	copy(rec[40:], p.Source+" ("+p.Name+")")
 	all, err := h.Allgather(rec)
 	if err != nil {
@@ -113,10 +116,11 @@ func checkSamePlan(h *mpiHost, p *Plan, prog *program, tune cpuTuning) error {
 	if len(chunks) > 1 {
 		var parts []string
 		for c, rs := range chunks {
-			parts = append(parts, fmt.Sprintf("%s use %d", rankList(rs), c))
+			parts = append(parts, fmt.Sprintf("%s use %#x", rankList(rs), c))
 		}
 		sort.Strings(parts)
-		return fmt.Errorf("SYNCGEN_CPU_CHUNK differs between ranks (%s); set it the same everywhere (mpirun -x SYNCGEN_CPU_CHUNK)", strings.Join(parts, ", "))
+		return fmt.Errorf("the CPU backend's tuning (SYNCGEN_CPU_CHUNK, SYNCGEN_CPU_MODE, SYNCGEN_CPU_INFLIGHT) differs between ranks (%s); set it the same everywhere (mpirun -x NAME)",
+			strings.Join(parts, ", "))
 	}
 	return nil
 }

@@ -344,3 +344,38 @@ func TestFlags(t *testing.T) {
 	}
 	mustContain(t, r, "checks off", "backend cpu (--backend cpu)")
 }
+
+// The progress-thread mode runs the same plans to the same results.
+func TestNonblockingMode(t *testing.T) {
+	env := []string{"SYNCGEN_CPU_MODE=nonblocking", "SYNCGEN_CPU_CHUNK=64KiB", "SYNCGEN_CPU_INFLIGHT=3"}
+	for _, c := range []struct {
+		np   int
+		plan string
+	}{{3, "matrix"}, {4, "group"}, {2, "big:300001"}, {2, "chain"}} {
+		t.Run(fmt.Sprintf("%s-np%d", c.plan, c.np), func(t *testing.T) {
+			r := mpirun(t, c.np, env, 90*time.Second, c.plan, "--steps", "2")
+			if r.code != 0 || !strings.Contains(r.out, "# 0 wrong") || strings.Contains(r.out, "unchecked") {
+				t.Fatalf("exit %d:\n%s", r.code, r.out)
+			}
+			mustContain(t, r, "nonblocking MPI calls driven by a progress thread")
+		})
+	}
+}
+
+// Ranks with different tuning would split collectives differently: caught
+// before anything runs.
+func TestTuningMismatch(t *testing.T) {
+	needMPI(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	argv := []string{"mpirun", "--oversubscribe"}
+	if os.Geteuid() == 0 {
+		argv = append(argv, "--allow-run-as-root")
+	}
+	argv = append(argv, "-np", "1", "-x", "SYNCGEN_CPU_CHUNK=1MiB", testprog, "basic", ":", "-np", "1", testprog, "basic")
+	r := run(t, ctx, nil, argv)
+	if r.code == 0 {
+		t.Fatalf("ranks with different chunk sizes ran:\n%s", r.out)
+	}
+	mustContain(t, r, "differs between ranks", "rank 0 use", "rank 1 use")
+}

@@ -51,11 +51,20 @@ func selectBackend(h *mpiHost, p *Plan, opts *options, tune cpuTuning) (Backend,
 		if err != nil {
 			return nil, "", fmt.Errorf("asking every rank whether it can run %s: %w", f.Name, err)
 		}
+		// Ranks that fail for the same reason are named together.
 		var bad []string
+		byWhy := map[string][]int{}
 		for r, x := range all {
 			if x[0] != 1 {
-				bad = append(bad, fmt.Sprintf("rank %d: %s", r, strings.TrimRight(string(x[1:]), "\x00")))
+				w := strings.TrimRight(string(x[1:]), "\x00")
+				if len(byWhy[w]) == 0 {
+					bad = append(bad, w)
+				}
+				byWhy[w] = append(byWhy[w], r)
 			}
+		}
+		for i, w := range bad {
+			bad[i] = rankList(byWhy[w]) + ": " + w
 		}
 		if len(bad) == 0 {
 			be, err := f.New(env)

@@ -85,20 +85,16 @@ func (e *engine) runAll(res *results, progress *progressBar) error {
 	hooks := testHooksFromEnv()
 	for i := 0; i < total; i++ {
 		e.seedStep, e.stepNo, e.cursor = uint32(i), i, 0
-		// Steps start together, so that a bucket's time measures its
-		// collective and not how far the ranks drifted apart during the
-		// previous step's checks and reports.
-		if err := e.h.Barrier(); err != nil {
-			return fmt.Errorf("barrier before step %d: %w", i, err)
+		if err := e.startStep(); err != nil {
+			return err
 		}
-		t0 := time.Now()
-		e.beginStep()
 		hooks.beforeStep(e, i)
 		p.Step(&Step{e: e})
 		if err := e.drain(); err != nil {
 			return err
 		}
 		t1 := time.Now()
+		watchIdle(e) // what follows is local work: timing, checks
 		recs, err := e.collect()
 		if err != nil {
 			return err
@@ -106,7 +102,7 @@ func (e *engine) runAll(res *results, progress *progressBar) error {
 		e.model.apply(e.prog.step, e.seedStep)
 		measured := i >= e.opts.warmup
 		if measured {
-			st := stepStatsOf(recs, t1.Sub(t0))
+			st := stepStatsOf(recs, t1.Sub(e.stepStart))
 			res.steps = append(res.steps, st)
 			for _, r := range recs {
 				if r.kind != tColl || r.id < 0 {
@@ -134,11 +130,57 @@ func (e *engine) runAll(res *results, progress *progressBar) error {
 	return nil
 }
 
-// beginStep records the step's epoch event and tells the watchdog.
-func (e *engine) beginStep() {
+// startStep aligns the ranks and begins a step. Steps start together, so
+// that a bucket's time measures its collective and not how far the ranks
+// drifted apart during the previous step's checks and reports. A backend
+// that can queue a barrier on a stream (StepAligner) gets it on the step's
+// first collective stream, the other streams wait for it, and the step's
+// time starts when it completes: the collective that follows runs on the
+// same thread right after it, as in a plain MPI program. Otherwise the host
+// joins a barrier. The watchdog covers the barrier either way.
+func (e *engine) startStep() error {
+	watchStep(e)
+	if al, ok := e.be.(StepAligner); ok {
+		e.beginRecords()
+		s := e.alignStream
+		start := e.recordOn(s, "")
+		if err := al.QueueBarrier(e.streams[s]); err != nil {
+			return fmt.Errorf("queueing the barrier before step %s: %w", e.stepName(), err)
+		}
+		e.epoch = e.recordOn(s, "")
+		e.epochTimer = al
+		for i, st := range e.streams {
+			if i != s {
+				if err := st.WaitEvent(e.epoch); err != nil {
+					return err
+				}
+			}
+		}
+		e.addTimed(timed{kind: tBarrier, stream: s, name: "step barrier", bucket: -1, start: start, end: e.epoch})
+		e.stepStart = time.Now() // until the epoch's own time is known
+		e.hostAt.set("")
+		return nil
+	}
+	e.hostAt.set(fmt.Sprintf("the barrier before step %s", e.stepName()))
+	if err := e.h.Barrier(); err != nil {
+		return fmt.Errorf("barrier before step %s: %w", e.stepName(), err)
+	}
+	e.beginStep()
+	return nil
+}
+
+// beginRecords clears the step's timed records.
+func (e *engine) beginRecords() {
 	e.mu.Lock()
 	e.recs = e.recs[:0]
 	e.mu.Unlock()
+	e.epochTimer = nil
+}
+
+// beginStep records the step's epoch event on the first stream and tells
+// the watchdog (again: the step's time starts here).
+func (e *engine) beginStep() {
+	e.beginRecords()
 	e.stepStart = time.Now()
 	e.epoch = e.recordOn(0, "")
 	e.hostAt.set("")
@@ -180,12 +222,19 @@ func (e *engine) collect() ([]timed, error) {
 	e.mu.Lock()
 	recs := append([]timed(nil), e.recs...)
 	e.mu.Unlock()
+	if e.epochTimer != nil {
+		t, err := e.epochTimer.EventTime(e.epoch)
+		if err != nil {
+			return nil, fmt.Errorf("timing the step's start: %w", err)
+		}
+		e.stepStart = t
+	}
 	for i := range recs {
 		r := &recs[i]
 		if r.kind == tWait {
 			// Waits are host times; the epoch event completed when the
 			// step began on the host (every stream was idle then).
-			r.t0, r.t1 = r.hostStart.Sub(e.stepStart), r.hostEnd.Sub(e.stepStart)
+			r.t0, r.t1 = max(r.hostStart.Sub(e.stepStart), 0), max(r.hostEnd.Sub(e.stepStart), 0)
 			continue
 		}
 		var err error

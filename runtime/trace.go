@@ -58,6 +58,8 @@ func traceOf(e *engine, recs []timed, step int, origin time.Time) []traceEvent {
 			}
 		case tWait:
 			ev.Name, ev.Cat, ev.Tid = r.name, "wait", 0
+		case tBarrier:
+			ev.Name, ev.Cat = "step barrier", "sync"
 		}
 		out = append(out, ev)
 	}

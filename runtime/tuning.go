@@ -8,6 +8,10 @@ package runtime
 //
 //	SYNCGEN_CPU_CHUNK   piece size of the CPU backend's allreduce, broadcast
 //	                    and reduce (default 4MiB; 0 or off: no splitting).
+//	SYNCGEN_CPU_MODE    blocking (default) or nonblocking: how the CPU
+//	                    backend runs collectives (cpu_coll.go, cpu_nb.go).
+//	SYNCGEN_CPU_INFLIGHT  pieces of one collective in flight in the
+//	                    nonblocking mode (default 2).
 
 import (
 	"fmt"
@@ -21,7 +25,22 @@ const defaultCPUChunk = 4 << 20
 
 // cpuTuningFromEnv reads the CPU backend's knobs.
 func cpuTuningFromEnv() cpuTuning {
-	t := cpuTuning{chunkBytes: defaultCPUChunk}
+	t := cpuTuning{chunkBytes: defaultCPUChunk, inflight: 2}
+	switch v := os.Getenv("SYNCGEN_CPU_MODE"); v {
+	case "", "blocking":
+	case "nonblocking":
+		t.nonblocking = true
+	default:
+		fmt.Fprintf(os.Stderr, "%s: ignoring SYNCGEN_CPU_MODE=%q: want blocking or nonblocking\n", progName(), v)
+	}
+	if v := os.Getenv("SYNCGEN_CPU_INFLIGHT"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 64 {
+			fmt.Fprintf(os.Stderr, "%s: ignoring SYNCGEN_CPU_INFLIGHT=%q: want 1 to 64\n", progName(), v)
+		} else {
+			t.inflight = n
+		}
+	}
 	if v := os.Getenv("SYNCGEN_CPU_CHUNK"); v != "" {
 		n, err := parseSize(v)
 		switch {

@@ -84,10 +84,16 @@ say "machine"
 	echo "NCCL: ${SYNCGEN_NCCL_LIB:-libnccl.so.2}"
 } >>"$log" 2>&1
 
-# 1. The PTX, compiled here; the binaries were built with the committed PTX,
-# so point them at the fresh one.
+# 1. The PTX, compiled here. The binaries embed the committed one; if that
+# is stale (kernels/syncgen.cu changed since), they load the fresh one and
+# the run says to commit it.
 if run ptx bash kernels/regen.sh "$OUT/syncgen.ptx"; then
-	export SYNCGEN_PTX=$OUT/syncgen.ptx
+	if cmp -s "$OUT/syncgen.ptx" runtime/cuda/syncgen.ptx; then
+		say "ptx: the committed runtime/cuda/syncgen.ptx is up to date; the binaries use it"
+	else
+		say "ptx: runtime/cuda/syncgen.ptx is stale: using the fresh one; copy $OUT/syncgen.ptx there and commit it"
+		export SYNCGEN_PTX=$OUT/syncgen.ptx
+	fi
 fi
 
 # 2. Loader error paths and the GPU tests.
@@ -113,14 +119,15 @@ done
 # 5. Overlap: in the first example's trace (or the all-collectives one), a
 # bucket's allreduce must start before the backward pass on another stream
 # has ended.
+tr=
 for tr in "$OUT"/trace-resnet50.json "$OUT"/trace-*.json; do
 	[ -f "$tr" ] || continue
 	say "overlap in $(basename "$tr")"
 	python3 bench/gpu/overlap.py "$tr" >>"$log" 2>&1 || fail "no overlap in $tr"
 	break
 done
-# Keep one trace: the files that come back are few.
-keep=$(ls "$OUT"/trace-resnet50.json "$OUT"/trace-*.json 2>/dev/null | head -1)
+# Keep one trace, the one checked above: the files that come back are few.
+keep=$tr
 for tr in "$OUT"/trace-*.json; do [ "$tr" = "$keep" ] || rm -f "$tr"; done
 
 # 6. The benchmark: C calling NCCL directly, then the runtime, same sizes.

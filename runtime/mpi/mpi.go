@@ -468,6 +468,20 @@ func (c Comm) IreduceScatterBlock(buf unsafe.Pointer, count int, dt DType, o Op)
 	return Request{r}, err
 }
 
+// Ibarrier starts a nonblocking barrier.
+func (c Comm) Ibarrier() (Request, error) {
+	var r C.MPI_Request
+	err := check("MPI_Ibarrier", C.MPI_Ibarrier(c.c, &r))
+	return Request{r}, err
+}
+
+// Test reports whether r has completed (and frees it if so).
+func (r *Request) Test() (bool, error) {
+	var flag C.int
+	err := check("MPI_Test", C.MPI_Test(&r.r, &flag, nil))
+	return flag != 0, err
+}
+
 // Wait blocks until r completes.
 func (r *Request) Wait() error {
 	return check("MPI_Wait", C.MPI_Wait(&r.r, nil))
