@@ -20,7 +20,7 @@
 # SYNCGEN_CPU_CHUNK (the runtime's piece size, exported to the ranks).
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
-out=${OUT:-$root/bench/out}
+out=${OUT:-${TMPDIR:-/tmp}/syncgen-bench}
 mkdir -p "$out"
 NPS=${NPS:-"2 4"}
 SIZES=${SIZES:-"4K 16K 64K 256K 1M 4M 16M 32M 64M 128M 256M"}

@@ -475,6 +475,12 @@ func TestGlob(t *testing.T) {
 		if got := p.match(c.name); got != c.want {
 			t.Errorf("match(%q, %q) = %v", c.pat, c.name, got)
 		}
+		// The general matcher agrees with the fast paths.
+		q := p
+		q.literal, q.simple = false, false
+		if got := q.match(c.name); got != c.want {
+			t.Errorf("general match(%q, %q) = %v", c.pat, c.name, got)
+		}
 	}
 	if p := compilePattern("a.{0..1}", false); !p.literal || !p.match("a.{0..1}") {
 		t.Errorf("a quoted pattern's braces are literal")

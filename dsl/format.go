@@ -35,8 +35,8 @@ type fmtItem struct {
 	start, end int // the source bytes it was printed from
 	depth      int
 	text       string
-	open       bool // ends with `{`: the next line starts a block
-	close      bool // a closing `}`
+	open       bool    // ends with `{`: the next line starts a block
+	close      bool    // a closing `}`
 	before     []token // comments on lines of their own before it
 	inner      []token // comments inside it, printed before it
 	trailing   []token

@@ -17,6 +17,9 @@ type pattern struct {
 	// literal is set when the pattern has no glob and no range: it names
 	// one tensor and is looked up rather than scanned.
 	literal bool
+	// simple is set when the only special character is `*`: it is then
+	// matched byte by byte without allocating (the common case, `h.*`).
+	simple bool
 }
 
 // patPart is one element of a pattern.
@@ -30,7 +33,7 @@ type patPart struct {
 // (bare patterns), otherwise braces are literal (quoted patterns). The
 // caller has validated the ranges.
 func compilePattern(s string, withRanges bool) pattern {
-	p := pattern{text: s, literal: true}
+	p := pattern{text: s, literal: true, simple: true}
 	for i := 0; i < len(s); {
 		if withRanges {
 			if n := braceRangeLen(s, i); n > 0 {
@@ -39,6 +42,7 @@ func compilePattern(s string, withRanges bool) pattern {
 				hi, _ := strconv.ParseInt(m[2], 10, 64)
 				p.parts = append(p.parts, patPart{kind: 'r', lo: lo, hi: hi})
 				p.literal = false
+				p.simple = false
 				i += n
 				continue
 			}
@@ -49,6 +53,7 @@ func compilePattern(s string, withRanges bool) pattern {
 		case '*', '?':
 			p.parts = append(p.parts, patPart{kind: byte(r)})
 			p.literal = false
+			p.simple = p.simple && r == '*'
 		default:
 			p.parts = append(p.parts, patPart{kind: 'c', r: r})
 		}
@@ -62,6 +67,9 @@ func compilePattern(s string, withRanges bool) pattern {
 func (p *pattern) match(name string) bool {
 	if p.literal {
 		return name == p.text
+	}
+	if p.simple {
+		return starMatch(p.text, name)
 	}
 	rs := []rune(name)
 	// ok[j] is true when parts[:i] can match rs[:j]; one row per part.
@@ -109,4 +117,31 @@ func (p *pattern) match(name string) bool {
 		ok, next = next, ok
 	}
 	return ok[len(rs)]
+}
+
+// starMatch matches a pattern whose only special character is `*`, byte by
+// byte: the classic iterative matcher that backtracks to the last star
+// only, linear in practice and never exponential.
+func starMatch(pat, name string) bool {
+	pi, ni := 0, 0
+	starP, starN := -1, 0
+	for ni < len(name) {
+		switch {
+		case pi < len(pat) && pat[pi] == '*':
+			starP, starN = pi, ni
+			pi++
+		case pi < len(pat) && pat[pi] == name[ni]:
+			pi++
+			ni++
+		case starP >= 0:
+			starN++
+			pi, ni = starP+1, starN
+		default:
+			return false
+		}
+	}
+	for pi < len(pat) && pat[pi] == '*' {
+		pi++
+	}
+	return pi == len(pat)
 }

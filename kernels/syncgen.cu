@@ -339,23 +339,25 @@ __device__ __forceinline__ u64 globaltimer() {
 // of fills that no spin precedes, whose time the next spin subtracts.
 extern "C" __global__ void syncgen_stamp(u64 stamp) { *(u64 *)stamp = globaltimer(); }
 
-// syncgen_spin keeps one warp busy until ns nanoseconds have passed since
-// *stamp (when useStamp is set) or since it started, and leaves the time it
-// ends at *stamp. With useStamp, a spin that follows fills which followed
-// another spin thus counts from the end of that spin: the fills, and the
-// gaps between the kernels, come out of its time, and a backward pass of
-// many tensors lasts what the plan says. One block of one warp leaves the
-// other multiprocessors free for NCCL's kernels, as a real backward pass's
-// gaps would.
+// syncgen_spin keeps one warp busy until the device clock reaches a target:
+// ns nanoseconds after *stamp when useStamp is set, else after its own
+// start; and it leaves the target at *stamp. A spin that follows fills that
+// followed another spin therefore ends ns after the previous spin's target:
+// the spins keep a schedule, the fills and the gaps between kernels run
+// inside it, and a fill that overruns its tensor's share is made up by the
+// next spins. So a backward pass of many tensors lasts what the plan says.
+// One block of one warp leaves the other multiprocessors free for NCCL's
+// kernels, as a real backward pass's gaps would.
 extern "C" __global__ void syncgen_spin(u64 ns, u64 stamp, u64 useStamp) {
-	u64 start = globaltimer();
+	u64 now = globaltimer();
+	u64 start = now;
 	if (useStamp) {
 		u64 s = *(volatile u64 *)stamp;
 		if (s < start) start = s;
 	}
-	u64 now = start;
-	while (now - start < ns) now = globaltimer();
-	if (threadIdx.x == 0) *(volatile u64 *)stamp = now;
+	u64 target = start + ns;
+	while (now < target) now = globaltimer();
+	if (threadIdx.x == 0) *(volatile u64 *)stamp = target;
 }
 
 // syncgen_copy copies n 16-byte words: the copy-bandwidth reference the GPU

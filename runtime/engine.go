@@ -48,9 +48,9 @@ type engine struct {
 	// alignStream runs the step barrier of a StepAligner backend: the
 	// first stream that runs a collective in the step.
 	alignStream int
-	ready     []readyMark
-	cursor    int // index into the recorded flat statements, for the sanity check
-	flatStep  []stmt
+	ready       []readyMark
+	cursor      int // index into the recorded flat statements, for the sanity check
+	flatStep    []stmt
 
 	// mu guards recs, which the watchdog reads.
 	mu   sync.Mutex

@@ -236,8 +236,8 @@ type gpuStream struct {
 	s    cuda.Stream
 	comm nccl.Comm
 	// stamp is 8 bytes of device memory holding the time the last spin
-	// ended, or when a run of fills started (see Busy); mark says what it
-	// holds now.
+	// was to end, or when a run of fills started (see Busy); mark says
+	// what it holds now.
 	stamp cuda.Ptr
 	mark  stampMark
 }
@@ -249,11 +249,12 @@ const (
 	// markNone: nothing the next Busy may count from (after a collective,
 	// a cast, a wait for an event or the host).
 	markNone stampMark = iota
-	// markSpin: the end of the last spin, with nothing queued since.
+	// markSpin: the last spin's target, with nothing queued since.
 	markSpin
-	// markFills: fills were queued since the stamp's time (the end of a
-	// spin, or a stamp kernel before the first fill); the next Busy counts
-	// from it, so the fills' time comes out of its own.
+	// markFills: fills were queued since the stamp's time (a spin's
+	// target, or a stamp kernel before the first fill); the next Busy
+	// counts from it, so the fills' time comes out of its own, and what a
+	// fill overruns comes out of the spins after it.
 	markFills
 )
 

@@ -137,6 +137,9 @@ func (prog *program) validate(p *Plan, size int) error {
 			}
 		}
 	}
+	if len(p.Streams) == 0 {
+		errs = append(errs, fmt.Errorf("the plan has no streams"))
+	}
 	walk(prog.init)
 	walk(prog.step)
 	for i, t := range p.Tensors {

@@ -202,10 +202,10 @@ func (k *Kernels) Stamp(s Stream, p Ptr) error {
 	return k.launchOne("syncgen_stamp", k.stamp, s, uint64(p))
 }
 
-// Spin queues a kernel that runs for ns nanoseconds of device time on one
-// warp, counted from the clock value at stamp if useStamp (written by Stamp
-// or by the previous Spin), else from its start, and that writes the time it
-// ends at stamp.
+// Spin queues a kernel that keeps one warp busy until ns nanoseconds after
+// the clock value at stamp if useStamp (written by Stamp, or the previous
+// Spin's target), else after its start, and that writes that target time at
+// stamp.
 func (k *Kernels) Spin(s Stream, ns int64, stamp Ptr, useStamp bool) error {
 	return k.launchOne("syncgen_spin", k.spin, s, uint64(ns), uint64(stamp), b2u(useStamp))
 }

@@ -1,0 +1,146 @@
+#!/bin/sh
+# bench/run.sh: syncgen's CPU benchmarks against the tools users know (`make bench`).
+#
+#   1. one allreduce, 4 KiB .. 256 MiB, through a generated program vs a plain C program calling
+#      MPI_Allreduce (bench/allreduce.sh, bench/mpi_allreduce.c): busbw and ratio (target >= 0.95)
+#   2. resnet50 and bert_large gradient sync with DDP's plan through syncgen vs PyTorch
+#      DistributedDataParallel (gloo) on the same shapes, bucket_cap_mb=25 (bench/ddp/)
+#   3. bucketing plans against each other: per tensor, DDP's, one bucket, 4/25/64/128 MiB caps
+#      (bench/plans/)
+#   4. the compiler: syncgen gen and build (cold, cached), resnet50 and 10,000 tensors
+#      (bench/compiler/)
+# Each comparison runs at 2 and 4 ranks, the contenders alternating (A B A B ...) for ROUNDS
+# rounds; medians and ratios are printed as Markdown tables and written to bench/results/*.json
+# (machine, versions, load and the exact commands included). docs/performance.md explains them.
+#
+#   sh bench/run.sh                     # everything (about 15 min on a 2-core machine)
+#   QUICK=1 sh bench/run.sh             # 2 ranks, 1 round, few steps: checks the set-up (~3 min)
+#   ONLY="2 3" ROUNDS=5 sh bench/run.sh # some comparisons, more rounds
+#   NPS="2" MODELS="resnet50" PLAN_MODELS="resnet50,bert_large" sh bench/run.sh
+#
+# Knobs: ONLY (default "1 2 3 4"), NPS ("2 4"), ROUNDS (3), MODELS (comparison 2:
+# "resnet50,bert_large"), PLAN_MODELS (comparison 3: "resnet50"), SIZES (comparison 1, passed
+# to bench/allreduce.sh), MPIRUN_ARGS (default "--oversubscribe --bind-to none", plus
+# --allow-run-as-root as root), TORCH_PYTHON (/usr/bin/python3), OUT (scratch, bench/out).
+#
+# It installs nothing. Open MPI and Go are needed (`make setup` installs Open MPI); comparison 2
+# needs Debian's python3-torch for /usr/bin/python3 and is skipped, saying how to install it,
+# when that is missing.
+set -eu
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+ONLY=${ONLY:-"1 2 3 4"}
+QUICK=${QUICK:-0}
+if [ "$QUICK" = 1 ]; then
+	NPS=${NPS:-"2"}
+	ROUNDS=${ROUNDS:-1}
+	SIZES=${SIZES:-"4K 1M 64M"}
+	MODELS=${MODELS:-"resnet50"}
+	quick_steps="--steps 5 --warmup 1"
+	compiler_runs="--runs 2 --build-runs 1"
+else
+	NPS=${NPS:-"2 4"}
+	ROUNDS=${ROUNDS:-3}
+	SIZES=${SIZES:-"4K 16K 64K 256K 1M 4M 16M 64M 256M"}
+	MODELS=${MODELS:-"resnet50,bert_large"}
+	quick_steps=""
+	compiler_runs="--runs 5 --build-runs 3"
+fi
+PLAN_MODELS=${PLAN_MODELS:-"resnet50"}
+TORCH_PYTHON=${TORCH_PYTHON:-/usr/bin/python3}
+OUT=${OUT:-$root/bench/out}
+export OUT TORCH_PYTHON
+nps_csv=$(echo "$NPS" | tr ' ' ',')
+
+missing=""
+for c in go mpirun mpicc pkg-config; do
+	command -v "$c" >/dev/null 2>&1 || missing="$missing $c"
+done
+if [ -n "$missing" ]; then
+	echo "bench: missing:$missing. Open MPI: \`make setup\` (or, as root: apt-get install -y openmpi-bin libopenmpi-dev pkg-config); Go: https://go.dev/dl" >&2
+	exit 1
+fi
+# Any python3 drives the comparisons (standard library only); the DDP contender needs torch.
+if command -v python3 >/dev/null 2>&1; then PY=python3; elif [ -x /usr/bin/python3 ]; then PY=/usr/bin/python3; else
+	echo "bench: python3 is missing (as root: apt-get install -y python3)" >&2
+	exit 1
+fi
+mkdir -p "$OUT" bench/results
+go build -o bin/syncgen ./cmd/syncgen
+
+started=$(date +%s)
+echo "# syncgen CPU benchmarks, $(date -u '+%Y-%m-%d %H:%M UTC') on $(hostname)"
+echo "# machine: $(nproc) cores ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)), $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo) memory"
+echo "# $(mpirun --version 2>/dev/null | head -1); $(go version)"
+if "$TORCH_PYTHON" -c 'import torch' >/dev/null 2>&1; then
+	echo "# torch $("$TORCH_PYTHON" -c 'import torch; print(torch.__version__)' 2>/dev/null) ($TORCH_PYTHON)"
+else
+	echo "# torch: not installed for $TORCH_PYTHON"
+fi
+echo "# load average at start:$(cut -d' ' -f1-3 /proc/loadavg | sed 's/^/ /')"
+echo "# ranks: $NPS; rounds: $ROUNDS; comparisons: $ONLY"
+
+for c in $ONLY; do
+	case $c in
+	1)
+		echo
+		echo "## 1. one allreduce: generated program vs plain MPI_Allreduce"
+		if [ -f bench/allreduce.sh ]; then
+			NPS="$NPS" SIZES="$SIZES" ROUNDS="$ROUNDS" OUT="$OUT" sh bench/allreduce.sh | tee "$OUT/allreduce.txt"
+			# its table ("ranks bytes mpi runtime ratio") as bench/results/allreduce.json
+			"$PY" - "$OUT/allreduce.txt" "$NPS" "$SIZES" "$ROUNDS" <<'EOF'
+import json, os, sys
+sys.path.insert(0, os.path.join("bench", "ddp"))
+import benchlib as bl
+rows = []
+for line in open(sys.argv[1]):
+    f = line.split()
+    if line.startswith("#") or len(f) != 5:
+        continue
+    try:
+        rows.append({"ranks": int(f[0]), "bytes": int(f[1]), "mpi_busbw_gbs": float(f[2]),
+                     "syncgen_busbw_gbs": float(f[3]), "ratio": float(f[4])})
+    except ValueError:
+        pass
+rec = {"comparison": "one allreduce: syncgen runtime vs plain MPI_Allreduce", "machine": bl.machine(),
+       "rounds": int(sys.argv[4]),
+       "command": 'NPS="%s" SIZES="%s" ROUNDS=%s sh bench/allreduce.sh' % (sys.argv[2], sys.argv[3], sys.argv[4]),
+       "results": rows, "load_average_at_end": bl.loadavg()}
+print("# results: %s" % os.path.relpath(bl.write_results("allreduce.json", rec), bl.ROOT))
+EOF
+		else
+			echo "# comparison 1 SKIPPED: bench/allreduce.sh is not there (it belongs to the runtime's benchmarks)"
+		fi
+		;;
+	2)
+		echo
+		echo "## 2. DDP's plan: syncgen vs PyTorch DistributedDataParallel (gloo)"
+		if "$TORCH_PYTHON" -c 'import torch.distributed' >/dev/null 2>&1; then
+			# shellcheck disable=SC2086
+			"$PY" bench/ddp/compare.py --models "$MODELS" --nps "$nps_csv" --rounds "$ROUNDS" $quick_steps
+		else
+			echo "# comparison 2 SKIPPED: PyTorch is not installed for $TORCH_PYTHON."
+			echo "# Install Debian's package (as root), then run again:"
+			echo "#     apt-get install -y python3-torch"
+		fi
+		;;
+	3)
+		echo
+		echo "## 3. bucketing plans against each other"
+		# shellcheck disable=SC2086
+		"$PY" bench/plans/compare.py --models "$PLAN_MODELS" --nps "$nps_csv" --rounds "$ROUNDS" $quick_steps
+		;;
+	4)
+		echo
+		echo "## 4. the compiler"
+		# shellcheck disable=SC2086
+		"$PY" bench/compiler/compiler.py $compiler_runs
+		;;
+	*)
+		echo "bench: unknown comparison $c (ONLY takes 1 2 3 4)" >&2
+		exit 2
+		;;
+	esac
+done
+echo
+echo "# done in $(($(date +%s) - started)) s; load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
