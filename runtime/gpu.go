@@ -156,7 +156,7 @@ func newGPUBackend(env *BackendEnv) (Backend, error) {
 	}
 	rtPath, _ := cuda.Libraries()
 	b.versions = []KV{
-		{"NCCL", fmt.Sprintf("%s (%s, the same on all %d ranks)", nccl.VersionString(nccl.Version()), nccl.Path(), env.Size)},
+		{"NCCL", fmt.Sprintf("%s (%s%s)", nccl.VersionString(nccl.Version()), nccl.Path(), sameOnAll(env.Size))},
 		{"CUDA runtime", fmt.Sprintf("%s (%s)", cuda.VersionString(rtv), rtPath)},
 		{"CUDA driver", cuda.VersionString(drv)},
 		{"device", fmt.Sprintf("%s (rank 0: GPU %d, %s)", b.devName, b.dev, b.busID)},
@@ -169,9 +169,17 @@ func newGPUBackend(env *BackendEnv) (Backend, error) {
 			cuda.VersionString(rtv), cuda.VersionString(drv))
 	}
 	if m := nccl.Missing(); len(m) > 0 {
-		b.versions = append(b.versions, KV{"NCCL lacks", strings.Join(m, ", ") + " (optional; not used)"})
+		b.versions = append(b.versions, KV{"NCCL lacks", strings.Join(m, ", ") + " (optional; the backend does without)"})
 	}
 	return b, nil
+}
+
+// sameOnAll notes in the header that every rank loaded this NCCL.
+func sameOnAll(size int) string {
+	if size == 1 {
+		return ""
+	}
+	return fmt.Sprintf(", the same on all %d ranks", size)
 }
 
 // checkPeers refuses two ranks on one GPU (NCCL would fail later with

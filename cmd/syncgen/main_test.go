@@ -156,8 +156,8 @@ func TestBuildAndCache(t *testing.T) {
 		t.Errorf("second build: exit %d, output %q; want it served from the cache", code, out)
 	}
 	help, err := exec.Command(bin, "--help").CombinedOutput()
-	if !strings.Contains(string(help), "--steps") {
-		t.Errorf("%s --help (%v) does not list --steps:\n%s", bin, err, help)
+	if !strings.Contains(string(help), "-steps") || !strings.Contains(string(help), "-backend") {
+		t.Errorf("%s --help (%v) does not list the -steps and -backend flags:\n%s", bin, err, help)
 	}
 }
 
