@@ -13,7 +13,7 @@ ARGS    ?=
 # How long each fuzz target runs in `make test` (CI runs them briefly).
 FUZZTIME ?= 10s
 
-.PHONY: all setup syncgen run test fuzz golden bench bench-gpu fmt vet clean
+.PHONY: all setup syncgen run test fuzz golden bench bench-gpu gpu-build gpu-check ptx fmt vet clean
 
 all: syncgen
 
@@ -46,9 +46,20 @@ golden:
 bench: setup syncgen
 	sh bench/run.sh
 
-# The GPU half of the benchmarks; run it on a machine with NVIDIA GPUs.
-bench-gpu:
-	sh bench/gpu/run.sh
+# GPU targets (docs/gpu.md). The GPU machine needs no Go toolchain: build
+# its binaries here into .devbin/ (ignored by git), then run them there.
+gpu-build:
+	scripts/gpu-check.sh build
+
+# On the GPU machine, from the repository root with .devbin/: the GPU tests,
+# every collective x op x dtype and every example checked on every step, the
+# overlap in a trace, and the benchmark (C calling NCCL vs the runtime).
+gpu-check bench-gpu:
+	scripts/gpu-check.sh run
+
+# On a machine with nvcc: regenerate the embedded PTX from kernels/syncgen.cu.
+ptx:
+	kernels/regen.sh runtime/cuda/syncgen.ptx
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

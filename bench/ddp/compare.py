@@ -4,10 +4,12 @@ For each model and rank count, ROUNDS rounds of: syncgen (bench/plans/MODEL_ddp.
 bin/syncgen, run under mpirun with --backend cpu), then PyTorch DDP (bench/ddp/ddp_bench.py under
 the same mpirun flags, Debian's /usr/bin/python3 with python3-torch, bucket_cap_mb=25). Two
 regimes of the same gradients:
-  - "sync": no overlap, the time of the synchronisation itself. syncgen runs the plan with
-    `backward 0ms` and `after compute` instead of `after ready` (every bucket starts once all
-    gradients are filled); DDP runs a 0 ms backward (its gradients are all ready within the few ms
-    their allocation takes). Sync time = step - compute (= exposed communication).
+  - "sync": the time of the synchronisation itself, nothing to overlap with. syncgen runs the
+    plan without its `backward` (and without `after ready`): each step is the bucket allreduces
+    alone, on the gradients' buffers as they are, so the step time is the synchronisation.
+    DDP runs a 0 ms simulated backward: its gradients are ready as fast as it allocates and
+    fills them (tens of ms); sync time = step - compute (its exposed communication), which if
+    anything favours DDP (its first buckets may start while the last gradients are being made).
   - "overlap": the plan as written (resnet50 `backward 60ms`, bert_large `backward 120ms`, each
     bucket all-reduced as soon as it is ready). On the CPU backend the backward lasts at least as
     long as filling the gradients with the runtime's check pattern takes (often longer than the
@@ -95,7 +97,7 @@ def main():
         bwd = plan_backward_ms(plan)
         plan0 = os.path.join(args.out, model + "_ddp_sync.sync")
         with open(plan0, "w") as f:
-            f.write(re.sub(r"backward\s+\d+ms", "backward 0ms", open(plan).read()).replace("after ready", "after compute"))
+            f.write(re.sub(r"\n\s*backward\s+\d+ms[^\n]*", "", open(plan).read()).replace(" after ready", ""))
         progs = {0: bl.build(plan0, os.path.join(args.out, model + "_ddp_sync")),
                  bwd: bl.build(plan, os.path.join(args.out, model + "_ddp"))}
         regimes = [("sync", 0), ("overlap", bwd)]  # syncgen's
@@ -110,8 +112,8 @@ def main():
                            " ".join(bl.mpirun_args()), np_, bl.TORCH_PYTHON, os.path.relpath(model_sync, bl.ROOT),
                            steps, warmup) + "  (MS: syncgen's compute_ms of the overlap regime in the same round)")
             rec["commands"]["%s np=%d" % (model, np_)] = {
-                "syncgen": ["bin/syncgen build %s -o PROG (and the same plan with `backward 0ms` and "
-                            "`after compute` for the sync regime)" %
+                "syncgen": ["bin/syncgen build %s -o PROG (and, for the sync regime, the same plan without its "
+                            "`backward` line and `after ready`)" %
                             os.path.relpath(plan, bl.ROOT), sg_cmd],
                 "ddp": ddp_cmd}
             for r in range(args.rounds):
