@@ -41,23 +41,37 @@ type runInfo struct {
 	numCPU   []int
 	env      []KV // NCCL_*, OMPI_*, SYNCGEN_*, CUDA_VISIBLE_DEVICES on rank 0
 	goVer    string
+	warnings []string
 }
 
 // gatherInfo collects the run's environment (collective).
 func gatherInfo(h *mpiHost, be Backend, why, procNote string, tune cpuTuning) *runInfo {
 	info := &runInfo{backend: be.Name(), why: why, versions: be.Versions(), procNote: procNote, goVer: goruntime.Version()}
-	rec := make([]byte, 256)
-	s := fmt.Sprintf("%d %d %s", goruntime.GOMAXPROCS(0), goruntime.NumCPU(), h.host)
+	// Each rank's figures, host and MPI library: the library must be the
+	// same everywhere, or collectives may not match.
+	rec := make([]byte, 512)
+	s := fmt.Sprintf("%d %d %s\n%s", goruntime.GOMAXPROCS(0), goruntime.NumCPU(), h.host, h.library)
 	copy(rec, s)
 	all, err := h.Allgather(rec)
 	if err == nil {
-		for _, x := range all {
+		libs := map[string][]int{}
+		for r, x := range all {
 			var mp, nc int
 			var host string
-			fmt.Sscanf(strings.TrimRight(string(x), "\x00"), "%d %d %s", &mp, &nc, &host)
+			line, lib, _ := strings.Cut(strings.TrimRight(string(x), "\x00"), "\n")
+			fmt.Sscanf(line, "%d %d %s", &mp, &nc, &host)
 			info.hosts = append(info.hosts, host)
 			info.maxprocs = append(info.maxprocs, mp)
 			info.numCPU = append(info.numCPU, nc)
+			libs[lib] = append(libs[lib], r)
+		}
+		if len(libs) > 1 {
+			var parts []string
+			for lib, rs := range libs {
+				parts = append(parts, fmt.Sprintf("%s: %s", rankList(rs), lib))
+			}
+			sort.Strings(parts)
+			info.warnings = append(info.warnings, "the ranks run different MPI libraries ("+strings.Join(parts, "; ")+")")
 		}
 	}
 	for _, kv := range os.Environ() {

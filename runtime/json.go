@@ -23,6 +23,7 @@ type jsonReport struct {
 	MaxProcs  []int             `json:"gomaxprocs"`
 	NumCPU    []int             `json:"num_cpu"`
 	ProcNote  string            `json:"gomaxprocs_note,omitempty"`
+	Warnings  []string          `json:"warnings,omitempty"`
 	Steps     int               `json:"steps"`
 	Warmup    int               `json:"warmup"`
 	Check     int               `json:"check_every"`
@@ -73,7 +74,7 @@ func writeJSON(path string, e *engine, rep *report, info *runInfo) error {
 	nt, _, params, bytes := planTotals(p)
 	j := jsonReport{Program: p.Name, Source: p.Source, PlanHash: p.Hash, Ranks: e.size, Hosts: info.hosts,
 		Backend: info.backend, Why: info.why, Versions: map[string]string{}, Env: map[string]string{},
-		GoVersion: info.goVer, MaxProcs: info.maxprocs, NumCPU: info.numCPU, ProcNote: info.procNote,
+		GoVersion: info.goVer, MaxProcs: info.maxprocs, NumCPU: info.numCPU, ProcNote: info.procNote, Warnings: info.warnings,
 		Steps: e.opts.steps, Warmup: e.opts.warmup, Check: e.opts.checkEvery, Tensors: nt, Params: params, GradBytes: bytes}
 	for _, kv := range info.versions {
 		j.Versions[kv.Key] = kv.Value

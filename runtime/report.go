@@ -196,6 +196,9 @@ func printHeader(w io.Writer, p *Plan, e *engine, opts *options, info *runInfo) 
 	if info.procNote != "" {
 		fmt.Fprintf(w, "#   note: %s\n", info.procNote)
 	}
+	for _, warn := range info.warnings {
+		fmt.Fprintf(w, "#   warning: %s\n", warn)
+	}
 	var wire int64
 	for _, b := range p.Buckets {
 		wire += b.Elems * b.Wire.Size()

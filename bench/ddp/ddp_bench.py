@@ -10,22 +10,30 @@ Run under mpirun, one process per rank (ranks and world size from Open MPI's env
 
 What a step does, mirroring a syncgen step (`backward D on compute; allreduce ... after ready;
 wait comm`):
-- the module's parameters have exactly the model's shapes, registered in declaration order (DDP
-  buckets them in reverse registration order, 1 MiB first bucket, bucket_cap_mb after it);
-- forward chains one autograd function per parameter; its backward sleeps (or, with a `b`
-  suffix on the duration, spins: a core stays busy as in a real backward, and as syncgen's CPU
-  backend is while it fills gradients) until the parameter's share of D (in proportion to its size, cumulated in reverse declaration order, as syncgen's
-  `backward` does) has elapsed since the backward started, then returns a filled gradient; DDP's
-  hook on the parameter's AccumulateGrad marks it ready and launches each bucket's allreduce
-  (gloo, asynchronous) as soon as the bucket is complete, and the end of backward waits for them
-  and writes the averaged gradients back: the same overlap of gradient readiness and
-  communication syncgen simulates;
+- the module's parameters have exactly the model's shapes, registered in declaration order; DDP
+  (bucket_cap_mb, 1 MiB first bucket) runs its first iteration with one bucket and then rebuilds
+  its buckets in the order the gradients became ready: reverse declaration order, as syncgen's;
+- forward chains one autograd function per parameter. Its backward waits until the parameter's
+  share of D (in proportion to its size, cumulated in reverse declaration order, as syncgen's
+  `backward` shares it) has elapsed since the backward started, sleeping, or with a `b` suffix
+  on the duration (`60b`) spinning, so that a core stays busy as in a real backward and as in
+  syncgen's CPU backend, which fills the gradients meanwhile; then it returns the gradient.
+  DDP's hook on the parameter's AccumulateGrad marks it ready and starts each bucket's allreduce
+  (gloo, asynchronous) as soon as the bucket is complete; the end of backward waits for them:
+  the same overlap of readiness and communication that syncgen simulates;
+- gradients (--grads): `view` (default) is DDP with gradient_as_bucket_view=True, the closest
+  twin of syncgen's in-place buckets: the gradients are views into DDP's buckets, each step
+  accumulates the returned gradient (a view of one preallocated buffer of rank+1) in place into
+  them, zero_grad(set_to_none=False) between steps; `fresh` is DDP's defaults: a newly
+  allocated gradient per tensor and step, copied into the buckets and back (more memory and page
+  faults: 4 GB a rank for bert_large);
 - every step starts with a barrier (as syncgen's do) and times loss.backward() only (the
   forward's Python overhead is not part of the synchronisation); the step time is the maximum
-  over ranks; compute is the time until the last simulated gradient was returned; exposed
-  communication = mean step time - mean compute, as syncgen's report defines it.
-The averaged gradients are checked on the last step (every rank fills rank+1, so the average is
-(size+1)/2 exactly).
+  over ranks; compute is the time until the last simulated gradient was returned (mean over
+  ranks and steps); exposed communication = mean step time - compute, as syncgen's report
+  defines it.
+The averaged gradients are checked after each regime (the average of rank+1 over the ranks is
+(size+1)/2 exactly); a wrong one makes the exit status 1.
 """
 
 import argparse
@@ -48,7 +56,11 @@ def main():
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--bucket-cap-mb", type=float, default=25)
-    ap.add_argument("--bucket-view", action="store_true", help="gradient_as_bucket_view=True (default False, DDP's default)")
+    ap.add_argument("--grads", choices=("view", "fresh"), default="view",
+                    help="view (default): gradient_as_bucket_view=True, gradients accumulated in place into "
+                         "DDP's buckets from one preallocated source, zero_grad(set_to_none=False) between steps; "
+                         "fresh: DDP's defaults, a newly allocated gradient per tensor and step, copied into "
+                         "the buckets and back")
     ap.add_argument("--port", type=int, default=29500)
     ap.add_argument("--json", help="write the figures here (rank 0)")
     args = ap.parse_args()
@@ -61,6 +73,10 @@ def main():
     import torch.distributed as dist
     import torch.nn as nn
 
+    # one intra-op thread per rank unless OMP_NUM_THREADS says otherwise, as torchrun sets it for
+    # several processes per host
+    if "OMP_NUM_THREADS" not in os.environ:
+        torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method="tcp://127.0.0.1:%d" % args.port, rank=rank, world_size=size)
 
     decl = [t for t in syncmodel.tensors(args.model) if not t[3]]
@@ -104,7 +120,11 @@ def main():
                 wait = due - time.perf_counter()
                 if wait > 0:
                     time.sleep(wait)
-            grad = torch.full(ctx.shape, clock.value, dtype=ctx.dtype)
+            if args.grads == "view":
+                n = syncmodel.numel(ctx.shape)
+                grad = source[ctx.dtype][:n].view(ctx.shape)
+            else:
+                grad = torch.full(ctx.shape, clock.value, dtype=ctx.dtype)
             clock.last = time.perf_counter()
             return g, grad, None
 
@@ -119,8 +139,14 @@ def main():
                 x = SimGrad.apply(x, p, i)
             return x
 
+    # the gradients' values: one buffer per dtype, as large as the largest tensor, filled once
+    source = {}
+    for _, d, shp, _ in decl:
+        n = syncmodel.numel(shp)
+        if dtypes[d] not in source or source[dtypes[d]].numel() < n:
+            source[dtypes[d]] = torch.full((n,), clock.value, dtype=dtypes[d])
     model = nn.parallel.DistributedDataParallel(
-        Shapes(), bucket_cap_mb=args.bucket_cap_mb, gradient_as_bucket_view=args.bucket_view)
+        Shapes(), bucket_cap_mb=args.bucket_cap_mb, gradient_as_bucket_view=args.grads == "view")
     x = torch.zeros((), requires_grad=True)
 
     regimes = []
@@ -130,7 +156,7 @@ def main():
         clock.set_duration(ms / 1000.0)
         steps, computes = [], []
         for s in range(args.warmup + args.steps):
-            model.zero_grad(set_to_none=True)
+            model.zero_grad(set_to_none=args.grads == "fresh")
             out = model(x)
             dist.barrier()
             t0 = time.perf_counter()
@@ -189,7 +215,8 @@ def main():
             "parameters": sum(syncmodel.numel(s) for _, _, s, _ in decl),
             "gradient_bytes": sum(nbytes),
             "bucket_cap_mb": args.bucket_cap_mb,
-            "gradient_as_bucket_view": args.bucket_view,
+            "grads": args.grads,
+            "gradient_as_bucket_view": args.grads == "view",
             "torch": torch.__version__,
             "torch_threads": torch.get_num_threads(),
             "python": platform.python_version(),
