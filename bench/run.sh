@@ -19,9 +19,12 @@
 #   NPS="2" MODELS="resnet50" PLAN_MODELS="resnet50,bert_large" sh bench/run.sh
 #
 # Knobs: ONLY (default "1 2 3 4"), NPS ("2 4"), ROUNDS (3), MODELS (comparison 2:
-# "resnet50,bert_large"), PLAN_MODELS (comparison 3: "resnet50"), SIZES (comparison 1, passed
-# to bench/allreduce.sh), MPIRUN_ARGS (default "--oversubscribe --bind-to none", plus
-# --allow-run-as-root as root), TORCH_PYTHON (/usr/bin/python3), OUT (scratch, bench/out).
+# "resnet50,bert_large"), OVERLAP_MODELS (the models of comparison 2 that also run the overlapped
+# regimes: "resnet50"; bert_large's simulated backward takes seconds a step on the CPU backend,
+# see docs/performance.md), PLAN_MODELS (comparison 3: "resnet50"), SIZES (comparison 1, passed
+# to bench/allreduce.sh: "4K 64K 1M 4M 16M 64M 256M"), MPIRUN_ARGS (default "--oversubscribe
+# --bind-to none", plus --allow-run-as-root as root), TORCH_PYTHON (/usr/bin/python3), OUT
+# (scratch, bench/out).
 #
 # It installs nothing. Open MPI and Go are needed (`make setup` installs Open MPI); comparison 2
 # needs Debian's python3-torch for /usr/bin/python3 and is skipped, saying how to install it,
@@ -41,12 +44,13 @@ if [ "$QUICK" = 1 ]; then
 else
 	NPS=${NPS:-"2 4"}
 	ROUNDS=${ROUNDS:-3}
-	SIZES=${SIZES:-"4K 16K 64K 256K 1M 4M 16M 64M 256M"}
+	SIZES=${SIZES:-"4K 64K 1M 4M 16M 64M 256M"}
 	MODELS=${MODELS:-"resnet50,bert_large"}
 	quick_steps=""
 	compiler_runs="--runs 5 --build-runs 3"
 fi
 PLAN_MODELS=${PLAN_MODELS:-"resnet50"}
+OVERLAP_MODELS=${OVERLAP_MODELS:-"resnet50"}
 TORCH_PYTHON=${TORCH_PYTHON:-/usr/bin/python3}
 OUT=${OUT:-$root/bench/out}
 export OUT TORCH_PYTHON
@@ -69,6 +73,7 @@ mkdir -p "$OUT" bench/results
 go build -o bin/syncgen ./cmd/syncgen
 
 started=$(date +%s)
+failed=""
 echo "# syncgen CPU benchmarks, $(date -u '+%Y-%m-%d %H:%M UTC') on $(hostname)"
 echo "# machine: $(nproc) cores ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)), $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo) memory"
 echo "# $(mpirun --version 2>/dev/null | head -1); $(go version)"
@@ -86,7 +91,9 @@ for c in $ONLY; do
 		echo
 		echo "## 1. one allreduce: generated program vs plain MPI_Allreduce"
 		if [ -f bench/allreduce.sh ]; then
-			NPS="$NPS" SIZES="$SIZES" ROUNDS="$ROUNDS" OUT="$OUT" sh bench/allreduce.sh | tee "$OUT/allreduce.txt"
+			(NPS="$NPS" SIZES="$SIZES" ROUNDS="$ROUNDS" OUT="$OUT" sh bench/allreduce.sh ||
+				echo "# bench/allreduce.sh FAILED") | tee "$OUT/allreduce.txt"
+			if grep -q "^# bench/allreduce.sh FAILED" "$OUT/allreduce.txt"; then failed="$failed 1"; fi
 			# its table ("ranks bytes mpi runtime ratio") as bench/results/allreduce.json
 			"$PY" - "$OUT/allreduce.txt" "$NPS" "$SIZES" "$ROUNDS" <<'EOF'
 import json, os, sys
@@ -117,7 +124,8 @@ EOF
 		echo "## 2. DDP's plan: syncgen vs PyTorch DistributedDataParallel (gloo)"
 		if "$TORCH_PYTHON" -c 'import torch.distributed' >/dev/null 2>&1; then
 			# shellcheck disable=SC2086
-			"$PY" bench/ddp/compare.py --models "$MODELS" --nps "$nps_csv" --rounds "$ROUNDS" $quick_steps
+			"$PY" bench/ddp/compare.py --models "$MODELS" --overlap-models "$OVERLAP_MODELS" \
+				--nps "$nps_csv" --rounds "$ROUNDS" $quick_steps || failed="$failed 2"
 		else
 			echo "# comparison 2 SKIPPED: PyTorch is not installed for $TORCH_PYTHON."
 			echo "# Install Debian's package (as root), then run again:"
@@ -128,13 +136,14 @@ EOF
 		echo
 		echo "## 3. bucketing plans against each other"
 		# shellcheck disable=SC2086
-		"$PY" bench/plans/compare.py --models "$PLAN_MODELS" --nps "$nps_csv" --rounds "$ROUNDS" $quick_steps
+		"$PY" bench/plans/compare.py --models "$PLAN_MODELS" --nps "$nps_csv" --rounds "$ROUNDS" $quick_steps ||
+			failed="$failed 3"
 		;;
 	4)
 		echo
 		echo "## 4. the compiler"
 		# shellcheck disable=SC2086
-		"$PY" bench/compiler/compiler.py $compiler_runs
+		"$PY" bench/compiler/compiler.py $compiler_runs || failed="$failed 4"
 		;;
 	*)
 		echo "bench: unknown comparison $c (ONLY takes 1 2 3 4)" >&2
@@ -144,3 +153,7 @@ EOF
 done
 echo
 echo "# done in $(($(date +%s) - started)) s; load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
+if [ -n "$failed" ]; then
+	echo "bench: comparison(s)$failed failed (see above)" >&2
+	exit 1
+fi

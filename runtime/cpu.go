@@ -83,7 +83,7 @@ func (b *cpuBackend) NewStream(index int, name string, prio Priority) (BackendSt
 	return s, nil
 }
 
-func (b *cpuBackend) NewEvent() (Event, error) { return &cpuEvent{}, nil }
+func (b *cpuBackend) NewEvent() (Event, error) { return &cpuEvent{b: b}, nil }
 
 func (b *cpuBackend) Alloc(dtype DType, elems int64) (Buffer, error) {
 	if !dtype.Valid() || elems < 0 {
@@ -191,6 +191,7 @@ func spanPtr(s Span) unsafe.Pointer {
 // waits and queries use the marker current when they were issued, which is
 // what CUDA's semantics ask for.
 type cpuEvent struct {
+	b     *cpuBackend
 	curMu sync.Mutex
 	cur   *cpuMarker
 }
@@ -224,6 +225,7 @@ func (e *cpuEvent) set(m *cpuMarker) {
 }
 
 func (e *cpuEvent) Synchronize() error {
+	e.b.releaseAll()
 	m := e.get()
 	if m == nil {
 		return nil

@@ -111,6 +111,9 @@ func (b *cpuBackend) Collectives(ops []CollOp) error {
 			return err
 		}
 	}
+	for i := range ops {
+		ops[i].Stream.(*cpuStream).release()
+	}
 	return nil
 }
 
@@ -185,11 +188,20 @@ func (b *cpuBackend) run(s *cpuStream, op *CollOp) error {
 
 // QueueBarrier implements StepAligner: a barrier on s's communicator, in
 // the global issue order like every collective.
+//
+// The stream is held from the barrier until its first collective is queued
+// (or the host blocks on any stream): otherwise the rank that reaches the
+// barrier last leaves it at once, finds nothing more queued while its host
+// is still issuing the step, and parks, and the wake-up (tens of
+// microseconds) lands between the barrier and the collective, where every
+// other rank waits for it. Held, the barrier and the collective run back to
+// back on the stream's thread, as in a plain MPI program.
 func (b *cpuBackend) QueueBarrier(st BackendStream) error {
 	s, ok := st.(*cpuStream)
 	if !ok {
 		return fmt.Errorf("barrier: not a CPU stream")
 	}
+	s.hold()
 	if b.prog != nil {
 		return s.enqueue(cpuOp{fn: func() error { return b.prog.barrier(s) }})
 	}
@@ -213,4 +225,12 @@ func (b *cpuBackend) EventTime(e Event) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("the event has not completed")
 	}
 	return m.t, nil
+}
+
+// releaseAll releases every held stream: the host is about to block, and a
+// held stream could be what it waits for.
+func (b *cpuBackend) releaseAll() {
+	for _, s := range b.streams {
+		s.release()
+	}
 }

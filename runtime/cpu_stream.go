@@ -21,6 +21,7 @@ type cpuStream struct {
 	q      []cpuOp
 	spare  []cpuOp
 	closed bool
+	held   bool
 	exited chan struct{}
 
 	// Owned by the worker goroutine.
@@ -52,10 +53,28 @@ func (s *cpuStream) enqueue(op cpuOp) error {
 		return fmt.Errorf("stream %q is closed", s.name)
 	}
 	s.q = append(s.q, op)
-	if len(s.q) == 1 {
+	if !s.held {
 		s.cond.Signal()
 	}
 	return nil
+}
+
+// hold keeps the worker from seeing newly queued work until release (see
+// cpuBackend.QueueBarrier for why).
+func (s *cpuStream) hold() {
+	s.mu.Lock()
+	s.held = true
+	s.mu.Unlock()
+}
+
+// release lets the worker run what was queued while held.
+func (s *cpuStream) release() {
+	s.mu.Lock()
+	if s.held {
+		s.held = false
+		s.cond.Signal()
+	}
+	s.mu.Unlock()
 }
 
 // work is the stream's goroutine.
@@ -63,7 +82,7 @@ func (s *cpuStream) work() {
 	defer close(s.exited)
 	for {
 		s.mu.Lock()
-		for len(s.q) == 0 && !s.closed {
+		for (len(s.q) == 0 || s.held) && !s.closed {
 			s.cond.Wait()
 		}
 		if len(s.q) == 0 {
@@ -190,6 +209,7 @@ func (s *cpuStream) WaitEvent(e Event) error {
 }
 
 func (s *cpuStream) Synchronize() error {
+	s.b.releaseAll()
 	m := &cpuMarker{done: make(chan struct{})}
 	err := s.enqueue(cpuOp{marker: true, fn: func() error {
 		m.err = s.err

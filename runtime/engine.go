@@ -50,6 +50,7 @@ type engine struct {
 	alignStream int
 	ready       []readyMark
 	cursor      int // index into the recorded flat statements, for the sanity check
+	hangAt      int // test hook: stop before this statement (-1: never)
 	flatStep    []stmt
 
 	// mu guards recs, which the watchdog reads.

@@ -173,6 +173,9 @@ func (e *engine) expect(k stmtKind, at Src) int {
 	if e.stepNo < 0 {
 		return -1 // init: not tracked
 	}
+	if e.cursor == e.hangAt {
+		hangForever(e, fmt.Sprintf("SYNCGEN_TEST_HANG: rank %d stopped before %s in step %d on purpose", e.rank, at, e.stepNo))
+	}
 	if e.cursor >= len(e.flatStep) || e.flatStep[e.cursor].kind != k || e.flatStep[e.cursor].at != at {
 		e.fatal(at, fmt.Errorf("step %d issued a statement that the first recording of the step did not have; steps must issue the same statements every time", e.stepNo))
 	}

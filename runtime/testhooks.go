@@ -8,8 +8,9 @@ package runtime
 //	    RANK changes element ELEM of the first tensor of bucket index BUCKET
 //	    (by one), so that the check must count one wrong element.
 //	SYNCGEN_TEST_PANIC=RANK:STEP   rank RANK panics at the start of STEP.
-//	SYNCGEN_TEST_HANG=RANK:STEP    rank RANK stops at the start of STEP
-//	    (sleeps), so the other ranks wait in a collective until --timeout.
+//	SYNCGEN_TEST_HANG=RANK:STEP[:STMT]  rank RANK stops (sleeps) at the start
+//	    of STEP, or before issuing the step's statement number STMT (0-based,
+//	    groups expanded), so the other ranks wait until --timeout.
 
 import (
 	"fmt"
@@ -23,7 +24,7 @@ import (
 type testHooks struct {
 	corrupt []int // rank, step, bucket, elem
 	panic   []int // rank, step
-	hang    []int // rank, step
+	hang    []int // rank, step, statement (-1: the start of the step)
 }
 
 func testHooksFromEnv() *testHooks {
@@ -33,6 +34,9 @@ func testHooksFromEnv() *testHooks {
 			return nil
 		}
 		parts := strings.Split(v, ":")
+		if name == "SYNCGEN_TEST_HANG" && len(parts) == 2 {
+			parts = append(parts, "-1")
+		}
 		if len(parts) != n {
 			fmt.Fprintf(os.Stderr, "%s: ignoring %s=%q: want %d numbers separated by ':'\n", progName(), name, v, n)
 			return nil
@@ -51,7 +55,7 @@ func testHooksFromEnv() *testHooks {
 	return &testHooks{
 		corrupt: parse("SYNCGEN_TEST_CORRUPT", 4),
 		panic:   parse("SYNCGEN_TEST_PANIC", 2),
-		hang:    parse("SYNCGEN_TEST_HANG", 2),
+		hang:    parse("SYNCGEN_TEST_HANG", 3),
 	}
 }
 
@@ -60,11 +64,21 @@ func (h *testHooks) beforeStep(e *engine, i int) {
 	if h.panic != nil && h.panic[0] == e.rank && h.panic[1] == i {
 		panic(fmt.Sprintf("SYNCGEN_TEST_PANIC: rank %d panics in step %d on purpose", e.rank, i))
 	}
+	if h.hang != nil && h.hang[0] == e.rank && h.hang[1] == i && h.hang[2] < 0 {
+		hangForever(e, fmt.Sprintf("SYNCGEN_TEST_HANG: rank %d stopped in step %d on purpose", e.rank, i))
+	}
+	e.hangAt = -1
 	if h.hang != nil && h.hang[0] == e.rank && h.hang[1] == i {
-		e.hostAt.set(fmt.Sprintf("SYNCGEN_TEST_HANG: rank %d stopped in step %d on purpose", e.rank, i))
-		for {
-			time.Sleep(time.Hour)
-		}
+		e.hangAt = h.hang[2]
+	}
+}
+
+// hangForever stops the calling goroutine for good, saying why to the
+// watchdog.
+func hangForever(e *engine, why string) {
+	e.hostAt.set(why)
+	for {
+		time.Sleep(time.Hour)
 	}
 }
 
