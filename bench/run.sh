@@ -13,18 +13,20 @@
 # rounds; medians and ratios are printed as Markdown tables and written to bench/results/*.json
 # (machine, versions, load and the exact commands included). docs/performance.md explains them.
 #
-#   sh bench/run.sh                     # everything (about 15 min on a 2-core machine)
-#   QUICK=1 sh bench/run.sh             # 2 ranks, 1 round, few steps: checks the set-up (~3 min)
+#   sh bench/run.sh                     # the default set (about 15 min on a 2-core machine)
+#   QUICK=1 sh bench/run.sh             # 2 ranks, 1 round, few steps: checks the set-up (~5 min)
+#   FULL=1 sh bench/run.sh              # also bert_large against DDP, every allreduce size and a
+#                                       # first build with an empty Go cache (about 35 min)
 #   ONLY="2 3" ROUNDS=5 sh bench/run.sh # some comparisons, more rounds
 #   NPS="2" MODELS="resnet50" PLAN_MODELS="resnet50,bert_large" sh bench/run.sh
 #
-# Knobs: ONLY (default "1 2 3 4"), NPS ("2 4"), ROUNDS (3), MODELS (comparison 2:
-# "resnet50,bert_large"), OVERLAP_MODELS (the models of comparison 2 that also run the overlapped
-# regimes: "resnet50"; bert_large's simulated backward takes seconds a step on the CPU backend,
-# see docs/performance.md), PLAN_MODELS (comparison 3: "resnet50"), SIZES (comparison 1, passed
-# to bench/allreduce.sh: "4K 64K 1M 4M 16M 64M 256M"), MPIRUN_ARGS (default "--oversubscribe
-# --bind-to none", plus --allow-run-as-root as root), TORCH_PYTHON (/usr/bin/python3), OUT
-# (scratch, bench/out).
+# Knobs: ONLY (default "1 2 3 4"), NPS ("2 4"), ROUNDS (3), MODELS (comparison 2: "resnet50";
+# FULL=1: "resnet50,bert_large"), OVERLAP_MODELS (the models of comparison 2 that also run the
+# overlapped regimes: "resnet50"; bert_large's simulated backward takes seconds a step on the CPU
+# backend, see docs/performance.md), PLAN_MODELS (comparison 3: "resnet50"), SIZES (comparison 1,
+# passed to bench/allreduce.sh: "4K 64K 1M 16M 256M"; FULL=1: 4K to 256M by 4x plus 32M and
+# 128M), MPIRUN_ARGS (default "--oversubscribe --bind-to none", plus --allow-run-as-root as root),
+# TORCH_PYTHON (/usr/bin/python3), OUT (scratch, bench/out).
 #
 # It installs nothing. Open MPI and Go are needed (`make setup` installs Open MPI); comparison 2
 # needs Debian's python3-torch for /usr/bin/python3 and is skipped, saying how to install it,
@@ -34,19 +36,27 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 ONLY=${ONLY:-"1 2 3 4"}
 QUICK=${QUICK:-0}
+FULL=${FULL:-0}
 if [ "$QUICK" = 1 ]; then
 	NPS=${NPS:-"2"}
 	ROUNDS=${ROUNDS:-1}
 	SIZES=${SIZES:-"4K 1M 64M"}
 	MODELS=${MODELS:-"resnet50"}
-	quick_steps="--steps 5 --warmup 1"
+	steps="--steps 5 --warmup 1"
 	compiler_runs="--runs 2 --build-runs 1"
+elif [ "$FULL" = 1 ]; then
+	NPS=${NPS:-"2 4"}
+	ROUNDS=${ROUNDS:-3}
+	SIZES=${SIZES:-"4K 16K 64K 256K 1M 4M 16M 32M 64M 128M 256M"}
+	MODELS=${MODELS:-"resnet50,bert_large"}
+	steps=""
+	compiler_runs="--runs 5 --build-runs 3 --cold-gocache"
 else
 	NPS=${NPS:-"2 4"}
 	ROUNDS=${ROUNDS:-3}
-	SIZES=${SIZES:-"4K 64K 1M 4M 16M 64M 256M"}
-	MODELS=${MODELS:-"resnet50,bert_large"}
-	quick_steps=""
+	SIZES=${SIZES:-"4K 64K 1M 16M 256M"}
+	MODELS=${MODELS:-"resnet50"}
+	steps=""
 	compiler_runs="--runs 5 --build-runs 3"
 fi
 PLAN_MODELS=${PLAN_MODELS:-"resnet50"}
@@ -89,7 +99,7 @@ for c in $ONLY; do
 	case $c in
 	1)
 		echo
-		echo "## 1. one allreduce: generated program vs plain MPI_Allreduce"
+		echo "## 1. one allreduce: generated program vs plain MPI_Allreduce ($(date -u +%H:%M:%S), load $(cut -d" " -f1 /proc/loadavg))"
 		if [ -f bench/allreduce.sh ]; then
 			(NPS="$NPS" SIZES="$SIZES" ROUNDS="$ROUNDS" OUT="$OUT" sh bench/allreduce.sh ||
 				echo "# bench/allreduce.sh FAILED") | tee "$OUT/allreduce.txt"
@@ -121,11 +131,11 @@ EOF
 		;;
 	2)
 		echo
-		echo "## 2. DDP's plan: syncgen vs PyTorch DistributedDataParallel (gloo)"
+		echo "## 2. DDP's plan: syncgen vs PyTorch DistributedDataParallel (gloo) ($(date -u +%H:%M:%S), load $(cut -d" " -f1 /proc/loadavg))"
 		if "$TORCH_PYTHON" -c 'import torch.distributed' >/dev/null 2>&1; then
 			# shellcheck disable=SC2086
 			"$PY" bench/ddp/compare.py --models "$MODELS" --overlap-models "$OVERLAP_MODELS" \
-				--nps "$nps_csv" --rounds "$ROUNDS" $quick_steps || failed="$failed 2"
+				--nps "$nps_csv" --rounds "$ROUNDS" $steps || failed="$failed 2"
 		else
 			echo "# comparison 2 SKIPPED: PyTorch is not installed for $TORCH_PYTHON."
 			echo "# Install Debian's package (as root), then run again:"
@@ -134,14 +144,14 @@ EOF
 		;;
 	3)
 		echo
-		echo "## 3. bucketing plans against each other"
+		echo "## 3. bucketing plans against each other ($(date -u +%H:%M:%S), load $(cut -d" " -f1 /proc/loadavg))"
 		# shellcheck disable=SC2086
-		"$PY" bench/plans/compare.py --models "$PLAN_MODELS" --nps "$nps_csv" --rounds "$ROUNDS" $quick_steps ||
+		"$PY" bench/plans/compare.py --models "$PLAN_MODELS" --nps "$nps_csv" --rounds "$ROUNDS" $steps ||
 			failed="$failed 3"
 		;;
 	4)
 		echo
-		echo "## 4. the compiler"
+		echo "## 4. the compiler ($(date -u +%H:%M:%S), load $(cut -d" " -f1 /proc/loadavg))"
 		# shellcheck disable=SC2086
 		"$PY" bench/compiler/compiler.py $compiler_runs || failed="$failed 4"
 		;;
