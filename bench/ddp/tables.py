@@ -1,0 +1,106 @@
+"""tables: bench/results/*.json as the Markdown tables of docs/performance.md's CPU section.
+
+    python3 bench/ddp/tables.py [RESULTS_DIR]
+
+Prints one table per results file found (allreduce.json, ddp.json or ddp_full.json, plans.json,
+compiler.json), with the date, load and commands each came from, for pasting into the doc.
+"""
+
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchlib as bl  # noqa: E402
+
+
+def load(d, name):
+    p = os.path.join(d, name)
+    return json.load(open(p)) if os.path.exists(p) else None
+
+
+def head(rec, what):
+    m = rec["machine"]
+    print("\n<!-- %s: %s, load average at start %s, at end %s -->" % (
+        what, m["date"], " ".join(m.get("load_average_at_start", [])), " ".join(rec.get("load_average_at_end", []))))
+
+
+def allreduce(rec):
+    head(rec, "allreduce.json")
+    print("| ranks | bytes | MPI_Allreduce busbw (GB/s) | generated program busbw (GB/s) | ratio |")
+    print("| ---: | ---: | ---: | ---: | ---: |")
+    for r in rec["results"]:
+        print("| %d | %s | %.3f | %.3f | %.2f |" % (r["ranks"], size(r["bytes"]), r["mpi_busbw_gbs"],
+                                                  r["syncgen_busbw_gbs"], r["ratio"]))
+
+
+def size(b):
+    for unit, n in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if b >= n and b % n == 0:
+            return "%d %s" % (b // n, unit)
+    return "%d B" % b
+
+
+def ddp(rec, name):
+    head(rec, name)
+    print("| model | ranks | regime | syncgen step p50 (ms) | DDP step p50 (ms) | step ratio | compute (ms) syncgen / DDP "
+          "| syncgen exposed comm. (ms) | DDP exposed comm. (ms) | exposed ratio |")
+    print("| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for r in rec["results"]:
+        s, d = r["syncgen"], r["ddp"]
+        regime = r["regime"] if r["regime"] == "sync" else "%s (plan: backward %d ms)" % (r["regime"],
+                                                                                         r["plan_backward_ms"])
+        print("| %s | %d | %s | %s | %s | **%s** | %s / %s | %s | %s | **%s** |" % (
+            r["model"], r["ranks"], regime, bl.fmt(s["step_p50_ms"], "%.1f"), bl.fmt(d["step_p50_ms"], "%.1f"),
+            bl.fmt(r["ratio_step_p50"]), bl.fmt(s["compute_ms"], "%.0f"), bl.fmt(d["compute_ms"], "%.0f"),
+            bl.fmt(s["exposed_communication_ms"], "%.1f"), bl.fmt(d["exposed_communication_ms"], "%.1f"),
+            bl.fmt(r["ratio_exposed"])))
+
+
+def plans(rec):
+    head(rec, "plans.json")
+    print("| model | ranks | plan | buckets | step p50 (ms) | vs DDP's plan | compute (ms) | exposed comm. (ms) "
+          "| vs DDP's plan | comm. (ms) |")
+    print("| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for x in rec["results"]:
+        print("| %s | %d | %s | %d | %s | %s | %s | %s | %s | %s |" % (
+            x["model"], x["ranks"], x["plan"], x["buckets"], bl.fmt(x["step_p50_ms"], "%.1f"),
+            bl.fmt(x.get("step_vs_ddp")), bl.fmt(x["compute_ms"], "%.0f"),
+            bl.fmt(x["exposed_communication_ms"], "%.1f"), bl.fmt(x.get("exposed_vs_ddp")),
+            bl.fmt(x["communication_ms"], "%.0f")))
+
+
+def compiler(rec):
+    head(rec, "compiler.json")
+    cases = []
+    for r in rec["results"]:
+        if r["case"] not in cases:
+            cases.append(r["case"])
+    print("| program | " + " | ".join("%s (s)" % c for c in cases) + " | generated main.go | binary |")
+    print("| --- | " + " | ".join("---:" for _ in cases) + " | ---: | ---: |")
+    for g in rec["generated"]:
+        by = {r["case"]: r["median_s"] for r in rec["results"] if r["program"] == g["program"]}
+        print("| %s | %s | %d lines, %.0f KiB | %.1f MiB |" % (
+            g["program"], " | ".join(bl.fmt(by.get(c), "%.3f") for c in cases), g["main_go_lines"],
+            g["main_go_bytes"] / 1024, g["binary_bytes"] / 1048576))
+
+
+def main():
+    d = sys.argv[1] if len(sys.argv) > 1 else bl.RESULTS
+    r = load(d, "allreduce.json")
+    if r:
+        allreduce(r)
+    for name in ("ddp.json", "ddp_full.json"):
+        r = load(d, name)
+        if r:
+            ddp(r, name)
+    r = load(d, "plans.json")
+    if r:
+        plans(r)
+    r = load(d, "compiler.json")
+    if r:
+        compiler(r)
+
+
+if __name__ == "__main__":
+    main()
