@@ -80,6 +80,9 @@ type runner struct {
 // fatal prints err naming this rank and aborts the whole job.
 func (r *runner) fatal(err error) {
 	fmt.Fprintf(os.Stderr, "%s: rank %d (%s): error: %v\n", progName(), r.h.rank, r.h.host, err)
+	if r.e != nil {
+		abortBackend(r.e.be)
+	}
 	r.h.abort(1)
 	os.Exit(1)
 }
@@ -161,4 +164,13 @@ func (r *runner) run() int {
 		return 1
 	}
 	return 0
+}
+
+// abortBackend lets a backend that holds communicators of its own (NCCL)
+// abort them before MPI_Abort ends the job, so that no rank stays blocked
+// inside a collective whose peer is gone.
+func abortBackend(be Backend) {
+	if a, ok := be.(interface{ Abort() }); ok {
+		a.Abort()
+	}
 }

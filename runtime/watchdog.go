@@ -67,6 +67,7 @@ func startWatchdog(e *engine, timeout time.Duration) *watchdog {
 			if late {
 				fmt.Fprint(os.Stderr, w.report(since))
 				time.Sleep(watchGrace)
+				abortBackend(e.be)
 				e.h.abort(3)
 				os.Exit(3)
 			}
