@@ -64,6 +64,7 @@ OVERLAP_MODELS=${OVERLAP_MODELS:-"resnet50"}
 TORCH_PYTHON=${TORCH_PYTHON:-/usr/bin/python3}
 OUT=${OUT:-$root/bench/out}
 export OUT TORCH_PYTHON
+export PYTHONDONTWRITEBYTECODE=1 # no __pycache__ in the source tree
 nps_csv=$(echo "$NPS" | tr ' ' ',')
 
 missing=""

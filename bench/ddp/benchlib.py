@@ -39,12 +39,22 @@ def mpirun(np_, cmd, timeout=600, env=None):
     """Runs cmd under mpirun with np_ ranks; returns (wall seconds, stdout+stderr). Raises on failure."""
     full = ["mpirun"] + mpirun_args() + ["-np", str(np_)] + cmd
     t0 = time.perf_counter()
-    p = subprocess.run(full, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout,
-                       env=env)
+    p = subprocess.Popen(full, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    try:
+        out, _ = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        # SIGTERM lets mpirun take its ranks down with it; SIGKILL would orphan them
+        p.terminate()
+        try:
+            out, _ = p.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            out, _ = p.communicate()
+        raise RuntimeError("%s: no result after %d s, stopped\n%s" % (" ".join(full), timeout, (out or "")[-4000:]))
     wall = time.perf_counter() - t0
     if p.returncode != 0:
-        raise RuntimeError("%s: exit %d\n%s" % (" ".join(full), p.returncode, p.stdout[-4000:]))
-    return wall, p.stdout
+        raise RuntimeError("%s: exit %d\n%s" % (" ".join(full), p.returncode, out[-4000:]))
+    return wall, out
 
 
 def build(plan, out):

@@ -32,6 +32,7 @@ import re
 import socket
 import sys
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import benchlib as bl  # noqa: E402
 
@@ -127,7 +128,7 @@ def main():
                 bl.log("# %s np=%d round %d/%d (load %s)" % (model, np_, r + 1, args.rounds, " ".join(bl.loadavg())))
                 for name, ms in regimes:  # A: syncgen
                     j = os.path.join(args.out, "sg_%s_%d_%s.json" % (model, np_, name))
-                    s = syncgen_summary(bl.run_program(progs[ms], np_, steps, warmup, j, timeout=900))
+                    s = syncgen_summary(bl.run_program(progs[ms], np_, steps, warmup, j, timeout=300))
                     runs["syncgen"][name].append(s)
                     bl.log("#   syncgen %-7s step p50 %8.2f ms, compute %8.2f, exposed %8.2f, comm %8.2f" % (
                         name, s["step_p50_ms"], s["compute_ms"], s["exposed_communication_ms"],
@@ -140,7 +141,7 @@ def main():
                                           "--backward-ms", "0,{0:.3f},{0:.3f}b".format(
                                               runs["syncgen"]["overlap"][-1]["compute_ms"]) if overlap else "0",
                                           "--steps", str(steps), "--warmup", str(warmup), "--bucket-cap-mb", "25",
-                                          "--port", str(free_port()), "--json", j], timeout=1200)
+                                          "--port", str(free_port()), "--json", j], timeout=600)
                 d = json.load(open(j))
                 for (name, _), reg in zip(ddp_regimes, d["regimes"]):
                     reg["wall_s"] = wall

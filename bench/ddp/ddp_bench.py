@@ -43,6 +43,7 @@ import platform
 import sys
 import time
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import syncmodel  # noqa: E402
 

@@ -18,6 +18,7 @@ import argparse
 import os
 import sys
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "ddp"))
 import benchlib as bl  # noqa: E402
 
@@ -60,7 +61,7 @@ def main():
                 order = plans[r % len(plans):] + plans[:r % len(plans)]
                 for p in order:
                     j = os.path.join(args.out, "%s_%s_%d.json" % (model, p, np_))
-                    d = bl.run_program(progs[p], np_, steps, warmup, j, timeout=900)
+                    d = bl.run_program(progs[p], np_, steps, warmup, j, timeout=300)
                     s = d["summary"]
                     runs[p].append({"step_p50_ms": s["step_p50_ms"], "step_mean_ms": s["step_mean_ms"],
                                     "compute_ms": s["compute_ms"],
