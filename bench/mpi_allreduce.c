@@ -29,6 +29,11 @@ static long parse_size(const char *s) {
 	return (long)v;
 }
 
+static int cmp_double(const void *a, const void *b) {
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
 static void run_chunked(float *buf, long count, long chunk, int inflight) {
 	MPI_Request req[64];
 	int idx[64];
@@ -70,12 +75,12 @@ int main(int argc, char **argv) {
 	}
 	if (inflight < 1) inflight = 1;
 	if (inflight > 64) inflight = 64;
-	float *buf;
+	float *buf = NULL;
 	if (posix_memalign((void **)&buf, 64, maxb)) MPI_Abort(MPI_COMM_WORLD, 1);
 	memset(buf, 0, maxb);
 	if (rank == 0)
-		printf("# mpi_allreduce mode=%s ranks=%d chunk=%ld inflight=%d\n# %12s %12s %10s %10s\n", mode, size, chunk,
-		       inflight, "bytes", "time(us)", "algbw", "busbw");
+		printf("# mpi_allreduce mode=%s ranks=%d chunk=%ld inflight=%d\n# %12s %12s %10s %10s %12s\n", mode, size, chunk,
+		       inflight, "bytes", "time(us)", "algbw", "busbw", "median(us)");
 	for (long bytes = minb; bytes <= maxb; bytes = (long)(bytes * factor)) {
 		long count = bytes / 4;
 		int n = iters;
@@ -85,6 +90,7 @@ int main(int argc, char **argv) {
 			if (n > 1000) n = 1000;
 		}
 		double t = 0;
+		static double samples[100000];
 		for (int it = -warmup; it < n; it++) {
 			MPI_Barrier(MPI_COMM_WORLD);
 			double t0 = MPI_Wtime();
@@ -102,12 +108,20 @@ int main(int argc, char **argv) {
 			} else {
 				MPI_Allreduce(MPI_IN_PLACE, buf, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
 			}
-			if (it >= 0) t += MPI_Wtime() - t0;
+			if (it >= 0) {
+				double d = MPI_Wtime() - t0;
+				t += d;
+				if (it < 100000) samples[it] = d;
+			}
 		}
 		t /= n;
+		int m = n < 100000 ? n : 100000;
+		qsort(samples, m, sizeof(double), cmp_double);
+		double med = samples[m / 2];
 		MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+		MPI_Allreduce(MPI_IN_PLACE, &med, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
 		double alg = bytes / t / 1e9, bus = alg * 2.0 * (size - 1) / size;
-		if (rank == 0) printf("  %12ld %12.1f %10.3f %10.3f\n", bytes, t * 1e6, alg, bus);
+		if (rank == 0) printf("  %12ld %12.1f %10.3f %10.3f %12.1f\n", bytes, t * 1e6, alg, bus, med * 1e6);
 		fflush(stdout);
 	}
 	free(buf);

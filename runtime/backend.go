@@ -101,6 +101,21 @@ type StepAligner interface {
 	EventTime(e Event) (time.Time, error)
 }
 
+// Flusher is implemented by backends that start queued work only when told
+// (the CPU backend, whose streams are goroutines: waking one for every
+// operation would put wake-ups between a collective and its end event).
+// The runtime calls Flush after it queued each statement's work, and Start
+// when the host stops issuing work without blocking on a stream (a test
+// hook that models a stuck rank); blocking calls (Synchronize) start the
+// streams as well. Backends whose work starts as soon as it is queued
+// (CUDA streams) need not implement it.
+type Flusher interface {
+	// Flush says that a whole statement's work is queued.
+	Flush()
+	// Start makes every stream run the work queued so far.
+	Start()
+}
+
 // BackendStream is an ordered executor of work: a CUDA stream on a GPU, a
 // goroutine with a queue on the CPU. Each method queues one operation and
 // returns at once; operations run in the order queued, one after another.

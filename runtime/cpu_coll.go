@@ -112,7 +112,7 @@ func (b *cpuBackend) Collectives(ops []CollOp) error {
 		}
 	}
 	for i := range ops {
-		ops[i].Stream.(*cpuStream).release()
+		ops[i].Stream.(*cpuStream).unhold()
 	}
 	return nil
 }
@@ -159,6 +159,7 @@ func (b *cpuBackend) run(s *cpuStream, op *CollOp) error {
 			if op.Op == Avg && (op.Coll == CollAllReduce || rank == op.Root) {
 				avgDivide(bytesAt(off, cnt), dt, size)
 			}
+			s.yieldIfDue()
 		}
 	case CollAllGather, CollReduceScatter:
 		per := n / int64(size)
@@ -189,11 +190,11 @@ func (b *cpuBackend) run(s *cpuStream, op *CollOp) error {
 // QueueBarrier implements StepAligner: a barrier on s's communicator, in
 // the global issue order like every collective.
 //
-// The stream is held from the barrier until its first collective is queued
-// (or the host blocks on any stream): otherwise the rank that reaches the
-// barrier last leaves it at once, finds nothing more queued while its host
-// is still issuing the step, and parks, and the wake-up (tens of
-// microseconds) lands between the barrier and the collective, where every
+// The stream is held from the barrier until its first collective has been
+// queued and flushed (or the host blocks on any stream): otherwise the rank
+// that reaches the barrier last leaves it at once, finds nothing more queued
+// while its host is still issuing the step, and parks, and the wake-up (tens
+// of microseconds) lands between the barrier and the collective, where every
 // other rank waits for it. Held, the barrier and the collective run back to
 // back on the stream's thread, as in a plain MPI program.
 func (b *cpuBackend) QueueBarrier(st BackendStream) error {
@@ -227,10 +228,35 @@ func (b *cpuBackend) EventTime(e Event) (time.Time, error) {
 	return m.t, nil
 }
 
-// releaseAll releases every held stream: the host is about to block, and a
-// held stream could be what it waits for.
-func (b *cpuBackend) releaseAll() {
+// Flush implements Flusher: the runtime queued a whole statement. The work
+// becomes visible to stream goroutines that are running, but idle ones are
+// not woken: the host wakes them when it blocks (Synchronize), and runs the
+// stream it waits for itself. Waking a goroutine costs a thread wake-up,
+// and on a machine with as many ranks as cores every extra runnable thread
+// around a collective slows it down; "queue a collective, wait for it" then
+// runs the collective on the host's thread, as a plain MPI program does.
+// The host issues a step's statements in microseconds and then waits, so
+// the streams start at most that much later than they were queued.
+func (b *cpuBackend) Flush() {
 	for _, s := range b.streams {
-		s.release()
+		s.flushWake(false)
+	}
+}
+
+// Start implements Flusher.
+func (b *cpuBackend) Start() { b.releaseAll() }
+
+// releaseAll lifts every hold and flushes every stream: the host is about
+// to block, and any stream could be what it waits for.
+func (b *cpuBackend) releaseAll() { b.releaseOthers(nil) }
+
+// releaseOthers is releaseAll except for stream self, whose work the host
+// is about to run itself (Synchronize).
+func (b *cpuBackend) releaseOthers(self *cpuStream) {
+	for _, s := range b.streams {
+		if s != self {
+			s.unhold()
+			s.flush()
+		}
 	}
 }

@@ -35,7 +35,10 @@ type jsonReport struct {
 }
 
 // jsonRow is one line of the table. Times in microseconds, bandwidths in
-// GB/s (1e9 bytes per second).
+// GB/s (1e9 bytes per second). time_us is the maximum over ranks of each
+// rank's mean, which the bandwidths use (as nccl-tests); time_median_us the
+// maximum over ranks of each rank's median, which says how much of the mean
+// is a tail of slow steps.
 type jsonRow struct {
 	Bucket     string  `json:"bucket"`
 	Src        string  `json:"src"`
@@ -48,6 +51,7 @@ type jsonRow struct {
 	Root       *int    `json:"root,omitempty"`
 	Group      bool    `json:"group"`
 	TimeUs     float64 `json:"time_us"`
+	MedianUs   float64 `json:"time_median_us"`
 	AlgBW      float64 `json:"algbw_gbs"`
 	BusBW      float64 `json:"busbw_gbs"`
 	Wrong      *int64  `json:"wrong,omitempty"`
@@ -86,7 +90,7 @@ func writeJSON(path string, e *engine, rep *report, info *runInfo) error {
 		b := p.Buckets[r.bucket]
 		jr := jsonRow{Bucket: b.Name, Src: string(r.at), Stream: p.Streams[r.stream].Name, Tensors: len(b.Tensors), Bytes: r.bytes,
 			Wire: b.Wire.String(), Collective: r.coll.String(), Group: r.group,
-			TimeUs: float64(r.time) / 1e3, AlgBW: r.algbw, BusBW: r.busbw}
+			TimeUs: float64(r.time) / 1e3, MedianUs: float64(r.median) / 1e3, AlgBW: r.algbw, BusBW: r.busbw}
 		if r.coll.Reduces() {
 			jr.Op = r.op.String()
 		}

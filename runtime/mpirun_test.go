@@ -311,23 +311,30 @@ func TestTimeoutReportsWhereRanksWait(t *testing.T) {
 	if r.code == 0 {
 		t.Fatalf("job succeeded:\n%s", r.out)
 	}
-	// Rank 1 never issued its step, so the others wait in the barrier that
-	// starts every step, and rank 1's barrier never started.
+	// Rank 1 queued the barrier that starts every step and stopped before
+	// the step's statements. Its streams run what was queued (as a GPU
+	// would with its host thread stuck), so the others pass the barrier and
+	// wait in the step's first collective.
 	mustContain(t, r, "timeout: step 1", "rank 1 host: waiting at SYNCGEN_TEST_HANG",
-		"rank 0 host: waiting at wait comm at test.sync:12:5", "rank 0 stream comm: in step barrier, step 1",
-		"rank 2 stream comm: in step barrier, step 1", "rank 1 stream comm: waiting to start step barrier")
+		"rank 0 host: waiting at wait comm at test.sync:12:5",
+		"rank 0 stream comm: in allreduce of bucket \"grads[0]\", step 1 at test.sync:11:5",
+		"rank 2 stream comm: in allreduce of bucket \"grads[0]\", step 1 at test.sync:11:5",
+		"rank 1 stream comm: idle")
 }
 
 // A rank that stops before one of its collectives leaves the others inside
 // that collective: their reports name it, its bucket, step and position.
 func TestTimeoutNamesTheCollective(t *testing.T) {
-	// chain's statements: backward, allreduce on comm, broadcast x on side...
-	r := mpirun(t, 2, []string{"SYNCGEN_TEST_HANG=1:1:2"}, 60*time.Second, "chain", "--steps", "3", "--timeout", "1s")
+	// chain's statements: backward, allreduce on comm, broadcast x from
+	// rank 0 on side... Rank 0, the root, stops before the broadcast, so
+	// rank 1 cannot finish it (a root can, as MPI sends small messages
+	// eagerly).
+	r := mpirun(t, 2, []string{"SYNCGEN_TEST_HANG=0:1:2"}, 60*time.Second, "chain", "--steps", "3", "--timeout", "1s")
 	if r.code == 0 {
 		t.Fatalf("job succeeded:\n%s", r.out)
 	}
-	mustContain(t, r, "rank 1 host: waiting at SYNCGEN_TEST_HANG: rank 1 stopped before test.sync:12:5",
-		"rank 0 stream side: in broadcast of bucket \"x\", step 1 at test.sync:12:5")
+	mustContain(t, r, "rank 0 host: waiting at SYNCGEN_TEST_HANG: rank 0 stopped before test.sync:12:5",
+		"rank 1 stream side: in broadcast of bucket \"x\", step 1 at test.sync:12:5")
 }
 
 // A corrupted element is counted, reported and fails the run.

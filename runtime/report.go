@@ -38,6 +38,7 @@ type report struct {
 type rowReport struct {
 	row
 	time      time.Duration // max over ranks of the mean
+	median    time.Duration // max over ranks of the median
 	algbw     float64       // GB/s
 	busbw     float64
 	wrong     int64
@@ -61,9 +62,12 @@ func gatherReport(e *engine, res *results) (*report, error) {
 	ns := len(res.steps)
 	// Layout: row means, per-bucket wrong and unchecked, per-step (step,
 	// compute, comm, hidden).
-	vals := make([]float64, 0, len(res.rows)+2*nb+4*ns)
+	vals := make([]float64, 0, 2*len(res.rows)+2*nb+4*ns)
 	for _, r := range res.rows {
 		vals = append(vals, float64(meanDur(r.times)))
+	}
+	for _, r := range res.rows {
+		vals = append(vals, float64(percentile(r.times, 50)))
 	}
 	for b := 0; b < nb; b++ {
 		vals = append(vals, float64(res.wrong[b]))
@@ -85,7 +89,8 @@ func gatherReport(e *engine, res *results) (*report, error) {
 	at := func(rank, i int) float64 { return math.Float64frombits(binary.LittleEndian.Uint64(all[rank][8*i:])) }
 	n := e.size
 	rep := &report{checks: res.checked, bucketBad: make([]int64, nb), bucketUnc: make([]int64, nb)}
-	base := len(res.rows)
+	nr := len(res.rows)
+	base := 2 * nr
 	for b := 0; b < nb; b++ {
 		for r := 0; r < n; r++ {
 			rep.bucketBad[b] += int64(at(r, base+b))
@@ -100,11 +105,12 @@ func gatherReport(e *engine, res *results) (*report, error) {
 		lastRow[r.bucket] = i
 	}
 	for i, r := range res.rows {
-		var t float64
+		var t, med float64
 		for k := 0; k < n; k++ {
 			t = max(t, at(k, i))
+			med = max(med, at(k, nr+i))
 		}
-		rr := rowReport{row: r, time: time.Duration(t)}
+		rr := rowReport{row: r, time: time.Duration(t), median: time.Duration(med)}
 		if r.bytes == 0 {
 			rr.bytes = e.plan.Buckets[r.bucket].Elems * e.plan.Buckets[r.bucket].Wire.Size()
 		}

@@ -159,6 +159,7 @@ func (e *engine) startStep() error {
 		e.addTimed(timed{kind: tBarrier, stream: s, name: "step barrier", bucket: -1, start: start, end: e.epoch})
 		e.stepStart = time.Now() // until the epoch's own time is known
 		e.hostAt.set("")
+		e.flush()
 		return nil
 	}
 	e.hostAt.set(fmt.Sprintf("the barrier before step %s", e.stepName()))
@@ -184,6 +185,7 @@ func (e *engine) beginStep() {
 	e.stepStart = time.Now()
 	e.epoch = e.recordOn(0, "")
 	e.hostAt.set("")
+	e.flush()
 	watchStep(e)
 }
 

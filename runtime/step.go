@@ -44,6 +44,7 @@ func (s *Step) Backward(at Src, stream int, d time.Duration) {
 	}
 	s.e.expect(sBackward, at)
 	s.e.backward(at, stream, d)
+	s.e.flush()
 }
 
 // Compute simulates other work (forward pass, optimizer) of duration d on
@@ -61,6 +62,7 @@ func (s *Step) Compute(at Src, stream int, d time.Duration) {
 	}
 	end := e.recordOn(stream, at)
 	e.addTimed(timed{kind: tCompute, stream: stream, at: at, name: "compute", bucket: -1, start: start, end: end})
+	e.flush()
 }
 
 // AllReduce reduces each bucket with op across all ranks, every rank
@@ -117,6 +119,7 @@ func (s *Step) Group(at Src, body func()) {
 	body()
 	s.group = nil
 	s.e.issue(items, true)
+	s.e.flush()
 }
 
 // Wait blocks the host until the work queued on stream so far is done.
@@ -163,6 +166,21 @@ func (s *Step) collective(st stmt) {
 		return
 	}
 	e.issue(items, false)
+	e.flush()
+}
+
+// flush tells a Flusher backend that a statement's work is queued.
+func (e *engine) flush() {
+	if f, ok := e.be.(Flusher); ok {
+		f.Flush()
+	}
+}
+
+// startQueued makes a Flusher backend run everything queued so far.
+func (e *engine) startQueued() {
+	if f, ok := e.be.(Flusher); ok {
+		f.Start()
+	}
 }
 
 // expect checks that the statement issued now is the one the recording

@@ -77,6 +77,9 @@ func (h *testHooks) beforeStep(e *engine, i int) {
 // watchdog.
 func hangForever(e *engine, why string) {
 	e.hostAt.set(why)
+	// The work queued before the stop runs, as it would on a GPU whose
+	// host thread is stuck.
+	e.startQueued()
 	for {
 		time.Sleep(time.Hour)
 	}
