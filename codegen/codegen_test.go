@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"flag"
 	"go/ast"
+	"go/format"
 	"go/parser"
 	"go/token"
 	"os"
@@ -106,6 +107,50 @@ func TestGeneratedShape(t *testing.T) {
 	}
 }
 
+// TestGofmtClean checks that the generated file is exactly what gofmt
+// prints: the tables are written as text, not through jennifer's
+// formatting, so nothing else guarantees it. It covers the goldens and
+// plans with the rows the goldens lack: no tensors or buckets at all,
+// scalar, frozen and unbucketed tensors, empty buckets, hostile names and
+// a large model.
+func TestGofmtClean(t *testing.T) {
+	progs := map[string]*ir.Program{}
+	for _, in := range goldenCases(t) {
+		prog, diags := dsl.Load(in)
+		if diags.HasErrors() {
+			t.Fatalf("%s does not check", in)
+		}
+		progs[filepath.Base(in)] = prog
+	}
+	progs["hostile"] = smallProgram([]string{"a\"b", "c\\d", "e\nf", "g*/h", "k`l", "ü.λ", "m\x00n", "o\u2028p", "\xff"})
+	odd := smallProgram([]string{"scalar", "frozen", "loose"})
+	odd.Tensors[0].Shape, odd.Tensors[0].Elems = nil, 1
+	odd.Tensors[1].Frozen = true
+	odd.Tensors[2].Bucket, odd.Tensors[2].Offset = -1, 0
+	odd.Buckets = append(odd.Buckets, ir.Bucket{Name: "empty", Wire: ir.BF16})
+	progs["odd rows"] = odd
+	empty := smallProgram(nil)
+	empty.Buckets = nil
+	empty.Step = empty.Step[:1]
+	progs["empty tables"] = empty
+	progs["10k"] = program10k()
+	for name, prog := range progs {
+		files, err := codegen.Generate(prog)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		src := files[codegen.MainFile]
+		formatted, err := format.Source(src)
+		if err != nil {
+			t.Errorf("%s: generated code does not parse: %v", name, err)
+			continue
+		}
+		if !bytes.Equal(formatted, src) {
+			t.Errorf("%s: generated code is not gofmt'd:\n%s", name, firstDiff(formatted, src))
+		}
+	}
+}
+
 // TestGoldenCompiles type-checks every golden file in a temporary module
 // with the runtime replaced in, as `syncgen build` lays it out. All goldens
 // go into one module, one package each, so the runtime is vetted once.
@@ -183,6 +228,8 @@ func TestHostileNames(t *testing.T) {
 func FuzzGenerateNames(f *testing.F) {
 	f.Add("w", "comm", "grads")
 	f.Add("a\"*/\n", "\x00", "`")
+	f.Add("0", "", "/*") // a target list comment that started a block comment
+	f.Add("0", "", "// x")
 	f.Fuzz(func(t *testing.T, tensor, stream, bucket string) {
 		prog := smallProgram([]string{tensor})
 		prog.Streams[1].Name = stream
@@ -192,8 +239,12 @@ func FuzzGenerateNames(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := parser.ParseFile(token.NewFileSet(), "main.go", files[codegen.MainFile], 0); err != nil {
+		src := files[codegen.MainFile]
+		if _, err := parser.ParseFile(token.NewFileSet(), "main.go", src, 0); err != nil {
 			t.Fatalf("generated code does not parse: %v", err)
+		}
+		if formatted, err := format.Source(src); err != nil || !bytes.Equal(formatted, src) {
+			t.Fatalf("generated code is not gofmt'd (%v):\n%s", err, firstDiff(formatted, src))
 		}
 	})
 }
@@ -248,6 +299,18 @@ func firstDiff(a, b []byte) string {
 
 // BenchmarkGenerate10k generates a plan of 10,000 tensors in 100 buckets.
 func BenchmarkGenerate10k(b *testing.B) {
+	prog := program10k()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := codegen.Generate(prog); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// program10k builds a plan of 10,000 tensors spread over 100 buckets, with
+// one allreduce of all of them.
+func program10k() *ir.Program {
 	const n = 10000
 	names := make([]string, n)
 	for i := range names {
@@ -272,10 +335,5 @@ func BenchmarkGenerate10k(b *testing.B) {
 		all[i] = i
 	}
 	prog.Step[1].Buckets = all
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if _, err := codegen.Generate(prog); err != nil {
-			b.Fatal(err)
-		}
-	}
+	return prog
 }

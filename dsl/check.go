@@ -108,6 +108,10 @@ func (c *checker) check(filename string) *ir.Program {
 
 // declareTensors expands and checks every tensor declaration.
 func (c *checker) declareTensors() {
+	// Room for a tensor per declaration up front: ir.Tensor is large, and
+	// growing the slice declaration by declaration copied a big model's
+	// table several times over.
+	c.prog.Tensors = slices.Grow(c.prog.Tensors, min(len(c.tensorDecls), maxTensors))
 	for _, td := range c.tensorDecls {
 		f, d := td.file, td.decl
 		names := c.expandTensorName(f, d.Name)
@@ -170,7 +174,7 @@ func (c *checker) expandTensorName(f *sourceFile, n *Name) []string {
 		}
 		return []string{s}
 	}
-	if !bareNameRE.MatchString(n.Bare) {
+	if !isBareName(n.Bare) {
 		hint := "a bare name is dot-separated letters, digits and _ (brace ranges like {0..3} allowed); quote other names: \"" + n.Bare + "\""
 		if isGlob(n.Bare) {
 			hint = "a tensor declaration names tensors; patterns with * and ? are for buckets and collectives"

@@ -83,7 +83,15 @@ func (t token) end() int { return t.Pos.Offset + len(t.Value) }
 // fails: characters that start no token become Invalid tokens.
 func lex(filename string, src []byte) []token {
 	s := string(src)
-	toks := make([]token, 0, len(s)/4)
+	// Count the tokens before making the slice: a token is large (its
+	// position holds the file name), and growing the slice of a big file
+	// cost more than scanning it twice.
+	count := 0
+	for i := 0; i < len(s); count++ {
+		_, n := scan(s, i)
+		i += n
+	}
+	toks := make([]token, 0, count)
 	pos := lexer.Position{Filename: filename, Line: 1, Column: 1}
 	for pos.Offset < len(s) {
 		typ, n := scan(s, pos.Offset)

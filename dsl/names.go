@@ -17,6 +17,31 @@ var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // layer1.0.conv1.weight), where brace ranges may stand for digits.
 var bareNameRE = regexp.MustCompile(`^(?:[A-Za-z0-9_]|\{[0-9]+\.\.[0-9]+\})+(?:\.(?:[A-Za-z0-9_]|\{[0-9]+\.\.[0-9]+\})+)*$`)
 
+// isBareName reports whether s matches bareNameRE. Names without brace
+// ranges, nearly all of them, are checked byte by byte: the regular
+// expression took a tenth of the front end's time on a 10,000-tensor model.
+func isBareName(s string) bool {
+	if strings.IndexByte(s, '{') >= 0 {
+		return bareNameRE.MatchString(s)
+	}
+	segment := 0 // bytes in the current dot-separated segment
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '.':
+			if segment == 0 {
+				return false
+			}
+			segment = 0
+		case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_':
+			segment++
+		default:
+			return false
+		}
+	}
+	return segment > 0
+}
+
 // barePatternRE is a bare pattern: like a bare name, with the globs * and ?.
 var barePatternRE = regexp.MustCompile(`^(?:[A-Za-z0-9_*?]|\{[0-9]+\.\.[0-9]+\})+(?:\.(?:[A-Za-z0-9_*?]|\{[0-9]+\.\.[0-9]+\})+)*$`)
 
