@@ -147,6 +147,7 @@ func (e *engine) startStep() error {
 		if err := al.QueueBarrier(e.streams[s]); err != nil {
 			return fmt.Errorf("queueing the barrier before step %s: %w", e.stepName(), err)
 		}
+		e.queued(s)
 		e.epoch = e.recordOn(s, "")
 		e.epochTimer = al
 		for i, st := range e.streams {
@@ -154,6 +155,7 @@ func (e *engine) startStep() error {
 				if err := st.WaitEvent(e.epoch); err != nil {
 					return err
 				}
+				e.queued(i)
 			}
 		}
 		e.addTimed(timed{kind: tBarrier, stream: s, name: "step barrier", bucket: -1, start: start, end: e.epoch})
@@ -176,6 +178,7 @@ func (e *engine) beginRecords() {
 	e.recs = e.recs[:0]
 	e.mu.Unlock()
 	e.epochTimer = nil
+	e.hostBlocked()
 }
 
 // beginStep records the step's epoch event on the first stream and tells

@@ -7,6 +7,7 @@ package runtime
 
 import (
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -57,6 +58,7 @@ func (s *Step) Compute(at Src, stream int, d time.Duration) {
 	s.e.expect(sCompute, at)
 	e := s.e
 	start := e.recordOn(stream, at)
+	e.queued(stream)
 	if err := e.streams[stream].Busy(d); err != nil {
 		e.fatal(at, err)
 	}
@@ -134,6 +136,7 @@ func (s *Step) Wait(at Src, stream int) {
 	t0 := time.Now()
 	err := e.streams[stream].Synchronize()
 	t1 := time.Now()
+	e.hostBlocked()
 	e.hostAt.set("")
 	if err != nil {
 		e.fatal(at, err)
@@ -217,6 +220,7 @@ func (e *engine) backward(at Src, stream int, d time.Duration) {
 	for _, t := range e.backOrder {
 		cum += e.tensors[t].elems * p.Tensors[t].DType.Size()
 		until := time.Duration(float64(d) * float64(cum) / float64(max(total, 1)))
+		e.queued(stream)
 		if err := st.Busy(until - done); err != nil {
 			e.fatal(at, err)
 		}
@@ -242,8 +246,8 @@ func (e *engine) backward(at Src, stream int, d time.Duration) {
 // group.
 func (e *engine) issue(items []collItem, group bool) {
 	if !group {
-		for _, it := range items {
-			e.issueGroup([]collItem{it}, false)
+		for i := range items {
+			e.issueGroup(items[i:i+1], false)
 		}
 		return
 	}
@@ -257,18 +261,21 @@ func (e *engine) issue(items []collItem, group bool) {
 // end event and the casts back.
 func (e *engine) issueGroup(items []collItem, group bool) {
 	p := e.plan
-	var order []int // streams in order of first use
-	seen := map[int]bool{}
+	// Streams in order of first use, and their start events. Groups are
+	// small: slices and linear scans, no maps (this runs for every
+	// collective of every step).
+	var orderBuf [4]int
+	order := orderBuf[:0]
 	for _, it := range items {
-		if !seen[it.stream] {
-			seen[it.stream] = true
+		if !slices.Contains(order, it.stream) {
 			order = append(order, it.stream)
 		}
 	}
-	starts := map[int]Event{}
+	var startsBuf [4]Event
+	starts := startsBuf[:0]
 	for _, si := range order {
 		st := e.streams[si]
-		waited := map[Event]bool{}
+		var waited []Event
 		for _, it := range items {
 			if it.stream != si {
 				continue
@@ -280,16 +287,18 @@ func (e *engine) issueGroup(items []collItem, group bool) {
 					if err := st.WaitEvent(m.ev); err != nil {
 						e.fatal(at, err)
 					}
+					e.queued(si)
 				}
-			case it.afterEv != nil && !waited[it.afterEv]:
-				waited[it.afterEv] = true
+			case it.afterEv != nil && !slices.Contains(waited, it.afterEv):
+				waited = append(waited, it.afterEv)
 				if err := st.WaitEvent(it.afterEv); err != nil {
 					e.fatal(at, err)
 				}
+				e.queued(si)
 			}
 			e.castIn(st, it)
 		}
-		starts[si] = e.recordOn(si, items[0].at)
+		starts = append(starts, e.startEvent(si, items[0].at))
 	}
 	ops := make([]CollOp, len(items))
 	for i, it := range items {
@@ -304,13 +313,16 @@ func (e *engine) issueGroup(items []collItem, group bool) {
 		e.fatal(items[0].at, err)
 	}
 	for _, si := range order {
+		e.queued(si)
+	}
+	for k, si := range order {
 		end := e.recordOn(si, items[0].at)
 		for i, it := range items {
 			if it.stream != si {
 				continue
 			}
 			e.addTimed(timed{kind: tColl, stream: si, at: it.at, name: p.Buckets[it.bucket].Name, bucket: it.bucket, id: it.id,
-				coll: it.coll, op: it.op, bytes: ops[i].Buf.Bytes(), group: group, start: starts[si], end: end})
+				coll: it.coll, op: it.op, bytes: ops[i].Buf.Bytes(), group: group, start: starts[k], end: end})
 			e.castOut(e.streams[si], it)
 		}
 	}
@@ -324,6 +336,7 @@ func (e *engine) castIn(st BackendStream, it collItem) {
 		if tm.inPlace {
 			continue
 		}
+		e.queued(it.stream)
 		if err := st.Cast(tm.wire, tm.store); err != nil {
 			e.fatal(it.at, fmt.Errorf("casting %q into bucket %q: %w", e.plan.Tensors[t].Name, e.plan.Buckets[it.bucket].Name, err))
 		}
@@ -337,6 +350,7 @@ func (e *engine) castOut(st BackendStream, it collItem) {
 		if tm.inPlace {
 			continue
 		}
+		e.queued(it.stream)
 		if err := st.Cast(tm.store, tm.wire); err != nil {
 			e.fatal(it.at, fmt.Errorf("casting bucket %q back into %q: %w", e.plan.Buckets[it.bucket].Name, e.plan.Tensors[t].Name, err))
 		}
