@@ -75,6 +75,7 @@ type runner struct {
 	h        *mpiHost
 	procNote string
 	e        *engine
+	phase    *phaseWatch
 }
 
 // fatal prints err naming this rank and aborts the whole job.
@@ -99,8 +100,11 @@ func (r *runner) agreedFailure(err error) int {
 
 func (r *runner) run() int {
 	p, h := r.p, r.h
+	r.phase = &phaseWatch{r: r, timeout: r.opts.timeout}
+	defer r.phase.enter("")
 	// Compare plans first: only when every rank runs the same plan do they
 	// all reach the same verdict on it.
+	r.phase.enter("comparing the plan across ranks")
 	prog, err := record(p)
 	tune := cpuTuningFromEnv()
 	if err := checkSamePlan(h, p, prog, tune); err != nil {
@@ -112,16 +116,21 @@ func (r *runner) run() int {
 	if err != nil {
 		return r.agreedFailure(fmt.Errorf("the plan cannot run on %d rank%s:\n%v", h.size, plural(h.size), err))
 	}
+	r.phase.enter("choosing and starting the backend")
 	be, why, err := selectBackend(h, p, r.opts, tune)
 	if err != nil {
 		r.fatal(err)
 	}
+	r.phase.setBackend(be)
+	r.phase.enter("setting up the streams and buffers")
+	testHooksFromEnv().duringSetup(h.rank)
 	e, err := newEngine(p, prog, r.opts, h, be)
 	if err != nil {
 		r.fatal(fmt.Errorf("setting up the %s backend: %w", be.Name(), err))
 	}
 	r.e = e
 	res := newResults(p, prog)
+	r.phase.enter("agreeing on a clock and gathering the run's information")
 	origin, err := commonOrigin(h)
 	if err != nil {
 		r.fatal(err)
@@ -131,6 +140,7 @@ func (r *runner) run() int {
 	if h.rank == 0 && !r.opts.quiet {
 		printHeader(os.Stdout, p, e, r.opts, info)
 	}
+	r.phase.enter("")
 	wd := startWatchdog(e, r.opts.timeout)
 	progress := newProgress(h.rank == 0 && !r.opts.quiet)
 	if err := e.runAll(res, progress); err != nil {
@@ -138,6 +148,7 @@ func (r *runner) run() int {
 	}
 	progress.done()
 	wd.close()
+	r.phase.enter("gathering and writing the results")
 	rep, err := gatherReport(e, res)
 	if err != nil {
 		r.fatal(fmt.Errorf("gathering the results: %w", err))
@@ -153,6 +164,7 @@ func (r *runner) run() int {
 			}
 		}
 	}
+	r.phase.enter("closing the backend and MPI")
 	if err := be.Close(); err != nil {
 		r.fatal(fmt.Errorf("closing the %s backend: %w", be.Name(), err))
 	}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -335,6 +336,27 @@ func TestTimeoutNamesTheCollective(t *testing.T) {
 	}
 	mustContain(t, r, "rank 0 host: waiting at SYNCGEN_TEST_HANG: rank 0 stopped before test.sync:12:5",
 		"rank 1 stream side: in broadcast of bucket \"x\", step 1 at test.sync:12:5")
+}
+
+// A rank stuck before the first step (here: before allocating) makes the
+// others time out too: every rank names the phase it is in, and the job
+// ends instead of waiting in MPI for good.
+func TestTimeoutDuringSetup(t *testing.T) {
+	r := mpirun(t, 2, []string{"SYNCGEN_TEST_HANG=1:-1"}, 60*time.Second, "basic", "--steps", "3", "--timeout", "1s")
+	if r.code == 0 {
+		t.Fatalf("job succeeded:\n%s", r.out)
+	}
+	if r.took > 30*time.Second {
+		t.Errorf("job took %v to end", r.took)
+	}
+	// Rank 0 waits in the creation of the streams' communicators, which
+	// every rank must join.
+	for _, rank := range []string{"0", "1"} {
+		re := regexp.MustCompile(`rank ` + rank + ` \([^)]*\): timeout: setting up the streams and buffers has taken`)
+		if !re.MatchString(r.out) {
+			t.Fatalf("rank %s does not report its phase:\n%s", rank, r.out)
+		}
+	}
 }
 
 // A corrupted element is counted, reported and fails the run.

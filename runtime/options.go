@@ -59,7 +59,7 @@ func parseOptions(p *Plan, prog string, args []string, out io.Writer) (*options,
 	fs.StringVar(&o.backend, "backend", "auto", "`auto`, cpu or nccl: auto takes NCCL when every rank has a GPU of its own and libnccl loads")
 	fs.StringVar(&o.json, "json", "", "write the figures and the environment as JSON to `FILE` (rank 0)")
 	fs.StringVar(&o.trace, "trace", "", "write a Chrome trace of every rank's timeline to `FILE` (rank 0; opens in Perfetto)")
-	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "abort the job when one step takes longer than `DUR`, printing on every rank what it waits for")
+	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "abort the job when one step, or a phase before or after the steps, takes longer than `DUR`, printing on every rank what it waits for")
 	fs.BoolVar(&o.quiet, "quiet", false, "print only errors and the summary line")
 	fs.Usage = func() {
 		fmt.Fprintf(out, `%s runs the gradient synchronisation plan %q (from %s) with the syncgen runtime.

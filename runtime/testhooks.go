@@ -10,7 +10,8 @@ package runtime
 //	SYNCGEN_TEST_PANIC=RANK:STEP   rank RANK panics at the start of STEP.
 //	SYNCGEN_TEST_HANG=RANK:STEP[:STMT]  rank RANK stops (sleeps) at the start
 //	    of STEP, or before issuing the step's statement number STMT (0-based,
-//	    groups expanded), so the other ranks wait until --timeout.
+//	    groups expanded), so the other ranks wait until --timeout. STEP -1
+//	    stops it during set-up, before its buffers are allocated.
 
 import (
 	"fmt"
@@ -56,6 +57,16 @@ func testHooksFromEnv() *testHooks {
 		corrupt: parse("SYNCGEN_TEST_CORRUPT", 4),
 		panic:   parse("SYNCGEN_TEST_PANIC", 2),
 		hang:    parse("SYNCGEN_TEST_HANG", 3),
+	}
+}
+
+// duringSetup runs before the buffers are allocated: a hang with step -1
+// stops this rank there, outside any step.
+func (h *testHooks) duringSetup(rank int) {
+	if h.hang != nil && h.hang[0] == rank && h.hang[1] == -1 {
+		for {
+			time.Sleep(time.Hour)
+		}
 	}
 }
 

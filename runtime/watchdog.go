@@ -146,3 +146,61 @@ func (r *timed) describe(e *engine) string {
 		return fmt.Sprintf("%s, step %s%s", r.name, e.stepName(), pos)
 	}
 }
+
+// phaseWatch covers what a rank does outside the steps: comparing plans,
+// starting the backend, allocating and filling the buffers, gathering the
+// report. A rank stuck there leaves the others waiting inside an MPI call
+// for good, so a phase that lasts longer than --timeout makes this rank say
+// which phase it is in and abort the job, as the step watchdog does.
+type phaseWatch struct {
+	r       *runner
+	timeout time.Duration
+	mu      sync.Mutex
+	name    string
+	gen     int // phase number: a timer of an earlier phase does nothing
+	timer   *time.Timer
+	be      Backend // aborted with the job, once there is one
+}
+
+// setBackend tells the watch which backend to abort.
+func (w *phaseWatch) setBackend(be Backend) {
+	w.mu.Lock()
+	w.be = be
+	w.mu.Unlock()
+}
+
+// enter starts phase name, ending the current one; "" ends it without
+// starting another (the steps have their own watchdog).
+func (w *phaseWatch) enter(name string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.timer != nil {
+		w.timer.Stop()
+		w.timer = nil
+	}
+	w.gen++
+	w.name = name
+	if name == "" {
+		return
+	}
+	gen, start := w.gen, time.Now()
+	w.timer = time.AfterFunc(w.timeout, func() { w.expire(gen, start) })
+}
+
+func (w *phaseWatch) expire(gen int, start time.Time) {
+	w.mu.Lock()
+	name, current, be := w.name, w.gen == gen, w.be
+	w.mu.Unlock()
+	if !current {
+		return
+	}
+	r := w.r
+	fmt.Fprintf(os.Stderr, "%s: rank %d (%s): timeout: %s has taken %s (--timeout %s); the other ranks' messages say where they are\n",
+		progName(), r.h.rank, r.h.host, name, time.Since(start).Round(time.Millisecond), w.timeout)
+	time.Sleep(watchGrace)
+	if be != nil {
+		abortBackend(be)
+	}
+	r.h.abort(3)
+	os.Exit(3)
+}
