@@ -1,26 +1,133 @@
 package runtime
 
-import "testing"
+import (
+	"fmt"
+	"syscall"
+	"testing"
+	"time"
+)
 
-func BenchmarkFillF32(b *testing.B) {
-	buf := make([]byte, 4<<20)
-	p := PatternShape{Kind: FillUniform, Lo: -100, Hi: 100}.Params(0, 4, 1, 1)
-	b.SetBytes(int64(len(buf)))
-	for i := 0; i < b.N; i++ {
-		fillBytes(buf, F32, &p)
+// benchElems is the size of the buffers of the element-wise benchmarks:
+// large enough that the parallel paths run, small enough for a CI machine.
+const benchElems = 8 << 20
+
+// elemTimer reports a benchmark's time per element twice: wall time
+// (ns/elem), which shows the parallel fill's speed-up, and the process's
+// CPU time (cpu-ns/elem), which is what ranks sharing a machine's cores pay
+// and which another job on the machine disturbs much less.
+type elemTimer struct{ cpu0 time.Duration }
+
+func startTimer(b *testing.B) elemTimer {
+	b.ResetTimer()
+	return elemTimer{cpuTime()}
+}
+
+func (t elemTimer) report(b *testing.B, elems int64) {
+	n := float64(int64(b.N) * elems)
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/n, "ns/elem")
+	b.ReportMetric(float64((cpuTime()-t.cpu0).Nanoseconds())/n, "cpu-ns/elem")
+}
+
+// cpuTime returns the user and system time of the process so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkFill measures the CPU backend's gradient fill (fillBytes) for
+// each dtype and pattern kind that big models use.
+func BenchmarkFill(b *testing.B) {
+	for _, c := range []struct {
+		dt    DType
+		shape PatternShape
+	}{
+		{F32, PatternShape{Kind: FillUniform, Lo: -100, Hi: 100}},
+		{F32, PatternShape{Kind: FillAvg, Lo: -32, Hi: 32, Dev: 32}},
+		{BF16, PatternShape{Kind: FillUniform, Lo: -64, Hi: 64}},
+		{F16, PatternShape{Kind: FillAvg, Lo: -256, Hi: 256, Dev: 256}},
+		{F64, PatternShape{Kind: FillUniform, Lo: -1000, Hi: 1000}},
+		{I8, PatternShape{Kind: FillProd, Two: true, Neg: true}},
+	} {
+		b.Run(fmt.Sprintf("%s/%s", c.dt, c.shape.Kind), func(b *testing.B) {
+			buf := make([]byte, benchElems*c.dt.Size())
+			p := c.shape.Params(1, 4, 1, 1)
+			b.SetBytes(int64(len(buf)))
+			t := startTimer(b)
+			for i := 0; i < b.N; i++ {
+				fillBytes(buf, c.dt, &p)
+			}
+			t.report(b, benchElems)
+		})
 	}
 }
 
-func BenchmarkCheckF32(b *testing.B) {
-	chain := []stmt{{kind: sColl, coll: CollAllReduce, op: Sum, buckets: []int{0}}}
-	const n = 1 << 20
-	e := testEngine(F32, F32, n, 4, 0, chain)
-	out := make([]float64, checkBlock)
-	b.SetBytes(n * 4)
-	for i := 0; i < b.N; i++ {
-		s := e.model.newSim(0)
-		for i0 := int64(0); i0 < n; i0 += checkBlock {
-			s.run(i0, out)
-		}
+// BenchmarkCast measures the casts around a collective whose wire dtype
+// differs from the tensors' (bert_large: f32 tensors on a bf16 wire).
+func BenchmarkCast(b *testing.B) {
+	for _, c := range [][2]DType{{F32, BF16}, {BF16, F32}, {F32, F16}, {F16, F32}} {
+		b.Run(fmt.Sprintf("%s-%s", c[0], c[1]), func(b *testing.B) {
+			src := make([]byte, benchElems*c[0].Size())
+			p := PatternShape{Kind: FillUniform, Lo: -100, Hi: 100}.Params(0, 4, 1, 1)
+			fillBytes(src, c[0], &p)
+			dst := make([]byte, benchElems*c[1].Size())
+			b.SetBytes(int64(len(src)))
+			t := startTimer(b)
+			for i := 0; i < b.N; i++ {
+				castBytes(dst, c[1], src, c[0])
+			}
+			t.report(b, benchElems)
+		})
+	}
+}
+
+// BenchmarkAvgDivide measures the division that turns an allreduce's sum
+// into an average.
+func BenchmarkAvgDivide(b *testing.B) {
+	for _, dt := range []DType{F32, BF16, F16} {
+		b.Run(dt.String(), func(b *testing.B) {
+			buf := make([]byte, benchElems*dt.Size())
+			p := PatternShape{Kind: FillUniform, Lo: -100, Hi: 100}.Params(0, 4, 1, 1)
+			fillBytes(buf, dt, &p)
+			b.SetBytes(int64(len(buf)))
+			t := startTimer(b)
+			for i := 0; i < b.N; i++ {
+				avgDivide(buf, dt, 4) // the values shrink, the work does not
+			}
+			t.report(b, benchElems)
+		})
+	}
+}
+
+// BenchmarkCheck measures the checker's work for one tensor on one rank of
+// 4 after an allreduce, as checkTensor does it (all cores), per element of
+// the tensor.
+func BenchmarkCheck(b *testing.B) {
+	for _, c := range []struct {
+		tdt, wire DType
+		op        RedOp
+	}{
+		{F32, F32, Sum},
+		{F32, BF16, Avg}, // bert_large
+		{BF16, BF16, Sum},
+	} {
+		b.Run(fmt.Sprintf("%s-on-%s/%s", c.tdt, c.wire, c.op), func(b *testing.B) {
+			chain := []stmt{{kind: sColl, coll: CollAllReduce, op: c.op, buckets: []int{0}}}
+			const n = 2 << 20
+			e := testEngine(c.tdt, c.wire, n, 4, 1, chain)
+			e.tensors = []tensorMem{{elems: n}}
+			host := make([]byte, n*c.tdt.Size())
+			b.SetBytes(int64(len(host)))
+			t := startTimer(b)
+			for i := 0; i < b.N; i++ {
+				r := e.model.checkTensor(0, host)
+				if r.wrong == 0 {
+					b.Fatal("a zero buffer passed the check")
+				}
+			}
+			t.report(b, n)
+		})
 	}
 }

@@ -33,6 +33,10 @@ type model struct {
 	fill   []uint32
 	chain  [][]stmt
 	broken []bool
+	// host receives the tensor being checked. It is kept from tensor to
+	// tensor and from check to check: fresh memory costs a page fault per
+	// page, which on virtual machines cost more than the check itself.
+	host []byte
 }
 
 func newModel(e *engine) *model {
@@ -86,7 +90,10 @@ func (m *model) checkBucket(b int) (checkResult, error) {
 	e := m.e
 	for _, t := range e.plan.Buckets[b].Tensors {
 		tm := &e.tensors[t]
-		host := make([]byte, tm.store.Bytes())
+		if int64(cap(m.host)) < tm.store.Bytes() {
+			m.host = make([]byte, tm.store.Bytes())
+		}
+		host := m.host[:tm.store.Bytes()]
 		if err := e.be.CopyToHost(host, tm.store); err != nil {
 			return res, fmt.Errorf("reading %q: %w", e.plan.Tensors[t].Name, err)
 		}
@@ -176,7 +183,19 @@ type sim struct {
 	slice  int64 // elements per rank slice of the padded bucket
 	chain  []stmt
 	limit  float64
+	// fillExact: every value of every rank's pattern is exact in the wire
+	// dtype (see applyBlock). sumFirst: the first collective sums or
+	// averages such values without leaving the exact range (sumFilled).
+	// baseOnly: it is an allreduce or reducescatter of the avg pattern,
+	// which needs only the pattern's base. first: the collective being
+	// replayed is the first.
+	fillExact, sumFirst, baseOnly, first bool
+	// avgTab[a-Lo] is the average of the first collective for base a,
+	// when baseOnly holds for an avg.
+	avgTab []float64
 	ints   []int32
+	base   []int32 // the avg pattern's base and deviation (fill)
+	dev    []int32
 	red    []float64
 }
 
@@ -198,7 +217,40 @@ func (m *model) newSim(t int) *sim {
 		s.slice = e.buckets[pt.Bucket].elems / int64(e.size)
 	}
 	s.limit = float64(s.wire.ExactLimit())
+	s.fillExact = true
+	allAvg := true
+	var bound int64 // of any sum of one value per rank
+	for r := range s.params {
+		lo, hi := s.params[r].valueRange()
+		s.fillExact = s.fillExact && exactIn(lo, hi, s.wire)
+		allAvg = allAvg && s.params[r].Kind == FillAvg
+		bound += max(-lo, hi)
+	}
+	if len(s.chain) > 0 {
+		first := &s.chain[0]
+		s.sumFirst = s.fillExact && first.coll.Reduces() && (first.op == Sum || first.op == Avg) &&
+			float64(bound) <= s.limit
+		// A reduce's other ranks keep their values, so it needs them all.
+		s.baseOnly = s.sumFirst && allAvg && first.coll != CollReduce
+		p := &s.params[0]
+		if s.baseOnly && first.op == Avg && int64(p.Hi)-int64(p.Lo) < 1<<16 {
+			// The average is a function of the base: tabulate it.
+			s.avgTab = make([]float64, int64(p.Hi)-int64(p.Lo)+1)
+			for k := range s.avgTab {
+				s.avgTab[k] = AvgOf(float64(e.size)*float64(int64(p.Lo)+int64(k)), s.wire, e.size)
+			}
+		}
+	}
 	return s
+}
+
+// exactIn reports whether every integer in [lo, hi] is exactly
+// representable in dt, so that casting it to dt changes nothing.
+func exactIn(lo, hi int64, dt DType) bool {
+	if dt.Unsigned() && lo < 0 {
+		return false
+	}
+	return max(-lo, hi) <= dt.ExactLimit()
 }
 
 // undefined marks a value that the collectives leave undefined; NaN marks
@@ -211,27 +263,82 @@ func (s *sim) run(i0 int64, out []float64) {
 	n := len(out)
 	if len(s.ints) < n {
 		s.ints = make([]int32, n)
+		s.base = make([]int32, n)
+		s.dev = make([]int32, n)
 		s.red = make([]float64, n)
 	}
-	for r := range s.vals {
-		v := s.vals[r][:n]
-		ints := s.ints[:n]
-		fillInts(ints, &s.params[r], i0)
-		for j := range v {
-			v[j] = float64(ints[j]) // exact in every dtype: see analyze.go
-		}
+	if s.baseOnly {
+		fillBase(s.base[:n], &s.params[0], i0) // all the first collective needs
+	} else {
+		s.fill(i0, n)
 	}
 	for k := range s.chain {
+		s.first = k == 0
 		s.applyBlock(&s.chain[k], i0, n)
 	}
+	s.first = false
 	copy(out, s.vals[s.m.e.rank][:n])
 }
 
-// castAll rounds every known value of the block to dt.
+// fill writes every rank's fill values of elements i0..i0+n into s.vals
+// (exact in every dtype: see analyze.go). The avg pattern's base is the
+// same on every rank and its deviation the same on both ranks of a pair,
+// so each is hashed once, not once per rank: with 4 ranks that is 3 hashes
+// an element instead of 8.
+func (s *sim) fill(i0 int64, n int) {
+	ints := s.ints[:n]
+	if len(s.params) > 1 && s.params[0].Kind == FillAvg {
+		base, dev := s.base[:n], s.dev[:n]
+		fillBase(base, &s.params[0], i0)
+		for r := range s.vals {
+			p := &s.params[r]
+			if r == 0 || p.SeedB != s.params[r-1].SeedB {
+				fillDev(dev, p, i0)
+			}
+			v := s.vals[r][:n]
+			for j := range v {
+				v[j] = float64(base[j] + p.Sign*dev[j])
+			}
+		}
+		return
+	}
+	for r := range s.vals {
+		v := s.vals[r][:n]
+		fillInts(ints, &s.params[r], i0)
+		for j := range v {
+			v[j] = float64(ints[j])
+		}
+	}
+}
+
+// castAll rounds every known value of the block to dt. Integers within
+// dt's exact range are what the pattern makes and stay as they are, which
+// saves the rounding code for nearly every element.
 func (s *sim) castAll(dt DType, n int) {
+	switch dt {
+	case F64:
+		return
+	case F32:
+		// The conversion keeps NaN and infinity, so no test is needed.
+		for r := range s.vals {
+			v := s.vals[r][:n]
+			for j, x := range v {
+				v[j] = float64(float32(x))
+			}
+		}
+		return
+	}
+	hi := float64(dt.ExactLimit())
+	lo := -hi
+	if dt.Unsigned() {
+		lo = 0
+	}
 	for r := range s.vals {
 		v := s.vals[r][:n]
 		for j, x := range v {
+			if x >= lo && x <= hi && x == math.Trunc(x) {
+				continue
+			}
 			if known(x) {
 				v[j] = RoundTo(x, dt)
 			}
@@ -240,9 +347,12 @@ func (s *sim) castAll(dt DType, n int) {
 }
 
 // applyBlock replays one collective on elements i0..i0+n of every rank.
+// The cast to the wire dtype is skipped for the first collective after the
+// fill when every value of the pattern is exact in the wire dtype (always,
+// with the ranges choosePatterns picks): it would change nothing.
 func (s *sim) applyBlock(op *stmt, i0 int64, n int) {
 	cast := s.tdt != s.wire
-	if cast {
+	if cast && !(s.fillExact && len(s.chain) > 0 && op == &s.chain[0]) {
 		s.castAll(s.wire, n)
 	}
 	vals := s.vals
@@ -289,9 +399,25 @@ func (s *sim) applyBlock(op *stmt, i0 int64, n int) {
 // reduceBlock reduces the block across ranks into s.red.
 func (s *sim) reduceBlock(op RedOp, n int) []float64 {
 	red := s.red[:n]
+	if s.first && s.avgTab != nil {
+		lo := s.params[0].Lo
+		for j, a := range s.base[:n] {
+			red[j] = s.avgTab[a-lo]
+		}
+		return red
+	}
+	if s.first && s.sumFirst {
+		s.sumFilled(red)
+		if op == Avg {
+			for j, x := range red {
+				red[j] = AvgOf(x, s.wire, len(s.vals))
+			}
+		}
+		return red
+	}
 	col := make([]float64, len(s.vals))
-	if op == Sum && len(s.vals) <= 16 {
-		// The common case without the per-element column copy.
+	if (op == Sum || op == Avg) && len(s.vals) <= 16 {
+		// The common cases without the per-element column copy.
 		for j := range red {
 			var sum, bound float64
 			ok := true
@@ -312,6 +438,8 @@ func (s *sim) reduceBlock(op RedOp, n int) []float64 {
 				red[j] = s.reduce(op, col)
 			case bound > s.limit:
 				red[j] = math.NaN()
+			case op == Avg:
+				red[j] = AvgOf(sum, s.wire, len(s.vals))
 			default:
 				red[j] = sum
 			}
@@ -325,6 +453,29 @@ func (s *sim) reduceBlock(op RedOp, n int) []float64 {
 		red[j] = s.reduce(op, col)
 	}
 	return red
+}
+
+// sumFilled writes the sum over ranks of the fill values into red, for
+// the first collective of the chain when sumFirst holds: the values are
+// integers, exact in the wire dtype, and so is every partial sum (their
+// magnitudes add up to at most the exact limit), so the sum is exact in
+// any order and needs no per-element tests. With baseOnly it is size
+// times the avg pattern's base, since the deviations of each pair of
+// ranks cancel (pattern.go), and the ranks' values were never computed.
+func (s *sim) sumFilled(red []float64) {
+	if s.baseOnly {
+		size := float64(len(s.vals))
+		for j, a := range s.base[:len(red)] {
+			red[j] = size * float64(a)
+		}
+		return
+	}
+	copy(red, s.vals[0][:len(red)])
+	for _, v := range s.vals[1:] {
+		for j, x := range v[:len(red)] {
+			red[j] += x
+		}
+	}
 }
 
 // reduce returns the reduction of x in the wire dtype, or NaN when it

@@ -177,3 +177,56 @@ func TestCheckerGivesUpBeyondLimits(t *testing.T) {
 		t.Errorf("no element unchecked for bf16 sums over 600 ranks")
 	}
 }
+
+// The checker's shortcuts for the first reduction after a fill (sums
+// without per-element tests, the avg pattern's base alone, a table of
+// averages) predict what brute force computes for reducescatter and
+// reduce too, on every rank.
+func TestCheckerReduceScatterAndReduce(t *testing.T) {
+	for _, c := range []struct{ tdt, wire DType }{{F32, BF16}, {BF16, BF16}, {F16, F16}, {I32, I32}} {
+		for _, op := range []RedOp{Sum, Avg} {
+			for size := 2; size <= 5; size++ {
+				for _, coll := range []Coll{CollReduceScatter, CollReduce} {
+					chain := []stmt{{kind: sColl, coll: coll, op: op, root: size - 1, buckets: []int{0}}}
+					const n = 403
+					for rank := 0; rank < size; rank++ {
+						e := testEngine(c.tdt, c.wire, n, size, rank, chain)
+						want := make([]float64, n)
+						e.model.newSim(0).run(0, want)
+						slice := e.buckets[0].elems / int64(size)
+						for i := int64(0); i < n; i++ {
+							vals := make([]float64, size)
+							for r := range vals {
+								p := e.shapes[0].Params(r, size, 5, 0)
+								vals[r] = RoundTo(RoundTo(float64(FillValue(&p, i)), c.tdt), c.wire)
+							}
+							red := RoundTo(reduceInOrder(vals, rng0(size), op, c.wire), c.tdt)
+							exp := RoundTo(vals[rank], c.tdt) // reduce: the others keep theirs
+							switch {
+							case coll == CollReduceScatter && min(i/slice, int64(size-1)) == int64(rank):
+								exp = red
+							case coll == CollReduceScatter:
+								exp = math.Inf(1) // undefined
+							case rank == size-1:
+								exp = red
+							}
+							if want[i] != exp {
+								t.Fatalf("%s on %s, %s %s over %d ranks, rank %d, element %d: checker expects %v, brute force %v",
+									c.tdt, c.wire, coll, op, size, rank, i, want[i], exp)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// rng0 is the identity order 0..n-1.
+func rng0(n int) []int {
+	o := make([]int, n)
+	for i := range o {
+		o[i] = i
+	}
+	return o
+}

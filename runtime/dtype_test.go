@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand"
 	"testing"
+	"unsafe"
 
 	"github.com/syncgen/syncgen/runtime/mpi"
 )
@@ -142,5 +143,127 @@ func TestAvgDivideMatchesAvgOf(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// The hot-loop conversions give exactly what the general ones give.
+func TestHalfFastConversions(t *testing.T) {
+	for b := 0; b < 1<<16; b++ {
+		h := uint16(b)
+		if g, w := float64(f16ToF32(h)), F16Value(h); g != w && !(math.IsNaN(g) && math.IsNaN(w)) {
+			t.Fatalf("f16ToF32(%#04x) = %v, F16Value says %v", h, g, w)
+		}
+		if g, w := float64(bf16ToF32(h)), BF16Value(h); g != w && !(math.IsNaN(g) && math.IsNaN(w)) {
+			t.Fatalf("bf16ToF32(%#04x) = %v, BF16Value says %v", h, g, w)
+		}
+	}
+	check := func(f float32) {
+		if g, w := f32ToF16(f), F16Bits(float64(f)); g != w {
+			t.Fatalf("f32ToF16(%v = %#08x) = %#04x, F16Bits says %#04x", f, math.Float32bits(f), g, w)
+		}
+		if g, w := f32ToBF16(f), BF16Bits(float64(f)); g != w {
+			t.Fatalf("f32ToBF16(%v = %#08x) = %#04x, BF16Bits says %#04x", f, math.Float32bits(f), g, w)
+		}
+	}
+	// A spread of every exponent and sign, then every half value and its
+	// neighbourhood, where the rounding decisions are: ties, and one float32
+	// ulp either side of them.
+	for x := uint64(0); x < 1<<32; x += 4093 {
+		check(math.Float32frombits(uint32(x)))
+	}
+	for b := 0; b < 1<<16; b++ {
+		for _, v := range []float64{F16Value(uint16(b)), BF16Value(uint16(b))} {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				continue
+			}
+			f := float32(v)
+			for _, g := range []float32{f, math.Nextafter32(f, float32(math.Inf(1))), math.Nextafter32(f, float32(math.Inf(-1)))} {
+				check(g)
+			}
+		}
+		for _, tie := range []float64{F16Value(uint16(b)) + math.Abs(F16Value(uint16(b)+1)-F16Value(uint16(b)))/2,
+			BF16Value(uint16(b)) + math.Abs(BF16Value(uint16(b)+1)-BF16Value(uint16(b)))/2} {
+			if f := float32(tie); !math.IsNaN(tie) && !math.IsInf(tie, 0) {
+				check(f)
+				check(math.Nextafter32(f, 0))
+				check(math.Nextafter32(f, float32(math.Inf(1))))
+			}
+		}
+	}
+}
+
+// The vectorised C reduction operators compute in float32 and round once,
+// exactly as Go does it, for every operator and a spread of operands
+// (every 16-bit value against a few partners, then random pairs).
+func TestReduceHalfMatchesGo(t *testing.T) {
+	const n = 1 << 16
+	in, err := mpi.Malloc(2 * n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mpi.Free(in)
+	io, err := mpi.Malloc(2 * n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mpi.Free(io)
+	a, b := unsafe.Slice((*uint16)(in), n), unsafe.Slice((*uint16)(io), n)
+	rng := rand.New(rand.NewSource(3))
+	for _, dt := range []DType{F16, BF16} {
+		load, store := f16ToF32, f32ToF16
+		if dt == BF16 {
+			load, store = bf16ToF32, f32ToBF16
+		}
+		for op := Sum; op <= Prod; op++ {
+			for round := 0; round < 6; round++ {
+				var partner uint16
+				switch round {
+				case 0, 1, 2:
+					partner = store([]float32{1, -3.5, 1e-6}[round]) // normal, negative, tiny
+				}
+				for i := range a {
+					a[i] = uint16(i)
+					b[i] = partner
+					if round >= 3 {
+						a[i], b[i] = uint16(rng.Uint32()), uint16(rng.Uint32())
+					}
+				}
+				want := make([]uint16, n)
+				for i := range want {
+					x, y := load(a[i]), load(b[i])
+					var r float32
+					switch op {
+					case Sum, Avg:
+						r = x + y
+					case Prod:
+						r = x * y
+					case Min:
+						r = y
+						if x < y || x != x {
+							r = x
+						}
+					case Max:
+						r = y
+						if x > y || x != x {
+							r = x
+						}
+					}
+					want[i] = store(r)
+				}
+				x, y := append([]uint16(nil), a...), append([]uint16(nil), b...)
+				if err := mpi.ReduceHalf(mpi.DType(dt), mpi.Op(op), in, io, n); err != nil {
+					t.Fatal(err)
+				}
+				for i, got := range b {
+					nan := math.IsNaN(float64(load(got))) && math.IsNaN(float64(load(want[i])))
+					if got != want[i] && !nan {
+						t.Fatalf("%s %s of %#04x and %#04x: C gives %#04x, Go %#04x", dt, op, x[i], y[i], got, want[i])
+					}
+				}
+			}
+		}
+	}
+	if err := mpi.ReduceHalf(mpi.DType(F32), mpi.Op(Sum), in, io, 1); err == nil {
+		t.Errorf("ReduceHalf accepted f32")
 	}
 }

@@ -1,6 +1,9 @@
 package runtime
 
-import "testing"
+import (
+	"math/rand"
+	"testing"
+)
 
 // Pinned values of the pattern: a device kernel that reproduces the formula
 // must give exactly these.
@@ -84,6 +87,68 @@ func TestPatternRanges(t *testing.T) {
 		}
 		if len(seen) < 2 && (s.Kind != FillProd || s.Two || s.Neg) {
 			t.Errorf("%+v: only %d distinct values", s, len(seen))
+		}
+	}
+}
+
+// The division-free remainder is exact for every divisor, including 1, the
+// largest, and 0 (which stands for 2^32).
+func TestModulus(t *testing.T) {
+	rng := rand.New(rand.NewSource(5))
+	ds := []uint32{0, 1, 2, 3, 7, 201, 2001, 1 << 16, 1<<31 + 1, 1<<32 - 1}
+	for i := 0; i < 200; i++ {
+		ds = append(ds, rng.Uint32()>>(rng.Intn(32)))
+	}
+	for _, d := range ds {
+		q := newModulus(d)
+		hs := []uint32{0, 1, d - 1, d, d + 1, 1<<32 - 1, 1<<32 - 2}
+		for i := 0; i < 2000; i++ {
+			hs = append(hs, rng.Uint32())
+		}
+		for _, h := range hs {
+			if got, want := q.of(h), modOf(h, d); got != want {
+				t.Fatalf("%d %% %d = %d, want %d", h, d, got, want)
+			}
+		}
+	}
+}
+
+// fillBytes, split over goroutines and converted straight to each dtype,
+// writes exactly FillValue's values rounded to the dtype, everywhere in
+// the buffer, for every pattern kind.
+func TestFillBytesMatchesFillValue(t *testing.T) {
+	shapes := []PatternShape{
+		{Kind: FillUniform, Lo: -1000, Hi: 1000},
+		{Kind: FillUniform, Lo: 0, Hi: 255},
+		{Kind: FillAvg, Lo: -64, Hi: 64, Dev: 64},
+		{Kind: FillProd, Two: true, Neg: true},
+		{Kind: FillUniform, Lo: -1 << 30, Hi: 1 << 30}, // beyond every 16-bit range: rounding and saturation
+	}
+	n := int64(3*parallelGrain + 77) // several goroutines and a ragged end
+	for _, dt := range []DType{F64, F32, F16, BF16, I64, I32, I8, U8} {
+		for _, shape := range shapes {
+			p := shape.Params(3, 5, 7, 11)
+			b := make([]byte, n*dt.Size())
+			fillBytes(b, dt, &p)
+			got := make([]float64, n)
+			loadAll(got, b, dt)
+			for i := int64(0); i < n; i++ {
+				if want := RoundTo(float64(FillValue(&p, i)), dt); got[i] != want {
+					t.Fatalf("%s %+v element %d: fill wrote %v, want %v", dt, shape, i, got[i], want)
+				}
+			}
+		}
+	}
+	// Element indices past 2^32 (the hash mixes in their high word).
+	for _, shape := range shapes[:4] {
+		p := shape.Params(1, 4, 2, 3)
+		out := make([]int32, 300)
+		i0 := int64(1)<<32 - 150
+		fillInts(out, &p, i0)
+		for j, v := range out {
+			if want := FillValue(&p, i0+int64(j)); v != want {
+				t.Fatalf("%+v element %d: %d, want %d", shape, i0+int64(j), v, want)
+			}
 		}
 	}
 }

@@ -11,6 +11,7 @@ package mpi
 
 /*
 #cgo pkg-config: ompi
+#cgo CFLAGS: -O3
 #include <stdlib.h>
 #include <string.h>
 #include "sg_mpi.h"
@@ -19,6 +20,7 @@ import "C"
 
 import (
 	"fmt"
+	"math"
 	"unsafe"
 )
 
@@ -565,3 +567,16 @@ func F32ToBF16(f float32) uint16 { return uint16(C.sg_f32_to_bf16(C.float(f))) }
 
 // BF16ToF32 converts with the C code of the 16-bit reduction operators.
 func BF16ToF32(h uint16) float32 { return float32(C.sg_bf16_to_f32(C.uint16_t(h))) }
+
+// ReduceHalf applies the user-defined reduction operator of the 16-bit
+// dtype dt (F16 or BF16) to n elements: inout[i] = in[i] op inout[i], as
+// MPI calls it (exported for tests and benchmarks).
+func ReduceHalf(dt DType, o Op, in, inout unsafe.Pointer, n int) error {
+	if n < 0 || n > math.MaxInt32 {
+		return fmt.Errorf("mpi: %d elements exceed MPI's int count", n)
+	}
+	if C.sg_half_reduce(C.int(dt), C.int(o), in, inout, C.int(n)) != 0 {
+		return fmt.Errorf("mpi: no 16-bit reduction for dtype %d op %d", dt, o)
+	}
+	return nil
+}

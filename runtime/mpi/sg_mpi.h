@@ -24,10 +24,15 @@ MPI_Datatype sg_datatype(int dtype);
 MPI_Op sg_op(int dtype, int op, int *rc);
 int sg_set_errors_return(MPI_Comm c);
 
-// Half-precision conversions, round to nearest even; exported for tests.
+// Half-precision conversions of the operators, round to nearest even;
+// exported for tests.
 float sg_f16_to_f32(uint16_t h);
 uint16_t sg_f32_to_f16(float f);
 float sg_bf16_to_f32(uint16_t h);
 uint16_t sg_f32_to_bf16(float f);
+
+// sg_half_reduce runs the user-defined operator of (dtype, op) on n
+// elements, inout[i] = in[i] op inout[i], as MPI would; -1 if there is none.
+int sg_half_reduce(int dtype, int op, const void *in, void *inout, int n);
 
 #endif
