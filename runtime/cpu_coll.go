@@ -27,8 +27,11 @@ package runtime
 // allreduce, broadcast and reduce calls are therefore split into pieces of
 // chunkBytes (SYNCGEN_CPU_CHUNK, default 4 MiB), run back to back, so the
 // library always works in its fast range. allgather and reducescatter are
-// not split (their in-place block layout does not split into pieces without
-// derived datatypes).
+// split the same way, a piece being the same elements of every rank's block
+// (chunkBytes in all): an allgather piece is one MPI_Allgather with a
+// datatype whose extent is a whole block, a reducescatter piece one
+// MPI_Reduce_scatter_block on the pieces copied side by side into a
+// scratch buffer (the reduction wants them contiguous).
 
 import (
 	"fmt"
@@ -163,27 +166,87 @@ func (b *cpuBackend) run(s *cpuStream, op *CollOp) error {
 		}
 	case CollAllGather, CollReduceScatter:
 		per := n / int64(size)
-		if per > math.MaxInt32 {
-			return fmt.Errorf("%d elements per rank exceed MPI's int count", per)
+		// A piece holds the same elements of every rank's block, chunk
+		// elements in all.
+		piece := max(chunk/int64(size), 1)
+		if per <= piece {
+			return b.blocks(s, op, base, per)
 		}
-		if op.Coll == CollAllGather {
-			return locked(func() error { return s.comm.Allgather(base, int(per), mdt) })
+		for off := int64(0); off < per; off += piece {
+			cnt := min(piece, per-off)
+			var err error
+			if op.Coll == CollAllGather {
+				err = locked(func() error { return s.comm.AllgatherStrided(unsafe.Add(base, off*esz), int(cnt), per, mdt) })
+			} else {
+				err = b.reduceScatterPiece(s, op, base, per, off, cnt, locked)
+			}
+			if err != nil {
+				return fmt.Errorf("elements %d..%d of each rank's %d: %w", off, off+cnt, per, err)
+			}
+			s.yieldIfDue()
 		}
-		if err := locked(func() error { return s.comm.ReduceScatterBlock(base, int(per), mdt, mop) }); err != nil {
-			return err
-		}
-		// MPI leaves rank r's reduced block at the start of the buffer;
-		// NCCL's in-place form leaves it in block r. Move it there.
-		mine := bytesAt(int64(rank)*per, per)
-		if rank != 0 {
-			copy(mine, bytesAt(0, per))
-		}
-		if op.Op == Avg {
-			avgDivide(mine, dt, size)
+		if op.Coll == CollReduceScatter && op.Op == Avg {
+			avgDivide(bytesAt(int64(rank)*per, per), dt, size)
 		}
 	default:
 		return fmt.Errorf("unknown collective %d", op.Coll)
 	}
+	return nil
+}
+
+// blocks runs an allgather or reduce-scatter in one MPI call, in place on
+// size blocks of per elements.
+func (b *cpuBackend) blocks(s *cpuStream, op *CollOp, base unsafe.Pointer, per int64) error {
+	if per > math.MaxInt32 {
+		return fmt.Errorf("%d elements per rank exceed MPI's int count", per)
+	}
+	dt := op.Buf.DType
+	b.h.mu.Lock()
+	defer b.h.mu.Unlock()
+	if op.Coll == CollAllGather {
+		return s.comm.Allgather(base, int(per), mpi.DType(dt))
+	}
+	if err := s.comm.ReduceScatterBlock(base, int(per), mpi.DType(dt), mpi.Op(op.Op)); err != nil {
+		return err
+	}
+	// MPI leaves rank r's reduced block at the start of the buffer; NCCL's
+	// in-place form leaves it in block r. Move it there.
+	esz := dt.Size()
+	rank := b.h.rank
+	mine := unsafe.Slice((*byte)(unsafe.Add(base, int64(rank)*per*esz)), per*esz)
+	if rank != 0 {
+		copy(mine, unsafe.Slice((*byte)(base), per*esz))
+	}
+	if op.Op == Avg {
+		avgDivide(mine, dt, b.h.size)
+	}
+	return nil
+}
+
+// reduceScatterPiece reduce-scatters elements off..off+cnt of every rank's
+// block of per elements: MPI's reduce-scatter wants the pieces side by
+// side, so they are copied into the stream's scratch buffer, reduced there
+// in place, and this rank's result copied back into its block.
+func (b *cpuBackend) reduceScatterPiece(s *cpuStream, op *CollOp, base unsafe.Pointer, per, off, cnt int64, locked func(func() error) error) error {
+	esz := op.Buf.DType.Size()
+	size := int64(b.h.size)
+	scratch, err := s.scratchBytes(size * cnt * esz)
+	if err != nil {
+		return err
+	}
+	at := func(block, elem, n int64) []byte {
+		return unsafe.Slice((*byte)(unsafe.Add(base, (block*per+elem)*esz)), n*esz)
+	}
+	for r := int64(0); r < size; r++ {
+		copy(scratch[r*cnt*esz:], at(r, off, cnt))
+	}
+	err = locked(func() error {
+		return s.comm.ReduceScatterBlock(unsafe.Pointer(&scratch[0]), int(cnt), mpi.DType(op.Buf.DType), mpi.Op(op.Op))
+	})
+	if err != nil {
+		return err
+	}
+	copy(at(int64(b.h.rank), off, cnt), scratch[:cnt*esz])
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"runtime/debug"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/syncgen/syncgen/runtime/mpi"
 )
@@ -34,6 +35,29 @@ type cpuStream struct {
 	err       error
 	debt      time.Duration
 	lastYield time.Time
+	scratch   []byte // C memory for MPI, see scratchBytes
+}
+
+// scratchBytes returns n bytes of C memory owned by the stream, for MPI
+// calls that need a buffer of their own (pieces of a reduce-scatter). It
+// is kept for the next call and freed when the stream closes.
+func (s *cpuStream) scratchBytes(n int64) ([]byte, error) {
+	if int64(len(s.scratch)) < n {
+		s.freeScratch()
+		p, err := mpi.Malloc(n)
+		if err != nil {
+			return nil, err
+		}
+		s.scratch = unsafe.Slice((*byte)(p), n)
+	}
+	return s.scratch[:n], nil
+}
+
+func (s *cpuStream) freeScratch() {
+	if len(s.scratch) > 0 {
+		mpi.Free(unsafe.Pointer(&s.scratch[0]))
+		s.scratch = nil
+	}
 }
 
 // yieldEvery bounds how long a thread runs MPI calls without passing
@@ -204,6 +228,7 @@ func (s *cpuStream) close() {
 	s.cond.Signal()
 	s.mu.Unlock()
 	<-s.exited
+	s.freeScratch()
 }
 
 func (s *cpuStream) Fill(dst Span, p FillParams) error {
@@ -213,7 +238,11 @@ func (s *cpuStream) Fill(dst Span, p FillParams) error {
 	}
 	return s.enqueue(cpuOp{fn: func() error {
 		t0 := time.Now()
-		fillBytes(b, dst.DType, &p)
+		if p.Unchecked {
+			clearBytes(b)
+		} else {
+			fillBytes(b, dst.DType, &p)
+		}
 		s.debt += time.Since(t0)
 		return nil
 	}})

@@ -22,6 +22,11 @@ func view[T any](b []byte) []T {
 	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/int(unsafe.Sizeof(z)))
 }
 
+// clearBytes zeroes b, large buffers on all of the rank's cores.
+func clearBytes(b []byte) {
+	parallelFor(int64(len(b)), func(lo, hi int64) { clear(b[lo:hi]) })
+}
+
 // fillBytes writes pattern p into b, which holds elements of dt. Large
 // buffers are split between goroutines (parallelFor): the fill runs where
 // the simulated backward pass would compute, and a single core filled a

@@ -166,6 +166,34 @@ func TestChunkedLargeBuckets(t *testing.T) {
 	}
 }
 
+// Steps that are not checked fill zeros instead of the pattern (the CPU
+// backend's cheap fill); the checked steps that follow must still find
+// every element right, also in plans whose buckets carry values from step
+// to step (chain, init's frozen bucket).
+func TestUncheckedStepsThenCheck(t *testing.T) {
+	for _, plan := range []string{"matrix", "chain", "init", "wire"} {
+		t.Run(plan, func(t *testing.T) {
+			r := ok(t, 2, plan, "--steps", "5", "--warmup", "1", "--check", "4")
+			mustContain(t, r, "every 4", "# 0 wrong")
+		})
+	}
+}
+
+// Every collective, operator and dtype with a chunk far smaller than the
+// buckets: allreduce, broadcast and reduce in many pieces, allgather and
+// reducescatter one piece of every rank's block at a time, the last piece
+// shorter than the others.
+func TestEveryCollectiveInPieces(t *testing.T) {
+	for _, np := range []int{3, 4} {
+		t.Run(fmt.Sprintf("np%d", np), func(t *testing.T) {
+			r := mpirun(t, np, []string{"SYNCGEN_CPU_CHUNK=24B"}, 120*time.Second, "matrix", "--steps", "2", "--warmup", "0")
+			if r.code != 0 || !strings.Contains(r.out, "# 0 wrong") || !strings.Contains(r.out, "chunks of 24 B") {
+				t.Fatalf("exit %d; output:\n%s", r.code, r.out)
+			}
+		})
+	}
+}
+
 // The trace shows a bucket's collective starting while backward still
 // runs: communication overlaps compute.
 func TestOverlapInTrace(t *testing.T) {

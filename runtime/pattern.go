@@ -63,6 +63,13 @@ type FillParams struct {
 	Sign int32
 	// Two allows magnitude 2 in FillProd, Neg allows negative values.
 	Two, Neg bool
+	// Unchecked says that no check reads the values of this fill (the
+	// step is not checked, and every backward rewrites every gradient): a
+	// backend may write zeros instead, which costs a memset instead of two
+	// hashes an element. The CPU backend does, so that a simulated backward
+	// lasts what the plan says rather than as long as the pattern takes to
+	// compute; the GPU backend fills the pattern anyway (it is fast there).
+	Unchecked bool
 }
 
 // Mix is the 32-bit integer hash ("lowbias32" by Chris Wellons).

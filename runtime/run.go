@@ -118,7 +118,7 @@ func (e *engine) runAll(res *results, progress *progressBar) error {
 		if e.tracing {
 			res.trace = append(res.trace, traceOf(e, recs, i, res.origin)...)
 		}
-		if c := e.opts.checkEvery; c > 0 && ((i+1)%c == 0 || i == total-1) {
+		if e.checks(i) {
 			hooks.beforeCheck(e, i)
 			if err := e.checkStep(res); err != nil {
 				return err
@@ -128,6 +128,12 @@ func (e *engine) runAll(res *results, progress *progressBar) error {
 		progress.update(i+1, total)
 	}
 	return nil
+}
+
+// checks reports whether step i (warm-up steps counted) ends with a check.
+func (e *engine) checks(i int) bool {
+	c := e.opts.checkEvery
+	return c > 0 && ((i+1)%c == 0 || i == e.opts.warmup+e.opts.steps-1)
 }
 
 // startStep aligns the ranks and begins a step. Steps start together, so

@@ -225,7 +225,9 @@ func (e *engine) backward(at Src, stream int, d time.Duration) {
 			e.fatal(at, err)
 		}
 		done = until
-		if err := st.Fill(e.tensors[t].store, e.shapes[t].Params(e.rank, e.size, e.seedStep, t)); err != nil {
+		params := e.shapes[t].Params(e.rank, e.size, e.seedStep, t)
+		params.Unchecked = !e.checks(e.stepNo)
+		if err := st.Fill(e.tensors[t].store, params); err != nil {
 			e.fatal(at, fmt.Errorf("gradient of %q: %w", p.Tensors[t].Name, err))
 		}
 		if e.tracing {

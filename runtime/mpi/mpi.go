@@ -340,6 +340,37 @@ func (c Comm) Allgather(buf unsafe.Pointer, count int, dt DType) error {
 	return check("MPI_Allgather", C.MPI_Allgather(C.sg_in_place(), 0, t, buf, C.int(count), t, c.c))
 }
 
+// AllgatherStrided is the blocking in-place allgather of one piece of
+// every rank's block: rank r's count elements start stride elements after
+// rank r-1's, at buf + r*stride. A large allgather is done as a series of
+// these (one piece of each block at a time), which keeps every call within
+// the sizes where MPI's algorithms are fast. The blocks are described by a
+// datatype of count elements whose extent is stride elements, made and
+// freed for the call.
+func (c Comm) AllgatherStrided(buf unsafe.Pointer, count int, stride int64, dt DType) error {
+	t, err := datatype(dt)
+	if err != nil {
+		return err
+	}
+	var lb, extent C.MPI_Aint
+	if err := check("MPI_Type_get_extent", C.MPI_Type_get_extent(t, &lb, &extent)); err != nil {
+		return err
+	}
+	var block, strided C.MPI_Datatype
+	if err := check("MPI_Type_contiguous", C.MPI_Type_contiguous(C.int(count), t, &block)); err != nil {
+		return err
+	}
+	defer C.MPI_Type_free(&block)
+	if err := check("MPI_Type_create_resized", C.MPI_Type_create_resized(block, 0, C.MPI_Aint(stride)*extent, &strided)); err != nil {
+		return err
+	}
+	defer C.MPI_Type_free(&strided)
+	if err := check("MPI_Type_commit", C.MPI_Type_commit(&strided)); err != nil {
+		return err
+	}
+	return check("MPI_Allgather", C.MPI_Allgather(C.sg_in_place(), 0, strided, buf, 1, strided, c.c))
+}
+
 // ReduceScatterBlock is the blocking in-place reduce-scatter: buf holds
 // size blocks of count elements; MPI leaves the reduction of block r at the
 // start of rank r's buf (the caller moves it where it belongs).
