@@ -270,7 +270,8 @@ func (s *cpuStream) Cast(dst, src Span) error {
 // would. The stream keeps a debt of time already spent (fills queued before
 // the Busy, and oversleeping, which on Linux is tens of microseconds) and
 // pays it from the next Busy, so that many short Busy calls add up to the
-// total they ask for.
+// total they ask for. The debt is forgotten when the host waits for the
+// stream (Synchronize), at the end of every step at the latest.
 func (s *cpuStream) Busy(d time.Duration) error {
 	return s.enqueue(cpuOp{fn: func() error {
 		want := d - s.debt
@@ -325,6 +326,11 @@ func (s *cpuStream) Synchronize() error {
 	m := &cpuMarker{done: make(chan struct{})}
 	err := s.enqueue(cpuOp{marker: true, fn: func() error {
 		m.err = s.err
+		// The stream is about to go idle: time it spent beyond what Busy
+		// asked for (the fill of the buffers at set-up, a check step's
+		// fill, oversleeping) is over, and must not shorten the next
+		// step's backward.
+		s.debt = 0
 		close(m.done)
 		return nil
 	}})

@@ -296,6 +296,33 @@ func TestJSONReport(t *testing.T) {
 	}
 }
 
+// A simulated backward lasts at least what the plan asks, also on the first
+// step after the set-up, whose fill of every buffer takes longer than the
+// backward itself (big: 30 MiB of buffers, backward 10ms).
+func TestBackwardLastsWhatThePlanSays(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out.json")
+	r := mpirun(t, 1, nil, 90*time.Second, "big", "--steps", "1", "--warmup", "0", "--check", "off", "--json", out)
+	if r.code != 0 {
+		t.Fatalf("exit %d:\n%s", r.code, r.out)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var j struct {
+		Summary struct {
+			ComputeMs float64 `json:"compute_ms"`
+		} `json:"summary"`
+	}
+	if err := json.Unmarshal(data, &j); err != nil {
+		t.Fatal(err)
+	}
+	// Sleeps end late, never early: 10 ms is a lower bound.
+	if j.Summary.ComputeMs < 10 {
+		t.Errorf("backward 10ms lasted %.2f ms", j.Summary.ComputeMs)
+	}
+}
+
 func TestPlanMismatchNamesRanks(t *testing.T) {
 	needMPI(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
