@@ -18,8 +18,8 @@ import (
 // cores and 24 GiB: gpt2_xl (6.2 GB of f32 gradients a rank) and bigger
 // plans are checked and built there but run on GPU machines (their headers
 // say so). Plans of more than bigPlan bytes a rank (bert_large and zero,
-// 1.3 GB) run one checked step and no warm-up: on 4 oversubscribed ranks
-// each step costs seconds of filling, casting and checking, and the
+// 1.3 GB) run two checked steps and no warm-up: on 4 oversubscribed ranks
+// each checked step costs seconds of filling, casting and checking, and the
 // buffers' first touch costs as much again.
 const (
 	maxBytesPerRank = 2560 << 20
@@ -64,7 +64,7 @@ func TestExamples(t *testing.T) {
 				}
 				steps := []string{"--steps", "2", "--warmup", "1"}
 				if perRank > bigPlan {
-					steps = []string{"--steps", "1", "--warmup", "0"}
+					steps = []string{"--steps", "2", "--warmup", "0"}
 				}
 				runExample(t, mpirun, bin, np, steps)
 			}
