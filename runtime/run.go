@@ -6,6 +6,7 @@ package runtime
 import (
 	"fmt"
 	"os"
+	goruntime "runtime"
 	"sort"
 	"time"
 )
@@ -67,6 +68,14 @@ func newResults(p *Plan, prog *program) *results {
 
 // runAll runs the init block and every step.
 func (e *engine) runAll(res *results, progress *progressBar) error {
+	// The host runs the queue of the stream it waits for itself (the CPU
+	// backend's collectives, see cpu_stream.go): kept on one OS thread, its
+	// MPI calls are not moved from thread to thread whenever it yields or
+	// parks. Measured with 2 ranks on 2 cores, one 4 KiB allreduce a step:
+	// 0.22-0.35 GB/s busbw unlocked, 0.45-0.51 locked; neutral at 1 MiB and
+	// at 4 ranks.
+	goruntime.LockOSThread()
+	defer goruntime.UnlockOSThread()
 	p := e.plan
 	if p.Init != nil {
 		e.seedStep, e.stepNo = InitStep, -1
