@@ -178,7 +178,7 @@ func (b *cpuBackend) run(s *cpuStream, op *CollOp) error {
 			if op.Coll == CollAllGather {
 				err = locked(func() error { return s.comm.AllgatherStrided(unsafe.Add(base, off*esz), int(cnt), per, mdt) })
 			} else {
-				err = b.reduceScatterPiece(s, op, base, per, off, cnt, locked)
+				err = b.reduceScatterPiece(s, op, base, per, off, cnt)
 			}
 			if err != nil {
 				return fmt.Errorf("elements %d..%d of each rank's %d: %w", off, off+cnt, per, err)
@@ -227,7 +227,7 @@ func (b *cpuBackend) blocks(s *cpuStream, op *CollOp, base unsafe.Pointer, per i
 // block of per elements: MPI's reduce-scatter wants the pieces side by
 // side, so they are copied into the stream's scratch buffer, reduced there
 // in place, and this rank's result copied back into its block.
-func (b *cpuBackend) reduceScatterPiece(s *cpuStream, op *CollOp, base unsafe.Pointer, per, off, cnt int64, locked func(func() error) error) error {
+func (b *cpuBackend) reduceScatterPiece(s *cpuStream, op *CollOp, base unsafe.Pointer, per, off, cnt int64) error {
 	esz := op.Buf.DType.Size()
 	size := int64(b.h.size)
 	scratch, err := s.scratchBytes(size * cnt * esz)
@@ -240,9 +240,9 @@ func (b *cpuBackend) reduceScatterPiece(s *cpuStream, op *CollOp, base unsafe.Po
 	for r := int64(0); r < size; r++ {
 		copy(scratch[r*cnt*esz:], at(r, off, cnt))
 	}
-	err = locked(func() error {
-		return s.comm.ReduceScatterBlock(unsafe.Pointer(&scratch[0]), int(cnt), mpi.DType(op.Buf.DType), mpi.Op(op.Op))
-	})
+	b.h.mu.Lock()
+	err = s.comm.ReduceScatterBlock(unsafe.Pointer(&scratch[0]), int(cnt), mpi.DType(op.Buf.DType), mpi.Op(op.Op))
+	b.h.mu.Unlock()
 	if err != nil {
 		return err
 	}

@@ -163,12 +163,18 @@ func (s *cpuStream) work() {
 			s.mu.Unlock()
 			return
 		}
-		batch := s.claim()
-		s.mu.Unlock()
-		s.execute(batch)
-		s.mu.Lock()
-		s.finish(batch)
+		s.runBatch()
 	}
+}
+
+// runBatch claims the flushed work, runs it and ends the batch; s.mu is
+// held on entry and on return, but not while the work runs.
+func (s *cpuStream) runBatch() {
+	batch := s.claim()
+	s.mu.Unlock()
+	s.execute(batch)
+	s.mu.Lock()
+	s.finish(batch)
 }
 
 // claim takes the flushed part of the queue for execution; s.mu is held.
@@ -339,27 +345,14 @@ func (s *cpuStream) Synchronize() error {
 	}
 	// Show this stream's work without waking its goroutine, then everyone
 	// else's (any of them could be what this stream waits for).
+	s.unhold()
+	s.flushWake(false)
+	s.b.releaseOthers(s)
 	s.mu.Lock()
-	s.held = false
-	if s.unflushed {
-		s.unflushed = false
-		s.visible = len(s.q)
+	for !s.running && s.visible > 0 {
+		s.runBatch()
 	}
 	s.mu.Unlock()
-	s.b.releaseOthers(s)
-	for {
-		s.mu.Lock()
-		if s.running || s.visible == 0 {
-			s.mu.Unlock()
-			break
-		}
-		batch := s.claim()
-		s.mu.Unlock()
-		s.execute(batch)
-		s.mu.Lock()
-		s.finish(batch)
-		s.mu.Unlock()
-	}
 	<-m.done
 	return m.err
 }

@@ -64,9 +64,7 @@ func testHooksFromEnv() *testHooks {
 // stops this rank there, outside any step.
 func (h *testHooks) duringSetup(rank int) {
 	if h.hang != nil && h.hang[0] == rank && h.hang[1] == -1 {
-		for {
-			time.Sleep(time.Hour)
-		}
+		sleepForever()
 	}
 }
 
@@ -91,6 +89,11 @@ func hangForever(e *engine, why string) {
 	// The work queued before the stop runs, as it would on a GPU whose
 	// host thread is stuck.
 	e.startQueued()
+	sleepForever()
+}
+
+// sleepForever stops the calling goroutine for good.
+func sleepForever() {
 	for {
 		time.Sleep(time.Hour)
 	}
