@@ -48,11 +48,11 @@ func newModel(e *engine) *model {
 	return m
 }
 
-// apply advances the model over one block of statements run with fill
-// step seed.
+// apply advances the model over one block of statements (groups expanded,
+// see flat) run with fill step seed.
 func (m *model) apply(block []stmt, seed uint32) {
 	p := m.e.plan
-	for _, s := range flat(block) {
+	for _, s := range block {
 		switch s.kind {
 		case sBackward:
 			for _, t := range m.e.backOrder {

@@ -2,13 +2,14 @@ package runtime
 
 // The CPU backend: MPI's collectives on host memory. Each stream is a
 // goroutine that runs its queue of operations in order (cpu_stream.go);
-// events are completion markers stamped with time.Now; buffers are C memory
+// events are completion markers stamped with the monotonic clock; buffers are C memory
 // so that MPI may keep pointers into them; collectives are MPI calls made by
 // the stream that runs them (cpu_coll.go).
 
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -24,6 +25,8 @@ type cpuBackend struct {
 	seq     sequencer
 	// prog is the progress thread of the nonblocking mode, or nil.
 	prog *progressThread
+	// clock converts the clock readings of batches (cpu_batch.go).
+	clock monoClock
 }
 
 // cpuTuning holds the knobs of the CPU collectives (see tuning.go).
@@ -38,7 +41,7 @@ type cpuTuning struct {
 }
 
 func newCPUBackend(h *mpiHost, tune cpuTuning) *cpuBackend {
-	b := &cpuBackend{h: h, tune: tune}
+	b := &cpuBackend{h: h, tune: tune, clock: newMonoClock()}
 	b.seq.init()
 	if tune.nonblocking {
 		b.prog = startProgressThread(h, tune)
@@ -54,7 +57,7 @@ func (b *cpuBackend) Versions() []KV {
 	return []KV{
 		{"MPI", b.h.library},
 		{"MPI standard", fmt.Sprintf("%d.%d", major, minor)},
-		{"MPI thread level", b.h.level.String()},
+		{"MPI thread level", b.h.level.String() + " (the runtime serialises every call)"},
 		{"collectives", b.describe()},
 	}
 }
@@ -201,6 +204,19 @@ type cpuMarker struct {
 	done chan struct{}
 	t    time.Time
 	err  error
+	// pending, while a batch that records the marker runs, is where the
+	// batch writes its clock reading (cpu_batch.go); nil otherwise.
+	pending atomic.Pointer[int64]
+}
+
+// stamped says whether the stream has passed the marker: it completed, or
+// a batch still running has read the clock for it.
+func (m *cpuMarker) stamped() bool {
+	if m.completed() {
+		return true
+	}
+	p := m.pending.Load()
+	return p != nil && atomic.LoadInt64(p) != 0
 }
 
 func (m *cpuMarker) completed() bool {
@@ -240,7 +256,8 @@ func (e *cpuEvent) Query() (bool, error) {
 		return true, nil
 	}
 	if !m.completed() {
-		return false, nil
+		// Passed by a running batch: the event happened.
+		return m.stamped(), nil
 	}
 	return true, m.err
 }

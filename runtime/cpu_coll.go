@@ -72,9 +72,15 @@ func (q *sequencer) wait(t uint64) {
 }
 
 // done ends the current turn.
-func (q *sequencer) done() {
+func (q *sequencer) done() { q.doneN(1) }
+
+// doneN ends the current turn and the n-1 after it (a batch's).
+func (q *sequencer) doneN(n uint64) {
+	if n == 0 {
+		return
+	}
 	q.mu.Lock()
-	q.next++
+	q.next += n
 	q.cond.Broadcast()
 	q.mu.Unlock()
 }
@@ -93,10 +99,17 @@ func (b *cpuBackend) Collectives(ops []CollOp) error {
 			return fmt.Errorf("%s %q: %d elements do not split into %d ranks", op.Coll, op.Name, op.Buf.N, b.h.size)
 		}
 		var fn func() error
-		if b.prog != nil {
+		switch {
+		case b.prog != nil:
 			// Nonblocking mode: the progress thread runs it (cpu_nb.go).
 			fn = func() error { return b.prog.run(s, &op) }
-		} else {
+		case batchable(op.Coll):
+			// ops stays unchanged until the stream runs it (issueGroup).
+			if err := s.enqueue(cpuOp{kind: opColl, ticket: b.seq.take(), coll: &ops[i]}); err != nil {
+				return err
+			}
+			continue
+		default:
 			ticket := b.seq.take()
 			fn = func() error {
 				b.seq.wait(ticket)
@@ -120,76 +133,45 @@ func (b *cpuBackend) Collectives(ops []CollOp) error {
 	return nil
 }
 
-// run performs one collective on stream s's communicator.
+// run performs an allgather or reduce-scatter on stream s's communicator
+// (allreduce, broadcast and reduce run in batches, cpu_batch.go).
 func (b *cpuBackend) run(s *cpuStream, op *CollOp) error {
 	n := op.Buf.N
 	if n == 0 {
 		return nil
 	}
+	if op.Coll != CollAllGather && op.Coll != CollReduceScatter {
+		return fmt.Errorf("%s is not run piecewise", op.Coll)
+	}
 	dt := op.Buf.DType
 	esz := dt.Size()
 	base := spanPtr(op.Buf)
-	mdt := mpi.DType(dt)
-	mop := mpi.Op(op.Op)
-	rank, size := b.h.rank, b.h.size
-	locked := func(f func() error) error {
-		b.h.mu.Lock()
-		defer b.h.mu.Unlock()
-		return f()
+	per := n / int64(b.h.size)
+	// A piece holds the same elements of every rank's block, chunkBytes in
+	// all.
+	chunk := min(max(b.tune.chunkBytes/esz, 1), math.MaxInt32)
+	piece := max(chunk/int64(b.h.size), 1)
+	if per <= piece {
+		return b.blocks(s, op, base, per)
 	}
-	bytesAt := func(off, cnt int64) []byte {
-		return unsafe.Slice((*byte)(unsafe.Add(base, off*esz)), cnt*esz)
+	for off := int64(0); off < per; off += piece {
+		cnt := min(piece, per-off)
+		var err error
+		if op.Coll == CollAllGather {
+			b.h.mu.Lock()
+			err = s.comm.AllgatherStrided(unsafe.Add(base, off*esz), int(cnt), per, mpi.DType(dt))
+			b.h.mu.Unlock()
+		} else {
+			err = b.reduceScatterPiece(s, op, base, per, off, cnt)
+		}
+		if err != nil {
+			return fmt.Errorf("elements %d..%d of each rank's %d: %w", off, off+cnt, per, err)
+		}
+		s.yieldIfDue()
 	}
-	chunk := max(b.tune.chunkBytes/esz, 1)
-	chunk = min(chunk, math.MaxInt32)
-	switch op.Coll {
-	case CollAllReduce, CollBroadcast, CollReduce:
-		for off := int64(0); off < n; off += chunk {
-			cnt := min(chunk, n-off)
-			p := unsafe.Add(base, off*esz)
-			var err error
-			switch op.Coll {
-			case CollAllReduce:
-				err = locked(func() error { return s.comm.Allreduce(p, int(cnt), mdt, mop) })
-			case CollBroadcast:
-				err = locked(func() error { return s.comm.Bcast(p, int(cnt), mdt, op.Root) })
-			case CollReduce:
-				err = locked(func() error { return s.comm.Reduce(p, int(cnt), mdt, mop, op.Root, rank) })
-			}
-			if err != nil {
-				return fmt.Errorf("elements %d..%d of %d: %w", off, off+cnt, n, err)
-			}
-			if op.Op == Avg && (op.Coll == CollAllReduce || rank == op.Root) {
-				avgDivide(bytesAt(off, cnt), dt, size)
-			}
-			s.yieldIfDue()
-		}
-	case CollAllGather, CollReduceScatter:
-		per := n / int64(size)
-		// A piece holds the same elements of every rank's block, chunk
-		// elements in all.
-		piece := max(chunk/int64(size), 1)
-		if per <= piece {
-			return b.blocks(s, op, base, per)
-		}
-		for off := int64(0); off < per; off += piece {
-			cnt := min(piece, per-off)
-			var err error
-			if op.Coll == CollAllGather {
-				err = locked(func() error { return s.comm.AllgatherStrided(unsafe.Add(base, off*esz), int(cnt), per, mdt) })
-			} else {
-				err = b.reduceScatterPiece(s, op, base, per, off, cnt)
-			}
-			if err != nil {
-				return fmt.Errorf("elements %d..%d of each rank's %d: %w", off, off+cnt, per, err)
-			}
-			s.yieldIfDue()
-		}
-		if op.Coll == CollReduceScatter && op.Op == Avg {
-			avgDivide(bytesAt(int64(rank)*per, per), dt, size)
-		}
-	default:
-		return fmt.Errorf("unknown collective %d", op.Coll)
+	if op.Coll == CollReduceScatter && op.Op == Avg {
+		mine := unsafe.Slice((*byte)(unsafe.Add(base, int64(b.h.rank)*per*esz)), per*esz)
+		avgDivide(mine, dt, b.h.size)
 	}
 	return nil
 }
@@ -269,17 +251,7 @@ func (b *cpuBackend) QueueBarrier(st BackendStream) error {
 	if b.prog != nil {
 		return s.enqueue(cpuOp{fn: func() error { return b.prog.barrier(s) }})
 	}
-	ticket := b.seq.take()
-	return s.enqueue(cpuOp{fn: func() error {
-		b.seq.wait(ticket)
-		defer b.seq.done()
-		b.h.mu.Lock()
-		defer b.h.mu.Unlock()
-		if err := s.comm.Barrier(); err != nil {
-			return fmt.Errorf("step barrier: %w", err)
-		}
-		return nil
-	}})
+	return s.enqueue(cpuOp{kind: opBarrier, ticket: b.seq.take()})
 }
 
 // EventTime implements StepAligner.

@@ -35,7 +35,8 @@ type cpuStream struct {
 	err       error
 	debt      time.Duration
 	lastYield time.Time
-	scratch   []byte // C memory for MPI, see scratchBytes
+	scratch   []byte    // C memory for MPI, see scratchBytes
+	batch     mpi.Batch // see cpu_batch.go
 }
 
 // scratchBytes returns n bytes of C memory owned by the stream, for MPI
@@ -67,8 +68,12 @@ func (s *cpuStream) freeScratch() {
 // ranks as cores, each of those wake-ups preempts a rank busy inside a
 // collective (measured: about 3000 preemptions a second for a goroutine
 // that loops over MPI_Allreduce of 1 MiB, against 70 for the same loop in
-// C). A runtime.Gosched every few milliseconds keeps the monitor asleep.
-const yieldEvery = 4 * time.Millisecond
+// C). A runtime.Gosched shortly before the 10 ms keeps the monitor asleep.
+// Not much before: a Gosched itself wakes another thread (and, for the
+// host's goroutine, locked to its thread, hands the processor over and
+// back), so yielding every 4 ms made these the most frequent wake-ups of
+// a rank.
+const yieldEvery = 8 * time.Millisecond
 
 // yieldIfDue reschedules the calling goroutine if it has run yieldEvery
 // without doing so.
@@ -79,13 +84,35 @@ func (s *cpuStream) yieldIfDue() {
 	}
 }
 
-// cpuOp is one queued operation. Markers (event records) run even after
-// the stream failed, so that whoever waits on them wakes up and sees the
-// error; other operations are skipped then.
+// cpuOp is one queued operation: Go code, a marker, or an MPI call that a
+// batch runs in C (cpu_batch.go). Markers run even after the stream
+// failed, so that whoever waits on them wakes up and sees the error; other
+// operations are skipped then. The kinds that need no closure keep a
+// step's queue free of allocations.
 type cpuOp struct {
-	fn     func() error
-	marker bool
+	kind   opKind
+	fn     func() error // opFunc
+	marker *cpuMarker   // opStamp, opSync
+	ticket uint64       // opBarrier, opColl: the turn in the issue order
+	coll   *CollOp      // opColl
 }
+
+// opKind says what a cpuOp is.
+type opKind uint8
+
+const (
+	opFunc    opKind = iota // Go code: fn
+	opStamp                 // an event record: reads the clock
+	opSync                  // the end of what the host waits for (Synchronize)
+	opBarrier               // MPI_Barrier on the stream's communicator
+	opColl                  // an allreduce, broadcast or reduce
+)
+
+// isMarker says whether the op completes a marker.
+func (k opKind) isMarker() bool { return k == opStamp || k == opSync }
+
+// blocking says whether the op is an MPI call that a batch runs.
+func (k opKind) blocking() bool { return k == opBarrier || k == opColl }
 
 func newCPUStream(b *cpuBackend, index int, name string, comm mpi.Comm) *cpuStream {
 	s := &cpuStream{b: b, index: index, name: name, comm: comm, exited: make(chan struct{})}
@@ -203,17 +230,43 @@ func (s *cpuStream) finish(batch []cpuOp) {
 	}
 }
 
-// execute runs a claimed batch in order.
+// execute runs a claimed batch in order, handing the barriers and
+// collectives that C can run, with the event records around them, to C
+// (runNative).
 func (s *cpuStream) execute(batch []cpuOp) {
-	for i := range batch {
-		if s.err == nil || batch[i].marker {
-			if err := s.run(batch[i].fn); err != nil && s.err == nil {
+	for i := 0; i < len(batch); i++ {
+		op := &batch[i]
+		switch {
+		case op.kind.blocking():
+			if s.err == nil {
+				i = s.runNative(batch, i) - 1
+				continue
+			}
+		case op.kind.isMarker():
+			s.complete(op)
+		case s.err == nil:
+			if err := s.run(op.fn); err != nil {
 				s.err = fmt.Errorf("stream %q: %w", s.name, err)
 			}
 		}
 		batch[i] = cpuOp{}
 		s.yieldIfDue()
 	}
+}
+
+// complete completes a marker on the Go side, with the stream's error.
+func (s *cpuStream) complete(op *cpuOp) {
+	m := op.marker
+	m.t = time.Now()
+	m.err = s.err
+	if op.kind == opSync {
+		// The stream is about to go idle: time it spent beyond what Busy
+		// asked for (the fill of the buffers at set-up, a check step's
+		// fill, oversleeping) is over, and must not shorten the next
+		// step's backward.
+		s.debt = 0
+	}
+	close(m.done)
 }
 
 // run calls fn, turning a panic into an error so that the runtime can
@@ -235,6 +288,7 @@ func (s *cpuStream) close() {
 	s.mu.Unlock()
 	<-s.exited
 	s.freeScratch()
+	s.batch.Free()
 }
 
 func (s *cpuStream) Fill(dst Span, p FillParams) error {
@@ -299,12 +353,7 @@ func (s *cpuStream) Record(e Event) error {
 	}
 	m := &cpuMarker{done: make(chan struct{})}
 	ev.set(m)
-	return s.enqueue(cpuOp{marker: true, fn: func() error {
-		m.t = time.Now()
-		m.err = s.err
-		close(m.done)
-		return nil
-	}})
+	return s.enqueue(cpuOp{kind: opStamp, marker: m})
 }
 
 func (s *cpuStream) WaitEvent(e Event) error {
@@ -330,16 +379,7 @@ func (s *cpuStream) WaitEvent(e Event) error {
 // cpuBackend.Flush for why); the other streams' goroutines are woken.
 func (s *cpuStream) Synchronize() error {
 	m := &cpuMarker{done: make(chan struct{})}
-	err := s.enqueue(cpuOp{marker: true, fn: func() error {
-		m.err = s.err
-		// The stream is about to go idle: time it spent beyond what Busy
-		// asked for (the fill of the buffers at set-up, a check step's
-		// fill, oversleeping) is over, and must not shorten the next
-		// step's backward.
-		s.debt = 0
-		close(m.done)
-		return nil
-	}})
+	err := s.enqueue(cpuOp{kind: opSync, marker: m})
 	if err != nil {
 		return err
 	}

@@ -56,6 +56,7 @@ type engine struct {
 	cursor      int // index into the recorded flat statements, for the sanity check
 	hangAt      int // test hook: stop before this statement (-1: never)
 	flatStep    []stmt
+	collected   []timed // collect's result, reused from step to step
 
 	// mu guards recs, which the watchdog reads.
 	mu   sync.Mutex

@@ -1,12 +1,23 @@
 package runtime
 
 // MPI ownership. One goroutine, locked to its OS thread, initialises and
-// finalises MPI. MPI is initialised with MPI_THREAD_SERIALIZED, and every
-// MPI call anywhere in the runtime holds mpiHost.mu, so calls never
-// overlap: that lets the job-level calls (bootstrap, barriers, gathers) run
-// on the goroutine that needs them and the CPU backend's stream goroutines
-// run their collectives themselves, without hops through the owner thread
-// (see cpu_coll.go for why that matters).
+// finalises MPI. Every MPI call anywhere in the runtime holds mpiHost.mu,
+// so calls never overlap: that lets the job-level calls (bootstrap,
+// barriers, gathers) run on the goroutine that needs them and the CPU
+// backend's stream goroutines run their collectives themselves, without
+// hops through the owner thread (see cpu_coll.go for why that matters).
+//
+// The thread level. Calls that never overlap are what MPI_THREAD_SERIALIZED
+// promises, but Open MPI turns on its internal locking for every level
+// above MPI_THREAD_SINGLE (ompi_mpi_init.c: opal_set_using_threads(true)
+// unless the level provided is single), and its progress loop then takes
+// and releases a mutex at every turn: measured with perf on a 4 KiB
+// allreduce loop in C, 23% of the time went to pthread_mutex_lock and
+// unlock, and the call took 0.4-0.6 us longer than with MPI_Init. Since
+// the runtime serialises every call itself, it asks for MPI_THREAD_SINGLE
+// by default, like a plain MPI program; SYNCGEN_MPI_THREAD=serialized asks
+// for the level the standard names, for an MPI stack that checks which
+// thread calls it.
 
 import (
 	"fmt"
@@ -56,14 +67,15 @@ func (h *mpiHost) loop(started chan<- error) {
 func (h *mpiHost) init() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	level, err := mpi.Init(mpi.ThreadSerialized)
+	want := mpiThreadLevelFromEnv()
+	level, err := mpi.Init(want)
 	if err != nil {
 		return fmt.Errorf("initialising MPI: %w", err)
 	}
 	h.level = level
-	if level < mpi.ThreadSerialized {
+	if level < want {
 		return fmt.Errorf("initialising MPI: asked for %s, the library granted only %s; the runtime's streams call MPI from several threads (one at a time)",
-			mpi.ThreadSerialized, level)
+			want, level)
 	}
 	w := mpi.World()
 	if h.rank, err = w.Rank(); err != nil {
@@ -86,9 +98,9 @@ func (h *mpiHost) init() error {
 	return nil
 }
 
-// do runs f while holding the MPI lock. MPI_THREAD_SERIALIZED lets any
-// thread call MPI as long as the calls never overlap, so f runs on the
-// calling goroutine: a hop through the owner thread would cost two
+// do runs f while holding the MPI lock. Any thread may call MPI as long
+// as the calls never overlap (see the thread level above), so f runs on
+// the calling goroutine: a hop through the owner thread would cost two
 // goroutine wake-ups (tens of microseconds under load) on every barrier.
 func (h *mpiHost) do(f func() error) error {
 	h.mu.Lock()

@@ -478,3 +478,27 @@ func TestTuningMismatch(t *testing.T) {
 	}
 	mustContain(t, r, "differs between ranks", "rank 0 use", "rank 1 use")
 }
+
+// The thread level asked of MPI: single by default (the runtime serialises
+// every call itself), serialized on request; both run every collective of
+// every dtype to the same results, and the header says which was granted.
+func TestMPIThreadLevel(t *testing.T) {
+	for _, c := range []struct {
+		name, env, want string
+	}{
+		{"default", "", "MPI thread level: MPI_THREAD_SINGLE"},
+		{"serialized", "SYNCGEN_MPI_THREAD=serialized", "MPI thread level: MPI_THREAD_SERIALIZED"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var env []string
+			if c.env != "" {
+				env = []string{c.env}
+			}
+			r := mpirun(t, 3, env, 90*time.Second, "matrix", "--steps", "2", "--warmup", "0")
+			if r.code != 0 || !strings.Contains(r.out, "# 0 wrong") {
+				t.Fatalf("exit %d:\n%s", r.code, r.out)
+			}
+			mustContain(t, r, c.want)
+		})
+	}
+}

@@ -87,11 +87,15 @@ func (e *engine) runAll(res *results, progress *progressBar) error {
 		if _, err := e.collect(); err != nil {
 			return err
 		}
-		e.model.apply(e.prog.init, InitStep)
+		e.model.apply(flat(e.prog.init), InitStep)
 		e.endStep()
 	}
 	total := e.opts.warmup + e.opts.steps
 	hooks := testHooksFromEnv()
+	res.steps = preallocated[stepStats](e.opts.steps)
+	for k := range res.rows {
+		res.rows[k].times = preallocated[time.Duration](e.opts.steps)
+	}
 	for i := 0; i < total; i++ {
 		e.seedStep, e.stepNo, e.cursor = uint32(i), i, 0
 		if err := e.startStep(); err != nil {
@@ -108,7 +112,7 @@ func (e *engine) runAll(res *results, progress *progressBar) error {
 		if err != nil {
 			return err
 		}
-		e.model.apply(e.prog.step, e.seedStep)
+		e.model.apply(e.flatStep, e.seedStep)
 		measured := i >= e.opts.warmup
 		if measured {
 			st := stepStatsOf(recs, t1.Sub(e.stepStart))
@@ -137,6 +141,16 @@ func (e *engine) runAll(res *results, progress *progressBar) error {
 		progress.update(i+1, total)
 	}
 	return nil
+}
+
+// preallocated returns an empty slice with room for n elements, its memory
+// already written: the measured steps then neither grow it nor take the
+// page faults of fresh memory (each of which, on a virtual machine, can
+// wake other threads and stall a rank that is inside a collective).
+func preallocated[T any](n int) []T {
+	s := make([]T, n)
+	clear(s)
+	return s[:0]
 }
 
 // checks reports whether step i (warm-up steps counted) ends with a check.
@@ -237,10 +251,12 @@ func (e *engine) stepName() string {
 	return fmt.Sprintf("%d", e.stepNo)
 }
 
-// collect resolves the times of the step's records relative to its epoch.
+// collect resolves the times of the step's records relative to its epoch;
+// the slice it returns is reused by the next call.
 func (e *engine) collect() ([]timed, error) {
 	e.mu.Lock()
-	recs := append([]timed(nil), e.recs...)
+	e.collected = append(e.collected[:0], e.recs...)
+	recs := e.collected
 	e.mu.Unlock()
 	if e.epochTimer != nil {
 		t, err := e.epochTimer.EventTime(e.epoch)

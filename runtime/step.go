@@ -132,7 +132,7 @@ func (s *Step) Wait(at Src, stream int) {
 	}
 	e := s.e
 	e.expect(sWait, at)
-	e.hostAt.set(fmt.Sprintf("wait %s at %s", e.plan.Streams[stream].Name, at))
+	e.hostAt.setWait(e.plan.Streams[stream].Name, at)
 	t0 := time.Now()
 	err := e.streams[stream].Synchronize()
 	t1 := time.Now()

@@ -12,6 +12,8 @@ package runtime
 //	                    backend runs collectives (cpu_coll.go, cpu_nb.go).
 //	SYNCGEN_CPU_INFLIGHT  pieces of one collective in flight in the
 //	                    nonblocking mode (default 2).
+//	SYNCGEN_MPI_THREAD  single (default) or serialized: the thread level
+//	                    the runtime asks MPI for (mpihost.go says why).
 
 import (
 	"fmt"
@@ -19,6 +21,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/syncgen/syncgen/runtime/mpi"
 )
 
 const defaultCPUChunk = 4 << 20
@@ -53,6 +57,19 @@ func cpuTuningFromEnv() cpuTuning {
 		}
 	}
 	return t
+}
+
+// mpiThreadLevelFromEnv reads SYNCGEN_MPI_THREAD.
+func mpiThreadLevelFromEnv() mpi.ThreadLevel {
+	switch v := os.Getenv("SYNCGEN_MPI_THREAD"); strings.ToLower(v) {
+	case "", "single":
+		return mpi.ThreadSingle
+	case "serialized":
+		return mpi.ThreadSerialized
+	default:
+		fmt.Fprintf(os.Stderr, "%s: ignoring SYNCGEN_MPI_THREAD=%q: want single or serialized\n", progName(), v)
+		return mpi.ThreadSingle
+	}
 }
 
 // parseSize parses "4MiB", "512K", "1048576" or "off".

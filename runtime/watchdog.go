@@ -18,21 +18,34 @@ import (
 const watchGrace = 2 * time.Second
 
 // watchPoint is a description of where the host is, set and read from
-// different goroutines.
+// different goroutines. Waits, set at every wait of every step, keep their
+// parts and are described only when read.
 type watchPoint struct {
-	mu sync.Mutex
-	s  string
+	mu     sync.Mutex
+	s      string
+	stream string // set by setWait
+	at     Src
 }
 
 func (w *watchPoint) set(s string) {
 	w.mu.Lock()
-	w.s = s
+	w.s, w.stream, w.at = s, "", ""
+	w.mu.Unlock()
+}
+
+// setWait notes that the host waits for stream at a wait statement.
+func (w *watchPoint) setWait(stream string, at Src) {
+	w.mu.Lock()
+	w.s, w.stream, w.at = "", stream, at
 	w.mu.Unlock()
 }
 
 func (w *watchPoint) get() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.stream != "" {
+		return fmt.Sprintf("wait %s at %s", w.stream, w.at)
+	}
 	return w.s
 }
 

@@ -28,8 +28,8 @@ func main() {
 	iters := flag.Int("n", 500, "timed iterations")
 	warm := flag.Int("w", 2, "warm-up iterations")
 	flag.Parse()
-	runtime.LockOSThread() // MPI_Init's thread makes every call
-	if _, err := mpi.Init(mpi.ThreadSerialized); err != nil {
+	runtime.LockOSThread()                                // MPI_Init's thread makes every call
+	if _, err := mpi.Init(mpi.ThreadSingle); err != nil { // as the C program's MPI_Init
 		fail(err)
 	}
 	w := mpi.World()

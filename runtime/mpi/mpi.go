@@ -2,10 +2,9 @@
 // runtime needs, with every return code checked and turned into an error
 // carrying MPI_Error_string.
 //
-// MPI is initialised with a thread level of at most MPI_THREAD_SERIALIZED,
-// so every function here except Abort must be called from the one OS thread
-// that called Init (the runtime's MPI goroutine, locked to its thread).
-// Buffers passed to the collectives must be C memory: nonblocking
+// Calls must never overlap: the caller serialises them (package runtime
+// holds one lock around every call, whichever thread makes it), except
+// Abort, which may be called at any time. Buffers passed to the collectives must be C memory: nonblocking
 // collectives keep using them after the call returns.
 package mpi
 

@@ -2,6 +2,7 @@ package mpi
 
 import (
 	"os/exec"
+	"strings"
 	"runtime"
 	"testing"
 	"unsafe"
@@ -94,5 +95,85 @@ func TestSingleRank(t *testing.T) {
 	}
 	if ErrorString(1) == "" {
 		t.Errorf("no error string")
+	}
+	testBatch(t, c)
+}
+
+// testBatch runs batches on a one-rank communicator: the stamps are in
+// order, every collective leaves the data as it was except for the average,
+// divided by the Size given, and a failure names its call and piece.
+func testBatch(t *testing.T, c Comm) {
+	const n = 10
+	p, err := Malloc(n * 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer Free(p)
+	var b Batch
+	defer b.Free()
+
+	i32 := unsafe.Slice((*int32)(p), n)
+	for i := range i32 {
+		i32[i] = int32(i) - 5
+	}
+	x := Coll{Comm: c, Buf: p, Count: n, Chunk: 3, DType: 6, Op: 1, Size: 1}
+	before := MonotonicNanos()
+	b.Barrier(c)
+	s0 := b.Stamp()
+	b.Allreduce(x)
+	b.Bcast(x)
+	b.Reduce(x)
+	avg := x
+	avg.Op, avg.Size = Avg, 2 // one rank, divided as if there were two
+	b.Allreduce(avg)
+	b.Stamp()
+	if done, err := b.Run(); err != nil || done != b.Len() {
+		t.Fatalf("batch: %d of %d done, %v", done, b.Len(), err)
+	}
+	if *s0 == 0 || b.Time(1) != *s0 || b.Time(1) < before || b.Time(6) < b.Time(1) || MonotonicNanos() < b.Time(6) {
+		t.Errorf("stamps out of order: before %d, %d, %d", before, b.Time(1), b.Time(6))
+	}
+	for i, v := range i32 {
+		if want := (int32(i) - 5) / 2; v != want { // truncated toward zero, as Go does
+			t.Errorf("i32 element %d: %d after avg, want %d", i, v, want)
+		}
+	}
+
+	// bf16 and f16 averages round once from float32, as package runtime's
+	// avgDivide does.
+	h := unsafe.Slice((*uint16)(p), n)
+	for _, dt := range []struct {
+		code     DType
+		from     func(float32) uint16
+		to       func(uint16) float32
+		dtypeStr string
+	}{{3, F32ToF16, F16ToF32, "f16"}, {4, F32ToBF16, BF16ToF32, "bf16"}} {
+		for i := range h {
+			h[i] = dt.from(float32(i)*1.37 + 0.01)
+		}
+		want := make([]uint16, n)
+		for i := range want {
+			want[i] = dt.from(dt.to(h[i]) / 2)
+		}
+		b.Reset()
+		b.Allreduce(Coll{Comm: c, Buf: p, Count: n, Chunk: 4, DType: dt.code, Op: Avg, Size: 2})
+		if _, err := b.Run(); err != nil {
+			t.Fatal(err)
+		}
+		for i := range h {
+			if h[i] != want[i] {
+				t.Errorf("%s element %d: %#04x after avg, want %#04x", dt.dtypeStr, i, h[i], want[i])
+			}
+		}
+	}
+
+	// A failure stops the batch and says which call, and which piece.
+	b.Reset()
+	b.Stamp()
+	b.Allreduce(Coll{Comm: c, Buf: p, Count: n, Chunk: 4, DType: 9, Op: 1, Size: 1})
+	b.Stamp()
+	done, err := b.Run()
+	if done != 1 || err == nil || !strings.Contains(err.Error(), "MPI_Allreduce") || !strings.Contains(err.Error(), "elements 0..4 of 10") {
+		t.Errorf("invalid dtype: %d done, %v", done, err)
 	}
 }

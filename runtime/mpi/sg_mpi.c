@@ -1,5 +1,6 @@
 #include "sg_mpi.h"
 #include <string.h>
+#include <time.h>
 
 MPI_Comm sg_comm_world(void) { return MPI_COMM_WORLD; }
 MPI_Comm sg_comm_null(void) { return MPI_COMM_NULL; }
@@ -167,4 +168,93 @@ int sg_half_reduce(int dtype, int op, const void *in, void *inout, int n) {
 	MPI_Datatype dt = MPI_UINT16_T;
 	half_fns[dtype == SG_BF16][op]((void *)in, inout, &n, &dt);
 	return 0;
+}
+
+// The batch executor. Each call from Go into C costs a Go process more than
+// the call itself (the scheduler's bookkeeping, and a wake-up of Go's
+// system monitor when it sleeps), and on a machine with as many ranks as
+// cores that shows in every small collective: so a stream hands the
+// barrier, the clock reads and the collective of a statement to C at once,
+// and they run back to back as in a plain C program.
+
+int64_t sg_monotonic_ns(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+// avg_divide divides n elements by size, exactly as package runtime's
+// avgDivide does (elements.go): in the element type, the 16-bit floats
+// through float32 with one rounding.
+static void avg_divide(void *buf, int dtype, int64_t n, int size) {
+	switch (dtype) {
+	case SG_F64: { double *p = buf; for (int64_t i = 0; i < n; i++) p[i] /= (double)size; break; }
+	case SG_F32: { float *p = buf; for (int64_t i = 0; i < n; i++) p[i] /= (float)size; break; }
+	case SG_F16: { uint16_t *p = buf; for (int64_t i = 0; i < n; i++) p[i] = f32_to_f16(f16_to_f32(p[i]) / (float)size); break; }
+	case SG_BF16: { uint16_t *p = buf; for (int64_t i = 0; i < n; i++) p[i] = f32_to_bf16(bf16_to_f32(p[i]) / (float)size); break; }
+	case SG_I64: { int64_t *p = buf; for (int64_t i = 0; i < n; i++) p[i] /= size; break; }
+	case SG_I32: { int32_t *p = buf; for (int64_t i = 0; i < n; i++) p[i] /= size; break; }
+	case SG_I8: { int8_t *p = buf; for (int64_t i = 0; i < n; i++) p[i] = (int8_t)(p[i] / size); break; }
+	case SG_U8: { uint8_t *p = buf; for (int64_t i = 0; i < n; i++) p[i] = (uint8_t)(p[i] / size); break; }
+	}
+}
+
+static int elem_size(int dtype) {
+	switch (dtype) {
+	case SG_F64: case SG_I64: return 8;
+	case SG_F32: case SG_I32: return 4;
+	case SG_F16: case SG_BF16: return 2;
+	}
+	return 1;
+}
+
+// run_coll runs one allreduce, broadcast or reduce in pieces of c->chunk
+// elements.
+static int run_coll(sg_cmd *c) {
+	MPI_Datatype t = sg_datatype(c->dtype);
+	if (t == MPI_DATATYPE_NULL) return MPI_ERR_TYPE;
+	int rc = MPI_SUCCESS;
+	MPI_Op op = MPI_OP_NULL;
+	if (c->kind != SG_CMD_BCAST) {
+		op = sg_op(c->dtype, c->op, &rc);
+		if (rc != MPI_SUCCESS) return rc;
+	}
+	int64_t chunk = c->chunk > 0 && c->chunk <= 0x7fffffff ? c->chunk : 0x7fffffff;
+	int esz = elem_size(c->dtype);
+	for (int64_t off = 0; off < c->count; off += chunk) {
+		int n = (int)(c->count - off < chunk ? c->count - off : chunk);
+		char *p = (char *)c->buf + off * esz;
+		c->at = off;
+		switch (c->kind) {
+		case SG_CMD_ALLREDUCE:
+			rc = MPI_Allreduce(MPI_IN_PLACE, p, n, t, op, c->comm);
+			break;
+		case SG_CMD_BCAST:
+			rc = MPI_Bcast(p, n, t, c->root, c->comm);
+			break;
+		case SG_CMD_REDUCE:
+			if (c->rank == c->root) rc = MPI_Reduce(MPI_IN_PLACE, p, n, t, op, c->root, c->comm);
+			else rc = MPI_Reduce(p, NULL, n, t, op, c->root, c->comm);
+			break;
+		}
+		if (rc != MPI_SUCCESS) return rc;
+		if (c->avg && (c->kind == SG_CMD_ALLREDUCE || c->rank == c->root)) avg_divide(p, c->dtype, n, c->size);
+	}
+	return MPI_SUCCESS;
+}
+
+int sg_run(sg_cmd *cmds, int n) {
+	for (int i = 0; i < n; i++) {
+		sg_cmd *c = &cmds[i];
+		int rc = MPI_SUCCESS;
+		switch (c->kind) {
+		case SG_CMD_BARRIER: rc = MPI_Barrier(c->comm); break;
+		case SG_CMD_STAMP: __atomic_store_n(&c->t, sg_monotonic_ns(), __ATOMIC_RELEASE); break;
+		case SG_CMD_ALLREDUCE: case SG_CMD_BCAST: case SG_CMD_REDUCE: rc = run_coll(c); break;
+		default: rc = MPI_ERR_OTHER;
+		}
+		c->rc = rc;
+		if (rc != MPI_SUCCESS) return i;
+	}
+	return n;
 }

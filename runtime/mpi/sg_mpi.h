@@ -35,4 +35,25 @@ uint16_t sg_f32_to_bf16(float f);
 // elements, inout[i] = in[i] op inout[i], as MPI would; -1 if there is none.
 int sg_half_reduce(int dtype, int op, const void *in, void *inout, int n);
 
+// A batch (batch.go): MPI calls and clock reads that run in one call from
+// Go, in order, stopping at the first failure.
+enum { SG_CMD_BARRIER = 1, SG_CMD_STAMP, SG_CMD_ALLREDUCE, SG_CMD_BCAST, SG_CMD_REDUCE };
+
+typedef struct {
+	int32_t kind, dtype, op, root;
+	int32_t rank, size; // of comm: reduce picks its buffers by rank; avg divides by size
+	int32_t avg;        // divide the result by size (allreduce; reduce at the root)
+	int32_t rc;         // out: the MPI error code of the failed command
+	MPI_Comm comm;
+	void *buf;
+	int64_t count; // elements
+	int64_t chunk; // elements per MPI call
+	int64_t t;     // out: CLOCK_MONOTONIC nanoseconds (SG_CMD_STAMP), stored atomically
+	int64_t at;    // out: element offset of the piece that failed
+} sg_cmd;
+
+// sg_run runs cmds[0..n) and returns the index of the one that failed, or n.
+int sg_run(sg_cmd *cmds, int n);
+int64_t sg_monotonic_ns(void);
+
 #endif
