@@ -2,8 +2,8 @@ package mpi
 
 import (
 	"os/exec"
-	"strings"
 	"runtime"
+	"strings"
 	"testing"
 	"unsafe"
 )
