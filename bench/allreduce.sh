@@ -25,7 +25,9 @@
 #
 # Knobs: NPS, SIZES, ROUNDS (default 3), MPIRUN_ARGS (default
 # "--oversubscribe --bind-to none", plus --allow-run-as-root as root),
-# SYNCGEN_CPU_CHUNK (the runtime's piece size, exported to the ranks).
+# SYNCGEN_CPU_CHUNK (the runtime's piece size, exported to the ranks),
+# PREBUILT (a folder holding testprog and gompi already built, for a
+# machine without Go: see scripts/gpu-check.sh build).
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:-${TMPDIR:-/tmp}/syncgen-bench}
@@ -38,7 +40,11 @@ if [ "$(id -u)" = 0 ]; then args="$args --allow-run-as-root"; fi
 if [ -n "${SYNCGEN_CPU_CHUNK:-}" ]; then args="$args -x SYNCGEN_CPU_CHUNK"; fi
 
 mpicc -O2 -o "$out/mpi_allreduce" "$root/bench/mpi_allreduce.c"
-(cd "$root" && go build -o "$out/testprog" ./runtime/internal/testprog && go build -o "$out/gompi" ./bench/gompi)
+if [ -n "${PREBUILT:-}" ]; then
+	cp "$PREBUILT/testprog" "$PREBUILT/gompi" "$out/"
+else
+	(cd "$root" && go build -o "$out/testprog" ./runtime/internal/testprog && go build -o "$out/gompi" ./bench/gompi)
+fi
 
 bytes_of() { # 4K -> 4096
 	case $1 in

@@ -95,6 +95,7 @@ type cpuOp struct {
 	marker *cpuMarker   // opStamp, opSync
 	ticket uint64       // opBarrier, opColl: the turn in the issue order
 	coll   *CollOp      // opColl
+	off    int64        // opColl: the first element of the next piece
 }
 
 // opKind says what a cpuOp is.

@@ -28,7 +28,7 @@ if [ "$mode" = build ]; then
 	# Stripped, and syncgen itself kept out of .devbin: what travels to the
 	# GPU machine is limited in size.
 	set -e
-	rm -rf $bin && mkdir -p $bin/examples
+	rm -rf $bin && mkdir -p $bin/examples $bin/cpu
 	strip="-ldflags=-s -w"
 	# The runtime's test binary carries only the GPU backend's tests (the
 	# others run in CI): built from a copy without the other _test.go files.
@@ -41,6 +41,10 @@ if [ "$mode" = build ]; then
 	go test -c "$strip" -o $bin/dl.test ./runtime/cuda/dl
 	go test -c "$strip" -o $bin/nccl.test ./runtime/nccl
 	go build "$strip" -o $bin/allops ./bench/gpu/allops
+	# For the CPU comparison on the GPU machine's cores (bench/allreduce.sh
+	# with PREBUILT=.devbin/cpu).
+	go build "$strip" -o $bin/cpu/testprog ./runtime/internal/testprog
+	go build "$strip" -o $bin/cpu/gompi ./bench/gompi
 	go build "$strip" -o $bin/rtbench ./bench/gpu/rtbench
 	sg=$(mktemp -d)/syncgen
 	go build -o "$sg" ./cmd/syncgen
