@@ -232,8 +232,18 @@ func (b *cpuBackend) reduceScatterPiece(s *cpuStream, op *CollOp, base unsafe.Po
 	return nil
 }
 
-// QueueBarrier implements StepAligner: a barrier on s's communicator, in
-// the global issue order like every collective.
+// QueueBarrier implements StepAligner: two barriers on s's communicator,
+// in the global issue order like every collective.
+//
+// Two, because the ranks reach the step's start far apart (each host has
+// just done its own bookkeeping for the previous step), and a barrier
+// releases the rank that arrives last first: the others learn of its
+// arrival a message later, and the collective that follows starts with
+// them late, which its time then includes. The second barrier finds the
+// ranks together and releases them together. Measured with 2 ranks on 2
+// cores, one 4 KiB allreduce a step: 0.67 of plain MPI's busbw with one
+// barrier, 0.79 with two (medians of 8 paired rounds; 4 ranks 0.63 and
+// 0.71).
 //
 // The stream is held from the barrier until its first collective has been
 // queued and flushed (or the host blocks on any stream): otherwise the rank
@@ -251,7 +261,12 @@ func (b *cpuBackend) QueueBarrier(st BackendStream) error {
 	if b.prog != nil {
 		return s.enqueue(cpuOp{fn: func() error { return b.prog.barrier(s) }})
 	}
-	return s.enqueue(cpuOp{kind: opBarrier, ticket: b.seq.take()})
+	for range 2 {
+		if err := s.enqueue(cpuOp{kind: opBarrier, ticket: b.seq.take()}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // EventTime implements StepAligner.
