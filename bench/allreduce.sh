@@ -74,6 +74,7 @@ for np in $NPS; do
 		: >"$out/am.txt"
 		: >"$out/bm.txt"
 		: >"$out/g.txt"
+		: >"$out/p.txt"
 		r=0
 		while [ $r -lt "$ROUNDS" ]; do
 			# shellcheck disable=SC2086
@@ -86,6 +87,8 @@ for np in $NPS; do
 			mpirun $args -np "$np" "$out/testprog" "allreduce:${b}B" --steps "$n" --warmup 2 --check off \
 				--quiet --json "$out/rt.json" >/dev/null
 			sed -n 's/.*"busbw_gbs": \([0-9.e+-]*\).*/\1/p' "$out/rt.json" | head -1 >>"$out/b.txt"
+			# this round's ratio: the runtime against the C run just before it
+			paste "$out/a.txt" "$out/b.txt" | tail -1 | awk '{print ($1 > 0) ? $2 / $1 : 0}' >>"$out/p.txt"
 			sed -n 's/.*"time_median_us": \([0-9.e+-]*\).*/\1/p' "$out/rt.json" | head -1 |
 				awk -v b="$b" -v n="$np" '{print b / $1 / 1e3 * 2 * (n - 1) / n}' >>"$out/bm.txt"
 			r=$((r + 1))
@@ -100,6 +103,8 @@ for np in $NPS; do
 		am=$(median <"$out/am.txt")
 		cm=$(median <"$out/bm.txt")
 		printf "# %5s %12s %10.3f %10.3f %8.2f   (from median call times)\n" "" "" "$am" "$cm" "$(ratio "$cm" "$am")"
+		pr=$(median <"$out/p.txt")
+		printf "# %5s %12s %10s %10s %8.2f   (median of the rounds' own ratios, each round's runtime against its C run)\n" "" "" "" "" "$pr"
 		g=$(median <"$out/g.txt")
 		printf "# %5s %12s %10.3f %10.3f %8.2f   (plain Go calling MPI_Allreduce, bench/gompi, in the mpi column)\n" "" "" "$g" "$c" "$(ratio "$c" "$g")"
 	done

@@ -102,11 +102,14 @@ for c in $ONLY; do
 		echo
 		echo "## 1. one allreduce: generated program vs plain MPI_Allreduce ($(date -u +%H:%M:%S), load $(cut -d" " -f1 /proc/loadavg))"
 		if [ -f bench/allreduce.sh ]; then
+			# when it started and the load then, for the results file
+			start_date=$(date -u "+%Y-%m-%d %H:%M UTC")
+			start_load=$(cut -d" " -f1-3 /proc/loadavg)
 			(NPS="$NPS" SIZES="$SIZES" ROUNDS="$ROUNDS" OUT="$OUT" sh bench/allreduce.sh ||
 				echo "# bench/allreduce.sh FAILED") | tee "$OUT/allreduce.txt"
 			if grep -q "^# bench/allreduce.sh FAILED" "$OUT/allreduce.txt"; then failed="$failed 1"; fi
 			# its table ("ranks bytes mpi runtime ratio") as bench/results/allreduce.json
-			"$PY" - "$OUT/allreduce.txt" "$NPS" "$SIZES" "$ROUNDS" <<'EOF'
+			"$PY" - "$OUT/allreduce.txt" "$NPS" "$SIZES" "$ROUNDS" "$start_date" "$start_load" <<'EOF'
 import json, os, sys
 sys.path.insert(0, os.path.join("bench", "ddp"))
 import benchlib as bl
@@ -120,7 +123,9 @@ for line in open(sys.argv[1]):
                      "syncgen_busbw_gbs": float(f[3]), "ratio": float(f[4])})
     except ValueError:
         pass
-rec = {"comparison": "one allreduce: syncgen runtime vs plain MPI_Allreduce", "machine": bl.machine(),
+machine = bl.machine()
+machine["date"], machine["load_average_at_start"] = sys.argv[5], sys.argv[6].split()
+rec = {"comparison": "one allreduce: syncgen runtime vs plain MPI_Allreduce", "machine": machine,
        "rounds": int(sys.argv[4]),
        "command": 'NPS="%s" SIZES="%s" ROUNDS=%s sh bench/allreduce.sh' % (sys.argv[2], sys.argv[3], sys.argv[4]),
        "results": rows, "load_average_at_end": bl.loadavg()}
