@@ -61,7 +61,7 @@ type Backend interface {
 	// call waits for that stream's ops of the group. A group of one op is a
 	// plain collective. All ranks queue the same groups with the same ops
 	// in the same order on the same streams. See CollOp for the semantics
-	// of each collective.
+	// of each collective. The caller reuses ops once the call returns.
 	Collectives(ops []CollOp) error
 
 	// Elapsed returns the time from start to end; both events must have

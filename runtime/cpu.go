@@ -199,14 +199,57 @@ type cpuEvent struct {
 	cur   *cpuMarker
 }
 
-// cpuMarker is one recording of an event.
+// cpuMarker is one recording of an event. Most markers are only ever
+// queried, never waited for, so the channel that wakes a blocked waiter is
+// made by the first waiter that has to block: a step's records then cost
+// one small allocation each.
 type cpuMarker struct {
-	done chan struct{}
-	t    time.Time
-	err  error
+	done atomic.Bool
+	mu   sync.Mutex
+	wake chan struct{} // made by the first waiter that blocks
+	// t and err are written before done is set, and read after it is.
+	t   time.Time
+	err error
 	// pending, while a batch that records the marker runs, is where the
 	// batch writes its clock reading (cpu_batch.go); nil otherwise.
 	pending atomic.Pointer[int64]
+}
+
+// complete marks the marker done at time t, with the stream's error.
+func (m *cpuMarker) complete(t time.Time, err error) {
+	m.t, m.err = t, err
+	m.mu.Lock()
+	m.done.Store(true)
+	if m.wake != nil {
+		close(m.wake)
+	}
+	m.mu.Unlock()
+}
+
+// wait blocks until the marker is done and returns its error.
+func (m *cpuMarker) wait() error {
+	if !m.done.Load() {
+		m.mu.Lock()
+		if m.done.Load() {
+			m.mu.Unlock()
+		} else {
+			if m.wake == nil {
+				m.wake = make(chan struct{})
+			}
+			w := m.wake
+			m.mu.Unlock()
+			<-w
+		}
+	}
+	return m.err
+}
+
+// reset makes a done marker that nobody refers to any more new again.
+func (m *cpuMarker) reset() {
+	m.mu.Lock()
+	m.done.Store(false)
+	m.wake, m.err = nil, nil
+	m.mu.Unlock()
 }
 
 // stamped says whether the stream has passed the marker: it completed, or
@@ -219,14 +262,7 @@ func (m *cpuMarker) stamped() bool {
 	return p != nil && atomic.LoadInt64(p) != 0
 }
 
-func (m *cpuMarker) completed() bool {
-	select {
-	case <-m.done:
-		return true
-	default:
-		return false
-	}
-}
+func (m *cpuMarker) completed() bool { return m.done.Load() }
 
 func (e *cpuEvent) get() *cpuMarker {
 	e.curMu.Lock()
@@ -246,8 +282,7 @@ func (e *cpuEvent) Synchronize() error {
 	if m == nil {
 		return nil
 	}
-	<-m.done
-	return m.err
+	return m.wait()
 }
 
 func (e *cpuEvent) Query() (bool, error) {

@@ -109,8 +109,7 @@ loop:
 		if m := ops[i].marker; m != nil {
 			m.pending.Store(nil)
 			if i < first+done {
-				m.t = b.clock.at(nb.Time(i - first))
-				close(m.done)
+				m.complete(b.clock.at(nb.Time(i-first)), nil)
 			}
 		}
 	}
@@ -145,7 +144,7 @@ func (b *cpuBackend) chunkElems(dt DType) int64 {
 // addPiece appends the next piece of op's collective, from element op.off,
 // to the stream's batch, and says whether it is the last.
 func (s *cpuStream) addPiece(op *cpuOp) (last bool) {
-	c := op.coll
+	c := &op.coll
 	chunk := s.b.chunkElems(c.Buf.DType)
 	n := c.Buf.N - op.off
 	last = n <= chunk

@@ -87,7 +87,7 @@ func (q *sequencer) doneN(n uint64) {
 
 func (b *cpuBackend) Collectives(ops []CollOp) error {
 	for i := range ops {
-		op := ops[i]
+		op := &ops[i]
 		s, ok := op.Stream.(*cpuStream)
 		if !ok {
 			return fmt.Errorf("%s %q: not a CPU stream", op.Coll, op.Name)
@@ -98,28 +98,29 @@ func (b *cpuBackend) Collectives(ops []CollOp) error {
 		if (op.Coll == CollAllGather || op.Coll == CollReduceScatter) && op.Buf.N%int64(b.h.size) != 0 {
 			return fmt.Errorf("%s %q: %d elements do not split into %d ranks", op.Coll, op.Name, op.Buf.N, b.h.size)
 		}
-		var fn func() error
-		switch {
-		case b.prog != nil:
-			// Nonblocking mode: the progress thread runs it (cpu_nb.go).
-			fn = func() error { return b.prog.run(s, &op) }
-		case batchable(op.Coll):
-			// ops stays unchanged until the stream runs it (issueGroup).
-			if err := s.enqueue(cpuOp{kind: opColl, ticket: b.seq.take(), coll: &ops[i]}); err != nil {
+		if b.prog == nil && batchable(op.Coll) {
+			if err := s.enqueue(cpuOp{kind: opColl, ticket: b.seq.take(), coll: *op}); err != nil {
 				return err
 			}
 			continue
-		default:
+		}
+		// The queue outlives ops (the caller reuses it): a copy.
+		c := *op
+		var fn func() error
+		if b.prog != nil {
+			// Nonblocking mode: the progress thread runs it (cpu_nb.go).
+			fn = func() error { return b.prog.run(s, &c) }
+		} else {
 			ticket := b.seq.take()
 			fn = func() error {
 				b.seq.wait(ticket)
 				defer b.seq.done()
-				return b.run(s, &op)
+				return b.run(s, &c)
 			}
 		}
 		err := s.enqueue(cpuOp{fn: func() error {
 			if err := fn(); err != nil {
-				return fmt.Errorf("%s bucket %q: %w", op.Coll, op.Name, err)
+				return fmt.Errorf("%s bucket %q: %w", c.Coll, c.Name, err)
 			}
 			return nil
 		}})

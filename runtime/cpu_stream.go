@@ -37,6 +37,8 @@ type cpuStream struct {
 	lastYield time.Time
 	scratch   []byte    // C memory for MPI, see scratchBytes
 	batch     mpi.Batch // see cpu_batch.go
+	// syncMarker is the marker of Synchronize (owned by the host).
+	syncMarker cpuMarker
 }
 
 // scratchBytes returns n bytes of C memory owned by the stream, for MPI
@@ -94,7 +96,7 @@ type cpuOp struct {
 	fn     func() error // opFunc
 	marker *cpuMarker   // opStamp, opSync
 	ticket uint64       // opBarrier, opColl: the turn in the issue order
-	coll   *CollOp      // opColl
+	coll   CollOp       // opColl
 	off    int64        // opColl: the first element of the next piece
 }
 
@@ -257,9 +259,6 @@ func (s *cpuStream) execute(batch []cpuOp) {
 
 // complete completes a marker on the Go side, with the stream's error.
 func (s *cpuStream) complete(op *cpuOp) {
-	m := op.marker
-	m.t = time.Now()
-	m.err = s.err
 	if op.kind == opSync {
 		// The stream is about to go idle: time it spent beyond what Busy
 		// asked for (the fill of the buffers at set-up, a check step's
@@ -267,7 +266,7 @@ func (s *cpuStream) complete(op *cpuOp) {
 		// step's backward.
 		s.debt = 0
 	}
-	close(m.done)
+	op.marker.complete(time.Now(), s.err)
 }
 
 // run calls fn, turning a panic into an error so that the runtime can
@@ -352,7 +351,7 @@ func (s *cpuStream) Record(e Event) error {
 	if !ok {
 		return fmt.Errorf("record: not a CPU event")
 	}
-	m := &cpuMarker{done: make(chan struct{})}
+	m := &cpuMarker{}
 	ev.set(m)
 	return s.enqueue(cpuOp{kind: opStamp, marker: m})
 }
@@ -367,9 +366,8 @@ func (s *cpuStream) WaitEvent(e Event) error {
 		return nil
 	}
 	return s.enqueue(cpuOp{fn: func() error {
-		<-m.done
-		if m.err != nil {
-			return fmt.Errorf("waiting for an event of a failed stream: %w", m.err)
+		if err := m.wait(); err != nil {
+			return fmt.Errorf("waiting for an event of a failed stream: %w", err)
 		}
 		return nil
 	}})
@@ -379,7 +377,10 @@ func (s *cpuStream) WaitEvent(e Event) error {
 // idle, the host runs the queued work itself instead of waking it (see
 // cpuBackend.Flush for why); the other streams' goroutines are woken.
 func (s *cpuStream) Synchronize() error {
-	m := &cpuMarker{done: make(chan struct{})}
+	// Only the host synchronises a stream, one call at a time, and the
+	// marker is done when the call returns: one marker serves every call.
+	m := &s.syncMarker
+	m.reset()
 	err := s.enqueue(cpuOp{kind: opSync, marker: m})
 	if err != nil {
 		return err
@@ -394,6 +395,5 @@ func (s *cpuStream) Synchronize() error {
 		s.runBatch()
 	}
 	s.mu.Unlock()
-	<-m.done
-	return m.err
+	return m.wait()
 }

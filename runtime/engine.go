@@ -56,7 +56,9 @@ type engine struct {
 	cursor      int // index into the recorded flat statements, for the sanity check
 	hangAt      int // test hook: stop before this statement (-1: never)
 	flatStep    []stmt
-	collected   []timed // collect's result, reused from step to step
+	collected   []timed    // collect's result, reused from step to step
+	itemBuf     []collItem // a statement's buckets, reused (step.go)
+	opBuf       []CollOp   // a statement's collectives, reused (step.go)
 
 	// mu guards recs, which the watchdog reads.
 	mu   sync.Mutex

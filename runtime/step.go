@@ -155,19 +155,25 @@ func (s *Step) collective(st stmt) {
 	if st.coll.Reduces() && st.op == NoOp {
 		st.op = Sum
 	}
-	items := make([]collItem, 0, len(st.buckets))
 	var afterEv Event
 	if st.after.kind == 2 && st.after.stream != st.stream {
 		afterEv = e.recordOn(st.after.stream, st.at)
+	}
+	// A statement's items are issued at once, except in a group, which
+	// keeps them until the group ends: only then can the slice be reused.
+	items := e.itemBuf[:0]
+	if s.group != nil {
+		items = *s.group
 	}
 	for _, b := range st.buckets {
 		items = append(items, collItem{at: st.at, stream: st.stream, coll: st.coll, op: st.op, root: st.root,
 			after: st.after, bucket: b, id: id, afterEv: afterEv})
 	}
 	if s.group != nil {
-		*s.group = append(*s.group, items...)
+		*s.group = items
 		return
 	}
+	e.itemBuf = items
 	e.issue(items, false)
 	e.flush()
 }
@@ -302,15 +308,16 @@ func (e *engine) issueGroup(items []collItem, group bool) {
 		}
 		starts = append(starts, e.startEvent(si, items[0].at))
 	}
-	ops := make([]CollOp, len(items))
-	for i, it := range items {
+	ops := e.opBuf[:0]
+	for _, it := range items {
 		bm := &e.buckets[it.bucket]
 		span := bm.span
 		if it.coll != CollAllGather && it.coll != CollReduceScatter {
 			span.N = p.Buckets[it.bucket].Elems
 		}
-		ops[i] = CollOp{Stream: e.streams[it.stream], Coll: it.coll, Op: it.op, Root: it.root, Buf: span, Name: p.Buckets[it.bucket].Name}
+		ops = append(ops, CollOp{Stream: e.streams[it.stream], Coll: it.coll, Op: it.op, Root: it.root, Buf: span, Name: p.Buckets[it.bucket].Name})
 	}
+	e.opBuf = ops // reused by the next statement (Collectives copies what it keeps)
 	if err := e.be.Collectives(ops); err != nil {
 		e.fatal(items[0].at, err)
 	}
