@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	goruntime "runtime"
-	"runtime/debug"
 	"sort"
 	"time"
 )
@@ -97,7 +96,8 @@ func (e *engine) runAll(res *results, progress *progressBar) error {
 	for k := range res.rows {
 		res.rows[k].times = preallocated[time.Duration](e.opts.steps)
 	}
-	defer quietGC()()
+	gc := startQuietGC()
+	defer gc.stop()
 	for i := 0; i < total; i++ {
 		e.seedStep, e.stepNo, e.cursor = uint32(i), i, 0
 		if err := e.startStep(); err != nil {
@@ -140,37 +140,10 @@ func (e *engine) runAll(res *results, progress *progressBar) error {
 			}
 		}
 		e.endStep()
+		gc.afterStep()
 		progress.update(i+1, total)
 	}
 	return nil
-}
-
-// gcHeadroom is how much the Go heap may grow during the steps before a
-// garbage collection runs (see quietGC).
-const gcHeadroom = 256 << 20
-
-// quietGC keeps Go's garbage collector out of the steps, unless the user
-// set GOGC or GOMEMLIMIT, and returns what puts it back. A collection runs
-// a mark worker on a thread of its own for a millisecond or more; with as
-// many ranks as cores that thread takes a core from a rank inside a
-// collective, which then waits up to a scheduler time slice (measured: 8
-// to 10 ms stalls in 4 KiB allreduces during a traced run, more than half
-// of the steps' total time). The steps allocate little (a few hundred
-// bytes each), so collecting only when the heap has grown by gcHeadroom
-// (Go's memory limit, which still bounds it) means none in most runs. The
-// buffers are C memory and do not count.
-func quietGC() (restore func()) {
-	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
-		return func() {}
-	}
-	var ms goruntime.MemStats
-	goruntime.ReadMemStats(&ms)
-	limit := debug.SetMemoryLimit(int64(ms.Sys) + gcHeadroom)
-	percent := debug.SetGCPercent(-1)
-	return func() {
-		debug.SetGCPercent(percent)
-		debug.SetMemoryLimit(limit)
-	}
 }
 
 // preallocated returns an empty slice with room for n elements, its memory
