@@ -39,10 +39,10 @@ func batchable(c Coll) bool {
 	return c == CollAllReduce || c == CollBroadcast || c == CollReduce
 }
 
-// runNative runs ops[first:] up to the end of one batch, starting at the
+// runBatch runs ops[first:] up to the end of one batch, starting at the
 // blocking operation ops[first], and returns the index of the first
 // operation it did not run.
-func (s *cpuStream) runNative(ops []cpuOp, first int) int {
+func (s *cpuStream) runBatch(ops []cpuOp, first int) int {
 	b := s.b
 	nb := &s.batch
 	nb.Reset()

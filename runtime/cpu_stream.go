@@ -24,14 +24,14 @@ type cpuStream struct {
 	spare  []cpuOp
 	closed bool
 	exited chan struct{}
-	// held, unflushed, visible: see flush. running: a batch is being
-	// executed (by the goroutine or the host), see Synchronize.
+	// held, unflushed, visible: see flush. running: claimed work is being
+	// run (by the goroutine or the host), see Synchronize.
 	held      bool
 	unflushed bool
 	visible   int
 	running   bool
 
-	// Owned by whoever runs a batch (running).
+	// Owned by whoever runs claimed work (running).
 	err       error
 	debt      time.Duration
 	lastYield time.Time
@@ -140,7 +140,7 @@ func (s *cpuStream) enqueue(op cpuOp) error {
 // The worker sees queued work only when it is flushed (Flush, after the
 // runtime queued a whole statement, or a host synchronisation). Work of one
 // statement (a start event, a collective, its end event) then reaches the
-// worker in one batch: otherwise a worker that finishes a short collective
+// worker at once: otherwise a worker that finishes a short collective
 // before the host has queued the end event parks, and the end event is
 // stamped a wake-up later (tens of microseconds), which the bucket's time
 // would wrongly include.
@@ -185,7 +185,7 @@ func (s *cpuStream) work() {
 		for (s.visible == 0 || s.running) && !s.closed {
 			s.cond.Wait()
 		}
-		if s.running { // closed while the host runs a batch
+		if s.running { // closed while the host runs claimed work
 			s.cond.Wait()
 			continue
 		}
@@ -193,25 +193,25 @@ func (s *cpuStream) work() {
 			s.mu.Unlock()
 			return
 		}
-		s.runBatch()
+		s.runClaimed()
 	}
 }
 
-// runBatch claims the flushed work, runs it and ends the batch; s.mu is
+// runClaimed claims the flushed work, runs it and ends the claim; s.mu is
 // held on entry and on return, but not while the work runs.
-func (s *cpuStream) runBatch() {
-	batch := s.claim()
+func (s *cpuStream) runClaimed() {
+	work := s.claim()
 	s.mu.Unlock()
-	s.execute(batch)
+	s.execute(work)
 	s.mu.Lock()
-	s.finish(batch)
+	s.finish(work)
 }
 
 // claim takes the flushed part of the queue for execution; s.mu is held.
-// Whoever claims runs the batch: the stream's goroutine, or the host
+// Whoever claims runs the work: the stream's goroutine, or the host
 // waiting in Synchronize.
 func (s *cpuStream) claim() []cpuOp {
-	batch := append(s.spare[:0], s.q[:s.visible]...)
+	work := append(s.spare[:0], s.q[:s.visible]...)
 	rest := copy(s.q, s.q[s.visible:])
 	for i := rest; i < len(s.q); i++ {
 		s.q[i] = cpuOp{}
@@ -219,30 +219,30 @@ func (s *cpuStream) claim() []cpuOp {
 	s.q = s.q[:rest]
 	s.visible = 0
 	s.running = true
-	return batch
+	return work
 }
 
-// finish ends the execution of a claimed batch; s.mu is held. The
+// finish ends the run of claimed work; s.mu is held. The
 // goroutine is signalled only when work was flushed meanwhile: a wake-up
 // that finds nothing to do still costs a thread switch.
-func (s *cpuStream) finish(batch []cpuOp) {
-	s.spare = batch[:0]
+func (s *cpuStream) finish(work []cpuOp) {
+	s.spare = work[:0]
 	s.running = false
 	if s.visible > 0 || s.closed {
 		s.cond.Signal()
 	}
 }
 
-// execute runs a claimed batch in order, handing the barriers and
-// collectives that C can run, with the event records around them, to C
-// (runNative).
-func (s *cpuStream) execute(batch []cpuOp) {
-	for i := 0; i < len(batch); i++ {
-		op := &batch[i]
+// execute runs claimed work in order, handing the barriers and
+// collectives that C can run, with the event records around them, to C in
+// batches (runBatch).
+func (s *cpuStream) execute(work []cpuOp) {
+	for i := 0; i < len(work); i++ {
+		op := &work[i]
 		switch {
 		case op.kind.blocking():
 			if s.err == nil {
-				i = s.runNative(batch, i) - 1
+				i = s.runBatch(work, i) - 1
 				continue
 			}
 		case op.kind.isMarker():
@@ -252,7 +252,7 @@ func (s *cpuStream) execute(batch []cpuOp) {
 				s.err = fmt.Errorf("stream %q: %w", s.name, err)
 			}
 		}
-		batch[i] = cpuOp{}
+		work[i] = cpuOp{}
 		s.yieldIfDue()
 	}
 }
@@ -392,7 +392,7 @@ func (s *cpuStream) Synchronize() error {
 	s.b.releaseOthers(s)
 	s.mu.Lock()
 	for !s.running && s.visible > 0 {
-		s.runBatch()
+		s.runClaimed()
 	}
 	s.mu.Unlock()
 	return m.wait()
