@@ -1,10 +1,12 @@
 package runtime
 
 // The CPU backend: MPI's collectives on host memory. Each stream is a
-// goroutine that runs its queue of operations in order (cpu_stream.go);
-// events are completion markers stamped with the monotonic clock; buffers are C memory
-// so that MPI may keep pointers into them; collectives are MPI calls made by
-// the stream that runs them (cpu_coll.go).
+// goroutine that runs its queue of operations in order (cpu_stream.go), or
+// the host runs it while it waits; events are completion markers stamped
+// with the monotonic clock; buffers are C memory so that MPI may keep
+// pointers into them; collectives are MPI calls made by the stream that
+// runs them (cpu_coll.go), with the step barriers and the clock reads
+// around them, in one call into C (cpu_batch.go).
 
 import (
 	"fmt"
