@@ -10,6 +10,7 @@ package runtime
 
 import (
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,6 +41,12 @@ type cpuTuning struct {
 	// is how many pieces of one collective it keeps in flight.
 	nonblocking bool
 	inflight    int
+}
+
+// chunkElems is the number of elements of dt in one piece of a large
+// collective: chunkBytes of them, at least one, and within MPI's int count.
+func (t cpuTuning) chunkElems(dt DType) int64 {
+	return min(max(t.chunkBytes/dt.Size(), 1), math.MaxInt32)
 }
 
 func newCPUBackend(h *mpiHost, tune cpuTuning) *cpuBackend {

@@ -69,7 +69,6 @@ loop:
 				// More pieces to come: the batch ends here, and the
 				// collective keeps its turn until its last piece.
 				partial = true
-				end++
 				break loop
 			}
 			sawColl = true
@@ -102,8 +101,7 @@ loop:
 		// with 4 ranks on 2 cores, 16 MiB in 4 pieces: 0.77-0.85 of
 		// plain MPI's busbw with every piece in one call into C,
 		// 0.88-0.91 like this (medians of 5 rounds; noisy).
-		end--
-		ops[end].off += s.b.chunkElems(ops[end].coll.Buf.DType)
+		ops[end].off += s.b.tune.chunkElems(ops[end].coll.Buf.DType)
 	}
 	for i := first; i < end; i++ {
 		if m := ops[i].marker; m != nil {
@@ -118,8 +116,8 @@ loop:
 		switch c := failed.coll; {
 		case failed.kind == opBarrier:
 			err = fmt.Errorf("step barrier: %w", err)
-		case c.Buf.N > s.b.chunkElems(c.Buf.DType):
-			piece := min(s.b.chunkElems(c.Buf.DType), c.Buf.N-failed.off)
+		case c.Buf.N > s.b.tune.chunkElems(c.Buf.DType):
+			piece := min(s.b.tune.chunkElems(c.Buf.DType), c.Buf.N-failed.off)
 			err = fmt.Errorf("%s bucket %q: elements %d..%d of %d: %w", c.Coll, c.Name, failed.off, failed.off+piece, c.Buf.N, err)
 		default:
 			err = fmt.Errorf("%s bucket %q: %w", c.Coll, c.Name, err)
@@ -135,17 +133,11 @@ loop:
 	return end
 }
 
-// chunkElems is the number of elements of dt in one piece of a large
-// collective (SYNCGEN_CPU_CHUNK).
-func (b *cpuBackend) chunkElems(dt DType) int64 {
-	return min(max(b.tune.chunkBytes/dt.Size(), 1), math.MaxInt32)
-}
-
 // addPiece appends the next piece of op's collective, from element op.off,
 // to the stream's batch, and says whether it is the last.
 func (s *cpuStream) addPiece(op *cpuOp) (last bool) {
 	c := &op.coll
-	chunk := s.b.chunkElems(c.Buf.DType)
+	chunk := s.b.tune.chunkElems(c.Buf.DType)
 	n := c.Buf.N - op.off
 	last = n <= chunk
 	n = min(n, chunk)

@@ -150,8 +150,7 @@ func (b *cpuBackend) run(s *cpuStream, op *CollOp) error {
 	per := n / int64(b.h.size)
 	// A piece holds the same elements of every rank's block, chunkBytes in
 	// all.
-	chunk := min(max(b.tune.chunkBytes/esz, 1), math.MaxInt32)
-	piece := max(chunk/int64(b.h.size), 1)
+	piece := max(b.tune.chunkElems(dt)/int64(b.h.size), 1)
 	if per <= piece {
 		return b.blocks(s, op, base, per)
 	}

@@ -195,7 +195,7 @@ func (p *progressThread) start(j *nbJob, set *mpi.RequestSet, owner map[int]*nbJ
 			add(r, err)
 		}
 	default:
-		chunk := min(max(p.tune.chunkBytes/esz, 1), math.MaxInt32)
+		chunk := p.tune.chunkElems(dt)
 		for j.next < n && j.active < p.tune.inflight {
 			off, cnt := j.next, min(chunk, n-j.next)
 			ptr := unsafe.Add(base, off*esz)
