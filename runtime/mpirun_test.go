@@ -502,3 +502,26 @@ func TestMPIThreadLevel(t *testing.T) {
 		})
 	}
 }
+
+// The ranks settle before the measured steps (settle.go) for as long as
+// SYNCGEN_SETTLE says, and not at all when there are no measured steps; a
+// value that is not a duration is reported and the default used.
+func TestSettle(t *testing.T) {
+	timed := func(env string, args ...string) (time.Duration, result) {
+		t.Helper()
+		start := time.Now()
+		r := mpirun(t, 2, []string{env}, 90*time.Second, append([]string{"basic", "--warmup", "1"}, args...)...)
+		if r.code != 0 {
+			t.Fatalf("%s: exit %d:\n%s", env, r.code, r.out)
+		}
+		return time.Since(start), r
+	}
+	if d, _ := timed("SYNCGEN_SETTLE=3s", "--steps", "2"); d < 3*time.Second {
+		t.Errorf("SYNCGEN_SETTLE=3s: the run took %v, less than the settle", d)
+	}
+	if d, _ := timed("SYNCGEN_SETTLE=30s", "--steps", "0"); d >= 30*time.Second {
+		t.Errorf("no measured steps: the run took %v, so it settled", d)
+	}
+	_, r := timed("SYNCGEN_SETTLE=soon", "--steps", "1")
+	mustContain(t, r, `ignoring SYNCGEN_SETTLE="soon"`)
+}

@@ -21,6 +21,9 @@ type options struct {
 	trace      string
 	timeout    time.Duration
 	quiet      bool
+	// settle is how long the ranks settle before the measured steps
+	// (SYNCGEN_SETTLE, settle.go).
+	settle time.Duration
 }
 
 // checkFlag parses --check: a number of steps or "off".
@@ -50,7 +53,7 @@ func (c checkFlag) Set(s string) error {
 // parseOptions parses args (without the program name) with the plan's run
 // line as defaults.
 func parseOptions(p *Plan, prog string, args []string, out io.Writer) (*options, error) {
-	o := &options{steps: p.Run.Steps, warmup: p.Run.Warmup, checkEvery: p.Run.CheckEvery}
+	o := &options{steps: p.Run.Steps, warmup: p.Run.Warmup, checkEvery: p.Run.CheckEvery, settle: settleFromEnv()}
 	fs := flag.NewFlagSet(prog, flag.ContinueOnError)
 	fs.SetOutput(out)
 	fs.IntVar(&o.steps, "steps", o.steps, "measured steps to run")

@@ -44,7 +44,7 @@ type results struct {
 	unchecked []int64
 	checked   int // number of checks run
 	firstBad  []string
-	trace     []traceEvent
+	traced    []tracedRec // --trace: every step's records (trace.go)
 	origin    time.Time
 }
 
@@ -99,6 +99,11 @@ func (e *engine) runAll(res *results, progress *progressBar) error {
 	gc := startQuietGC()
 	defer gc.stop()
 	for i := 0; i < total; i++ {
+		if i == e.opts.warmup {
+			if err := e.settleBeforeMeasuring(); err != nil {
+				return err
+			}
+		}
 		e.seedStep, e.stepNo, e.cursor = uint32(i), i, 0
 		if err := e.startStep(); err != nil {
 			return err
@@ -131,7 +136,7 @@ func (e *engine) runAll(res *results, progress *progressBar) error {
 			}
 		}
 		if e.tracing {
-			res.trace = append(res.trace, traceOf(e, recs, i, res.origin)...)
+			res.keepForTrace(recs, i, e.stepStart.Sub(res.origin), total)
 		}
 		if e.checks(i) {
 			hooks.beforeCheck(e, i)
@@ -143,6 +148,22 @@ func (e *engine) runAll(res *results, progress *progressBar) error {
 		gc.afterStep()
 		progress.update(i+1, total)
 	}
+	return nil
+}
+
+// settleBeforeMeasuring lets every rank's process become quiet before the
+// first measured step (settle.go): together, after a barrier, so that no
+// rank then waits long for another in the step's own barrier.
+func (e *engine) settleBeforeMeasuring() error {
+	if e.opts.settle <= 0 || e.opts.steps == 0 {
+		return nil
+	}
+	e.hostAt.set("the barrier before the measured steps")
+	if err := e.h.Barrier(); err != nil {
+		return fmt.Errorf("barrier before the measured steps: %w", err)
+	}
+	e.hostAt.set("")
+	settle(e.opts.settle)
 	return nil
 }
 

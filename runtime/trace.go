@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"time"
+	"unsafe"
 )
 
 // traceEvent is one Chrome trace event.
@@ -25,12 +26,39 @@ type traceEvent struct {
 	Args map[string]any `json:"args,omitempty"`
 }
 
-// traceOf converts one step's records into trace events.
-func traceOf(e *engine, recs []timed, step int, origin time.Time) []traceEvent {
-	base := e.stepStart.Sub(origin)
-	us := func(d time.Duration) float64 { return float64(base+d) / 1e3 }
-	out := make([]traceEvent, 0, len(recs))
+// tracedRec is one record of a step, kept for the trace.
+type tracedRec struct {
+	step int
+	base time.Duration // the step's start, from the time origin
+	r    timed
+}
+
+// traceCapBytes bounds the memory reserved for the trace's records before
+// the steps; a longer trace grows as needed.
+const traceCapBytes = 64 << 20
+
+// keepForTrace keeps one step's records for the trace. The events are made
+// only when the trace is written: converting them during the steps
+// allocated a few hundred bytes per record, and the growing slice's copies
+// and page faults landed between the ranks' collectives. The first step
+// reserves room (its memory written) for every step like it.
+func (res *results) keepForTrace(recs []timed, step int, base time.Duration, steps int) {
+	if res.traced == nil {
+		n := min(len(recs)*steps, traceCapBytes/int(unsafe.Sizeof(tracedRec{})))
+		res.traced = preallocated[tracedRec](max(n, len(recs)))
+	}
 	for _, r := range recs {
+		r.start, r.end = nil, nil // pooled events, reused by later steps
+		res.traced = append(res.traced, tracedRec{step: step, base: base, r: r})
+	}
+}
+
+// traceEvents converts the kept records into trace events.
+func traceEvents(e *engine, recs []tracedRec) []traceEvent {
+	out := make([]traceEvent, 0, len(recs))
+	for _, k := range recs {
+		r, step := k.r, k.step
+		us := func(d time.Duration) float64 { return float64(k.base+d) / 1e3 }
 		ev := traceEvent{Ph: "X", Ts: us(r.t0), Dur: float64(r.t1-r.t0) / 1e3, Pid: e.rank, Tid: r.stream + 1,
 			Args: map[string]any{"step": step}}
 		if r.at != "" {
@@ -79,7 +107,7 @@ func writeTrace(e *engine, res *results) error {
 	for i, s := range e.plan.Streams {
 		meta = append(meta, traceEvent{Name: "thread_name", Ph: "M", Pid: e.rank, Tid: i + 1, Args: map[string]any{"name": "stream " + s.Name}})
 	}
-	data, err := json.Marshal(append(meta, res.trace...))
+	data, err := json.Marshal(append(meta, traceEvents(e, res.traced)...))
 	if err != nil {
 		return err
 	}

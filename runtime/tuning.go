@@ -14,6 +14,9 @@ package runtime
 //	                    nonblocking mode (default 2).
 //	SYNCGEN_MPI_THREAD  single (default) or serialized: the thread level
 //	                    the runtime asks MPI for (mpihost.go says why).
+//	SYNCGEN_SETTLE      how long the ranks settle before the measured
+//	                    steps (default 50ms; 0 or off: not at all), see
+//	                    settle.go. It need not match across ranks.
 
 import (
 	"fmt"
@@ -21,6 +24,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/syncgen/syncgen/runtime/mpi"
 )
@@ -70,6 +74,23 @@ func mpiThreadLevelFromEnv() mpi.ThreadLevel {
 		fmt.Fprintf(os.Stderr, "%s: ignoring SYNCGEN_MPI_THREAD=%q: want single or serialized\n", progName(), v)
 		return mpi.ThreadSingle
 	}
+}
+
+// settleFromEnv reads SYNCGEN_SETTLE.
+func settleFromEnv() time.Duration {
+	v := strings.TrimSpace(os.Getenv("SYNCGEN_SETTLE"))
+	switch strings.ToLower(v) {
+	case "":
+		return defaultSettle
+	case "0", "off":
+		return 0
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 || d > time.Minute {
+		fmt.Fprintf(os.Stderr, "%s: ignoring SYNCGEN_SETTLE=%q: want a duration like 50ms, at most 1m, or off\n", progName(), v)
+		return defaultSettle
+	}
+	return d
 }
 
 // parseSize parses "4MiB", "512K", "1048576" or "off".
