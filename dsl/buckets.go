@@ -186,9 +186,9 @@ func (c *checker) tensorNames() []string {
 func (c *checker) compileName(f *sourceFile, p *Name) (pattern, bool) {
 	sp := nameSpan(p)
 	if p.Quoted != "" {
-		s, ok := p.text()
-		if !ok || s == "" {
-			c.errorf(f, sp, "", "invalid pattern %s", p.Quoted)
+		s, why := p.unquoted()
+		if why != "" || s == "" {
+			c.errorf(f, sp, why, "invalid pattern %s", p.Quoted)
 			return pattern{}, false
 		}
 		return compilePattern(s, false), true

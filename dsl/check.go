@@ -160,10 +160,10 @@ func (c *checker) declareTensors() {
 func (c *checker) expandTensorName(f *sourceFile, n *Name) []string {
 	sp := nameSpan(n)
 	if n.Quoted != "" {
-		s, ok := n.text()
+		s, why := n.unquoted()
 		switch {
-		case !ok:
-			c.errorf(f, sp, "", "invalid quoted name %s", n.Quoted)
+		case why != "":
+			c.errorf(f, sp, why, "invalid quoted name %s", n.Quoted)
 			return nil
 		case s == "":
 			c.errorf(f, sp, "", "empty tensor name")
@@ -413,7 +413,8 @@ func (c *checker) warnUncovered() {
 		if len(g.names) == 1 {
 			c.warnf(g.decl.file, nameSpan(g.decl.decl.Name), hint, "tensor %s is in no bucket and no collective synchronises it", code(g.names[0]))
 		} else {
-			c.warnf(g.decl.file, nameSpan(g.decl.decl.Name), hint, "%d tensors declared here (%s, ...) are in no bucket and no collective synchronises them", len(g.names), code(g.names[0]))
+			c.warnf(g.decl.file, nameSpan(g.decl.decl.Name), "add them to a bucket, name them in a collective, or mark them `frozen`",
+				"%d tensors declared here (%s, ...) are in no bucket and no collective synchronises them", len(g.names), code(g.names[0]))
 		}
 	}
 }

@@ -548,3 +548,18 @@ func TestLoadFromDisk(t *testing.T) {
 		t.Errorf("Load = %+v, %v", p, diags)
 	}
 }
+
+func TestUncoveredWarningHints(t *testing.T) {
+	_, diags := Check("plan.sync", []byte("tensor one f32[4]\ntensor many.{0..2} f32[4]\n"))
+	var hints []string
+	for _, d := range diags {
+		hints = append(hints, d.Hint)
+	}
+	want := []string{
+		"add it to a bucket, name it in a collective, or mark it `frozen`",
+		"add them to a bucket, name them in a collective, or mark them `frozen`",
+	}
+	if !slices.Equal(hints, want) {
+		t.Errorf("hints = %q, want %q", hints, want)
+	}
+}

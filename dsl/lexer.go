@@ -3,6 +3,7 @@ package dsl
 import (
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -273,9 +274,57 @@ func lexErrors(f *sourceFile, toks []token) Diagnostics {
 				j++
 			}
 			text := f.text(t.Pos.Offset, toks[j].end())
-			diags = append(diags, f.errorAt(t.Pos.Offset, toks[j].end(), "unexpected character "+quoteText(text), ""))
+			diags = append(diags, f.errorAt(t.Pos.Offset, toks[j].end(), "unexpected character "+quoteText(text), invalidHint(toks, i, j)))
 			i = j
 		}
 	}
 	return diags
+}
+
+// invalidHint suggests a fix for the invalid characters toks[i..j]: a byte
+// order mark, bytes that are not UTF-8, an import path or a tensor name
+// that needs quotes (`import models/resnet50`, `tensor attn/0 f32[4]`).
+func invalidHint(toks []token, i, j int) string {
+	var text strings.Builder
+	for _, t := range toks[i : j+1] {
+		text.WriteString(t.Value)
+	}
+	switch {
+	case toks[i].Pos.Offset == 0 && strings.HasPrefix(text.String(), "\ufeff"):
+		return "remove the byte order mark (BOM) at the start of the file: save it as UTF-8 without BOM"
+	case !utf8.ValidString(text.String()):
+		return "this is not UTF-8 text: save the file as UTF-8"
+	}
+	// The run of tokens with no space between them that holds the
+	// characters, and the token before it.
+	glued := func(k int) bool {
+		return k >= 0 && k < len(toks) && (toks[k].Type == tokWord || toks[k].Type == tokKeyword || toks[k].Type == tokInvalid)
+	}
+	a, b := i, j
+	for glued(a - 1) {
+		a--
+	}
+	for glued(b + 1) {
+		b++
+	}
+	var whole strings.Builder
+	for _, t := range toks[a : b+1] {
+		whole.WriteString(t.Value)
+	}
+	prev := a - 1
+	for prev >= 0 && (toks[prev].Type == tokWhitespace || toks[prev].Type == tokComment) {
+		prev--
+	}
+	if prev < 0 {
+		return ""
+	}
+	switch p := toks[prev]; {
+	case p.Type == tokKeyword && p.Value == "import":
+		return "an import path is a quoted string: import " + strconv.Quote(whole.String())
+	case a < i && b > j && !strings.ContainsAny(whole.String(), "*?{") &&
+		(p.Type == tokKeyword && slices.Contains([]string{"tensor", "allreduce", "broadcast", "reduce", "allgather", "reducescatter"}, p.Value) ||
+			p.Type == tokPunct && (p.Value == "{" || p.Value == ",")):
+		return "names with characters other than letters, digits, _ and dots are written in quotes: " + strconv.Quote(whole.String())
+	}
+	return ""
 }

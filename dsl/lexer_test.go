@@ -167,3 +167,26 @@ func FuzzLex(f *testing.F) {
 		compareLexers(t, src)
 	})
 }
+
+func TestLexErrorHints(t *testing.T) {
+	for _, tc := range []struct{ src, hint string }{
+		{"import models/resnet50\n", `an import path is a quoted string: import "models/resnet50"`},
+		{"import ./lib/x.sync\n", `import "./lib/x.sync"`},
+		{"tensor attn/0.w f32[4]\n", `written in quotes: "attn/0.w"`},
+		{"tensor a f32[4]\nbucket b { a, x@y }\n", `written in quotes: "x@y"`},
+		{"\ufefftensor a f32[4]\n", "byte order mark"},
+		{"tensor a\xff f32[4]\n", "not UTF-8"},
+		{"tensor a f32[3] @@\n", ""},
+		{"bucket c/d { a }\n", ""},
+	} {
+		f := newSourceFile("t.sync", []byte(tc.src))
+		diags := lexErrors(f, lex(f.name, f.src))
+		if len(diags) == 0 {
+			t.Errorf("%q: no lexical error", tc.src)
+			continue
+		}
+		if got := diags[0].Hint; tc.hint == "" && got != "" || !strings.Contains(got, tc.hint) {
+			t.Errorf("%q: hint %q, want one containing %q", tc.src, got, tc.hint)
+		}
+	}
+}

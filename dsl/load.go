@@ -169,9 +169,9 @@ func (c *checker) loadImport(from *module, imp *ImportDecl, stack []*module, imp
 		c.errorf(f, sp, fmt.Sprintf("write import %q", imp.Path.Bare), "import path must be a quoted string")
 		return
 	}
-	p, ok := imp.Path.text()
-	if !ok || p == "" {
-		c.errorf(f, sp, "", "invalid import path %s", imp.Path.Quoted)
+	p, why := imp.Path.unquoted()
+	if why != "" || p == "" {
+		c.errorf(f, sp, why, "invalid import path %s", imp.Path.Quoted)
 		return
 	}
 	target, err := c.resolveImport(from, p, sp)

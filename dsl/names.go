@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // identRE is what stream and bucket names look like: they become
@@ -57,17 +59,49 @@ const (
 	maxExpansion = 100_000
 )
 
-// text returns the name as the program means it: a bare name as written, a
-// quoted one unquoted. ok is false for a malformed quoted string.
-func (n *Name) text() (string, bool) {
+// unquoted returns the name as the program means it: a bare name as
+// written, a quoted one unquoted; or, for a malformed quoted string, why.
+func (n *Name) unquoted() (string, string) {
 	if n.Quoted == "" {
-		return n.Bare, true
+		return n.Bare, ""
 	}
-	s, err := strconv.Unquote(n.Quoted)
-	if err != nil {
-		return "", false
+	return unquote(n.Quoted)
+}
+
+// unquote interprets a quoted string as docs/language.md §1 has it: `\"` and
+// `\\` are the only escapes, every other character stands for itself. The
+// text must be UTF-8 without control characters (it names tensors in the
+// generated program, its reports and traces). It returns the text, or why
+// the string is invalid.
+func unquote(q string) (string, string) {
+	if len(q) < 2 || q[0] != '"' || q[len(q)-1] != '"' {
+		return "", "a string is written between double quotes"
 	}
-	return s, true
+	body := q[1 : len(q)-1]
+	var b strings.Builder
+	for i := 0; i < len(body); i++ {
+		c := body[i]
+		if c == '\\' {
+			if i+1 < len(body) && (body[i+1] == '"' || body[i+1] == '\\') {
+				b.WriteByte(body[i+1])
+				i++
+				continue
+			}
+			r, _ := utf8.DecodeRuneInString(body[i+1:])
+			return "", fmt.Sprintf("unknown escape %s: a string's only escapes are \\\" and \\\\ (write a backslash as \\\\)", code("\\"+string(r)))
+		}
+		b.WriteByte(c)
+	}
+	s := b.String()
+	if !utf8.ValidString(s) {
+		return "", "it is not UTF-8 text: save the file as UTF-8"
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return "", fmt.Sprintf("it contains the control character %q", r)
+		}
+	}
+	return s, ""
 }
 
 // source returns the name as written.

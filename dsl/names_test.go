@@ -1,6 +1,9 @@
 package dsl
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // TestIsBareName checks the byte-by-byte check of bare names against the
 // regular expression it stands in for.
@@ -16,5 +19,30 @@ func TestIsBareName(t *testing.T) {
 		if got, want := isBareName(n), bareNameRE.MatchString(n); got != want {
 			t.Errorf("isBareName(%q) = %v, want %v", n, got, want)
 		}
+	}
+}
+
+// TestUnquote checks that strings have the two escapes of the language
+// (\" and \\), not Go's, and name UTF-8 text without control characters.
+func TestUnquote(t *testing.T) {
+	for _, tc := range []struct{ q, want, why string }{
+		{`"odd name/with:chars"`, "odd name/with:chars", ""},
+		{`"a\"b\\c"`, `a"b\c`, ""},
+		{`"é ü"`, "é ü", ""},
+		{`"a\qb"`, "", "unknown escape `\\q`"},
+		{`"n\nl"`, "", "unknown escape `\\n`"},
+		{`"\u00e9"`, "", "unknown escape `\\u`"},
+		{`"\x41"`, "", "unknown escape `\\x`"},
+		{"\"x\xffy\"", "", "not UTF-8"},
+		{"\"tab\there\"", "", "control character"},
+	} {
+		got, why := unquote(tc.q)
+		if got != tc.want || tc.why == "" && why != "" || !strings.Contains(why, tc.why) {
+			t.Errorf("unquote(%s) = %q, %q; want %q, %q", tc.q, got, why, tc.want, tc.why)
+		}
+	}
+	errs := checkErrors("tensor \"\\u00e9\" f32[1]\ntensor \"é\" f32[1]\nbucket b { * }\n")
+	if len(errs) != 1 || !strings.Contains(errs[0], "invalid quoted name") {
+		t.Errorf("errors %q, want one invalid quoted name (not a duplicate of é)", errs)
 	}
 }

@@ -291,9 +291,9 @@ func (c *checker) resolveTargets(cs *CollectiveStmt) ([]int, bool) {
 	for _, t := range cs.Targets {
 		sp := spanOf(t.Pos, t.EndPos)
 		tn := t.Name.name()
-		name, valid := tn.text()
-		if !valid || name == "" {
-			c.errorf(f, sp, "", "invalid target %s", tn.source())
+		name, why := tn.unquoted()
+		if why != "" || name == "" {
+			c.errorf(f, sp, why, "invalid target %s", tn.source())
 			ok = false
 			continue
 		}

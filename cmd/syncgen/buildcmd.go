@@ -3,7 +3,9 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -33,7 +35,7 @@ Examples:
    syncgen build examples/resnet50.sync
    syncgen build -o bin/resnet examples/resnet50.sync`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "o", Usage: "write the program to `PATH` (default ./NAME_sync)"},
+			&cli.StringFlag{Name: "o", Usage: "write the program to `PATH` (default ./NAME_sync; into PATH/NAME_sync when PATH is a directory)"},
 			&cli.BoolFlag{Name: "no-cache", Usage: "compile even if a cached binary exists"},
 		},
 		Action: func(c *cli.Context) error {
@@ -64,6 +66,9 @@ func buildPlan(c *cli.Context, path, out string, noCache bool) (*build.Result, e
 	}
 	if out == "" {
 		out = "." + string(filepath.Separator) + stem(path) + "_sync"
+	} else if fi, err := os.Stat(out); err == nil && fi.IsDir() || strings.HasSuffix(out, string(filepath.Separator)) {
+		// Like go build -o DIR/: the program goes into the directory.
+		out = filepath.Join(out, stem(path)+"_sync")
 	}
 	res, err := build.Build(files, build.Options{Output: out, NoCache: noCache})
 	if err != nil {
@@ -74,7 +79,7 @@ func buildPlan(c *cli.Context, path, out string, noCache bool) (*build.Result, e
 		case errors.As(err, &ce):
 			return nil, cli.Exit("build: "+ce.Error(), 3)
 		}
-		return nil, cli.Exit(fmt.Sprintf("build: %v", err), 1)
+		return nil, cli.Exit("build: "+strings.TrimPrefix(err.Error(), "build: "), 1)
 	}
 	how := "compiled"
 	if res.Cached {

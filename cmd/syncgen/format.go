@@ -61,16 +61,19 @@ func formatFile(c *cli.Context, path string) error {
 		return fmt.Errorf("fmt: %s not formatted: fix the syntax errors first", path)
 	}
 	changed := !bytes.Equal(src, out)
-	switch {
-	case c.Bool("l"):
-		if changed {
-			fmt.Fprintln(c.App.Writer, path)
-		}
-	case c.Bool("d"):
-		if changed {
-			writeDiff(c.App.Writer, path, src, out)
-		}
-	case c.Bool("w"):
+	// As with gofmt, -l, -d and -w combine; the formatted file is printed
+	// only without any of them.
+	if !c.Bool("l") && !c.Bool("d") && !c.Bool("w") {
+		c.App.Writer.Write(out)
+		return nil
+	}
+	if c.Bool("l") && changed {
+		fmt.Fprintln(c.App.Writer, path)
+	}
+	if c.Bool("d") && changed {
+		writeDiff(c.App.Writer, path, src, out)
+	}
+	if c.Bool("w") {
 		if changed {
 			info, err := os.Stat(path)
 			if err != nil {
@@ -80,8 +83,6 @@ func formatFile(c *cli.Context, path string) error {
 				return fmt.Errorf("fmt: %w", err)
 			}
 		}
-	default:
-		c.App.Writer.Write(out)
 	}
 	return nil
 }
@@ -117,12 +118,13 @@ func writeDiff(w io.Writer, path string, a, b []byte) {
 			lines = append(lines, line{' ', x[i]})
 			i++
 			j++
-		case j < len(y) && (i == len(x) || lcs[i][j+1] >= lcs[i+1][j]):
-			lines = append(lines, line{'+', y[j]})
-			j++
-		default:
+		case i < len(x) && (j == len(y) || lcs[i+1][j] >= lcs[i][j+1]):
+			// Removed lines before added ones, as diff -u has them.
 			lines = append(lines, line{'-', x[i]})
 			i++
+		default:
+			lines = append(lines, line{'+', y[j]})
+			j++
 		}
 	}
 	fmt.Fprintf(w, "--- %s\n+++ %s (formatted)\n", path, path)

@@ -48,6 +48,10 @@ Examples:
 			if dir == "" {
 				dir = stem(path) + "_sync"
 			}
+			if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
+				// ./NAME_sync is also where `syncgen build` puts the program.
+				return cli.Exit(fmt.Sprintf("gen: %s exists and is not a directory (a program built by `syncgen build`?); remove it or pass -o DIR", dir), 1)
+			}
 			if c.Bool("module") {
 				if err := build.WriteModule(dir, files); err != nil {
 					return cli.Exit(fmt.Sprintf("gen: %v", err), 1)

@@ -28,6 +28,9 @@ func main() {
 func run(args []string, stdout, stderr io.Writer) int {
 	app := newApp(stdout, stderr)
 	err := app.Run(permuteArgs(app, args))
+	if app.Metadata["unknown command"] == true {
+		return 2
+	}
 	if err == nil {
 		return 0
 	}
@@ -68,6 +71,13 @@ in docs/runtime.md (or ./hello_sync --help).`,
 		// The commands print their own errors; keep urfave/cli from
 		// printing them a second time and exiting behind our back.
 		ExitErrHandler: func(*cli.Context, error) {},
+		// Without this, urfave/cli answers an unknown command with "No help
+		// topic for 'x'" and exit status 3. It cannot return an error, so it
+		// leaves a note for run.
+		CommandNotFound: func(c *cli.Context, name string) {
+			fmt.Fprintf(c.App.ErrWriter, "syncgen: unknown command %q: the commands are check, fmt, gen, build and run (syncgen --help)\n", name)
+			c.App.Metadata["unknown command"] = true
+		},
 		Commands: []*cli.Command{
 			checkCommand(),
 			fmtCommand(),

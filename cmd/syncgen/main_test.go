@@ -204,3 +204,105 @@ func needToolchain(t *testing.T) {
 		t.Skip("Open MPI development files missing; run `make setup` (make test does)")
 	}
 }
+
+func TestProgramArgs(t *testing.T) {
+	for _, tc := range []struct {
+		tail []string
+		want string
+		ok   bool
+	}{
+		{nil, "", true},
+		{[]string{"--"}, "", true},
+		{[]string{"--", "--steps", "3", "--quiet"}, "--steps 3 --quiet", true},
+		{[]string{"--", "--", "x"}, "-- x", true},
+		{[]string{"other.sync"}, "", false},
+		{[]string{"--steps", "3"}, "", false},
+	} {
+		got, err := programArgs(tc.tail)
+		if (err == nil) != tc.ok || strings.Join(got, " ") != tc.want {
+			t.Errorf("programArgs(%q) = %q, %v; want %q, ok %v", tc.tail, got, err, tc.want, tc.ok)
+		}
+	}
+}
+
+// TestRunPassesProgramFlags runs `syncgen run` with a launcher that records
+// its arguments: the program's flags after "--" must reach the program
+// without the "--" (which would make it take them for positional arguments).
+func TestRunPassesProgramFlags(t *testing.T) {
+	needToolchain(t)
+	dir := t.TempDir()
+	t.Setenv("SYNCGEN_CACHE", filepath.Join(dir, "cache"))
+	p := writeFile(t, dir, "hello.sync", helloPlan)
+	record := filepath.Join(dir, "args.txt")
+	launcher := writeFile(t, dir, "fake-mpirun", "#!/bin/sh\n[ \"$1\" = --version ] && exit 0\necho \"$@\" > "+record+"\n")
+	if err := os.Chmod(launcher, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "hello_sync")
+	code, out, errOut := syncgen(t, "run", p, "-np", "3", "--mpirun", launcher, "-o", bin, "--", "--steps", "5", "--quiet")
+	if code != 0 {
+		t.Fatalf("run: exit %d\n%s%s", code, out, errOut)
+	}
+	got, err := os.ReadFile(record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "-np 3 " + bin + " --steps 5 --quiet\n"; string(got) != want {
+		t.Errorf("the launcher got %q, want %q", got, want)
+	}
+	if code, _, errOut := syncgen(t, "run", p, "--mpirun", launcher, "-o", bin, "extra.sync"); code != 2 || !strings.Contains(errOut, "extra.sync") {
+		t.Errorf("run with a second file: exit %d, stderr %q; want 2 and the argument named", code, errOut)
+	}
+}
+
+func TestUnknownCommand(t *testing.T) {
+	code, _, errOut := syncgen(t, "chek", "x.sync")
+	if code != 2 || !strings.Contains(errOut, `unknown command "chek"`) || strings.Contains(errOut, "help topic") {
+		t.Errorf("syncgen chek: exit %d, stderr %q; want 2 and `unknown command`", code, errOut)
+	}
+}
+
+func TestFmtFlagsCombine(t *testing.T) {
+	dir := t.TempDir()
+	p := writeFile(t, dir, "m.sync", "tensor a f32[ 4 ]\ntensor b f32[4]\n")
+	code, out, errOut := syncgen(t, "fmt", "-l", "-d", "-w", p)
+	if code != 0 {
+		t.Fatalf("fmt -l -d -w: exit %d: %s", code, errOut)
+	}
+	// -l lists, -d shows removed lines before added ones, -w writes.
+	want := p + "\n--- " + p + "\n+++ " + p + " (formatted)\n@@ -1,2 +1,2 @@\n-tensor a f32[ 4 ]\n+tensor a f32[4]\n tensor b f32[4]\n"
+	if out != want {
+		t.Errorf("fmt -l -d -w printed\n%s\nwant\n%s", out, want)
+	}
+	if got, _ := os.ReadFile(p); string(got) != "tensor a f32[4]\ntensor b f32[4]\n" {
+		t.Errorf("fmt -l -d -w did not write the file: %q", got)
+	}
+}
+
+func TestGenOntoProgram(t *testing.T) {
+	dir := t.TempDir()
+	p := writeFile(t, dir, "hello.sync", helloPlan)
+	prog := writeFile(t, dir, "hello_sync", "a program built by syncgen build")
+	code, _, errOut := syncgen(t, "gen", "--module", p, "-o", prog)
+	if code != 1 || !strings.Contains(errOut, "is not a directory") || !strings.Contains(errOut, "-o DIR") {
+		t.Errorf("gen into a file: exit %d, stderr %q; want 1 and a clear message", code, errOut)
+	}
+}
+
+func TestBuildIntoDirectory(t *testing.T) {
+	needToolchain(t)
+	dir := t.TempDir()
+	t.Setenv("SYNCGEN_CACHE", filepath.Join(dir, "cache"))
+	p := writeFile(t, dir, "hello.sync", helloPlan)
+	outDir := filepath.Join(dir, "bin")
+	if err := os.Mkdir(outDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := syncgen(t, "build", "-o", outDir, p)
+	if code != 0 {
+		t.Fatalf("build -o DIR: exit %d\n%s%s", code, out, errOut)
+	}
+	if fi, err := os.Stat(filepath.Join(outDir, "hello_sync")); err != nil || fi.Mode()&0o111 == 0 {
+		t.Errorf("build -o DIR did not write DIR/hello_sync: %v", err)
+	}
+}

@@ -31,11 +31,15 @@ Examples:
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "np", Value: 2, Usage: "number of ranks"},
 			&cli.StringFlag{Name: "mpirun", Value: "mpirun", Usage: "the MPI launcher `PATH`"},
-			&cli.StringFlag{Name: "o", Usage: "write the program to `PATH` (default ./NAME_sync)"},
+			&cli.StringFlag{Name: "o", Usage: "write the program to `PATH` (default ./NAME_sync; into PATH/NAME_sync when PATH is a directory)"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() < 1 {
 				return cli.Exit("run: no .sync file given; usage: syncgen run [-np N] FILE.sync [-- PROGRAM FLAGS]", 2)
+			}
+			progArgs, err := programArgs(c.Args().Tail())
+			if err != nil {
+				return cli.Exit(err.Error(), 2)
 			}
 			np := c.Int("np")
 			if np < 1 {
@@ -54,7 +58,7 @@ Examples:
 				return cli.Exit(fmt.Sprintf("run: %v", err), 1)
 			}
 			args := append(mpirunFlags(launcher, np), prog)
-			args = append(args, c.Args().Tail()...)
+			args = append(args, progArgs...)
 			fmt.Fprintf(c.App.ErrWriter, "+ %s %s\n", launcher, strings.Join(args, " "))
 			cmd := exec.Command(launcher, args...)
 			cmd.Stdin = os.Stdin
@@ -70,6 +74,21 @@ Examples:
 			return nil
 		},
 	}
+}
+
+// programArgs returns the arguments for the program from those that follow
+// the plan's file: everything after "--". The flag parser keeps a "--" that
+// comes after the file among the arguments; passed on, it would make the
+// program take its flags for positional arguments. Anything else after the
+// file is a mistake.
+func programArgs(tail []string) ([]string, error) {
+	if len(tail) == 0 {
+		return nil, nil
+	}
+	if tail[0] != "--" {
+		return nil, fmt.Errorf("run: unexpected argument %q after the plan's file: give one .sync file, and the program's flags after --, e.g. syncgen run -np 2 model.sync -- --steps 50", tail[0])
+	}
+	return tail[1:], nil
 }
 
 // mpirunFlags returns the launcher flags for np ranks on this machine.
