@@ -104,6 +104,11 @@ func (r *runner) run() int {
 	defer r.phase.enter("")
 	// Compare plans first: only when every rank runs the same plan do they
 	// all reach the same verdict on it.
+	if h.rank == 0 {
+		if err := checkOutputs(r.opts); err != nil {
+			r.fatal(err)
+		}
+	}
 	r.phase.enter("comparing the plan across ranks")
 	prog, err := record(p)
 	tune := cpuTuningFromEnv()
@@ -148,6 +153,7 @@ func (r *runner) run() int {
 	}
 	progress.done()
 	wd.close()
+	awaitTimeoutAbort()
 	r.phase.enter("gathering and writing the results")
 	rep, err := gatherReport(e, res)
 	if err != nil {
@@ -164,6 +170,7 @@ func (r *runner) run() int {
 			}
 		}
 	}
+	awaitTimeoutAbort()
 	r.phase.enter("closing the backend and MPI")
 	if err := be.Close(); err != nil {
 		r.fatal(fmt.Errorf("closing the %s backend: %w", be.Name(), err))
@@ -176,6 +183,27 @@ func (r *runner) run() int {
 		return 1
 	}
 	return 0
+}
+
+// checkOutputs makes sure that rank 0 can write the files --json and
+// --trace name, before the run rather than after it. A file that did not
+// exist is removed again.
+func checkOutputs(o *options) error {
+	for _, f := range []struct{ flag, path string }{{"--json", o.json}, {"--trace", o.trace}} {
+		if f.path == "" {
+			continue
+		}
+		_, statErr := os.Stat(f.path)
+		file, err := os.OpenFile(f.path, os.O_WRONLY|os.O_CREATE, 0o644)
+		if err != nil {
+			return fmt.Errorf("%s %s: cannot write the file: %w", f.flag, f.path, err)
+		}
+		file.Close()
+		if os.IsNotExist(statErr) {
+			os.Remove(f.path)
+		}
+	}
+	return nil
 }
 
 // abortBackend lets a backend that holds communicators of its own (NCCL)

@@ -414,6 +414,21 @@ func TestTimeoutDuringSetup(t *testing.T) {
 	}
 }
 
+// A step or phase that times out fails the job even when it finishes
+// during the watchdog's grace: the run must not report and exit 0 after
+// printing a timeout. Every step of basic sleeps longer than 1 ms.
+func TestTimeoutFailsEvenIfTheStepFinishes(t *testing.T) {
+	for _, np := range []int{0, 2} {
+		t.Run(fmt.Sprintf("np%d", np), func(t *testing.T) {
+			r := mpirun(t, np, nil, 60*time.Second, "basic", "--steps", "3", "--timeout", "1ms")
+			if r.code != 3 {
+				t.Fatalf("exit %d, want 3:\n%s", r.code, r.out)
+			}
+			mustContain(t, r, "timeout:")
+		})
+	}
+}
+
 // A corrupted element is counted, reported and fails the run.
 func TestWrongElementDetected(t *testing.T) {
 	for _, plan := range []string{"basic", "wire"} {

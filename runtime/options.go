@@ -3,6 +3,7 @@ package runtime
 // The generated program's command line.
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -58,13 +59,13 @@ func parseOptions(p *Plan, prog string, args []string, out io.Writer) (*options,
 	fs.SetOutput(out)
 	fs.IntVar(&o.steps, "steps", o.steps, "measured steps to run")
 	fs.IntVar(&o.warmup, "warmup", o.warmup, "warm-up steps before the measured ones (checked, not timed)")
-	fs.Var(checkFlag{&o.checkEvery}, "check", "verify every element every `N` steps, or off")
+	fs.Var(checkFlag{&o.checkEvery}, "check", "verify every element every `N` steps (and the last); off or 0: never")
 	fs.StringVar(&o.backend, "backend", "auto", "`auto`, cpu or nccl: auto takes NCCL when every rank has a GPU of its own and libnccl loads")
 	fs.StringVar(&o.json, "json", "", "write the figures and the environment as JSON to `FILE` (rank 0)")
 	fs.StringVar(&o.trace, "trace", "", "write a Chrome trace of every rank's timeline to `FILE` (rank 0; opens in Perfetto)")
 	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "abort the job when one step, or a phase before or after the steps, takes longer than `DUR`, printing on every rank what it waits for")
 	fs.BoolVar(&o.quiet, "quiet", false, "print only errors and the summary line")
-	fs.Usage = func() {
+	help := func() {
 		fmt.Fprintf(out, `%s runs the gradient synchronisation plan %q (from %s) with the syncgen runtime.
 
 Each step simulates the backward pass of the model's gradients and runs the
@@ -79,13 +80,29 @@ As root add --allow-run-as-root; with more ranks than cores, --oversubscribe.
 
 Flags (one or two dashes):
 `, prog, p.Name, p.Source, prog)
+		fs.SetOutput(out)
 		fs.PrintDefaults()
 	}
+	// The flag package prints its error and the whole help text on a bad
+	// flag; the error alone, in the program's own words, says more.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	if err := fs.Parse(args); err != nil {
-		return nil, err
+		if errors.Is(err, flag.ErrHelp) {
+			help()
+			return nil, err
+		}
+		// The flag package names flags with one dash; the help uses two.
+		msg := strings.Replace(err.Error(), "flag -", "flag --", 1)
+		msg = strings.Replace(msg, "defined: -", "defined: --", 1)
+		return nil, fmt.Errorf("%s (%s --help lists the flags)", msg, prog)
 	}
 	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected argument %q (flags start with --)", fs.Arg(0))
+		if a := fs.Arg(0); strings.HasPrefix(a, "-") {
+			// Only a "--" before it keeps a flag from being parsed.
+			return nil, fmt.Errorf("unexpected argument %q: the \"--\" before it ends the flags; remove the \"--\"", a)
+		}
+		return nil, fmt.Errorf("unexpected argument %q: the program takes only flags (%s --help lists them)", fs.Arg(0), prog)
 	}
 	switch o.backend {
 	case "auto", "cpu", "nccl":

@@ -10,12 +10,28 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
 // watchGrace is how long a rank that timed out waits before it aborts the
 // job, so that the other ranks' watchdogs fire and print too.
 const watchGrace = 2 * time.Second
+
+// timedOut is set when a watchdog or phase watch of this rank has fired:
+// the job is then to end with its abort, even if the late step or phase
+// finishes during the grace (see awaitTimeoutAbort).
+var timedOut atomic.Bool
+
+// awaitTimeoutAbort blocks for good if a timeout has fired on this rank:
+// the watchdog that fired aborts the job (exit status 3) at the end of its
+// grace. Without this, a step that was late but then finished let the rank
+// report and exit 0 before the abort.
+func awaitTimeoutAbort() {
+	if timedOut.Load() {
+		select {}
+	}
+}
 
 // watchPoint is a description of where the host is, set and read from
 // different goroutines. Waits, set at every wait of every step, keep their
@@ -78,6 +94,7 @@ func startWatchdog(e *engine, timeout time.Duration) *watchdog {
 			since := time.Since(w.started)
 			w.mu.Unlock()
 			if late {
+				timedOut.Store(true)
 				fmt.Fprint(os.Stderr, w.report(since))
 				time.Sleep(watchGrace)
 				abortBackend(e.be)
@@ -207,6 +224,7 @@ func (w *phaseWatch) expire(gen int, start time.Time) {
 	if !current {
 		return
 	}
+	timedOut.Store(true)
 	r := w.r
 	fmt.Fprintf(os.Stderr, "%s: rank %d (%s): timeout: %s has taken %s (--timeout %s); the other ranks' messages say where they are\n",
 		progName(), r.h.rank, r.h.host, name, time.Since(start).Round(time.Millisecond), w.timeout)
