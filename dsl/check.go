@@ -46,6 +46,9 @@ type checker struct {
 	inBucket []bool
 	// implicitBucket maps a tensor index to its implicit bucket.
 	implicitBucket map[int]int
+	// badTensorDecl marks the tensor declarations that had an error: no
+	// "in no bucket" warning for their tensors, which would only be noise.
+	badTensorDecl map[*TensorDecl]bool
 }
 
 func newChecker() *checker {
@@ -56,6 +59,7 @@ func newChecker() *checker {
 		streamIndex:    map[string]int{},
 		buckets:        map[string]*bucketInfo{},
 		implicitBucket: map[int]int{},
+		badTensorDecl:  map[*TensorDecl]bool{},
 	}
 }
 
@@ -114,6 +118,7 @@ func (c *checker) declareTensors() {
 	c.prog.Tensors = slices.Grow(c.prog.Tensors, min(len(c.tensorDecls), maxTensors))
 	for _, td := range c.tensorDecls {
 		f, d := td.file, td.decl
+		errs := len(c.diags)
 		names := c.expandTensorName(f, d.Name)
 		dtype := c.dtype(f, d.DType, "tensor")
 		shape, elems, ok := c.shape(f, d)
@@ -135,6 +140,7 @@ func (c *checker) declareTensors() {
 			}
 			if len(c.prog.Tensors) >= maxTensors {
 				c.errorf(f, nameSpan(d.Name), "", "too many tensors (at most %d)", maxTensors)
+				c.badTensorDecl[d] = true
 				return
 			}
 			c.tensorIndex[name] = len(c.prog.Tensors)
@@ -152,6 +158,9 @@ func (c *checker) declareTensors() {
 			}
 			c.errorf(f, nameSpan(d.Name), "tensor names are unique across the program and its imports",
 				"duplicate tensor %s (first declared at %s)%s", code(dups[0]), firstDup, more)
+		}
+		if len(c.diags) > errs {
+			c.badTensorDecl[d] = true
 		}
 	}
 }
@@ -386,10 +395,10 @@ func (c *checker) warnUncovered() {
 	var groups []*group
 	byDecl := map[*TensorDecl]*group{}
 	for i, t := range c.prog.Tensors {
-		if t.Frozen || t.Bucket >= 0 || c.inBucket[i] {
+		d := c.tensorDecl[i]
+		if t.Frozen || t.Bucket >= 0 || c.inBucket[i] || c.badTensorDecl[d.decl] {
 			continue
 		}
-		d := c.tensorDecl[i]
 		g := byDecl[d.decl]
 		if g == nil {
 			g = &group{decl: d}

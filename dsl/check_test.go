@@ -3,6 +3,7 @@ package dsl
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -561,5 +562,21 @@ func TestUncoveredWarningHints(t *testing.T) {
 	}
 	if !slices.Equal(hints, want) {
 		t.Errorf("hints = %q, want %q", hints, want)
+	}
+}
+
+// A tensor whose declaration has an error gets that error and no "in no
+// bucket" warning on top; valid declarations still get theirs.
+func TestNoUncoveredWarningForInvalidTensor(t *testing.T) {
+	src := "tensor a f33[3]\ntensor b f32[0]\ntensor c f32[9223372036854775807, 4]\n" +
+		"tensor d f64[1152921504606846976]\ntensor e f32[2]\n"
+	_, diags := Check("plan.sync", []byte(src))
+	var got []string
+	for _, d := range diags {
+		got = append(got, fmt.Sprintf("%d:%s", d.Pos.Line, d.Severity))
+	}
+	want := []string{"1:error", "2:error", "3:error", "4:error", "5:warning"}
+	if !slices.Equal(got, want) {
+		t.Errorf("diagnostics = %q, want %q", got, want)
 	}
 }

@@ -132,6 +132,9 @@ func syntaxDiagnostic(f *sourceFile, toks []token, end int, err error) Diagnosti
 	case errors.As(err, &perr):
 		off = perr.Position().Offset
 	}
+	if o, ok := targetlessCollectiveInGroup(toks, off); ok {
+		off = o
+	}
 	length := 0
 	at := sort.Search(len(toks), func(i int) bool { return toks[i].Pos.Offset >= off })
 	if at < len(toks) && toks[at].Pos.Offset == off {
@@ -139,6 +142,53 @@ func syntaxDiagnostic(f *sourceFile, toks []token, end int, err error) Diagnosti
 	}
 	msg, hint := explainSyntaxError(toks, off)
 	return f.errorAt(off, off+length, msg, hint)
+}
+
+// targetlessCollectiveInGroup finds, when the syntax error at offset off is
+// reported at a `group` (participle gives up on the whole group when a
+// collective inside it has no target), the first collective of that group
+// with no target, and returns its offset, so that the error says so
+// instead of blaming the statement before the group.
+func targetlessCollectiveInGroup(all []token, off int) (int, bool) {
+	var toks []token // significant tokens
+	for _, t := range all {
+		if t.Type != tokComment && t.Type != tokWhitespace {
+			toks = append(toks, t)
+		}
+	}
+	at := sort.Search(len(toks), func(i int) bool { return toks[i].Pos.Offset >= off })
+	if at+1 >= len(toks) || toks[at].Pos.Offset != off || toks[at].Value != "group" || toks[at+1].Value != "{" {
+		return 0, false
+	}
+	depth := 0
+	for i := at + 1; i < len(toks); i++ {
+		switch v := toks[i].Value; {
+		case v == "{":
+			depth++
+		case v == "}":
+			if depth--; depth == 0 {
+				return 0, false
+			}
+		case toks[i].Type == tokKeyword && isCollective(v):
+			if i+1 == len(toks) || missingTarget(toks[i+1].Value) {
+				return toks[i].Pos.Offset, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// isCollective reports whether word is a collective's keyword.
+func isCollective(word string) bool {
+	_, ok := collectiveKinds[word]
+	return ok
+}
+
+// missingTarget reports whether a token right after a collective's keyword
+// means that the collective has no target: the end of a group or block, a
+// `;` or a keyword.
+func missingTarget(next string) bool {
+	return next == "}" || next == ";" || slices.Contains(reservedWords, next)
 }
 
 // constructSyntax is how each construct is written, for hints.
@@ -181,18 +231,28 @@ func explainSyntaxError(all []token, off int) (string, string) {
 	at := sort.Search(len(toks), func(i int) bool { return toks[i].Pos.Offset >= off })
 	depth, lastOpen := 0, 0
 	var opens []int
-	for _, t := range toks[:at] {
+	var openers []string // the token before each open `{`
+	for i, t := range toks[:at] {
 		switch t.Value {
 		case "{":
 			depth++
 			opens = append(opens, t.Pos.Line)
+			opener := ""
+			if i > 0 {
+				opener = toks[i-1].Value
+			}
+			openers = append(openers, opener)
 		case "}":
 			if depth > 0 {
 				depth--
 				opens = opens[:len(opens)-1]
+				openers = openers[:len(openers)-1]
 			}
 		}
 	}
+	// inStatements: the error is among the statements of a block or group
+	// (not, say, in a bucket's pattern list, where `allreduce` is a name).
+	inStatements := len(openers) > 0 && slices.Contains([]string{"init", "step", "group"}, openers[len(openers)-1])
 	if len(opens) > 0 {
 		lastOpen = opens[len(opens)-1]
 	}
@@ -238,9 +298,12 @@ func explainSyntaxError(all []token, off int) (string, string) {
 	} else if at > 0 {
 		kw, next = toks[at-1].Value, t.Value
 	}
-	if _, ok := collectiveKinds[kw]; ok && slices.Contains(reservedWords, next) {
-		return fmt.Sprintf("%s needs a target before %s", kw, code(next)),
-			"targets are buckets, pieces like grads[0], tensors and patterns; quote a tensor named like a keyword: \"" + next + "\""
+	if _, ok := collectiveKinds[kw]; ok && (slices.Contains(reservedWords, next) || inStatements && missingTarget(next)) {
+		hint := "targets are buckets, pieces like grads[0], tensors and patterns; quote a tensor named like a keyword: \"" + next + "\""
+		if next == "}" || next == ";" {
+			hint = "targets are buckets, pieces like grads[0], tensors and patterns, e.g. `" + kw + " grads`"
+		}
+		return fmt.Sprintf("%s needs a target before %s", kw, code(next)), hint
 	}
 	startsLine := at == 0 || toks[at-1].Pos.Line != t.Pos.Line
 	keyword := ""

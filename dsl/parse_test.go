@@ -128,3 +128,28 @@ func TestParseRecovery(t *testing.T) {
 		}
 	}
 }
+
+// A collective with no target inside a group is reported as such, at the
+// collective, not as an incomplete statement before the group.
+func TestParseGroupCollectiveWithoutTarget(t *testing.T) {
+	for _, tc := range []struct{ body, msg string }{
+		{"group { allreduce }", "allreduce needs a target before `}`"},
+		{"backward 1ms\n  group { allreduce }", "allreduce needs a target before `}`"},
+		{"compute 1ms on compute\n  group { reduce; }", "reduce needs a target before `;`"},
+		{"allreduce g\n  group { allreduce g; broadcast }", "broadcast needs a target before `}`"},
+		{"allreduce g\n  group { allgather\n wait comm }", "allgather needs a target before `wait`"},
+		{"allreduce\n}", "allreduce needs a target before `}`"},
+	} {
+		src := "tensor d f32[4]\nbucket g { d }\nstep {\n  " + tc.body + "\n}\n"
+		_, diags := parseFile(newSourceFile("t.sync", []byte(src)))
+		if len(diags) != 1 || diags[0].Message != tc.msg {
+			t.Errorf("%q: got %v, want one error %q", tc.body, diags, tc.msg)
+		}
+	}
+	// In a bucket's pattern list `allreduce` is a tensor name, not a
+	// collective missing its target.
+	_, diags := parseFile(newSourceFile("t.sync", []byte("tensor allreduce f32[1]\nbucket b { allreduce allreduce }\n")))
+	if len(diags) != 1 || diags[0].Message != "unexpected `allreduce`" {
+		t.Errorf("bucket with a missing comma: got %v, want one error \"unexpected `allreduce`\"", diags)
+	}
+}

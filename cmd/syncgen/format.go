@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -172,20 +173,30 @@ func writeDiff(w io.Writer, path string, a, b []byte) {
 		}
 		fmt.Fprintf(w, "@@ -%d,%d +%d,%d @@\n", aStart, aLen, bStart, bLen)
 		for _, l := range lines[start:stop] {
-			fmt.Fprintf(w, "%c%s\n", l.op, l.text)
+			if text, ok := strings.CutSuffix(l.text, "\n"); ok {
+				fmt.Fprintf(w, "%c%s\n", l.op, text)
+			} else {
+				fmt.Fprintf(w, "%c%s\n\\ No newline at end of file\n", l.op, l.text)
+			}
 		}
 		k = stop
 	}
 }
 
+// splitLines splits a file into lines, each with its "\n": a last line
+// without one differs from the same text with one, so that a file that
+// only lacks its final newline still gets a hunk (with diff's "\ No
+// newline at end of file").
 func splitLines(b []byte) []string {
-	s := string(bytes.TrimSuffix(b, []byte("\n")))
-	if s == "" {
-		return nil
-	}
 	var out []string
-	for _, l := range bytes.Split([]byte(s), []byte("\n")) {
-		out = append(out, string(l))
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			out = append(out, string(b))
+			break
+		}
+		out = append(out, string(b[:i+1]))
+		b = b[i+1:]
 	}
 	return out
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -61,12 +62,20 @@ Examples:
 					return cli.Exit(fmt.Sprintf("gen: %v", err), 1)
 				}
 			}
-			names := make([]string, 0, len(files))
+			names := make([]string, 0, len(files)+1)
 			for n := range files {
 				names = append(names, filepath.Join(dir, n))
 			}
+			if c.Bool("module") {
+				names = append(names, filepath.Join(dir, "go.mod"))
+			}
 			sort.Strings(names)
-			fmt.Fprintf(c.App.Writer, "wrote %s\n", strings.Join(names, " "))
+			msg := "wrote " + strings.Join(names, " ")
+			if c.Bool("module") {
+				rt := filepath.Join(dir, moduleRuntimeDir)
+				msg += fmt.Sprintf(" and the runtime's source, %d files in %s", countFiles(rt), rt)
+			}
+			fmt.Fprintln(c.App.Writer, msg)
 			return nil
 		},
 	}
@@ -88,4 +97,20 @@ func writeFiles(dir string, files map[string][]byte) error {
 func stem(path string) string {
 	base := filepath.Base(path)
 	return strings.TrimSuffix(base, filepath.Ext(base))
+}
+
+// moduleRuntimeDir is where build.WriteModule puts the runtime's source
+// inside a module written by `gen --module` (TestGenModule checks it).
+const moduleRuntimeDir = "syncgenrt"
+
+// countFiles counts the regular files under dir.
+func countFiles(dir string) int {
+	n := 0
+	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			n++
+		}
+		return nil
+	})
+	return n
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -304,5 +305,47 @@ func TestBuildIntoDirectory(t *testing.T) {
 	}
 	if fi, err := os.Stat(filepath.Join(outDir, "hello_sync")); err != nil || fi.Mode()&0o111 == 0 {
 		t.Errorf("build -o DIR did not write DIR/hello_sync: %v", err)
+	}
+}
+
+// gen --module says everything it wrote: go.mod, the program and the
+// runtime's source.
+func TestGenModule(t *testing.T) {
+	dir := t.TempDir()
+	p := writeFile(t, dir, "hello.sync", helloPlan)
+	out := filepath.Join(dir, "mod")
+	code, stdout, errOut := syncgen(t, "gen", "--module", p, "-o", out)
+	if code != 0 {
+		t.Fatalf("gen --module: exit %d: %s", code, errOut)
+	}
+	rt := filepath.Join(out, moduleRuntimeDir)
+	n := countFiles(rt)
+	if n == 0 {
+		t.Fatalf("gen --module wrote no runtime under %s", rt)
+	}
+	for _, f := range []string{"go.mod", "main.go"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Errorf("gen --module did not write %s: %v", f, err)
+		}
+	}
+	want := "wrote " + filepath.Join(out, "go.mod") + " " + filepath.Join(out, "main.go") +
+		" and the runtime's source, " + strconv.Itoa(n) + " files in " + rt + "\n"
+	if stdout != want {
+		t.Errorf("gen --module printed %q, want %q", stdout, want)
+	}
+}
+
+// fmt -d on a file that only lacks its final newline shows a hunk with
+// diff's "\ No newline at end of file", not a bare header.
+func TestFmtDiffMissingFinalNewline(t *testing.T) {
+	dir := t.TempDir()
+	p := writeFile(t, dir, "n.sync", "tensor a f32[4]")
+	code, out, errOut := syncgen(t, "fmt", "-d", p)
+	if code != 0 {
+		t.Fatalf("fmt -d: exit %d: %s", code, errOut)
+	}
+	want := "--- " + p + "\n+++ " + p + " (formatted)\n@@ -1,1 +1,1 @@\n-tensor a f32[4]\n\\ No newline at end of file\n+tensor a f32[4]\n"
+	if out != want {
+		t.Errorf("fmt -d printed\n%s\nwant\n%s", out, want)
 	}
 }
