@@ -8,10 +8,8 @@ package runtime
 import (
 	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 )
 
@@ -70,59 +68,108 @@ func planDigest(p *Plan, prog *program) [32]byte {
 	return out
 }
 
-// planRecordSize is the size of the record each rank contributes.
-const planRecordSize = 32 + 8 + 120
+// The record each rank contributes to the comparison: its plan digest,
+// its CPU tuning, the run's flags that every rank must share, and a label
+// for messages.
+const (
+	recDigest      = 0  // 32 bytes: planDigest
+	recTuning      = 32 // 8 bytes: the CPU backend's knobs
+	recSteps       = 40 // 8 bytes each: --steps, --warmup, --check
+	recWarmup      = 48
+	recCheck       = 56
+	recBackend     = 64 // 16 bytes: --backend, zero-padded
+	recLabel       = 80 // the plan's hash, source and name, zero-padded
+	planRecordSize = recLabel + 120
+)
 
-// checkSamePlan compares every rank's plan digest and tuning; a mismatch is
-// an error (the same on every rank) that names the ranks that differ.
-func checkSamePlan(h *mpiHost, p *Plan, prog *program, tune cpuTuning) error {
+// checkSamePlan compares every rank's plan digest, tuning and run flags; a
+// mismatch is an error (the same on every rank) that names the ranks that
+// differ. MPI matches collectives by their order, so ranks that run
+// different plans, split buckets differently or run a different number of
+// steps would hang in a collective or mix up their data.
+func checkSamePlan(h *mpiHost, p *Plan, prog *program, tune cpuTuning, o *options) error {
 	rec := make([]byte, planRecordSize)
 	d := planDigest(p, prog)
-	copy(rec, d[:])
-	binary.LittleEndian.PutUint64(rec[32:], uint64(tune.chunkBytes)^uint64(tune.inflight)<<56)
+	copy(rec[recDigest:], d[:])
+	binary.LittleEndian.PutUint64(rec[recTuning:], uint64(tune.chunkBytes)^uint64(tune.inflight)<<56)
 	if tune.nonblocking {
-		rec[32+7] ^= 0x80
+		rec[recTuning+7] ^= 0x80
 	}
-	copy(rec[40:], p.Source+" ("+p.Name+")")
+	binary.LittleEndian.PutUint64(rec[recSteps:], uint64(o.steps))
+	binary.LittleEndian.PutUint64(rec[recWarmup:], uint64(o.warmup))
+	binary.LittleEndian.PutUint64(rec[recCheck:], uint64(o.checkEvery))
+	copy(rec[recBackend:recLabel], o.backend)
+	hash := p.Hash
+	if len(hash) > 12 {
+		hash = hash[:12] // as the report's header shows it
+	}
+	copy(rec[recLabel:], "plan "+hash+" from "+p.Source+" ("+p.Name+")")
 	all, err := h.Allgather(rec)
 	if err != nil {
 		return fmt.Errorf("comparing plans between ranks: %w", err)
 	}
-	groups := map[string][]int{}
-	label := map[string]string{}
-	for r, x := range all {
-		key := string(x[:32])
-		groups[key] = append(groups[key], r)
-		label[key] = fmt.Sprintf("plan %s from %s", hex.EncodeToString(x[:6]), strings.TrimRight(string(x[40:]), "\x00"))
-	}
-	if len(groups) > 1 {
-		keys := make([]string, 0, len(groups))
-		for k := range groups {
-			keys = append(keys, k)
-		}
-		sort.Slice(keys, func(i, j int) bool { return groups[keys[i]][0] < groups[keys[j]][0] })
+	field := func(x []byte, from, to int) string { return strings.TrimRight(string(x[from:to]), "\x00") }
+
+	plans := groupRanks(all, func(x []byte) string { return string(x[recDigest:recTuning]) })
+	if len(plans) > 1 {
 		var lines []string
-		for _, k := range keys {
-			lines = append(lines, fmt.Sprintf("  %s run %s", rankList(groups[k]), label[k]))
+		for _, g := range plans {
+			lines = append(lines, fmt.Sprintf("  %s %s", verb(g), field(all[g[0]], recLabel, planRecordSize)))
 		}
 		return fmt.Errorf("the ranks do not all run the same plan (every rank must run the same program, built from the same .sync file):\n%s",
 			strings.Join(lines, "\n"))
 	}
-	chunks := map[uint64][]int{}
-	for r, x := range all {
-		c := binary.LittleEndian.Uint64(x[32:])
-		chunks[c] = append(chunks[c], r)
-	}
-	if len(chunks) > 1 {
+	tunings := groupRanks(all, func(x []byte) string { return string(x[recTuning:recSteps]) })
+	if len(tunings) > 1 {
 		var parts []string
-		for c, rs := range chunks {
-			parts = append(parts, fmt.Sprintf("%s use %#x", rankList(rs), c))
+		for _, g := range tunings {
+			parts = append(parts, fmt.Sprintf("%s use %#x", rankList(g), binary.LittleEndian.Uint64(all[g[0]][recTuning:])))
 		}
-		sort.Strings(parts)
 		return fmt.Errorf("the CPU backend's tuning (SYNCGEN_CPU_CHUNK, SYNCGEN_CPU_MODE, SYNCGEN_CPU_INFLIGHT) differs between ranks (%s); set it the same everywhere (mpirun -x NAME)",
 			strings.Join(parts, ", "))
 	}
+	flags := groupRanks(all, func(x []byte) string { return string(x[recSteps:recLabel]) })
+	if len(flags) > 1 {
+		var lines []string
+		for _, g := range flags {
+			x := all[g[0]]
+			check := fmt.Sprint(binary.LittleEndian.Uint64(x[recCheck:]))
+			if check == "0" {
+				check = "off"
+			}
+			lines = append(lines, fmt.Sprintf("  %s --steps %d --warmup %d --check %s --backend %s", verb(g),
+				binary.LittleEndian.Uint64(x[recSteps:]), binary.LittleEndian.Uint64(x[recWarmup:]), check, field(x, recBackend, recLabel)))
+		}
+		return fmt.Errorf("the ranks were started with different flags (every rank must run the same steps, checks and backend; give them the same flags):\n%s",
+			strings.Join(lines, "\n"))
+	}
 	return nil
+}
+
+// groupRanks groups the ranks by key(record), in the order of each group's
+// first rank.
+func groupRanks(all [][]byte, key func([]byte) string) [][]int {
+	index := map[string]int{}
+	var groups [][]int
+	for r, x := range all {
+		k := key(x)
+		i, ok := index[k]
+		if !ok {
+			i = len(groups)
+			index[k] = i
+			groups = append(groups, nil)
+		}
+		groups[i] = append(groups[i], r)
+	}
+	return groups
+}
+
+// verb is "rank 3 runs" or "ranks 0, 2 run".
+func verb(rs []int) string {
+	if len(rs) == 1 {
+		return rankList(rs) + " runs"
+	}
+	return rankList(rs) + " run"
 }
 
 // rankList renders ranks as "rank 3" or "ranks 0, 2".

@@ -112,7 +112,7 @@ func (r *runner) run() int {
 	r.phase.enter("comparing the plan across ranks")
 	prog, err := record(p)
 	tune := cpuTuningFromEnv()
-	if err := checkSamePlan(h, p, prog, tune); err != nil {
+	if err := checkSamePlan(h, p, prog, tune, r.opts); err != nil {
 		return r.agreedFailure(err)
 	}
 	if err == nil {

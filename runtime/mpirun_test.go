@@ -339,6 +339,38 @@ func TestPlanMismatchNamesRanks(t *testing.T) {
 	mustContain(t, r, "do not all run the same plan", "ranks 0, 3 run plan", "testdata/basic.sync", "ranks 1, 2 run plan", "testdata/other.sync")
 }
 
+// Ranks started with different --steps, --warmup, --check or --backend
+// would hang in a collective or report the other's data as wrong: the plan
+// comparison names them instead, before the first step.
+func TestFlagMismatchNamesRanks(t *testing.T) {
+	needMPI(t)
+	for _, c := range []struct {
+		name       string
+		a, b, want []string
+	}{
+		{"steps", []string{"--steps", "3"}, []string{"--steps", "4"}, []string{"rank 0 runs --steps 3 --warmup 1", "rank 1 runs --steps 4 --warmup 1"}},
+		{"check", []string{"--check", "1"}, []string{"--check", "off"}, []string{"rank 0 runs --steps 3 --warmup 1 --check 1", "rank 1 runs --steps 3 --warmup 1 --check off"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			argv := []string{"mpirun", "--oversubscribe"}
+			if os.Geteuid() == 0 {
+				argv = append(argv, "--allow-run-as-root")
+			}
+			argv = append(argv, "-np", "1", testprog, "basic")
+			argv = append(argv, c.a...)
+			argv = append(argv, ":", "-np", "1", testprog, "basic")
+			argv = append(argv, c.b...)
+			r := run(t, ctx, nil, argv)
+			if r.code == 0 || r.took > 30*time.Second {
+				t.Fatalf("exit %d after %v; output:\n%s", r.code, r.took, r.out)
+			}
+			mustContain(t, r, append([]string{"started with different flags"}, c.want...)...)
+		})
+	}
+}
+
 func TestRootOutsideWorld(t *testing.T) {
 	r := mpirun(t, 2, nil, 60*time.Second, "root:3")
 	if r.code == 0 {

@@ -254,7 +254,7 @@ func printReport(w io.Writer, e *engine, rep *report, opts *options) {
 			fmt.Fprintf(w, "  %-24s %7d %12d %5s %-14s %-5s %12.1f %10.3f %10.3f %7s\n",
 				name, len(b.Tensors), r.bytes, b.Wire, coll, op, float64(r.time)/1e3, r.algbw, r.busbw, wrong)
 		}
-		fmt.Fprintf(w, "# time: the maximum over ranks of each rank's mean over %d measured steps; busbw as nccl-tests (allreduce 2(n-1)/n, allgather and reducescatter (n-1)/n)\n",
+		fmt.Fprintf(w, "# time: the maximum over ranks of each rank's mean over %d measured steps; busbw as nccl-tests (allreduce 2(n-1)/n, allgather and reducescatter (n-1)/n, broadcast and reduce 1)\n",
 			len(rep.stepTimes))
 		if groups {
 			fmt.Fprintf(w, "# *: issued in a group; time and bandwidth are those of the whole group on its stream\n")

@@ -18,6 +18,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -28,7 +29,10 @@ type testHooks struct {
 	hang    []int // rank, step, statement (-1: the start of the step)
 }
 
-func testHooksFromEnv() *testHooks {
+// testHooksFromEnv parses the hooks from the environment. It is read once:
+// both set-up and the step loop use it, and a malformed
+// value is reported once.
+var testHooksFromEnv = sync.OnceValue(func() *testHooks {
 	parse := func(name string, n int) []int {
 		v := os.Getenv(name)
 		if v == "" {
@@ -58,7 +62,7 @@ func testHooksFromEnv() *testHooks {
 		panic:   parse("SYNCGEN_TEST_PANIC", 2),
 		hang:    parse("SYNCGEN_TEST_HANG", 3),
 	}
-}
+})
 
 // duringSetup runs before the buffers are allocated: a hang with step -1
 // stops this rank there, outside any step.
