@@ -87,7 +87,7 @@ int main(int argc, char **argv) {
 		if (n <= 0) { // about 0.2 s of work per size, at least 5 calls
 			n = (int)(2e8 / (bytes + 20000));
 			if (n < 5) n = 5;
-			if (n > 1000) n = 1000;
+			if (n > 10000) n = 10000;
 		}
 		double t = 0;
 		static double samples[100000];
