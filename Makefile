@@ -26,7 +26,7 @@ syncgen:
 # The main job. The program picks NCCL when every rank has a GPU of its own
 # and libnccl loads, and MPI's collectives on the CPU otherwise.
 run: setup syncgen
-	$(SYNCGEN) run -np $(NP) $(EXAMPLE) -- $(ARGS)
+	$(SYNCGEN) run -np $(NP) -o $(BIN)/ $(EXAMPLE) -- $(ARGS)
 
 test: setup vet
 	$(GO) test -count=1 -timeout 20m ./...

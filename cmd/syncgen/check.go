@@ -82,8 +82,16 @@ func summary(p *ir.Program) string {
 			synced++
 		}
 	}
-	return fmt.Sprintf("%d tensors, %s parameters, %s, %d buckets, %d streams",
-		len(p.Tensors), commas(params), humanBytes(bytes), len(p.Buckets), len(p.Streams))
+	return fmt.Sprintf("%s, %s parameters, %s, %s, %s",
+		count(len(p.Tensors), "tensor"), commas(params), humanBytes(bytes), count(len(p.Buckets), "bucket"), count(len(p.Streams), "stream"))
+}
+
+// count says "1 bucket" or "6 buckets".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // commas formats n with thousands separators: 25,557,032.
