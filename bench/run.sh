@@ -11,10 +11,11 @@
 #      (bench/compiler/)
 # Each comparison runs at 2 and 4 ranks, the contenders alternating (A B A B ...) for ROUNDS
 # rounds; medians and ratios are printed as Markdown tables and written to bench/results/*.json
-# (machine, versions, load and the exact commands included). docs/performance.md explains them.
+# (machine, versions, commit, load and the exact commands included; a comparison that fails
+# leaves its file as it was). FULL=1's comparison 2 goes to ddp_full.json. docs/performance.md explains them.
 #
 #   sh bench/run.sh                     # the default set (about 15 min on a 2-core machine)
-#   QUICK=1 sh bench/run.sh             # 2 ranks, 1 round, few steps: checks the set-up (~5 min)
+#   QUICK=1 sh bench/run.sh             # 2 ranks, 1 round, few steps: checks the set-up (~2 min)
 #   FULL=1 sh bench/run.sh              # also bert_large against DDP, every allreduce size and a
 #                                       # first build with an empty Go cache (about 35 min)
 #   ONLY="2 3" ROUNDS=5 sh bench/run.sh # some comparisons, more rounds
@@ -62,6 +63,10 @@ fi
 PLAN_MODELS=${PLAN_MODELS:-"resnet50"}
 OVERLAP_MODELS=${OVERLAP_MODELS:-"resnet50"}
 TORCH_PYTHON=${TORCH_PYTHON:-/usr/bin/python3}
+# FULL=1's comparison 2 (with bert_large) goes to a file of its own, so that it does not replace
+# the default run's figures.
+ddp_results=ddp.json
+if [ "$FULL" = 1 ]; then ddp_results=ddp_full.json; fi
 OUT=${OUT:-$root/bench/out}
 export OUT TORCH_PYTHON
 export PYTHONDONTWRITEBYTECODE=1 # no __pycache__ in the source tree
@@ -80,6 +85,15 @@ if command -v python3 >/dev/null 2>&1; then PY=python3; elif [ -x /usr/bin/pytho
 	echo "bench: python3 is missing (as root: apt-get install -y python3)" >&2
 	exit 1
 fi
+for c in $ONLY; do
+	case $c in
+	1 | 2 | 3 | 4) ;;
+	*)
+		echo "bench: unknown comparison $c (ONLY takes 1 2 3 4)" >&2
+		exit 2
+		;;
+	esac
+done
 mkdir -p "$OUT" bench/results
 go build -o bin/syncgen ./cmd/syncgen
 
@@ -107,30 +121,52 @@ for c in $ONLY; do
 			start_load=$(cut -d" " -f1-3 /proc/loadavg)
 			(NPS="$NPS" SIZES="$SIZES" ROUNDS="$ROUNDS" OUT="$OUT" sh bench/allreduce.sh ||
 				echo "# bench/allreduce.sh FAILED") | tee "$OUT/allreduce.txt"
-			if grep -q "^# bench/allreduce.sh FAILED" "$OUT/allreduce.txt"; then failed="$failed 1"; fi
-			# its table ("ranks bytes mpi runtime ratio") as bench/results/allreduce.json
-			"$PY" - "$OUT/allreduce.txt" "$NPS" "$SIZES" "$ROUNDS" "$start_date" "$start_load" <<'EOF'
+			if grep -q "^# bench/allreduce.sh FAILED" "$OUT/allreduce.txt"; then
+				failed="$failed 1"
+				echo "# bench/results/allreduce.json left as it was"
+			else
+				# its table ("ranks bytes mpi runtime ratio", with the comment lines under
+				# each row) as bench/results/allreduce.json
+				"$PY" - "$OUT/allreduce.txt" "$NPS" "$SIZES" "$ROUNDS" "$start_date" "$start_load" "${MPIRUN_ARGS:-}" <<'EOF'
 import json, os, sys
 sys.path.insert(0, os.path.join("bench", "ddp"))
 import benchlib as bl
 rows = []
 for line in open(sys.argv[1]):
     f = line.split()
-    if line.startswith("#") or len(f) != 5:
+    if not line.startswith("#") and len(f) == 5:
+        try:
+            rows.append({"ranks": int(f[0]), "bytes": int(f[1]), "mpi_busbw_gbs": float(f[2]),
+                         "syncgen_busbw_gbs": float(f[3]), "ratio": float(f[4])})
+        except ValueError:
+            pass
         continue
+    if not rows or not line.startswith("#"):
+        continue
+    # the comment lines under a row (bench/allreduce.sh says what each is)
+    r = rows[-1]
     try:
-        rows.append({"ranks": int(f[0]), "bytes": int(f[1]), "mpi_busbw_gbs": float(f[2]),
-                     "syncgen_busbw_gbs": float(f[3]), "ratio": float(f[4])})
-    except ValueError:
+        if "(best of" in line:
+            r["mpi_best_gbs"], r["syncgen_best_gbs"], r["best_ratio"] = float(f[1]), float(f[2]), float(f[3])
+        elif "(from median call times)" in line:
+            r["mpi_median_busbw_gbs"], r["syncgen_median_busbw_gbs"], r["median_ratio"] = float(f[1]), float(f[2]), float(f[3])
+        elif "(median of the rounds' own ratios" in line:
+            r["per_round_ratio"] = float(f[1])
+        elif "(plain Go calling MPI_Allreduce" in line:
+            r["plain_go_busbw_gbs"], r["syncgen_over_plain_go"] = float(f[1]), float(f[3])
+    except (ValueError, IndexError):
         pass
 machine = bl.machine()
 machine["date"], machine["load_average_at_start"] = sys.argv[5], sys.argv[6].split()
+cmd = 'NPS="%s" SIZES="%s" ROUNDS=%s sh bench/allreduce.sh' % (sys.argv[2], sys.argv[3], sys.argv[4])
+if sys.argv[7]:
+    cmd = 'MPIRUN_ARGS="%s" %s' % (sys.argv[7], cmd)
 rec = {"comparison": "one allreduce: syncgen runtime vs plain MPI_Allreduce", "machine": machine,
-       "rounds": int(sys.argv[4]),
-       "command": 'NPS="%s" SIZES="%s" ROUNDS=%s sh bench/allreduce.sh' % (sys.argv[2], sys.argv[3], sys.argv[4]),
+       "rounds": int(sys.argv[4]), "commands": {"allreduce": cmd},
        "results": rows, "load_average_at_end": bl.loadavg()}
 print("# results: %s" % os.path.relpath(bl.write_results("allreduce.json", rec), bl.ROOT))
 EOF
+			fi
 		else
 			echo "# comparison 1 SKIPPED: bench/allreduce.sh is not there (it belongs to the runtime's benchmarks)"
 		fi
@@ -141,7 +177,7 @@ EOF
 		if "$TORCH_PYTHON" -c 'import torch.distributed' >/dev/null 2>&1; then
 			# shellcheck disable=SC2086
 			"$PY" bench/ddp/compare.py --models "$MODELS" --overlap-models "$OVERLAP_MODELS" \
-				--nps "$nps_csv" --rounds "$ROUNDS" $steps || failed="$failed 2"
+				--nps "$nps_csv" --rounds "$ROUNDS" --results "$ddp_results" $steps || failed="$failed 2"
 		else
 			echo "# comparison 2 SKIPPED: PyTorch is not installed for $TORCH_PYTHON."
 			echo "# Install Debian's package (as root), then run again:"

@@ -133,6 +133,7 @@ def machine():
         "open_mpi": _cmd(["mpirun", "--version"]).splitlines()[0] if shutil.which("mpirun") else None,
         "go": _cmd(["go", "version"]),
         "syncgen": _cmd([SYNCGEN, "--version"]),
+        "commit": _cmd(["git", "-C", ROOT, "describe", "--always", "--dirty"]),
         "mpirun_args": " ".join(mpirun_args()),
         "python": sys.version.split()[0],
     }

@@ -3,7 +3,7 @@
     python3 bench/ddp/tables.py [RESULTS_DIR]
 
 Prints one table per results file found (allreduce.json, ddp.json or ddp_full.json, plans.json,
-compiler.json), with the date, load and commands each came from, for pasting into the doc.
+compiler.json), with the date, commit, load and commands each came from, for pasting into the doc.
 """
 
 import json
@@ -22,17 +22,28 @@ def load(d, name):
 
 def head(rec, what):
     m = rec["machine"]
-    print("\n<!-- %s: %s, load average at start %s, at end %s -->" % (
-        what, m["date"], " ".join(m.get("load_average_at_start", [])), " ".join(rec.get("load_average_at_end", []))))
+    print("\n<!-- %s: %s, commit %s, load average at start %s, at end %s -->" % (
+        what, m["date"], m.get("commit") or "?", " ".join(m.get("load_average_at_start", [])),
+        " ".join(rec.get("load_average_at_end", []))))
+    cmds = rec.get("commands") or rec.get("command") or {}
+    if isinstance(cmds, str):
+        cmds = {"": cmds}
+    for name, cmd in cmds.items():
+        print("<!-- %s%s -->" % (name + ": " if name else "", cmd))
 
 
 def allreduce(rec):
     head(rec, "allreduce.json")
-    print("| ranks | bytes | MPI_Allreduce busbw (GB/s) | generated program busbw (GB/s) | ratio |")
-    print("| ---: | ---: | ---: | ---: | ---: |")
+    print("| ranks | bytes | MPI_Allreduce busbw (GB/s) | generated program busbw (GB/s) | ratio | from medians"
+          " | per round | plain Go calling MPI_Allreduce (GB/s) | program / plain Go |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    opt = lambda r, k, f: f % r[k] if k in r else ""  # files from before these columns lack them
     for r in rec["results"]:
-        print("| %d | %s | %.3f | %.3f | %.2f |" % (r["ranks"], size(r["bytes"]), r["mpi_busbw_gbs"],
-                                                  r["syncgen_busbw_gbs"], r["ratio"]))
+        ratio = ("**%.2f**" if r["ratio"] >= 0.95 else "%.2f") % r["ratio"]
+        print("| %d | %s | %.3f | %.3f | %s | %s | %s | %s | %s |" % (
+            r["ranks"], size(r["bytes"]), r["mpi_busbw_gbs"], r["syncgen_busbw_gbs"], ratio,
+            opt(r, "median_ratio", "%.2f"), opt(r, "per_round_ratio", "%.2f"),
+            opt(r, "plain_go_busbw_gbs", "%.3f"), opt(r, "syncgen_over_plain_go", "%.2f")))
 
 
 def size(b):
