@@ -172,7 +172,7 @@ func TestGoldenCompiles(t *testing.T) {
 		files["cmd/"+name+"/"+codegen.MainFile] = src
 	}
 	dir := t.TempDir()
-	if err := build.WriteModule(dir, files); err != nil {
+	if _, err := build.WriteModule(dir, files); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command("go", "vet", "./cmd/...")

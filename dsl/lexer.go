@@ -322,7 +322,7 @@ func invalidHint(toks []token, i, j int) string {
 	case p.Type == tokKeyword && p.Value == "import":
 		return "an import path is a quoted string: import " + strconv.Quote(whole.String())
 	case a < i && b > j && !strings.ContainsAny(whole.String(), "*?{") &&
-		(p.Type == tokKeyword && slices.Contains([]string{"tensor", "allreduce", "broadcast", "reduce", "allgather", "reducescatter"}, p.Value) ||
+		(p.Type == tokKeyword && (p.Value == "tensor" || isCollective(p.Value)) ||
 			p.Type == tokPunct && (p.Value == "{" || p.Value == ",")):
 		return "names with characters other than letters, digits, _ and dots are written in quotes: " + strconv.Quote(whole.String())
 	}

@@ -14,10 +14,8 @@ import (
 // whitespace or comments.
 func significant(src string) []string {
 	var out []string
-	for _, t := range lex("t.sync", []byte(src)) {
-		if t.Type != tokWhitespace && t.Type != tokComment {
-			out = append(out, t.Type+":"+t.Value)
-		}
+	for _, t := range significantTokens(lex("t.sync", []byte(src))) {
+		out = append(out, t.Type+":"+t.Value)
 	}
 	return out
 }

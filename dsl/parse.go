@@ -150,12 +150,7 @@ func syntaxDiagnostic(f *sourceFile, toks []token, end int, err error) Diagnosti
 // with no target, and returns its offset, so that the error says so
 // instead of blaming the statement before the group.
 func targetlessCollectiveInGroup(all []token, off int) (int, bool) {
-	var toks []token // significant tokens
-	for _, t := range all {
-		if t.Type != tokComment && t.Type != tokWhitespace {
-			toks = append(toks, t)
-		}
-	}
+	toks := significantTokens(all)
 	at := sort.Search(len(toks), func(i int) bool { return toks[i].Pos.Offset >= off })
 	if at+1 >= len(toks) || toks[at].Pos.Offset != off || toks[at].Value != "group" || toks[at+1].Value != "{" {
 		return 0, false
@@ -176,6 +171,17 @@ func targetlessCollectiveInGroup(all []token, off int) (int, bool) {
 		}
 	}
 	return 0, false
+}
+
+// significantTokens returns the tokens other than whitespace and comments.
+func significantTokens(all []token) []token {
+	var toks []token
+	for _, t := range all {
+		if t.Type != tokComment && t.Type != tokWhitespace {
+			toks = append(toks, t)
+		}
+	}
+	return toks
 }
 
 // isCollective reports whether word is a collective's keyword.
@@ -222,12 +228,7 @@ var allKeywords = append(append([]string{"frozen", "priority", "cap", "first", "
 // not parse, from the tokens around it: which construct it is in, how that
 // construct is written, and what a misspelt keyword may have meant.
 func explainSyntaxError(all []token, off int) (string, string) {
-	var toks []token // significant tokens
-	for _, t := range all {
-		if t.Type != tokComment && t.Type != tokWhitespace {
-			toks = append(toks, t)
-		}
-	}
+	toks := significantTokens(all)
 	at := sort.Search(len(toks), func(i int) bool { return toks[i].Pos.Offset >= off })
 	depth, lastOpen := 0, 0
 	var opens []int

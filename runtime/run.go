@@ -99,12 +99,12 @@ func (e *engine) runAll(res *results, progress *progressBar) error {
 	gc := startQuietGC()
 	defer gc.stop()
 	for i := 0; i < total; i++ {
+		e.seedStep, e.stepNo, e.cursor = uint32(i), i, 0
 		if i == e.opts.warmup {
 			if err := e.settleBeforeMeasuring(); err != nil {
 				return err
 			}
 		}
-		e.seedStep, e.stepNo, e.cursor = uint32(i), i, 0
 		if err := e.startStep(); err != nil {
 			return err
 		}
@@ -158,11 +158,15 @@ func (e *engine) settleBeforeMeasuring() error {
 	if e.opts.settle <= 0 || e.opts.steps == 0 {
 		return nil
 	}
+	// Watched like a step: a rank that never reaches the barrier would
+	// otherwise leave the others in it for good.
+	watchStep(e)
 	e.hostAt.set("the barrier before the measured steps")
 	if err := e.h.Barrier(); err != nil {
 		return fmt.Errorf("barrier before the measured steps: %w", err)
 	}
 	e.hostAt.set("")
+	watchIdle(e)
 	settle(e.opts.settle)
 	return nil
 }

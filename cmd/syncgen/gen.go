@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -53,8 +52,9 @@ Examples:
 				// ./NAME_sync is also where `syncgen build` puts the program.
 				return cli.Exit(fmt.Sprintf("gen: %s exists and is not a directory (a program built by `syncgen build`?); remove it or pass -o DIR", dir), 1)
 			}
+			runtimeFiles := 0
 			if c.Bool("module") {
-				if err := build.WriteModule(dir, files); err != nil {
+				if runtimeFiles, err = build.WriteModule(dir, files); err != nil {
 					return cli.Exit(fmt.Sprintf("gen: %v", err), 1)
 				}
 			} else {
@@ -72,8 +72,7 @@ Examples:
 			sort.Strings(names)
 			msg := "wrote " + strings.Join(names, " ")
 			if c.Bool("module") {
-				rt := filepath.Join(dir, moduleRuntimeDir)
-				msg += fmt.Sprintf(" and the runtime's source, %d files in %s", countFiles(rt), rt)
+				msg += fmt.Sprintf(" and the runtime's source, %d files in %s", runtimeFiles, filepath.Join(dir, build.RuntimeDir))
 			}
 			fmt.Fprintln(c.App.Writer, msg)
 			return nil
@@ -97,20 +96,4 @@ func writeFiles(dir string, files map[string][]byte) error {
 func stem(path string) string {
 	base := filepath.Base(path)
 	return strings.TrimSuffix(base, filepath.Ext(base))
-}
-
-// moduleRuntimeDir is where build.WriteModule puts the runtime's source
-// inside a module written by `gen --module` (TestGenModule checks it).
-const moduleRuntimeDir = "syncgenrt"
-
-// countFiles counts the regular files under dir.
-func countFiles(dir string) int {
-	n := 0
-	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
-		if err == nil && d.Type().IsRegular() {
-			n++
-		}
-		return nil
-	})
-	return n
 }

@@ -3,12 +3,15 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/syncgen/syncgen/build"
 )
 
 // syncgen runs the CLI in-process and returns its exit status and output.
@@ -318,7 +321,7 @@ func TestGenModule(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("gen --module: exit %d: %s", code, errOut)
 	}
-	rt := filepath.Join(out, moduleRuntimeDir)
+	rt := filepath.Join(out, build.RuntimeDir)
 	n := countFiles(rt)
 	if n == 0 {
 		t.Fatalf("gen --module wrote no runtime under %s", rt)
@@ -348,4 +351,16 @@ func TestFmtDiffMissingFinalNewline(t *testing.T) {
 	if out != want {
 		t.Errorf("fmt -d printed\n%s\nwant\n%s", out, want)
 	}
+}
+
+// countFiles counts the regular files under dir.
+func countFiles(dir string) int {
+	n := 0
+	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			n++
+		}
+		return nil
+	})
+	return n
 }
