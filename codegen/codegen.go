@@ -532,12 +532,14 @@ func sourceComment(text string) *jen.Statement {
 }
 
 // sanitizeComment keeps a string from ending a comment early or starting a
-// new line of code: names in .sync files may hold any character.
+// new line of code: names in .sync files may hold any character. A byte
+// order mark (U+FEFF) is replaced too: Go rejects one anywhere but at the
+// start of a file, even inside a comment.
 func sanitizeComment(s string) string {
 	r := strings.NewReplacer("\n", `\n`, "\r", `\r`, "*/", `*\/`)
 	s = r.Replace(s)
 	return strings.Map(func(c rune) rune {
-		if c < 0x20 || c == 0x7f || c == '\u2028' || c == '\u2029' {
+		if c < 0x20 || c == 0x7f || c == '\u2028' || c == '\u2029' || c == '\ufeff' {
 			return '?'
 		}
 		return c

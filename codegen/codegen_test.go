@@ -122,7 +122,7 @@ func TestGofmtClean(t *testing.T) {
 		}
 		progs[filepath.Base(in)] = prog
 	}
-	progs["hostile"] = smallProgram([]string{"a\"b", "c\\d", "e\nf", "g*/h", "k`l", "ü.λ", "m\x00n", "o\u2028p", "\xff"})
+	progs["hostile"] = smallProgram([]string{"a\"b", "c\\d", "e\nf", "g*/h", "k`l", "ü.λ", "m\x00n", "o\u2028p", "\xff", "q\ufeffr"})
 	odd := smallProgram([]string{"scalar", "frozen", "loose"})
 	odd.Tensors[0].Shape, odd.Tensors[0].Elems = nil, 1
 	odd.Tensors[1].Frozen = true
@@ -186,7 +186,7 @@ func TestGoldenCompiles(t *testing.T) {
 // TestHostileNames checks that names holding quotes, newlines, comment
 // markers and non-ASCII text stay inside string literals.
 func TestHostileNames(t *testing.T) {
-	names := []string{"a\"b", "c\\d", "e\nf", "g*/h", "i/*j", "k`l", "ü.λ", "m\x00n", "func main() {}", "o\u2028p"}
+	names := []string{"a\"b", "c\\d", "e\nf", "g*/h", "i/*j", "k`l", "ü.λ", "m\x00n", "func main() {}", "o\u2028p", "q\ufeffr"}
 	prog := smallProgram(names)
 	files, err := codegen.Generate(prog)
 	if err != nil {
@@ -223,6 +223,23 @@ func TestHostileNames(t *testing.T) {
 	}
 }
 
+// TestBOMInBucketName checks that a byte order mark in a name (a quoted
+// tensor name becomes the name of its implicit bucket) does not reach a
+// comment of the generated code as it is: Go rejects a BOM anywhere but at
+// the start of a file.
+func TestBOMInBucketName(t *testing.T) {
+	prog := smallProgram([]string{"a\ufeffb"})
+	prog.Buckets[0].Name = "a\ufeffb"
+	prog.Buckets[0].Decl = "a\ufeffb"
+	files, err := codegen.Generate(prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := format.Source(files[codegen.MainFile]); err != nil {
+		t.Fatalf("generated code does not parse: %v", err)
+	}
+}
+
 // FuzzGenerateNames generates a plan with arbitrary tensor, stream and
 // bucket names and checks that the output still parses as Go.
 func FuzzGenerateNames(f *testing.F) {
@@ -230,6 +247,7 @@ func FuzzGenerateNames(f *testing.F) {
 	f.Add("a\"*/\n", "\x00", "`")
 	f.Add("0", "", "/*") // a target list comment that started a block comment
 	f.Add("0", "", "// x")
+	f.Add("w", "comm", "a\ufeffb") // Go rejects a byte order mark even inside a comment
 	f.Fuzz(func(t *testing.T, tensor, stream, bucket string) {
 		prog := smallProgram([]string{tensor})
 		prog.Streams[1].Name = stream

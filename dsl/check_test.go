@@ -580,3 +580,17 @@ func TestNoUncoveredWarningForInvalidTensor(t *testing.T) {
 		t.Errorf("diagnostics = %q, want %q", got, want)
 	}
 }
+
+// A misspelt `after ready` is suggested as `ready`, not as a stream to
+// declare; a stream close to the word still wins.
+func TestAfterReadyMisspelt(t *testing.T) {
+	for _, tc := range []struct{ src, hint string }{
+		{"tensor a f32[4]\nstep { backward 1ms; allreduce a after redy }\n", "did you mean `ready`?"},
+		{"tensor a f32[4]\nstream compute\nstream comm\nstream reads\nstep { backward 1ms; allreduce a after read }\n", "did you mean `reads`?"},
+	} {
+		_, diags := Check("plan.sync", []byte(tc.src))
+		if len(diags) != 1 || !strings.HasPrefix(diags[0].Hint, tc.hint) {
+			t.Errorf("%q: diagnostics %v, want one whose hint starts with %q", tc.src, diags, tc.hint)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/syncgen/syncgen/ir"
 )
@@ -96,14 +97,16 @@ func (d Diagnostics) Render(w io.Writer) {
 func (x Diagnostic) render(w io.Writer) {
 	fmt.Fprintln(w, x.Error())
 	if x.Pos.Line > 0 && x.snippet != "" {
-		line := expandTabs(x.snippet)
+		line := printableLine(x.snippet)
 		fmt.Fprintf(w, "    %s\n", line)
+		// Columns as displayed: one per rune of the printable line.
+		lineWidth := utf8.RuneCountInString(line)
 		start := displayCol(x.snippet, x.Pos.Col)
-		end := len(line)
+		end := lineWidth
 		if x.End.Line == x.Pos.Line && x.End.Col > x.Pos.Col {
 			end = displayCol(x.snippet, x.End.Col)
 		}
-		width := max(1, min(end, len(line)+1)-start)
+		width := max(1, min(end, lineWidth+1)-start)
 		fmt.Fprintf(w, "    %s%s\n", strings.Repeat(" ", start), strings.Repeat("^", width))
 	}
 	if x.Hint != "" {
@@ -131,7 +134,24 @@ func displayCol(line string, col int) int {
 	return n
 }
 
-func expandTabs(s string) string { return strings.ReplaceAll(s, "\t", "    ") }
+// printableLine prepares a source line for the terminal: tabs expanded to
+// 4 spaces, and control characters and bytes that are not UTF-8 shown as
+// U+FFFD, one column each (as displayCol counts them), so that a stray
+// escape sequence or NUL in a file cannot garble the output.
+func printableLine(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '\t':
+			b.WriteString("    ")
+		case r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0:
+			b.WriteRune(utf8.RuneError)
+		default:
+			b.WriteRune(r) // an invalid byte decodes as utf8.RuneError
+		}
+	}
+	return b.String()
+}
 
 // jsonDiagnostic is the JSON form of a diagnostic, for editors.
 type jsonDiagnostic struct {

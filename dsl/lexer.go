@@ -1,10 +1,12 @@
 package dsl
 
 import (
+	"fmt"
 	"io"
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/alecthomas/participle/v2/lexer"
@@ -256,12 +258,12 @@ func (l *tokenLexer) Next() (lexer.Token, error) {
 	return t, nil
 }
 
-// lexErrors reports every lexical error of src: unterminated strings and
-// block comments, and characters that start no token (adjacent invalid
-// characters are reported once).
+// lexErrors reports the lexical errors of src, at most maxSyntaxErrors of
+// them: unterminated strings and block comments, and characters that
+// start no token (adjacent invalid characters are reported once).
 func lexErrors(f *sourceFile, toks []token) Diagnostics {
 	var diags Diagnostics
-	for i := 0; i < len(toks); i++ {
+	for i := 0; i < len(toks) && len(diags) < maxSyntaxErrors; i++ {
 		t := toks[i]
 		switch t.Type {
 		case tokBadString:
@@ -274,26 +276,46 @@ func lexErrors(f *sourceFile, toks []token) Diagnostics {
 				j++
 			}
 			text := f.text(t.Pos.Offset, toks[j].end())
-			diags = append(diags, f.errorAt(t.Pos.Offset, toks[j].end(), "unexpected character "+quoteText(text), invalidHint(toks, i, j)))
-			i = j
+			hint, nameEnd := invalidHint(toks, i, j)
+			diags = append(diags, f.errorAt(t.Pos.Offset, toks[j].end(), "unexpected character "+quoteText(text), hint))
+			// When the hint quotes a whole name, the name's other invalid
+			// characters (`tensor ü.λ`) need no error of their own.
+			i = max(j, nameEnd)
 		}
 	}
 	return diags
 }
 
+// isOddSpace reports whether r is a Unicode space other than the ASCII
+// ones, or an invisible character (zero-width space and joiners, word
+// joiner, a byte order mark inside the file).
+func isOddSpace(r rune) bool {
+	switch r {
+	case '\u200b', '\u200c', '\u200d', '\u2060', '\ufeff':
+		return true
+	}
+	return r > unicode.MaxASCII && unicode.IsSpace(r)
+}
+
 // invalidHint suggests a fix for the invalid characters toks[i..j]: a byte
 // order mark, bytes that are not UTF-8, an import path or a tensor name
-// that needs quotes (`import models/resnet50`, `tensor attn/0 f32[4]`).
-func invalidHint(toks []token, i, j int) string {
+// that needs quotes (`import models/resnet50`, `tensor attn/0 f32[4]`,
+// `tensor ünï f32[4]`). When it quotes a name, nameEnd is the index of the
+// name's last token; otherwise it is j.
+func invalidHint(toks []token, i, j int) (hint string, nameEnd int) {
 	var text strings.Builder
 	for _, t := range toks[i : j+1] {
 		text.WriteString(t.Value)
 	}
+	space := strings.IndexFunc(text.String(), isOddSpace)
 	switch {
 	case toks[i].Pos.Offset == 0 && strings.HasPrefix(text.String(), "\ufeff"):
-		return "remove the byte order mark (BOM) at the start of the file: save it as UTF-8 without BOM"
+		return "remove the byte order mark (BOM) at the start of the file: save it as UTF-8 without BOM", j
 	case !utf8.ValidString(text.String()):
-		return "this is not UTF-8 text: save the file as UTF-8"
+		return "this is not UTF-8 text: save the file as UTF-8", j
+	case space >= 0:
+		r, _ := utf8.DecodeRuneInString(text.String()[space:])
+		return fmt.Sprintf("U+%04X is not an ordinary space (a non-breaking, zero-width or other Unicode space, often pasted from a web page); replace it with a space or delete it", r), j
 	}
 	// The run of tokens with no space between them that holds the
 	// characters, and the token before it.
@@ -316,15 +338,18 @@ func invalidHint(toks []token, i, j int) string {
 		prev--
 	}
 	if prev < 0 {
-		return ""
+		return "", j
 	}
+	// A name: the invalid characters are glued to name characters (on
+	// either side: `attn/0`, `ünï`), after a keyword or punctuation that
+	// a name follows.
 	switch p := toks[prev]; {
 	case p.Type == tokKeyword && p.Value == "import":
-		return "an import path is a quoted string: import " + strconv.Quote(whole.String())
-	case a < i && b > j && !strings.ContainsAny(whole.String(), "*?{") &&
+		return "an import path is a quoted string: import " + strconv.Quote(whole.String()), b
+	case (a < i || b > j) && !strings.ContainsAny(whole.String(), "*?{") &&
 		(p.Type == tokKeyword && (p.Value == "tensor" || isCollective(p.Value)) ||
 			p.Type == tokPunct && (p.Value == "{" || p.Value == ",")):
-		return "names with characters other than letters, digits, _ and dots are written in quotes: " + strconv.Quote(whole.String())
+		return "names with characters other than letters, digits, _ and dots are written in quotes: " + strconv.Quote(whole.String()), b
 	}
-	return ""
+	return "", j
 }

@@ -166,6 +166,17 @@ func FuzzLex(f *testing.F) {
 	})
 }
 
+// TestLexErrorsOnePerName checks that a name with several invalid
+// characters gets one error, whose hint quotes the whole name.
+func TestLexErrorsOnePerName(t *testing.T) {
+	for _, src := range []string{"tensor ünï f32[4]\n", "tensor attn/0/w f32[4]\n", "import ./lib/x.sync\n"} {
+		f := newSourceFile("t.sync", []byte(src))
+		if diags := lexErrors(f, lex(f.name, f.src)); len(diags) != 1 {
+			t.Errorf("%q: %d lexical errors, want 1: %v", src, len(diags), diags)
+		}
+	}
+}
+
 func TestLexErrorHints(t *testing.T) {
 	for _, tc := range []struct{ src, hint string }{
 		{"import models/resnet50\n", `an import path is a quoted string: import "models/resnet50"`},
@@ -174,6 +185,10 @@ func TestLexErrorHints(t *testing.T) {
 		{"tensor a f32[4]\nbucket b { a, x@y }\n", `written in quotes: "x@y"`},
 		{"\ufefftensor a f32[4]\n", "byte order mark"},
 		{"tensor a\xff f32[4]\n", "not UTF-8"},
+		{"tensor ünï f32[4]\n", `written in quotes: "ünï"`},
+		{"tensor a.λ f32[4]\n", `written in quotes: "a.λ"`},
+		{"tensor a f32[4]\nstep { allreduce a\u00a0on comm }\n", "U+00A0 is not an ordinary space"},
+		{"tensor a f32[4]\u200b\n", "U+200B is not an ordinary space"},
 		{"tensor a f32[3] @@\n", ""},
 		{"bucket c/d { a }\n", ""},
 	} {

@@ -1,6 +1,7 @@
 package dsl
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"slices"
@@ -33,6 +34,9 @@ const maxSyntaxErrors = 20
 // the start of a line, outside braces): the user then sees the first error
 // of every broken declaration, not just the first of the file.
 func parseFile(f *sourceFile) (*File, Diagnostics) {
+	if d, ok := binaryFileError(f); ok {
+		return nil, Diagnostics{d}
+	}
 	toks := lex(f.name, f.src)
 	if diags := lexErrors(f, toks); len(diags) > 0 {
 		return nil, diags
@@ -66,6 +70,22 @@ func parseFile(f *sourceFile) (*File, Diagnostics) {
 		diags = append(diags, syntaxDiagnostic(f, toks, len(f.src), err))
 	}
 	return nil, diags
+}
+
+// binaryFileError reports a file that holds a NUL byte: it is not text
+// (most likely the compiled program, NAME_sync, given instead of its
+// plan), and one error about that says more than the thousands of
+// unexpected characters its bytes would make. The diagnostic shows no
+// source line: a binary file's "line" can be megabytes long.
+func binaryFileError(f *sourceFile) (Diagnostic, bool) {
+	i := bytes.IndexByte(f.src, 0)
+	if i < 0 {
+		return Diagnostic{}, false
+	}
+	d := f.errorAt(i, i+1, "not a text file: it holds a NUL byte",
+		"a .sync plan is UTF-8 text; is this a compiled program (NAME_sync) or another binary file?")
+	d.snippet = ""
+	return d, true
 }
 
 // parseTokens parses a sequence of tokens that ends with eof.

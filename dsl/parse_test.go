@@ -153,3 +153,26 @@ func TestParseGroupCollectiveWithoutTarget(t *testing.T) {
 		t.Errorf("bucket with a missing comma: got %v, want one error \"unexpected `allreduce`\"", diags)
 	}
 }
+
+// TestParseBinaryFile checks that a file holding a NUL byte (a compiled
+// program given instead of its plan) gets one error, not one per byte.
+func TestParseBinaryFile(t *testing.T) {
+	src := []byte("\x7fELF\x02\x01\x01\x00\x00\x00\xff\xfe @@ \"x\n\x00\x01 tensor")
+	ast, diags := parseFile(newSourceFile("prog", src))
+	if ast != nil || len(diags) != 1 {
+		t.Fatalf("got ast %v and %d diagnostics, want one error: %v", ast != nil, len(diags), diags)
+	}
+	if d := diags[0]; !strings.Contains(d.Message, "not a text file") || d.Pos.Line != 1 || d.Pos.Col != 8 {
+		t.Errorf("got %v, want 1:8: not a text file", d)
+	}
+}
+
+// TestLexErrorsCapped checks that a file full of invalid characters gets
+// at most maxSyntaxErrors lexical errors.
+func TestLexErrorsCapped(t *testing.T) {
+	src := strings.Repeat("tensor a@ f32[1]\n", 3*maxSyntaxErrors)
+	_, diags := parseFile(newSourceFile("t.sync", []byte(src)))
+	if len(diags) != maxSyntaxErrors {
+		t.Errorf("got %d lexical errors, want %d", len(diags), maxSyntaxErrors)
+	}
+}

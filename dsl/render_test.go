@@ -44,3 +44,20 @@ func TestRender(t *testing.T) {
 		})
 	}
 }
+
+// TestRenderControlCharacters checks that control characters of a source
+// line are not written to the terminal as they are, and that the caret
+// stays under the subject.
+func TestRenderControlCharacters(t *testing.T) {
+	_, diags := Check("t.sync", []byte("tensor a f32[4] \x1b[31m\n"))
+	var b bytes.Buffer
+	diags.Render(&b)
+	got := b.String()
+	if strings.ContainsAny(got, "\x1b") {
+		t.Fatalf("rendered diagnostics hold a control character:\n%q", got)
+	}
+	want := "t.sync:1:17: error: unexpected character \"\\x1b\"\n    tensor a f32[4] \ufffd[31m\n                    ^\n"
+	if !strings.HasPrefix(got, want) {
+		t.Errorf("rendered\n%s\nwant it to start with\n%s", got, want)
+	}
+}

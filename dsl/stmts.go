@@ -214,6 +214,14 @@ func (c *checker) resolveCollective(st *blockState, cs *CollectiveStmt) ir.Stmt 
 				s.After = ir.After{Kind: ir.AfterReady}
 				continue
 			}
+			if _, isStream := c.streamIndex[o.Value.Text]; !isStream &&
+				suggest(o.Value.Text, append(c.streamNames(), "ready")) == "ready" {
+				// A misspelt `ready` (`after redy`) rather than a stream.
+				c.errorf(f, wordSpan(o.Value), "did you mean `ready`? `after ready` starts each bucket once its gradients are ready",
+					"no stream %s", code(o.Value.Text))
+				ok = false
+				continue
+			}
 			si, found := c.lookupStream(f, o.Value)
 			if !found {
 				ok = false

@@ -66,6 +66,10 @@ func buildPlan(c *cli.Context, path, out string, noCache bool) (*build.Result, e
 	}
 	if out == "" {
 		out = "." + string(filepath.Separator) + stem(path) + "_sync"
+		if fi, err := os.Stat(out); err == nil && fi.IsDir() {
+			// ./NAME_sync/ is also where `syncgen gen` writes the source.
+			return nil, cli.Exit(fmt.Sprintf("build: %s is a directory (written by `syncgen gen`?); remove it or pass -o PATH", out), 1)
+		}
 	} else if fi, err := os.Stat(out); err == nil && fi.IsDir() || strings.HasSuffix(out, string(filepath.Separator)) {
 		// Like go build -o DIR/: the program goes into the directory.
 		out = filepath.Join(out, stem(path)+"_sync")

@@ -88,11 +88,58 @@ func formatFile(c *cli.Context, path string) error {
 	return nil
 }
 
+// maxDiffCells bounds the table of the longest-common-subsequence diff
+// (lines removed times lines added, after the common head and tail): 4M
+// cells are 32 MiB. Beyond it the changed middle is shown as removed, then
+// added, as a whole.
+const maxDiffCells = 1 << 22
+
+// diffLine is one line of a diff: ' ' kept, '-' removed, '+' added.
+type diffLine struct {
+	op   byte
+	text string
+}
+
 // writeDiff prints a unified diff of two versions of a file. Plans are
-// small, so a quadratic longest-common-subsequence diff is fine.
+// small, so a quadratic longest-common-subsequence diff of the lines
+// between the common head and tail is fine; a file too large for it (a
+// 10,000-tensor model written one declaration a line, all reindented)
+// gets a coarser diff rather than gigabytes of table.
 func writeDiff(w io.Writer, path string, a, b []byte) {
 	x := splitLines(a)
 	y := splitLines(b)
+	head := 0
+	for head < len(x) && head < len(y) && x[head] == y[head] {
+		head++
+	}
+	tail := 0
+	for tail < len(x)-head && tail < len(y)-head && x[len(x)-1-tail] == y[len(y)-1-tail] {
+		tail++
+	}
+	var lines []diffLine
+	for _, t := range x[:head] {
+		lines = append(lines, diffLine{' ', t})
+	}
+	lines = append(lines, diffMiddle(x[head:len(x)-tail], y[head:len(y)-tail])...)
+	for _, t := range x[len(x)-tail:] {
+		lines = append(lines, diffLine{' ', t})
+	}
+	writeHunks(w, path, lines)
+}
+
+// diffMiddle diffs the lines between the common head and tail of two
+// files.
+func diffMiddle(x, y []string) []diffLine {
+	var lines []diffLine
+	if len(x)*len(y) > maxDiffCells {
+		for _, t := range x {
+			lines = append(lines, diffLine{'-', t})
+		}
+		for _, t := range y {
+			lines = append(lines, diffLine{'+', t})
+		}
+		return lines
+	}
 	// lcs[i][j]: length of the LCS of x[i:] and y[j:].
 	lcs := make([][]int, len(x)+1)
 	for i := range lcs {
@@ -107,27 +154,28 @@ func writeDiff(w io.Writer, path string, a, b []byte) {
 			}
 		}
 	}
-	type line struct {
-		op   byte
-		text string
-	}
-	var lines []line
 	i, j := 0, 0
 	for i < len(x) || j < len(y) {
 		switch {
 		case i < len(x) && j < len(y) && x[i] == y[j]:
-			lines = append(lines, line{' ', x[i]})
+			lines = append(lines, diffLine{' ', x[i]})
 			i++
 			j++
 		case i < len(x) && (j == len(y) || lcs[i+1][j] >= lcs[i][j+1]):
 			// Removed lines before added ones, as diff -u has them.
-			lines = append(lines, line{'-', x[i]})
+			lines = append(lines, diffLine{'-', x[i]})
 			i++
 		default:
-			lines = append(lines, line{'+', y[j]})
+			lines = append(lines, diffLine{'+', y[j]})
 			j++
 		}
 	}
+	return lines
+}
+
+// writeHunks prints the lines of a diff as unified-diff hunks with three
+// lines of context.
+func writeHunks(w io.Writer, path string, lines []diffLine) {
 	fmt.Fprintf(w, "--- %s\n+++ %s (formatted)\n", path, path)
 	const context = 3
 	for k := 0; k < len(lines); {

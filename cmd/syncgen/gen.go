@@ -19,7 +19,7 @@ func genCommand() *cli.Command {
 		Usage:     "write the Go source generated from a plan, for reading or for go:generate",
 		ArgsUsage: "FILE.sync",
 		Description: `gen checks the plan and writes the generated Go program to a directory
-(default: NAME_sync/ beside the current directory, NAME being the file's stem).
+(default: NAME_sync/ in the current directory, NAME being the file's stem).
 The program imports github.com/syncgen/syncgen/runtime; with --module the
 directory also gets a go.mod and a copy of the runtime, so that
 'go build' there works offline.

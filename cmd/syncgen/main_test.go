@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -293,6 +294,23 @@ func TestGenOntoProgram(t *testing.T) {
 	}
 }
 
+// TestBuildOntoGenDirectory: `syncgen gen` writes the source into
+// ./NAME_sync/, where `syncgen build` puts the program by default; build
+// then says so instead of failing to rename its temporary file.
+func TestBuildOntoGenDirectory(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("SYNCGEN_CACHE", filepath.Join(dir, "cache"))
+	p := writeFile(t, dir, "hello.sync", helloPlan)
+	t.Chdir(dir)
+	if code, _, errOut := syncgen(t, "gen", p); code != 0 {
+		t.Fatalf("gen: exit %d: %s", code, errOut)
+	}
+	code, _, errOut := syncgen(t, "build", p)
+	if code != 1 || !strings.Contains(errOut, "is a directory") || !strings.Contains(errOut, "-o PATH") {
+		t.Errorf("build onto gen's directory: exit %d, stderr %q; want 1 and a clear message", code, errOut)
+	}
+}
+
 func TestBuildIntoDirectory(t *testing.T) {
 	needToolchain(t)
 	dir := t.TempDir()
@@ -363,4 +381,42 @@ func countFiles(dir string) int {
 		return nil
 	})
 	return n
+}
+
+// TestFmtDiffLargeFile checks fmt -d on a file too large for the
+// quadratic diff (every line of 3,000 changes): it prints one hunk that
+// turns the file into its formatted form, without a table of 9M cells.
+func TestFmtDiffLargeFile(t *testing.T) {
+	dir := t.TempDir()
+	var src, formatted strings.Builder
+	src.WriteString("// head\n")
+	formatted.WriteString("// head\n")
+	for i := range 3000 {
+		fmt.Fprintf(&src, "tensor  t%d f32[1]\n", i)
+		fmt.Fprintf(&formatted, "tensor t%d f32[1]\n", i)
+	}
+	p := writeFile(t, dir, "big.sync", src.String())
+	code, out, errOut := syncgen(t, "fmt", "-d", p)
+	if code != 0 {
+		t.Fatalf("fmt -d: exit %d: %s", code, errOut)
+	}
+	lines := strings.SplitAfter(out, "\n")
+	if len(lines) < 3 || lines[2] != "@@ -1,3001 +1,3001 @@\n" {
+		t.Fatalf("fmt -d of a large file: hunk header %q, want @@ -1,3001 +1,3001 @@", lines[min(2, len(lines)-1)])
+	}
+	var before, after strings.Builder
+	for _, l := range lines[3:] {
+		switch {
+		case strings.HasPrefix(l, " "):
+			before.WriteString(l[1:])
+			after.WriteString(l[1:])
+		case strings.HasPrefix(l, "-"):
+			before.WriteString(l[1:])
+		case strings.HasPrefix(l, "+"):
+			after.WriteString(l[1:])
+		}
+	}
+	if before.String() != src.String() || after.String() != formatted.String() {
+		t.Errorf("the diff does not turn the file into its formatted form")
+	}
 }
