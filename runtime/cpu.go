@@ -30,6 +30,12 @@ type cpuBackend struct {
 	prog *progressThread
 	// clock converts the clock readings of batches (cpu_batch.go).
 	clock monoClock
+	// timingPieces: the streams time the pieces of large collectives
+	// (cpu_pieces.go), until pieceTime, the slowest rank's median, sets
+	// their size (0 while unset).
+	timingPieces bool
+	pieceTime    time.Duration
+	piecesSized  bool
 }
 
 // cpuTuning holds the knobs of the CPU collectives (see tuning.go).
@@ -37,10 +43,30 @@ type cpuTuning struct {
 	// chunkBytes splits allreduce, broadcast and reduce into pieces of at
 	// most this many bytes, run one after another.
 	chunkBytes int64
+	// autoChunk: SYNCGEN_CPU_CHUNK is not set, and the warm-up sizes the
+	// pieces (cpu_pieces.go).
+	autoChunk bool
 	// nonblocking selects the progress-thread mode (cpu_nb.go); inflight
 	// is how many pieces of one collective it keeps in flight.
 	nonblocking bool
 	inflight    int
+}
+
+// String describes the knobs as the header and the plan check show them.
+func (t cpuTuning) String() string {
+	var s string
+	switch {
+	case t.chunkBytes == math.MaxInt64:
+		s = "collectives not split"
+	case t.autoChunk:
+		s = "pieces of " + formatBytes(t.chunkBytes)
+	default:
+		s = "pieces of " + formatBytes(t.chunkBytes) + " (SYNCGEN_CPU_CHUNK)"
+	}
+	if t.nonblocking {
+		s += fmt.Sprintf(", %d in flight", t.inflight)
+	}
+	return s
 }
 
 // chunkElems is the number of elements of dt in one piece of a large
@@ -74,10 +100,23 @@ func (b *cpuBackend) Versions() []KV {
 // describe says how the backend runs collectives.
 func (b *cpuBackend) describe() string {
 	if b.prog != nil {
-		return fmt.Sprintf("nonblocking MPI calls driven by a progress thread, chunks of %s, %d in flight",
-			formatBytes(b.tune.chunkBytes), b.tune.inflight)
+		return "nonblocking MPI calls driven by a progress thread, " + b.tune.String()
 	}
-	return fmt.Sprintf("blocking MPI calls in issue order, chunks of %s", formatBytes(b.tune.chunkBytes))
+	s := "blocking MPI calls in issue order, " + b.tune.String()
+	if b.tune.autoChunk && b.prog == nil && !b.piecesSized {
+		s += fmt.Sprintf(" (up to %s if the warm-up's are quick)", formatBytes(maxPiece))
+	}
+	return s
+}
+
+// pieceNote says what the warm-up made of the pieces' size, for the
+// report; "" when it did not time any.
+func (b *cpuBackend) pieceNote() string {
+	if b.pieceTime <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("pieces of large collectives: %s in the measured steps (a %s piece took %s in the warm-up, the quickest on the slowest rank; SYNCGEN_CPU_CHUNK fixes the size)",
+		formatBytes(b.tune.chunkBytes), formatBytes(defaultCPUChunk), formatDur(b.pieceTime))
 }
 
 func (b *cpuBackend) NewStream(index int, name string, prio Priority) (BackendStream, error) {

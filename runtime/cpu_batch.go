@@ -48,6 +48,11 @@ func (s *cpuStream) runBatch(ops []cpuOp, first int) int {
 	nb.Reset()
 	firstTicket := ops[first].ticket
 	next := firstTicket
+	// A batch that starts inside a collective runs one whole piece and at
+	// most clock reads after it: the warm-up times these (cpu_pieces.go).
+	lead := &ops[first]
+	timed := b.timingPieces && lead.kind == opColl && lead.off > 0 &&
+		lead.coll.Buf.N-lead.off >= b.tune.chunkElems(lead.coll.Buf.DType)
 	end := first
 	sawColl, partial := false, false
 loop:
@@ -80,7 +85,14 @@ loop:
 
 	b.seq.wait(firstTicket)
 	b.h.mu.Lock()
+	var t0 time.Time
+	if timed {
+		t0 = time.Now()
+	}
 	done, err := nb.Run()
+	if timed {
+		s.samplePiece(time.Since(t0))
+	}
 	b.h.mu.Unlock()
 	turns := next - firstTicket
 	if err != nil {

@@ -23,10 +23,17 @@ package runtime
 //
 // Why chunks: MPI_Allreduce of 32 MiB and more falls off a cliff on these
 // machines (from 4-9.6 GB/s busbw at 1-16 MiB to 0.3-0.4 GB/s, 2 and 4
-// ranks), because the default algorithm choice changes with the size. Large
-// allreduce, broadcast and reduce calls are therefore split into pieces of
-// chunkBytes (SYNCGEN_CPU_CHUNK, default 4 MiB), run back to back, so the
-// library always works in its fast range. allgather and reducescatter are
+// ranks). The cause is glibc, not the algorithm: Open MPI's allreduce
+// mallocs a scratch buffer as large as the message, and glibc serves a
+// malloc above its mmap threshold with a fresh mapping. The threshold
+// follows the largest block freed, but only up to 32 MiB, so from 32 MiB on
+// every call maps, page-faults and unmaps its scratch (strace: one munmap
+// of 33,558,528 bytes per call at 32 MiB, none at 16 MiB; the same C
+// program with MALLOC_MMAP_THRESHOLD_=1GiB keeps 5.5-6 GB/s at 32 and 64
+// MiB). Large allreduce, broadcast and reduce calls are therefore split
+// into pieces of chunkBytes (SYNCGEN_CPU_CHUNK, default 4 MiB), run back to
+// back, so the scratch buffers stay in glibc's heap; 4 MiB rather than 16
+// because a piece must also end well within 10 ms (yieldEvery says why). allgather and reducescatter are
 // split the same way, a piece being the same elements of every rank's block
 // (chunkBytes in all): an allgather piece is one MPI_Allgather with a
 // datatype whose extent is a whole block, a reducescatter piece one

@@ -37,6 +37,8 @@ type cpuStream struct {
 	lastYield time.Time
 	scratch   []byte    // C memory for MPI, see scratchBytes
 	batch     mpi.Batch // see cpu_batch.go
+	// pieceTimes are the warm-up's piece times (cpu_pieces.go).
+	pieceTimes []time.Duration
 	// syncMarker is the marker of Synchronize (owned by the host).
 	syncMarker cpuMarker
 }

@@ -72,13 +72,13 @@ func planDigest(p *Plan, prog *program) [32]byte {
 // its CPU tuning, the run's flags that every rank must share, and a label
 // for messages.
 const (
-	recDigest      = 0  // 32 bytes: planDigest
-	recTuning      = 32 // 8 bytes: the CPU backend's knobs
-	recSteps       = 40 // 8 bytes each: --steps, --warmup, --check
-	recWarmup      = 48
-	recCheck       = 56
-	recBackend     = 64 // 16 bytes: --backend, zero-padded
-	recLabel       = 80 // the plan's hash, source and name, zero-padded
+	recDigest      = 0   // 32 bytes: planDigest
+	recTuning      = 32  // 80 bytes: the CPU backend's knobs, described
+	recSteps       = 112 // 8 bytes each: --steps, --warmup, --check
+	recWarmup      = 120
+	recCheck       = 128
+	recBackend     = 136 // 16 bytes: --backend, zero-padded
+	recLabel       = 152 // the plan's hash, source and name, zero-padded
 	planRecordSize = recLabel + 120
 )
 
@@ -91,10 +91,7 @@ func checkSamePlan(h *mpiHost, p *Plan, prog *program, tune cpuTuning, o *option
 	rec := make([]byte, planRecordSize)
 	d := planDigest(p, prog)
 	copy(rec[recDigest:], d[:])
-	binary.LittleEndian.PutUint64(rec[recTuning:], uint64(tune.chunkBytes)^uint64(tune.inflight)<<56)
-	if tune.nonblocking {
-		rec[recTuning+7] ^= 0x80
-	}
+	copy(rec[recTuning:recSteps], tuningText(tune))
 	binary.LittleEndian.PutUint64(rec[recSteps:], uint64(o.steps))
 	binary.LittleEndian.PutUint64(rec[recWarmup:], uint64(o.warmup))
 	binary.LittleEndian.PutUint64(rec[recCheck:], uint64(o.checkEvery))
@@ -123,10 +120,10 @@ func checkSamePlan(h *mpiHost, p *Plan, prog *program, tune cpuTuning, o *option
 	if len(tunings) > 1 {
 		var parts []string
 		for _, g := range tunings {
-			parts = append(parts, fmt.Sprintf("%s use %#x", rankList(g), binary.LittleEndian.Uint64(all[g[0]][recTuning:])))
+			parts = append(parts, fmt.Sprintf("%s: %s", rankList(g), field(all[g[0]], recTuning, recSteps)))
 		}
 		return fmt.Errorf("the CPU backend's tuning (SYNCGEN_CPU_CHUNK, SYNCGEN_CPU_MODE, SYNCGEN_CPU_INFLIGHT) differs between ranks (%s); set it the same everywhere (mpirun -x NAME)",
-			strings.Join(parts, ", "))
+			strings.Join(parts, "; "))
 	}
 	flags := groupRanks(all, func(x []byte) string { return string(x[recSteps:recLabel]) })
 	if len(flags) > 1 {
@@ -144,6 +141,16 @@ func checkSamePlan(h *mpiHost, p *Plan, prog *program, tune cpuTuning, o *option
 			strings.Join(lines, "\n"))
 	}
 	return nil
+}
+
+// tuningText describes the CPU backend's knobs for the comparison; it fits
+// the record's field.
+func tuningText(t cpuTuning) string {
+	mode := "blocking"
+	if t.nonblocking {
+		mode = "nonblocking"
+	}
+	return mode + ", " + t.String()
 }
 
 // groupRanks groups the ranks by key(record), in the order of each group's

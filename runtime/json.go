@@ -73,7 +73,17 @@ type jsonSummary struct {
 	TimeOverRks string    `json:"time_over_ranks"`
 }
 
+// writeJSON writes the report as JSON to path (rank 0).
 func writeJSON(path string, e *engine, rep *report, info *runInfo) error {
+	data, err := json.MarshalIndent(makeJSON(e, rep, info), "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(data, '\n'), 0o644)
+}
+
+// makeJSON fills the file's schema from the report.
+func makeJSON(e *engine, rep *report, info *runInfo) jsonReport {
 	p := e.plan
 	nt, _, params, bytes := planTotals(p)
 	j := jsonReport{Program: p.Name, Source: p.Source, PlanHash: p.Hash, Ranks: e.size, Hosts: info.hosts,
@@ -86,6 +96,10 @@ func writeJSON(path string, e *engine, rep *report, info *runInfo) error {
 	for _, kv := range info.env {
 		j.Env[kv.Key] = kv.Value
 	}
+	// Empty lists are [] rather than null: a plan whose step has no
+	// collective still has a list of buckets, and --steps 0 a list of
+	// step times.
+	j.Buckets = []jsonRow{}
 	for _, r := range rep.rows {
 		b := p.Buckets[r.bucket]
 		jr := jsonRow{Bucket: b.Name, Src: string(r.at), Stream: p.Streams[r.stream].Name, Tensors: len(b.Tensors), Bytes: r.bytes,
@@ -108,12 +122,9 @@ func writeJSON(path string, e *engine, rep *report, info *runInfo) error {
 	j.Summary = jsonSummary{StepP50Ms: ms(rep.p50), StepP90Ms: ms(rep.p90), StepMeanMs: ms(rep.mean), ComputeMs: ms(rep.compute),
 		CommMs: ms(rep.comm), ExposedMs: ms(rep.exposed), OverlapPct: rep.overlap, Wrong: rep.wrong, Unchecked: rep.unchecked,
 		Checks: rep.checks, TimeOverRks: "bucket time: max over ranks of the per-rank mean; step time: max over ranks"}
+	j.Summary.StepsMs = make([]float64, 0, len(rep.stepTimes))
 	for _, d := range rep.stepTimes {
 		j.Summary.StepsMs = append(j.Summary.StepsMs, ms(d))
 	}
-	data, err := json.MarshalIndent(j, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, append(data, '\n'), 0o644)
+	return j
 }

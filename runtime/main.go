@@ -33,7 +33,8 @@ func mainArgs(p *Plan, args []string) int {
 	if len(args) > 0 {
 		progNameValue = filepath.Base(args[0])
 	}
-	opts, err := parseOptions(p, progName(), args[1:], os.Stderr)
+	// --help prints to stdout, so that `./NAME_sync --help | less` works.
+	opts, err := parseOptions(p, progName(), args[1:], os.Stdout)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
@@ -102,13 +103,26 @@ func (r *runner) run() int {
 	p, h := r.p, r.h
 	r.phase = &phaseWatch{r: r, timeout: r.opts.timeout}
 	defer r.phase.enter("")
+	// Rank 0 writes the output files: a path it cannot write is a usage
+	// error, which every rank learns from it and ends with, like a bad flag
+	// (exit status 2), rather than an abort of the job.
+	var outErr error
+	if h.rank == 0 {
+		outErr = checkOutputs(r.opts)
+	}
+	failed := []byte{0}
+	if outErr != nil {
+		failed[0] = 1
+	}
+	if err := h.Bcast(0, failed); err != nil {
+		r.fatal(fmt.Errorf("checking the output files: %w", err))
+	}
+	if failed[0] != 0 {
+		r.agreedFailure(outErr)
+		return 2
+	}
 	// Compare plans first: only when every rank runs the same plan do they
 	// all reach the same verdict on it.
-	if h.rank == 0 {
-		if err := checkOutputs(r.opts); err != nil {
-			r.fatal(err)
-		}
-	}
 	r.phase.enter("comparing the plan across ranks")
 	prog, err := record(p)
 	tune := cpuTuningFromEnv()
@@ -154,6 +168,9 @@ func (r *runner) run() int {
 	progress.done()
 	wd.close()
 	awaitTimeoutAbort()
+	// The warm-up may have resized the pieces of large collectives: the
+	// JSON file shows the size the measured steps used.
+	info.versions = be.Versions()
 	r.phase.enter("gathering and writing the results")
 	rep, err := gatherReport(e, res)
 	if err != nil {

@@ -161,8 +161,50 @@ func TestGroupsChainsAndInit(t *testing.T) {
 // A bucket larger than the CPU backend's chunk, split into many pieces.
 func TestChunkedLargeBuckets(t *testing.T) {
 	r := mpirun(t, 2, []string{"SYNCGEN_CPU_CHUNK=256KiB"}, 90*time.Second, "big:1000003", "--steps", "2", "--warmup", "0")
-	if r.code != 0 || !strings.Contains(r.out, "# 0 wrong") || !strings.Contains(r.out, "chunks of 256.0 KiB") {
+	if r.code != 0 || !strings.Contains(r.out, "# 0 wrong") || !strings.Contains(r.out, "pieces of 256.0 KiB (SYNCGEN_CPU_CHUNK)") {
 		t.Fatalf("exit %d; output:\n%s", r.code, r.out)
+	}
+}
+
+// The warm-up sizes the pieces (cpu_pieces.go): a piece time given through
+// the test hook makes every rank choose the same size, the measured steps
+// run with it, exactly, and the report and the JSON file say which. Fewer
+// than 4 warm-up steps keep 4 MiB.
+func TestPiecesSizedByWarmup(t *testing.T) {
+	for _, c := range []struct {
+		pieceTime string
+		warmup    string
+		want      string
+	}{
+		{"1ms", "4", "pieces of large collectives: 16.0 MiB in the measured steps (a 4.0 MiB piece took 1.00 ms"},
+		{"1500us", "5", "pieces of large collectives: 8.0 MiB in the measured steps (a 4.0 MiB piece took 1.50 ms"},
+		{"3ms", "4", "pieces of large collectives: 4.0 MiB in the measured steps"},
+		{"1ms", "3", ""},
+	} {
+		t.Run(c.pieceTime+"/warmup"+c.warmup, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "r.json")
+			r := mpirun(t, 2, []string{"SYNCGEN_TEST_PIECE_TIME=" + c.pieceTime}, 90*time.Second,
+				"big", "--steps", "2", "--warmup", c.warmup, "--check", "1", "--json", out)
+			if r.code != 0 || !strings.Contains(r.out, "# 0 wrong") {
+				t.Fatalf("exit %d; output:\n%s", r.code, r.out)
+			}
+			mustContain(t, r, "pieces of 4.0 MiB (up to 16.0 MiB if the warm-up's are quick)")
+			if c.want == "" {
+				if strings.Contains(r.out, "pieces of large collectives") {
+					t.Fatalf("pieces sized after %s warm-up steps:\n%s", c.warmup, r.out)
+				}
+				return
+			}
+			mustContain(t, r, c.want)
+			data, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			size := strings.Fields(strings.TrimPrefix(c.want, "pieces of large collectives: "))[0]
+			if want := `"collectives": "blocking MPI calls in issue order, pieces of ` + size + ` MiB"`; !strings.Contains(string(data), want) {
+				t.Fatalf("%s lacks %s:\n%s", out, want, data)
+			}
+		})
 	}
 }
 
@@ -187,7 +229,7 @@ func TestEveryCollectiveInPieces(t *testing.T) {
 	for _, np := range []int{3, 4} {
 		t.Run(fmt.Sprintf("np%d", np), func(t *testing.T) {
 			r := mpirun(t, np, []string{"SYNCGEN_CPU_CHUNK=24B"}, 120*time.Second, "matrix", "--steps", "2", "--warmup", "0")
-			if r.code != 0 || !strings.Contains(r.out, "# 0 wrong") || !strings.Contains(r.out, "chunks of 24 B") {
+			if r.code != 0 || !strings.Contains(r.out, "# 0 wrong") || !strings.Contains(r.out, "pieces of 24 B (SYNCGEN_CPU_CHUNK)") {
 				t.Fatalf("exit %d; output:\n%s", r.code, r.out)
 			}
 		})
@@ -472,6 +514,16 @@ func TestWrongElementDetected(t *testing.T) {
 			mustContain(t, r, "# 1 wrong", "rank 1: step 2:", "element 3")
 		})
 	}
+	// The init block's results are checked once, right after it (step -1
+	// of the hook): bucket 1, "frozen", is touched by no step collective
+	// but the max allreduce.
+	t.Run("init", func(t *testing.T) {
+		r := mpirun(t, 3, []string{"SYNCGEN_TEST_CORRUPT=2:-1:1:7"}, 60*time.Second, "init", "--steps", "2", "--warmup", "0")
+		if r.code == 0 {
+			t.Fatalf("a wrong element after init passed:\n%s", r.out)
+		}
+		mustContain(t, r, "# 1 wrong, 3 checks", `rank 2: step init: bucket "frozen": 1 wrong`)
+	})
 }
 
 func TestFlags(t *testing.T) {
@@ -489,6 +541,15 @@ func TestFlags(t *testing.T) {
 		t.Fatalf("exit %d:\n%s", r.code, r.out)
 	}
 	mustContain(t, r, "checks off", "backend cpu (--backend cpu)")
+	// An output file rank 0 cannot write is a usage error on every rank:
+	// exit 2 and one message, not an abort of the job.
+	bad := filepath.Join(t.TempDir(), "no", "such", "dir", "r.json")
+	for _, np := range []int{0, 2} {
+		r = mpirun(t, np, nil, 30*time.Second, "basic", "--steps", "1", "--json", bad)
+		if r.code != 2 || strings.Contains(r.out, "MPI_ABORT") || strings.Count(r.out, "cannot write the file") != 1 {
+			t.Errorf("np %d, an unwritable --json: exit %d:\n%s", np, r.code, r.out)
+		}
+	}
 }
 
 // The progress-thread mode runs the same plans to the same results.
@@ -523,7 +584,7 @@ func TestTuningMismatch(t *testing.T) {
 	if r.code == 0 {
 		t.Fatalf("ranks with different chunk sizes ran:\n%s", r.out)
 	}
-	mustContain(t, r, "differs between ranks", "rank 0 use", "rank 1 use")
+	mustContain(t, r, "differs between ranks", "rank 0: blocking, pieces of 1.0 MiB (SYNCGEN_CPU_CHUNK)", "rank 1: blocking, pieces of 4.0 MiB")
 }
 
 // The thread level asked of MPI: single by default (the runtime serialises

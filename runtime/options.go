@@ -80,8 +80,7 @@ As root add --allow-run-as-root; with more ranks than cores, --oversubscribe.
 
 Flags (one or two dashes):
 `, prog, p.Name, p.Source, prog)
-		fs.SetOutput(out)
-		fs.PrintDefaults()
+		printFlags(out, fs)
 	}
 	// The flag package prints its error and the whole help text on a bad
 	// flag; the error alone, in the program's own words, says more.
@@ -115,6 +114,13 @@ Flags (one or two dashes):
 			return nil, fmt.Errorf("--backend %q: want auto, cpu or nccl", o.backend)
 		}
 	}
+	// A flag that takes a FILE takes the next argument whatever it is:
+	// "--json --quiet" would write the JSON to a file named "--quiet".
+	for _, f := range []struct{ name, value string }{{"--json", o.json}, {"--trace", o.trace}} {
+		if strings.HasPrefix(f.value, "-") {
+			return nil, fmt.Errorf("%s %q: want a FILE after %s, not a flag (for a file whose name starts with \"-\", write ./%s)", f.name, f.value, f.name, f.value)
+		}
+	}
 	if o.steps < 0 || o.warmup < 0 {
 		return nil, fmt.Errorf("--steps and --warmup must not be negative")
 	}
@@ -122,4 +128,19 @@ Flags (one or two dashes):
 		return nil, fmt.Errorf("--timeout must be positive")
 	}
 	return o, nil
+}
+
+// printFlags prints the flags as flag.PrintDefaults does, but named with
+// two dashes, as the rest of the help and the documentation write them.
+func printFlags(out io.Writer, fs *flag.FlagSet) {
+	var b strings.Builder
+	fs.SetOutput(&b)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
+	for _, line := range strings.SplitAfter(b.String(), "\n") {
+		if strings.HasPrefix(line, "  -") {
+			line = "  --" + line[len("  -"):]
+		}
+		io.WriteString(out, line)
+	}
 }

@@ -28,6 +28,9 @@ func TestParseOptions(t *testing.T) {
 		{[]string{"--steps", "-1"}, "must not be negative", 0, 0},
 		{[]string{"--backend", "tpu"}, `--backend "tpu": want auto, cpu or nccl`, 0, 0},
 		{[]string{"--timeout", "0s"}, "--timeout must be positive", 0, 0},
+		{[]string{"--json", "--quiet"}, `--json "--quiet": want a FILE after --json, not a flag`, 0, 0},
+		{[]string{"--trace", "-x.json"}, `write ./-x.json`, 0, 0},
+		{[]string{"--json", "./-x.json"}, "", 7, 3},
 	} {
 		var out bytes.Buffer
 		o, err := parseOptions(p, "prog", c.args, &out)
@@ -45,8 +48,15 @@ func TestParseOptions(t *testing.T) {
 		}
 	}
 	var out bytes.Buffer
-	if _, err := parseOptions(p, "prog", []string{"--help"}, &out); !errors.Is(err, flag.ErrHelp) || !strings.Contains(out.String(), "-timeout DUR") {
+	if _, err := parseOptions(p, "prog", []string{"--help"}, &out); !errors.Is(err, flag.ErrHelp) || !strings.Contains(out.String(), "\n  --timeout DUR") {
 		t.Errorf("--help: %v, printed %q", err, out.String())
+	}
+	// The flags are listed with two dashes, as the help text and the
+	// documentation write them.
+	for _, line := range strings.Split(out.String(), "\n") {
+		if strings.HasPrefix(line, "  -") && !strings.HasPrefix(line, "  --") {
+			t.Errorf("--help lists a flag with one dash: %q", line)
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ package runtime
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -15,10 +16,12 @@ type progressBar struct {
 	on    bool
 	start time.Time
 	last  time.Time
+	width int // the length of the longest line drawn, which done clears
+	out   io.Writer
 }
 
 func newProgress(want bool) *progressBar {
-	p := &progressBar{start: time.Now()}
+	p := &progressBar{start: time.Now(), out: os.Stderr}
 	if want {
 		if fi, err := os.Stderr.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
 			p.on = true
@@ -40,12 +43,14 @@ func (p *progressBar) update(done, total int) {
 	p.last = now
 	const width = 30
 	n := done * width / total
-	fmt.Fprintf(os.Stderr, "\r[%s%s] %d/%d steps %.1fs ", strings.Repeat("#", n), strings.Repeat(".", width-n), done, total, now.Sub(p.start).Seconds())
+	line := fmt.Sprintf("[%s%s] %d/%d steps %.1fs ", strings.Repeat("#", n), strings.Repeat(".", width-n), done, total, now.Sub(p.start).Seconds())
+	p.width = max(p.width, len(line))
+	fmt.Fprintf(p.out, "\r%s", line)
 }
 
 // done clears the bar.
 func (p *progressBar) done() {
 	if p.on {
-		fmt.Fprintf(os.Stderr, "\r%s\r", strings.Repeat(" ", 60))
+		fmt.Fprintf(p.out, "\r%s\r", strings.Repeat(" ", p.width))
 	}
 }

@@ -58,10 +58,22 @@ func busFactor(c Coll, n int) float64 {
 
 // gatherReport gathers every rank's figures (collective).
 func gatherReport(e *engine, res *results) (*report, error) {
-	nb := len(e.plan.Buckets)
+	all, err := e.h.Allgather(encodeFigures(res, len(e.plan.Buckets)))
+	if err != nil {
+		return nil, err
+	}
+	bufElems := make([]int64, len(e.buckets))
+	for i, b := range e.buckets {
+		bufElems[i] = b.elems
+	}
+	return buildReport(e.plan, e.prog, bufElems, res, all), nil
+}
+
+// encodeFigures lays out one rank's figures as float64s for the
+// allgather: row means, row medians, per-bucket wrong and unchecked
+// counts, then per measured step (step, compute, comm, hidden).
+func encodeFigures(res *results, nb int) []byte {
 	ns := len(res.steps)
-	// Layout: row means, per-bucket wrong and unchecked, per-step (step,
-	// compute, comm, hidden).
 	vals := make([]float64, 0, 2*len(res.rows)+2*nb+4*ns)
 	for _, r := range res.rows {
 		vals = append(vals, float64(meanDur(r.times)))
@@ -82,12 +94,33 @@ func gatherReport(e *engine, res *results) (*report, error) {
 	for i, v := range vals {
 		binary.LittleEndian.PutUint64(rec[8*i:], math.Float64bits(v))
 	}
-	all, err := e.h.Allgather(rec)
-	if err != nil {
-		return nil, err
+	return rec
+}
+
+// groupMembers returns the ids of the step's collective statements that
+// are issued inside a group.
+func groupMembers(prog *program) map[int]bool {
+	in := map[int]bool{}
+	for _, s := range prog.step {
+		if s.kind != sGroup {
+			continue
+		}
+		for _, m := range s.body {
+			in[m.id] = true
+		}
 	}
+	return in
+}
+
+// buildReport combines every rank's figures (all[rank], as encodeFigures
+// wrote them) into the report. bufElems are the buckets' buffer lengths
+// (padded for allgather and reducescatter), which give a row its bytes
+// when no measured step recorded them.
+func buildReport(p *Plan, prog *program, bufElems []int64, res *results, all [][]byte) *report {
+	nb := len(p.Buckets)
+	ns := len(res.steps)
 	at := func(rank, i int) float64 { return math.Float64frombits(binary.LittleEndian.Uint64(all[rank][8*i:])) }
-	n := e.size
+	n := len(all)
 	rep := &report{checks: res.checked, bucketBad: make([]int64, nb), bucketUnc: make([]int64, nb)}
 	nr := len(res.rows)
 	base := 2 * nr
@@ -104,6 +137,7 @@ func gatherReport(e *engine, res *results) (*report, error) {
 	for i, r := range res.rows {
 		lastRow[r.bucket] = i
 	}
+	inGroup := groupMembers(prog)
 	for i, r := range res.rows {
 		var t, med float64
 		for k := 0; k < n; k++ {
@@ -111,8 +145,11 @@ func gatherReport(e *engine, res *results) (*report, error) {
 			med = max(med, at(k, nr+i))
 		}
 		rr := rowReport{row: r, time: time.Duration(t), median: time.Duration(med)}
-		if r.bytes == 0 {
-			rr.bytes = e.plan.Buckets[r.bucket].Elems * e.plan.Buckets[r.bucket].Wire.Size()
+		// Without a measured step the records did not say these: take
+		// them from the plan, as a measured step would have.
+		rr.group = inGroup[r.id]
+		if r.bytes == 0 && r.bucket < len(bufElems) {
+			rr.bytes = bufElems[r.bucket] * p.Buckets[r.bucket].Wire.Size()
 		}
 		if t > 0 {
 			rr.algbw = float64(rr.bytes) / t // bytes per ns = GB/s
@@ -147,7 +184,7 @@ func gatherReport(e *engine, res *results) (*report, error) {
 			rep.overlap = 100 * hidden / comm
 		}
 	}
-	return rep, nil
+	return rep
 }
 
 func meanDur(ds []time.Duration) time.Duration {
@@ -251,13 +288,23 @@ func printReport(w io.Writer, e *engine, rep *report, opts *options) {
 					wrong = "-"
 				}
 			}
-			fmt.Fprintf(w, "  %-24s %7d %12d %5s %-14s %-5s %12.1f %10.3f %10.3f %7s\n",
-				name, len(b.Tensors), r.bytes, b.Wire, coll, op, float64(r.time)/1e3, r.algbw, r.busbw, wrong)
+			// Without a measured step there is no time to show: a
+			// dash, not a time of 0 and a bandwidth of 0.
+			tm, alg, bus := "-", "-", "-"
+			if len(rep.stepTimes) > 0 {
+				tm = fmt.Sprintf("%.1f", float64(r.time)/1e3)
+				alg, bus = fmt.Sprintf("%.3f", r.algbw), fmt.Sprintf("%.3f", r.busbw)
+			}
+			fmt.Fprintf(w, "  %-24s %7d %12d %5s %-14s %-5s %12s %10s %10s %7s\n",
+				name, len(b.Tensors), r.bytes, b.Wire, coll, op, tm, alg, bus, wrong)
 		}
 		fmt.Fprintf(w, "# time: the maximum over ranks of each rank's mean over %d measured steps; busbw as nccl-tests (allreduce 2(n-1)/n, allgather and reducescatter (n-1)/n, broadcast and reduce 1)\n",
 			len(rep.stepTimes))
 		if groups {
-			fmt.Fprintf(w, "# *: issued in a group; time and bandwidth are those of the whole group on its stream\n")
+			fmt.Fprintf(w, "# *: issued in a group; time is the whole group's on its stream; algbw and busbw are this bucket's bytes over that time\n")
+		}
+		if n, ok := e.be.(interface{ pieceNote() string }); ok && n.pieceNote() != "" {
+			fmt.Fprintf(w, "# %s\n", n.pieceNote())
 		}
 	}
 	if len(rep.stepTimes) > 0 {
@@ -265,9 +312,13 @@ func printReport(w io.Writer, e *engine, rep *report, opts *options) {
 			formatDur(rep.p50), formatDur(rep.p90), formatDur(rep.mean), formatDur(rep.compute), formatDur(rep.exposed), formatDur(rep.comm), rep.overlap)
 	}
 	var parts []string
-	if rep.checks == 0 {
+	switch {
+	case rep.checks == 0 && opts.checkEvery == 0:
 		parts = append(parts, "checks off")
-	} else {
+	case rep.checks == 0:
+		// Checks were on, but no step ran to be checked.
+		parts = append(parts, "0 checks (no step ran)")
+	default:
 		parts = append(parts, fmt.Sprintf("%d wrong", rep.wrong))
 		if rep.unchecked > 0 {
 			parts = append(parts, fmt.Sprintf("%d unchecked (values beyond the exact range of their dtype, or undefined)", rep.unchecked))

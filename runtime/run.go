@@ -88,6 +88,14 @@ func (e *engine) runAll(res *results, progress *progressBar) error {
 			return err
 		}
 		e.model.apply(flat(e.prog.init), InitStep)
+		// The init block's results (a broadcast of the parameters) are
+		// checked once, before a backward overwrites them.
+		if e.opts.checkEvery > 0 {
+			testHooksFromEnv().beforeCheck(e, -1)
+			if err := e.checkBuckets(res, flat(e.prog.init)); err != nil {
+				return err
+			}
+		}
 		e.endStep()
 	}
 	total := e.opts.warmup + e.opts.steps
@@ -100,6 +108,14 @@ func (e *engine) runAll(res *results, progress *progressBar) error {
 	defer gc.stop()
 	for i := 0; i < total; i++ {
 		e.seedStep, e.stepNo, e.cursor = uint32(i), i, 0
+		if ps, ok := e.be.(pieceSizer); ok && i == 1 && sizingStep(e.opts.warmup) > 0 {
+			ps.timePieces()
+		}
+		if i == sizingStep(e.opts.warmup) {
+			if err := e.sizePieces(); err != nil {
+				return err
+			}
+		}
 		if i == e.opts.warmup {
 			if err := e.settleBeforeMeasuring(); err != nil {
 				return err
@@ -168,6 +184,23 @@ func (e *engine) settleBeforeMeasuring() error {
 	e.hostAt.set("")
 	watchIdle(e)
 	settle(e.opts.settle)
+	return nil
+}
+
+// sizePieces lets the backend size the pieces of large collectives from
+// the warm-up so far (cpu_pieces.go).
+func (e *engine) sizePieces() error {
+	ps, ok := e.be.(pieceSizer)
+	if !ok {
+		return nil
+	}
+	watchStep(e)
+	e.hostAt.set("sizing the pieces of large collectives after the warm-up")
+	if err := ps.sizePieces(); err != nil {
+		return fmt.Errorf("sizing the pieces of large collectives: %w", err)
+	}
+	e.hostAt.set("")
+	watchIdle(e)
 	return nil
 }
 
@@ -375,9 +408,15 @@ func length(in []interval) time.Duration {
 
 // checkStep verifies every bucket that a collective of the step touched.
 func (e *engine) checkStep(res *results) error {
+	return e.checkBuckets(res, e.flatStep)
+}
+
+// checkBuckets checks every bucket that a collective of stmts touched; a
+// block without collectives makes no check.
+func (e *engine) checkBuckets(res *results, stmts []stmt) error {
 	touched := map[int]bool{}
 	var order []int
-	for _, s := range e.flatStep {
+	for _, s := range stmts {
 		if s.kind != sColl {
 			continue
 		}
@@ -387,6 +426,9 @@ func (e *engine) checkStep(res *results) error {
 				order = append(order, b)
 			}
 		}
+	}
+	if len(order) == 0 {
+		return nil
 	}
 	res.checked++
 	for _, b := range order {

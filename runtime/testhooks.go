@@ -4,14 +4,18 @@ package runtime
 // purpose so that tests can see the failure handled. Each is an environment
 // variable read at start-up:
 //
-//	SYNCGEN_TEST_CORRUPT=RANK:STEP:BUCKET:ELEM  before the check of STEP, rank
-//	    RANK changes element ELEM of the first tensor of bucket index BUCKET
-//	    (by one), so that the check must count one wrong element.
+//	SYNCGEN_TEST_CORRUPT=RANK:STEP:BUCKET:ELEM  before the check of STEP (-1:
+//	    the check after the init block), rank RANK changes element ELEM of
+//	    the first tensor of bucket index BUCKET (by one), so that the check
+//	    must count one wrong element.
 //	SYNCGEN_TEST_PANIC=RANK:STEP   rank RANK panics at the start of STEP.
 //	SYNCGEN_TEST_HANG=RANK:STEP[:STMT]  rank RANK stops (sleeps) at the start
 //	    of STEP, or before issuing the step's statement number STMT (0-based,
 //	    groups expanded), so the other ranks wait until --timeout. STEP -1
 //	    stops it during set-up, before its buffers are allocated.
+//	SYNCGEN_TEST_PIECE_TIME=DUR  the warm-up's time of a piece, in place of
+//	    the measured one, when the CPU backend sizes its pieces
+//	    (cpu_pieces.go), so that a test can make it choose a size.
 
 import (
 	"fmt"
@@ -27,6 +31,8 @@ type testHooks struct {
 	corrupt []int // rank, step, bucket, elem
 	panic   []int // rank, step
 	hang    []int // rank, step, statement (-1: the start of the step)
+	// pieceTime replaces the measured piece time; 0 when unset.
+	pieceTime time.Duration
 }
 
 // testHooksFromEnv parses the hooks from the environment. It is read once:
@@ -57,11 +63,20 @@ var testHooksFromEnv = sync.OnceValue(func() *testHooks {
 		}
 		return out
 	}
-	return &testHooks{
+	h := &testHooks{
 		corrupt: parse("SYNCGEN_TEST_CORRUPT", 4),
 		panic:   parse("SYNCGEN_TEST_PANIC", 2),
 		hang:    parse("SYNCGEN_TEST_HANG", 3),
 	}
+	if v := os.Getenv("SYNCGEN_TEST_PIECE_TIME"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			fmt.Fprintf(os.Stderr, "%s: ignoring SYNCGEN_TEST_PIECE_TIME=%q: want a duration like 1ms\n", progName(), v)
+		} else {
+			h.pieceTime = d
+		}
+	}
+	return h
 })
 
 // duringSetup runs before the buffers are allocated: a hang with step -1

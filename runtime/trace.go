@@ -56,6 +56,13 @@ func (res *results) keepForTrace(recs []timed, step int, base time.Duration, ste
 // traceEvents converts the kept records into trace events.
 func traceEvents(e *engine, recs []tracedRec) []traceEvent {
 	out := make([]traceEvent, 0, len(recs))
+	// The root of each broadcast and reduce, by statement id.
+	roots := map[int]int{}
+	for _, s := range flat(e.prog.step) {
+		if s.kind == sColl && (s.coll == CollBroadcast || s.coll == CollReduce) {
+			roots[s.id] = s.root
+		}
+	}
 	for _, k := range recs {
 		r, step := k.r, k.step
 		us := func(d time.Duration) float64 { return float64(k.base+d) / 1e3 }
@@ -80,6 +87,9 @@ func traceEvents(e *engine, recs []tracedRec) []traceEvent {
 			ev.Args["bucket"], ev.Args["bytes"] = r.name, r.bytes
 			if r.coll.Reduces() {
 				ev.Args["op"] = r.op.String()
+			}
+			if root, ok := roots[r.id]; ok && r.id >= 0 {
+				ev.Args["root"] = root
 			}
 			if r.group {
 				ev.Args["group"] = true

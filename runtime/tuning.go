@@ -7,7 +7,9 @@ package runtime
 // shell's environment to the ranks on one host; across hosts, use -x.
 //
 //	SYNCGEN_CPU_CHUNK   piece size of the CPU backend's allreduce, broadcast
-//	                    and reduce (default 4MiB; 0 or off: no splitting).
+//	                    and reduce (default: 4MiB, grown to 8 or 16MiB after
+//	                    the warm-up where pieces are quick, cpu_pieces.go;
+//	                    0 or off: no splitting).
 //	SYNCGEN_CPU_MODE    blocking (default) or nonblocking: how the CPU
 //	                    backend runs collectives (cpu_coll.go, cpu_nb.go).
 //	SYNCGEN_CPU_INFLIGHT  pieces of one collective in flight in the
@@ -33,7 +35,7 @@ const defaultCPUChunk = 4 << 20
 
 // cpuTuningFromEnv reads the CPU backend's knobs.
 func cpuTuningFromEnv() cpuTuning {
-	t := cpuTuning{chunkBytes: defaultCPUChunk, inflight: 2}
+	t := cpuTuning{chunkBytes: defaultCPUChunk, autoChunk: true, inflight: 2}
 	switch v := os.Getenv("SYNCGEN_CPU_MODE"); v {
 	case "", "blocking":
 	case "nonblocking":
@@ -55,9 +57,9 @@ func cpuTuningFromEnv() cpuTuning {
 		case err != nil:
 			fmt.Fprintf(os.Stderr, "%s: ignoring SYNCGEN_CPU_CHUNK=%q: %v\n", progName(), v, err)
 		case n == 0:
-			t.chunkBytes = math.MaxInt64
+			t.chunkBytes, t.autoChunk = math.MaxInt64, false
 		default:
-			t.chunkBytes = n
+			t.chunkBytes, t.autoChunk = n, false
 		}
 	}
 	return t

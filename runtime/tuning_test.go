@@ -26,3 +26,29 @@ func TestSettleFromEnv(t *testing.T) {
 		}
 	}
 }
+
+// The pieces grow from 4 MiB while a piece is expected to take at most
+// pieceTarget, and never beyond 16 MiB (glibc's mmap threshold).
+func TestPieceBytes(t *testing.T) {
+	const mib = 1 << 20
+	for _, c := range []struct {
+		took time.Duration
+		want int64
+	}{
+		{100 * time.Microsecond, 16 * mib},
+		{time.Millisecond, 16 * mib},
+		{1500 * time.Microsecond, 8 * mib},
+		{2 * time.Millisecond, 8 * mib},
+		{2100 * time.Microsecond, 4 * mib},
+		{10 * time.Millisecond, 4 * mib},
+	} {
+		if got := pieceBytes(4*mib, c.took); got != c.want {
+			t.Errorf("pieceBytes(4 MiB, %v) = %s, want %s", c.took, formatBytes(got), formatBytes(c.want))
+		}
+	}
+	for w, want := range map[int]int{0: -1, 1: -1, 2: -1, 3: -1, 4: 2, 5: 3, 10: 8} {
+		if got := sizingStep(w); got != want {
+			t.Errorf("sizingStep(%d) = %d, want %d", w, got, want)
+		}
+	}
+}

@@ -1,0 +1,139 @@
+package runtime
+
+// Sizing the pieces of large collectives from the warm-up.
+//
+// Two bounds decide how large a piece of a collective can be (cpu_coll.go
+// says why collectives are split at all). From above, glibc: a piece of
+// 32 MiB or more makes Open MPI's scratch buffer a fresh mmap on every
+// call, so a piece is never larger than 16 MiB. And Go: a call into C that
+// lasts longer than 10 ms lets Go's system monitor take the rank's
+// processor and start polling every 20 us (yieldEvery), so a piece must end
+// well within that. How long a piece takes depends on the machine and on
+// how many ranks share its cores, which only a measurement tells: measured
+// on a 2-core VM, one 4 MiB piece of an allreduce took about 0.7 ms with 2
+// ranks and about 4 ms with 4. With 2 ranks, 16 MiB pieces brought a 16
+// MiB allreduce from 0.89 to 1.0 of C's busbw (C's single 16 MiB call
+// beats four 4 MiB ones there); with 4, 8 and 16 MiB pieces (10 to 14 ms
+// each) fell from 0.88 to 0.65-0.75.
+//
+// So the pieces start at 4 MiB and the streams time them during the
+// warm-up, from its second step on: the first step's pieces take several
+// times as long (the buffers' and MPI's scratch memory is touched for the
+// first time). Then the ranks agree on the slowest rank's quickest piece
+// and grow the pieces to 8 or 16 MiB where such a piece is still expected
+// to last at most pieceTarget. The quickest, because whatever disturbs a
+// rank only makes a piece slower, and the warm-up is disturbed more than
+// the measured steps (before the settle, settle.go): on the VM, 2 ranks'
+// pieces took 0.56-0.63 ms at the quickest and 0.66-0.80 ms at the median
+// (over 3 warm-up steps; 1.2-1.7 ms over 1), 4 ranks' 2.3-2.5 and 2.8-3.1
+// ms. Grown pieces then last about 2.4 ms (16 MiB with 2 ranks), and 4
+// ranks keep 4 MiB, since 8 would be expected to take 4.6 ms or more.
+//
+// The sizing happens before the last two warm-up steps, which then run
+// with the new size: the first measured step must not pay for glibc's
+// first use of the larger scratch buffers, and that takes two calls (the
+// first maps a fresh block and raises the threshold as it frees it, the
+// second grows the heap and faults its pages in; a 16 MiB allreduce step
+// took 35 ms instead of 2.7 when only one warm-up step followed the
+// sizing). So plans with fewer than 4 warm-up steps (the default is 2)
+// keep 4 MiB pieces. SYNCGEN_CPU_CHUNK, when set, fixes the size instead.
+
+import (
+	"encoding/binary"
+	"slices"
+	"time"
+)
+
+const (
+	// pieceTarget is how long a grown piece may be expected to take,
+	// well within the 10 ms after which Go's system monitor takes the
+	// processor of a thread in a call into C.
+	pieceTarget = 4 * time.Millisecond
+	// maxPiece keeps Open MPI's scratch buffers below glibc's 32 MiB
+	// mmap threshold ceiling.
+	maxPiece = 16 << 20
+	// maxPieceSamples bounds the piece times a stream keeps.
+	maxPieceSamples = 256
+)
+
+// pieceSizer is implemented by backends that size their pieces from the
+// warm-up (the CPU backend). The engine calls timePieces before step 1 and
+// sizePieces before step sizingStep, on every rank, with every stream
+// idle.
+type pieceSizer interface {
+	timePieces()
+	sizePieces() error
+}
+
+// sizingStep says before which step (counted from 0) the engine sizes the
+// pieces: the last warm-up step but one, having timed those from step 1;
+// -1 (never) with fewer than 4 warm-up steps.
+func sizingStep(warmup int) int {
+	if warmup < 4 {
+		return -1
+	}
+	return warmup - 2
+}
+
+// timePieces starts timing the pieces of large collectives, when the
+// warm-up sizes them.
+func (b *cpuBackend) timePieces() {
+	b.timingPieces = b.tune.autoChunk && b.prog == nil
+}
+
+// samplePiece records how long the batch that ran one whole piece of a
+// collective took (not the first piece, whose batch also holds the step's
+// barriers, which wait for the other ranks).
+func (s *cpuStream) samplePiece(d time.Duration) {
+	if len(s.pieceTimes) < maxPieceSamples {
+		s.pieceTimes = append(s.pieceTimes, d)
+	}
+}
+
+// sizePieces ends the timing of pieces and sets the piece size from it.
+// Every rank calls it (it is collective), whatever its tuning: ranks whose
+// tuning differs were stopped before the run (checkSamePlan).
+func (b *cpuBackend) sizePieces() error {
+	b.timingPieces, b.piecesSized = false, true
+	mine := time.Duration(-1) // no piece timed
+	var all []time.Duration
+	for _, s := range b.streams {
+		all = append(all, s.pieceTimes...)
+		s.pieceTimes = nil
+	}
+	if len(all) > 0 {
+		mine = slices.Min(all)
+	}
+	if d := testHooksFromEnv().pieceTime; d > 0 {
+		mine = d
+	}
+	rec := binary.LittleEndian.AppendUint64(nil, uint64(mine))
+	recs, err := b.h.Allgather(rec)
+	if err != nil {
+		return err
+	}
+	if !b.tune.autoChunk || b.prog != nil {
+		return nil
+	}
+	slowest := time.Duration(0)
+	for _, r := range recs {
+		t := time.Duration(binary.LittleEndian.Uint64(r))
+		if t < 0 {
+			return nil // some rank timed no piece: keep the size
+		}
+		slowest = max(slowest, t)
+	}
+	b.tune.chunkBytes = pieceBytes(b.tune.chunkBytes, slowest)
+	b.pieceTime = slowest
+	return nil
+}
+
+// pieceBytes is the size of the pieces when one of chunk bytes took t: the
+// largest of chunk, 2*chunk, 4*chunk ... up to maxPiece whose piece is
+// expected to take at most pieceTarget.
+func pieceBytes(chunk int64, t time.Duration) int64 {
+	for chunk*2 <= maxPiece && t*2 <= pieceTarget {
+		chunk, t = chunk*2, t*2
+	}
+	return chunk
+}

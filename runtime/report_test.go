@@ -1,0 +1,221 @@
+package runtime
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+// reportPlan is a small plan for the report's tests: two f32 buckets of
+// 10 elements; the step reduces a, then gathers b (padded to 12 elements at
+// 3 ranks) and broadcasts a from rank 1 in a group.
+func reportPlan(t *testing.T) (*Plan, *program) {
+	t.Helper()
+	p := &Plan{
+		Name: "r", Source: "r.sync",
+		Tensors: []Tensor{{Name: "x", DType: F32, Shape: []int64{10}, Bucket: 0}, {Name: "y", DType: F32, Shape: []int64{10}, Bucket: 1}},
+		Streams: []Stream{{Name: "compute"}, {Name: "comm"}},
+		Buckets: []Bucket{{Name: "a", Wire: F32, Elems: 10, Tensors: []int{0}}, {Name: "b", Wire: F32, Elems: 10, Tensors: []int{1}}},
+		Run:     Run{Steps: 2, Warmup: 0, CheckEvery: 1},
+	}
+	p.Step = func(s *Step) {
+		s.Backward("r.sync:1:1", 0, time.Millisecond)
+		s.AllReduce("r.sync:2:1", 1, Avg, AfterReady(), 0)
+		s.Group("r.sync:3:1", func() {
+			s.AllGather("r.sync:4:1", 1, AfterReady(), 1)
+			s.Broadcast("r.sync:5:1", 1, 1, AfterReady(), 0)
+		})
+		s.Wait("r.sync:6:1", 1)
+	}
+	prog, err := record(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, prog
+}
+
+// TestBuildReportFigures computes a report of two ranks by hand: a row's
+// time is the maximum over ranks of the means, algbw its bytes over that
+// time, busbw algbw times nccl-tests' factor; a step's time is the maximum
+// over ranks; compute, communication and overlap are means over ranks and
+// steps; exposed communication is the mean step time minus compute.
+func TestBuildReportFigures(t *testing.T) {
+	p, prog := reportPlan(t)
+	ms := time.Millisecond
+	var all [][]byte
+	for rank := 0; rank < 2; rank++ {
+		res := newResults(p, prog)
+		res.checked = 2
+		for i := range res.rows {
+			r := &res.rows[i]
+			r.bytes = 40
+			if r.coll == CollAllGather {
+				r.bytes = 48
+			}
+			// rank 0: 1 and 3 ms (mean 2); rank 1: 4 and 4 ms (mean 4).
+			if rank == 0 {
+				r.times = []time.Duration{1 * ms, 3 * ms}
+			} else {
+				r.times = []time.Duration{4 * ms, 4 * ms}
+			}
+		}
+		res.wrong[0] = int64(rank) // one wrong element on rank 1
+		res.steps = []stepStats{
+			{step: time.Duration(10+rank) * ms, compute: 8 * ms, comm: 4 * ms, hidden: 2 * ms},
+			{step: time.Duration(20-rank) * ms, compute: 6 * ms, comm: 2 * ms, hidden: 0},
+		}
+		all = append(all, encodeFigures(res, len(p.Buckets)))
+	}
+	// Rank 0's own results give the shape: rows and the number of steps.
+	res := newResults(p, prog)
+	res.checked = 2
+	res.steps = make([]stepStats, 2)
+	rep := buildReport(p, prog, []int64{10, 10}, res, all)
+	if len(rep.rows) != 3 {
+		t.Fatalf("%d rows, want 3", len(rep.rows))
+	}
+	near := func(what string, got, want float64) {
+		t.Helper()
+		if math.Abs(got-want) > 1e-9*math.Max(1, math.Abs(want)) {
+			t.Errorf("%s = %v, want %v", what, got, want)
+		}
+	}
+	for _, r := range rep.rows {
+		if r.time != 4*ms {
+			t.Errorf("row %d: time %v, want the slower rank's mean 4ms", r.id, r.time)
+		}
+		alg := float64(r.bytes) / 4e6 // bytes per ns
+		near("algbw", r.algbw, alg)
+		factor := 1.0
+		if r.coll == CollAllReduce {
+			factor = 2 * 1.0 / 2
+		} else if r.coll == CollAllGather {
+			factor = 1.0 / 2
+		}
+		near("busbw", r.busbw, alg*factor)
+	}
+	if rep.rows[0].group || !rep.rows[1].group || !rep.rows[2].group {
+		t.Errorf("group marks %v %v %v, want false true true", rep.rows[0].group, rep.rows[1].group, rep.rows[2].group)
+	}
+	// Bucket a's wrong count goes on its last row (the broadcast).
+	if rep.rows[0].showWrong || !rep.rows[2].showWrong || rep.rows[2].wrong != 1 || rep.wrong != 1 {
+		t.Errorf("wrong: rows %+v, total %d", rep.rows, rep.wrong)
+	}
+	if rep.stepTimes[0] != 11*ms || rep.stepTimes[1] != 20*ms {
+		t.Errorf("step times %v, want the maximum over ranks [11ms 20ms]", rep.stepTimes)
+	}
+	if rep.mean != 15500*time.Microsecond || rep.p50 != 11*ms || rep.p90 != 20*ms {
+		t.Errorf("mean %v p50 %v p90 %v", rep.mean, rep.p50, rep.p90)
+	}
+	if rep.compute != 7*ms || rep.comm != 3*ms || rep.exposed != 8500*time.Microsecond {
+		t.Errorf("compute %v comm %v exposed %v", rep.compute, rep.comm, rep.exposed)
+	}
+	near("overlap", rep.overlap, 100*4.0/12)
+}
+
+// TestReportWithoutMeasuredSteps: --steps 0 still lists the rows with the
+// bytes and group marks a measured run shows (padded for allgather), but
+// dashes instead of a time and bandwidths of 0; the summary says that no
+// step was checked rather than that checks are off.
+func TestReportWithoutMeasuredSteps(t *testing.T) {
+	p, prog := reportPlan(t)
+	var all [][]byte
+	for rank := 0; rank < 3; rank++ {
+		all = append(all, encodeFigures(newResults(p, prog), len(p.Buckets)))
+	}
+	rep := buildReport(p, prog, []int64{10, 12}, newResults(p, prog), all)
+	if rep.rows[1].bytes != 48 || rep.rows[0].bytes != 40 {
+		t.Errorf("bytes %d and %d, want 40 and the padded 48", rep.rows[0].bytes, rep.rows[1].bytes)
+	}
+	if !rep.rows[1].group {
+		t.Errorf("the allgather in a group is not marked")
+	}
+	e := &engine{plan: p, prog: prog, size: 3}
+	var out bytes.Buffer
+	printReport(&out, e, rep, &options{checkEvery: 1})
+	text := out.String()
+	for _, want := range []string{"allgather*", "0 checks (no step ran)"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("report lacks %q:\n%s", want, text)
+		}
+	}
+	for _, bad := range []string{"0.000", "checks off", "step time"} {
+		if strings.Contains(text, bad) {
+			t.Errorf("report has %q:\n%s", bad, text)
+		}
+	}
+	out.Reset()
+	printReport(&out, e, rep, &options{checkEvery: 0})
+	if !strings.Contains(out.String(), "# checks off") {
+		t.Errorf("--check off: %s", out.String())
+	}
+}
+
+// TestReportGroupFootnote: the footnote says what a grouped row's
+// bandwidth is (the bucket's bytes over the group's time).
+func TestReportGroupFootnote(t *testing.T) {
+	p, prog := reportPlan(t)
+	res := newResults(p, prog)
+	res.checked = 1
+	for i := range res.rows {
+		res.rows[i].times = []time.Duration{time.Millisecond}
+	}
+	res.steps = []stepStats{{step: 2 * time.Millisecond}}
+	rep := buildReport(p, prog, []int64{10, 10}, res, [][]byte{encodeFigures(res, 2)})
+	var out bytes.Buffer
+	printReport(&out, &engine{plan: p, prog: prog, size: 1}, rep, &options{checkEvery: 1})
+	if !strings.Contains(out.String(), "algbw and busbw are this bucket's bytes over that time") {
+		t.Errorf("footnote:\n%s", out.String())
+	}
+}
+
+// TestJSONEmptyLists: lists are [] rather than null when there are no rows
+// or no measured steps.
+func TestJSONEmptyLists(t *testing.T) {
+	p := &Plan{Name: "e", Source: "e.sync", Streams: []Stream{{Name: "compute"}}}
+	e := &engine{plan: p, size: 1, opts: &options{}}
+	data, err := json.Marshal(makeJSON(e, &report{}, &runInfo{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"buckets":[]`, `"step_ms":[]`} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("JSON lacks %s: %s", want, data)
+		}
+	}
+}
+
+// TestTraceEventsRoot: a broadcast's or reduce's trace event names its
+// root.
+func TestTraceEventsRoot(t *testing.T) {
+	p, prog := reportPlan(t)
+	e := &engine{plan: p, prog: prog, size: 2}
+	recs := []tracedRec{
+		{step: 0, r: timed{kind: tColl, stream: 1, name: "a", bucket: 0, id: 2, coll: CollBroadcast, t0: 0, t1: time.Microsecond}},
+		{step: 0, r: timed{kind: tColl, stream: 1, name: "a", bucket: 0, id: 0, coll: CollAllReduce, op: Avg, t0: 0, t1: time.Microsecond}},
+	}
+	evs := traceEvents(e, recs)
+	if root, ok := evs[0].Args["root"]; !ok || root != 1 {
+		t.Errorf("broadcast event args %v, want root 1", evs[0].Args)
+	}
+	if _, ok := evs[1].Args["root"]; ok {
+		t.Errorf("allreduce event args %v have a root", evs[1].Args)
+	}
+}
+
+// TestProgressClearsItsLine: done blanks the whole of the longest line
+// drawn, however long it grew.
+func TestProgressClearsItsLine(t *testing.T) {
+	var out bytes.Buffer
+	p := &progressBar{on: true, start: time.Now(), out: &out}
+	p.update(123456, 123456)
+	drawn := out.Len() - 1 // without the leading \r
+	out.Reset()
+	p.done()
+	if got := strings.Count(out.String(), " "); got < drawn {
+		t.Errorf("done cleared %d columns of a %d-column line", got, drawn)
+	}
+}
