@@ -29,8 +29,8 @@ package runtime
 // follows the largest block freed, but only up to 32 MiB, so from 32 MiB on
 // every call maps, page-faults and unmaps its scratch (strace: one munmap
 // of 33,558,528 bytes per call at 32 MiB, none at 16 MiB; the same C
-// program with MALLOC_MMAP_THRESHOLD_=1GiB keeps 5.5-6 GB/s at 32 and 64
-// MiB). Large allreduce, broadcast and reduce calls are therefore split
+// program with MALLOC_MMAP_THRESHOLD_=1GiB and MALLOC_TRIM_THRESHOLD_=4GiB
+// keeps 5.5-6 GB/s at 32 to 256 MiB). Large allreduce, broadcast and reduce calls are therefore split
 // into pieces of chunkBytes (SYNCGEN_CPU_CHUNK, default 4 MiB), run back to
 // back, so the scratch buffers stay in glibc's heap; 4 MiB rather than 16
 // because a piece must also end well within 10 ms (yieldEvery says why). allgather and reducescatter are
