@@ -176,10 +176,10 @@ func TestPiecesSizedByWarmup(t *testing.T) {
 		warmup    string
 		want      string
 	}{
-		{"1ms", "4", "pieces of large collectives: 16.0 MiB in the measured steps (a 4.0 MiB piece took 1.00 ms"},
+		{"700us", "4", "pieces of large collectives: 16.0 MiB in the measured steps (a 4.0 MiB piece took 700.0 us"},
 		{"1500us", "5", "pieces of large collectives: 8.0 MiB in the measured steps (a 4.0 MiB piece took 1.50 ms"},
 		{"3ms", "4", "pieces of large collectives: 4.0 MiB in the measured steps"},
-		{"1ms", "3", ""},
+		{"700us", "3", ""},
 	} {
 		t.Run(c.pieceTime+"/warmup"+c.warmup, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "r.json")

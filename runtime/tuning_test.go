@@ -36,10 +36,10 @@ func TestPieceBytes(t *testing.T) {
 		want int64
 	}{
 		{100 * time.Microsecond, 16 * mib},
-		{time.Millisecond, 16 * mib},
+		{750 * time.Microsecond, 16 * mib},
+		{760 * time.Microsecond, 8 * mib},
 		{1500 * time.Microsecond, 8 * mib},
-		{2 * time.Millisecond, 8 * mib},
-		{2100 * time.Microsecond, 4 * mib},
+		{1510 * time.Microsecond, 4 * mib},
 		{10 * time.Millisecond, 4 * mib},
 	} {
 		if got := pieceBytes(4*mib, c.took); got != c.want {
