@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -231,7 +232,7 @@ func (c *checker) shape(f *sourceFile, d *TensorDecl) ([]int64, int64, bool) {
 		n, msg := parseInt64(w.Text, "dimension")
 		switch {
 		case msg != "":
-			c.errorf(f, wordSpan(w), "", "%s", msg)
+			c.errorf(f, wordSpan(w), dimensionHint(w.Text), "%s", msg)
 			ok = false
 			continue
 		case n <= 0:
@@ -241,7 +242,9 @@ func (c *checker) shape(f *sourceFile, d *TensorDecl) ([]int64, int64, bool) {
 		}
 		shape = append(shape, n)
 		if ok && elems > math.MaxInt64/n {
-			c.errorf(f, spanOf(d.Dims[0].Pos, d.Dims[len(d.Dims)-1].EndPos), "", "element count of shape overflows int64")
+			c.errorf(f, spanOf(d.Dims[0].Pos, d.Dims[len(d.Dims)-1].EndPos),
+				"the product of the dimensions is at most 2^63-1 (9223372036854775807)",
+				"element count of shape overflows int64")
 			ok = false
 		}
 		if ok {
@@ -253,6 +256,27 @@ func (c *checker) shape(f *sourceFile, d *TensorDecl) ([]int64, int64, bool) {
 	}
 	return shape, elems, true
 }
+
+// dimensionHint says how to fix a dimension that is not an integer or
+// does not fit in an int64, or returns "".
+func dimensionHint(text string) string {
+	switch {
+	case strings.Trim(strings.TrimPrefix(text, "-"), "0123456789") == "" && text != "-":
+		return "a dimension is at most 2^63-1 (9223372036854775807), and the tensor's size in bytes must stay below 2^63 too"
+	case fractionalRE.MatchString(text):
+		return "a dimension counts elements, so it is a whole number of at least 1, e.g. `f32[2, 3]`"
+	case productRE.MatchString(text):
+		return "dimensions are separated by commas, e.g. `f32[" + strings.NewReplacer("x", ", ", "X", ", ", "*", ", ").Replace(text) + "]`"
+	}
+	return ""
+}
+
+// fractionalRE matches a decimal number with a fraction (`1.5`);
+// productRE a shape written as a product (`4x4`, `3*224*224`).
+var (
+	fractionalRE = regexp.MustCompile(`^-?[0-9]*\.[0-9]+$`)
+	productRE    = regexp.MustCompile(`^[0-9]+([xX*][0-9]+)+$`)
+)
 
 // declareStreams checks the stream declarations, or creates the implicit
 // compute and comm streams when there are none.

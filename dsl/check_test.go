@@ -594,3 +594,33 @@ func TestAfterReadyMisspelt(t *testing.T) {
 		}
 	}
 }
+
+// TestNumberHints checks the hints for dimensions, sizes and durations
+// that are not whole numbers or too large.
+func TestNumberHints(t *testing.T) {
+	for _, tc := range []struct{ src, msg, hint string }{
+		{"tensor a f32[1.5]\n", "dimension must be an integer, not `1.5`", "a dimension counts elements, so it is a whole number"},
+		{"tensor a f32[4x4]\n", "dimension must be an integer, not `4x4`", "dimensions are separated by commas, e.g. `f32[4, 4]`"},
+		{"tensor a f32[99999999999999999999]\n", "dimension `99999999999999999999` is too large", "a dimension is at most 2^63-1"},
+		{"tensor a f32[4294967296, 4294967296]\n", "element count of shape overflows int64", "the product of the dimensions is at most 2^63-1"},
+		{"tensor a f32[4]\nbucket g { a } cap 1.3B\n", "size `1.3B` is not a whole number of bytes", "round it, e.g. `1B`; `B` means bytes, so for 1.3 billion bytes write `1.3GB`"},
+		{"tensor a f32[4]\nbucket g { a } cap 0.3B\n", "size `0.3B` is not a whole number of bytes", "round it, e.g. `1B`"},
+		{"tensor a f32[4]\nbucket g { a } cap 1.0000001KiB\n", "size `1.0000001KiB` is not a whole number of bytes", "round it, e.g. `1024B`"},
+		{"tensor a f32[4]\nbucket g { a } cap 99999999999GB\n", "size `99999999999GB` is too large", "the largest size is about 8589934591GiB"},
+		{"step { compute 0.0000000001s }\n", "duration `0.0000000001s` is not a whole number of nanoseconds", "at most 3 decimals with us"},
+	} {
+		_, diags := Check("plan.sync", []byte(tc.src))
+		found := false
+		for _, d := range diags {
+			if d.Message == tc.msg {
+				found = true
+				if !strings.Contains(d.Hint, tc.hint) {
+					t.Errorf("%q: hint %q, want one with %q", tc.src, d.Hint, tc.hint)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("%q: diagnostics %v, want %q", tc.src, diags, tc.msg)
+		}
+	}
+}

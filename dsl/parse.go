@@ -155,9 +155,20 @@ func syntaxDiagnostic(f *sourceFile, toks []token, end int, err error) Diagnosti
 	if o, ok := targetlessCollectiveInGroup(toks, off); ok {
 		off = o
 	}
+	if d, ok := missingTensorPart(f, toks, off); ok {
+		return d
+	}
+	if d, ok := missingTargetComma(f, toks, off); ok {
+		return d
+	}
+	if o, ok := endOfContent(toks, off); ok {
+		// An unexpected end of file is shown at the end of the last line
+		// with content, so that the snippet shows that line.
+		off = o
+	}
 	length := 0
 	at := sort.Search(len(toks), func(i int) bool { return toks[i].Pos.Offset >= off })
-	if at < len(toks) && toks[at].Pos.Offset == off {
+	if at < len(toks) && toks[at].Pos.Offset == off && toks[at].Type != tokWhitespace {
 		length = len(toks[at].Value)
 	}
 	msg, hint := explainSyntaxError(toks, off)
@@ -250,33 +261,37 @@ var allKeywords = append(append([]string{"frozen", "priority", "cap", "first", "
 func explainSyntaxError(all []token, off int) (string, string) {
 	toks := significantTokens(all)
 	at := sort.Search(len(toks), func(i int) bool { return toks[i].Pos.Offset >= off })
-	depth, lastOpen := 0, 0
-	var opens []int
+	depth := 0
+	var opens []int      // the index of each open `{`
 	var openers []string // the token before each open `{`
+	bracket := -1        // the index of an open `[`, or -1
 	for i, t := range toks[:at] {
 		switch t.Value {
 		case "{":
 			depth++
-			opens = append(opens, t.Pos.Line)
+			opens = append(opens, i)
 			opener := ""
 			if i > 0 {
 				opener = toks[i-1].Value
 			}
 			openers = append(openers, opener)
+			bracket = -1
 		case "}":
 			if depth > 0 {
 				depth--
 				opens = opens[:len(opens)-1]
 				openers = openers[:len(openers)-1]
 			}
+			bracket = -1
+		case "[":
+			bracket = i
+		case "]":
+			bracket = -1
 		}
 	}
 	// inStatements: the error is among the statements of a block or group
 	// (not, say, in a bucket's pattern list, where `allreduce` is a name).
 	inStatements := len(openers) > 0 && slices.Contains([]string{"init", "step", "group"}, openers[len(openers)-1])
-	if len(opens) > 0 {
-		lastOpen = opens[len(opens)-1]
-	}
 	// The construct the error is in: the nearest keyword before it that
 	// starts one (not a keyword used as a value, as in `on compute`). A
 	// block's keyword found across its `{` means the error is where a
@@ -285,6 +300,11 @@ func explainSyntaxError(all []token, off int) (string, string) {
 	for i := at - 1; i >= 0; i-- {
 		v := toks[i].Value
 		if v == "}" {
+			if b, ok := bucketClosedAt(toks, i); ok {
+				// After a bucket's patterns: among its options.
+				construct, constructLine = "bucket", toks[b].Pos.Line
+				break
+			}
 			inBody = depth > 0
 			break
 		}
@@ -304,10 +324,7 @@ func explainSyntaxError(all []token, off int) (string, string) {
 	}
 	hint := constructSyntax[construct]
 	if at >= len(toks) {
-		if depth > 0 {
-			return "unexpected end of file", fmt.Sprintf("the `{` on line %d is never closed; add `}`", lastOpen)
-		}
-		return "unexpected end of file", hint
+		return explainEOF(toks, opens, bracket, construct, constructLine, hint)
 	}
 	t := toks[at]
 	msg := "unexpected " + tokenText(t)
@@ -329,11 +346,24 @@ func explainSyntaxError(all []token, off int) (string, string) {
 	startsLine := at == 0 || toks[at-1].Pos.Line != t.Pos.Line
 	keyword := ""
 	if t.Type == tokWord && !slices.Contains(allKeywords, t.Value) {
-		keyword = suggest(t.Value, allKeywords)
+		expected := expectedKeywords(construct, toks[max(at-1, 0)].Value)
+		if startsLine {
+			// A new statement or declaration may start here too.
+			if inBody || depth > 0 {
+				expected = append(expected, statementKeywords...)
+			} else {
+				expected = append(expected, topKeywords...)
+			}
+		}
+		keyword = suggestKeyword(t.Value, expected)
 	}
 	if startsLine && keyword != "" {
-		// Most likely a misspelt keyword starting a new line.
-		construct = ""
+		// Most likely a misspelt keyword starting a new line: an option
+		// of the construct continued on this line, or a new statement or
+		// declaration.
+		if !slices.Contains(expectedKeywords(construct, toks[max(at-1, 0)].Value), keyword) {
+			construct = ""
+		}
 	} else if startsLine && construct != "" && !isBlock && constructLine < t.Pos.Line {
 		msg += fmt.Sprintf(": the %s on line %d is incomplete", construct, constructLine)
 	}

@@ -1,6 +1,7 @@
 package dsl
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -174,5 +175,52 @@ func TestLexErrorsCapped(t *testing.T) {
 	_, diags := parseFile(newSourceFile("t.sync", []byte(src)))
 	if len(diags) != maxSyntaxErrors {
 		t.Errorf("got %d lexical errors, want %d", len(diags), maxSyntaxErrors)
+	}
+}
+
+// TestSyntaxErrorExplanations checks the precise explanations of common
+// syntax errors: where the caret is, the message, part of the hint, and
+// that the source line is shown.
+func TestSyntaxErrorExplanations(t *testing.T) {
+	const decls = "tensor a f32[4]\nbucket g { a }\nbucket top { a }\n"
+	for _, tc := range []struct{ src, at, msg, hint string }{
+		// A tensor without its name or dtype.
+		{"tensor f32[4]\n", "1:8", "tensor declaration: missing the tensor's name before its dtype `f32`", "e.g. `tensor NAME f32[4]`"},
+		{"tensor a [4]\n", "1:10", "tensor `a`: missing the element type (f32, bf16, ...) before the shape", "e.g. `tensor a f32[4]`"},
+		{"tensor \"x y\" [2, 3] frozen\n", "1:14", "tensor `\"x y\"`: missing the element type (f32, bf16, ...) before the shape", "`tensor \"x y\" f32[2, 3]`"},
+		{"tensor [4]\n", "1:8", "tensor declaration: missing the tensor's name and element type before the shape", "`tensor NAME DTYPE[DIMS]`"},
+		// A missing comma between targets, unless the word is a keyword.
+		{decls + "step {\n  allreduce g a\n}\n", "5:15", "buckets are separated by commas: `allreduce g, a`", "allreduce TARGET, ..."},
+		{decls + "step {\n  reduce g[0], a top to 0\n}\n", "5:18", "buckets are separated by commas: `reduce g[0], a, top`", "reduce TARGET, ..."},
+		{decls + "step {\n  group { allgather g \"x\" }\n}\n", "5:23", "buckets are separated by commas: `allgather g, \"x\"`", "allgather TARGET, ..."},
+		{decls + "step {\n  allreduce g aftr ready\n}\n", "5:15", "unexpected `aftr`", "did you mean `after`?"},
+		{decls + "step {\n  allreduce g 1ms\n}\n", "5:15", "unexpected `1ms`", "a collective is written"},
+		{decls + "step {\n  allreduce g\n  wiat comm\n}\n", "6:3", "unexpected `wiat`", "did you mean `wait`?"},
+		// An unexpected end of file, at the end of the last line with content.
+		{"step {\n", "1:7", "unexpected end of file: the `step` block opened on line 1 is never closed", "add `}` to close the `{` on line 1"},
+		{decls + "step {\n  backward 1ms\n  group {\n    allreduce g\n\n// end\n\n", "7:16", "unexpected end of file: the group opened on line 6 is never closed", "still open before it (line 4)"},
+		{"bucket g { a,\n  b\n", "2:4", "unexpected end of file: the pattern list of bucket `g` opened on line 1 is never closed", "add `}`"},
+		{"tensor a f32[4\n", "1:15", "unexpected end of file: the `[` on line 1 is never closed", "add `]`"},
+		{"stream\n\n", "1:7", "unexpected end of file: the stream on line 1 is incomplete", "a stream is declared as"},
+		// Misspelt and abbreviated keywords where one is expected.
+		{"stream comm prio high\n", "1:13", "unexpected `prio`", "did you mean `priority`? a stream is declared as"},
+		{"run steps 10 warm 2\n", "1:14", "unexpected `warm`", "did you mean `warmup`?"},
+		{"run check evr 5\n", "1:11", "unexpected `evr`", "did you mean `every`?"},
+		{"bucket g { a } cap 1MiB\n  ordr reverse\n", "2:3", "unexpected `ordr`", "did you mean `order`? a bucket is declared as"},
+		{"tensor a f32[4] frozn\n", "1:17", "unexpected `frozn`", "did you mean `frozen`?"},
+		{"tens a f32[4]\n", "1:1", "unexpected `tens`", "did you mean `tensor`?"},
+	} {
+		_, diags := parseFile(newSourceFile("t.sync", []byte(tc.src)))
+		if len(diags) != 1 {
+			t.Errorf("%q: got %d diagnostics %v, want one", tc.src, len(diags), diags)
+			continue
+		}
+		d := diags[0]
+		if at := fmt.Sprintf("%d:%d", d.Pos.Line, d.Pos.Col); at != tc.at || d.Message != tc.msg || !strings.Contains(d.Hint, tc.hint) {
+			t.Errorf("%q: got %s %q (hint %q), want %s %q (hint with %q)", tc.src, at, d.Message, d.Hint, tc.at, tc.msg, tc.hint)
+		}
+		if d.snippet == "" {
+			t.Errorf("%q: no source line shown", tc.src)
+		}
 	}
 }

@@ -55,16 +55,48 @@ func parseQuantity(text, what string, units map[string]int64, unitList string) (
 	}
 	r.Mul(r, new(big.Rat).SetInt64(mult))
 	if !r.IsInt() {
-		smallest := "byte"
 		if what == "duration" {
-			smallest = "nanosecond"
+			return 0, fmt.Sprintf("%s %s is not a whole number of nanoseconds", what, code(text)),
+				"durations are whole nanoseconds: at most 3 decimals with us, 6 with ms, 9 with s"
 		}
-		return 0, fmt.Sprintf("%s %s is not a whole number of %ss", what, code(text), smallest), ""
+		return 0, fmt.Sprintf("%s %s is not a whole number of bytes", what, code(text)), fractionalSizeHint(r, num, unit)
 	}
 	if !r.Num().IsInt64() {
-		return 0, fmt.Sprintf("%s %s is too large", what, code(text)), ""
+		return 0, fmt.Sprintf("%s %s is too large", what, code(text)), largestHint(what, units)
 	}
 	return r.Num().Int64(), "", ""
+}
+
+// fractionalSizeHint says how to write a size that is not a whole number
+// of bytes (bytes is the rational number of bytes it stands for): round
+// it, or, for a number of `B` (which some read as billions), use GB.
+func fractionalSizeHint(bytes *big.Rat, num, unit string) string {
+	rounded := new(big.Int).Quo(new(big.Int).Add(new(big.Int).Mul(bytes.Num(), big.NewInt(2)), bytes.Denom()),
+		new(big.Int).Mul(bytes.Denom(), big.NewInt(2))) // round half up
+	if rounded.Sign() == 0 {
+		rounded.SetInt64(1) // a size of 0 is not allowed either
+	}
+	hint := "a size is a whole number of bytes; round it, e.g. `" + rounded.String() + "B`"
+	if unit == "B" {
+		hint += "; `B` means bytes, so for " + num + " billion bytes write `" + num + "GB`"
+	}
+	return hint
+}
+
+// largestHint says what the largest size or duration is, in the largest
+// of units, e.g. "the largest size is about 8589934591GiB (2^63-1 bytes)".
+func largestHint(what string, units map[string]int64) string {
+	name, mult := "", int64(0)
+	for n, m := range units {
+		if m > mult || m == mult && n < name {
+			name, mult = n, m
+		}
+	}
+	smallest := "bytes"
+	if what == "duration" {
+		smallest = "nanoseconds"
+	}
+	return fmt.Sprintf("the largest %s is about %d%s (2^63-1 %s)", what, int64(math.MaxInt64)/mult, name, smallest)
 }
 
 func example(what string) string {

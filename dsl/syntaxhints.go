@@ -1,0 +1,382 @@
+package dsl
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/syncgen/syncgen/ir"
+)
+
+// Precise explanations of common syntax errors, found from the tokens
+// around the place where the parser gave up: a tensor declaration that
+// lacks its name or dtype, a missing comma between a collective's targets,
+// an unexpected end of file, and misspelt or abbreviated keywords.
+
+// dtypeList is how messages list the dtypes.
+const dtypeList = "f64 f32 f16 bf16 i64 i32 i8 u8"
+
+// tensorForm is how a tensor declaration is written, for hints.
+const tensorForm = "a tensor is declared as `tensor NAME DTYPE[DIMS]`"
+
+// missingTensorPart explains a syntax error at the `[` of a tensor
+// declaration that lacks its name (`tensor f32[4]`: the dtype was taken
+// for the name), its dtype (`tensor a [4]`) or both (`tensor [4]`). The
+// caret is where the missing part goes: on the dtype that should follow
+// the name, or on the `[` that should follow the dtype.
+func missingTensorPart(f *sourceFile, all []token, off int) (Diagnostic, bool) {
+	toks := significantTokens(all)
+	at := sort.Search(len(toks), func(i int) bool { return toks[i].Pos.Offset >= off })
+	if at >= len(toks) || at < 1 || toks[at].Pos.Offset != off || toks[at].Value != "[" {
+		return Diagnostic{}, false
+	}
+	open := toks[at]
+	shape := shapeText(f, toks, at)
+	if isTensorKeyword(toks[at-1]) {
+		return f.errorAt(open.Pos.Offset, open.end(),
+			"tensor declaration: missing the tensor's name and element type before the shape",
+			tensorForm+", e.g. `tensor NAME f32"+shape+"`"), true
+	}
+	if at < 2 || !isTensorKeyword(toks[at-2]) {
+		return Diagnostic{}, false
+	}
+	x := toks[at-1]
+	switch {
+	case x.Type == tokWord && isDTypeWord(x.Value):
+		return f.errorAt(x.Pos.Offset, x.end(),
+			"tensor declaration: missing the tensor's name before its dtype "+code(x.Value),
+			tensorForm+", e.g. `tensor NAME "+x.Value+shape+"`"), true
+	case x.Type == tokWord || x.Type == tokKeyword || x.Type == tokString:
+		return f.errorAt(open.Pos.Offset, open.end(),
+			"tensor "+code(shortText(x.Value))+": missing the element type (f32, bf16, ...) before the shape",
+			tensorForm+", e.g. `tensor "+shortText(x.Value)+" f32"+shape+"`; dtypes are "+dtypeList), true
+	}
+	return Diagnostic{}, false
+}
+
+// isTensorKeyword reports whether t is the keyword `tensor` (not a tensor
+// named "tensor" in quotes, nor part of a dotted name).
+func isTensorKeyword(t token) bool {
+	return t.Type == tokKeyword && t.Value == "tensor"
+}
+
+// isDTypeWord reports whether a word is a dtype, in any case.
+func isDTypeWord(w string) bool {
+	_, ok := ir.ParseDType(strings.ToLower(w))
+	return ok
+}
+
+// shapeText returns the shape starting at the `[` toks[at] as written,
+// when it is closed on the same line and short, or else "[DIMS]".
+func shapeText(f *sourceFile, toks []token, at int) string {
+	for i := at + 1; i < len(toks) && i < at+16; i++ {
+		if toks[i].Pos.Line != toks[at].Pos.Line {
+			break
+		}
+		if toks[i].Value == "]" {
+			if s := f.text(toks[at].Pos.Offset, toks[i].end()); len(s) <= 40 {
+				return s
+			}
+			break
+		}
+	}
+	return "[DIMS]"
+}
+
+// shortText shortens a long name for a message.
+func shortText(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "..."
+	}
+	return s
+}
+
+// missingTargetComma explains a syntax error at a name right after the
+// targets of a collective (`allreduce g b`): most likely a missing comma
+// between two targets. A word that looks like a misspelt option or
+// statement keyword (`allreduce g aftr ready`) is left to
+// explainSyntaxError, unless a tensor or bucket of the file has that name.
+func missingTargetComma(f *sourceFile, all []token, off int) (Diagnostic, bool) {
+	toks := significantTokens(all)
+	at := sort.Search(len(toks), func(i int) bool { return toks[i].Pos.Offset >= off })
+	if at >= len(toks) || toks[at].Pos.Offset != off {
+		return Diagnostic{}, false
+	}
+	t := toks[at]
+	if !(t.Type == tokWord && couldBeName(t.Value) || t.Type == tokString) {
+		return Diagnostic{}, false
+	}
+	kwAt, first, last, ok := targetListBefore(toks, at)
+	if !ok || !slices.Contains([]string{"init", "step", "group"}, enclosingOpener(toks, kwAt)) {
+		return Diagnostic{}, false
+	}
+	kw := toks[kwAt].Value
+	if t.Type == tokWord && !declaredNames(toks)[t.Value] {
+		expected := expectedKeywords(kw, toks[at-1].Value)
+		if toks[at-1].Pos.Line != t.Pos.Line {
+			expected = append(expected, statementKeywords...)
+		}
+		if suggestKeyword(t.Value, expected) != "" {
+			return Diagnostic{}, false
+		}
+	}
+	// The targets so far, or the last one when they are long.
+	prev := f.text(toks[first].Pos.Offset, toks[at-1].end())
+	if len(prev) > 40 {
+		prev = "..., " + shortText(f.text(toks[last].Pos.Offset, toks[at-1].end()))
+	}
+	msg := fmt.Sprintf("buckets are separated by commas: `%s %s, %s`", kw, prev, shortText(t.Value))
+	return f.errorAt(t.Pos.Offset, t.end(), msg, constructSyntax[kw]), true
+}
+
+// couldBeName reports whether a word could be a bucket, tensor or pattern
+// rather than a number, size or duration.
+func couldBeName(w string) bool {
+	return w != "" && !strings.ContainsRune("0123456789-", rune(w[0]))
+}
+
+// targetListBefore reports whether the tokens just before toks[at] are a
+// collective's keyword and its targets (`allreduce a, g[0]`); it returns
+// the index of the keyword and of the first token of the first and of the
+// last target.
+func targetListBefore(toks []token, at int) (kwAt, first, last int, ok bool) {
+	isName := func(t token) bool { return t.Type == tokWord || t.Type == tokString }
+	last = -1
+	for i := at - 1; i >= 0; {
+		start := i
+		switch {
+		case toks[i].Value == "]" && i >= 3 && toks[i-1].Type == tokWord && toks[i-2].Value == "[" && isName(toks[i-3]):
+			start = i - 3
+		case isName(toks[i]):
+		default:
+			return 0, 0, 0, false
+		}
+		if last < 0 {
+			last = start
+		}
+		j := start - 1
+		switch {
+		case j < 0:
+			return 0, 0, 0, false
+		case toks[j].Type == tokKeyword && isCollective(toks[j].Value):
+			return j, start, last, true
+		case toks[j].Value == ",":
+			i = j - 1
+		default:
+			return 0, 0, 0, false
+		}
+	}
+	return 0, 0, 0, false
+}
+
+// bucketClosedAt reports whether the `}` toks[i] closes the pattern list
+// of a bucket declaration, and returns the index of its `bucket` keyword.
+func bucketClosedAt(toks []token, i int) (int, bool) {
+	for j := i - 1; j >= 0; j-- {
+		switch toks[j].Value {
+		case "}":
+			return 0, false
+		case "{":
+			if j >= 2 && toks[j-2].Type == tokKeyword && toks[j-2].Value == "bucket" {
+				return j - 2, true
+			}
+			return 0, false
+		}
+	}
+	return 0, false
+}
+
+// enclosingOpener returns the token before the innermost `{` that is
+// still open at toks[at] (`step`, `group`, a bucket's name), or "".
+func enclosingOpener(toks []token, at int) string {
+	depth := 0
+	for i := at - 1; i >= 0; i-- {
+		switch toks[i].Value {
+		case "}":
+			depth++
+		case "{":
+			if depth == 0 {
+				if i == 0 {
+					return ""
+				}
+				return toks[i-1].Value
+			}
+			depth--
+		}
+	}
+	return ""
+}
+
+// declaredNames returns the names of the tensors and buckets declared in
+// the tokens, as written.
+func declaredNames(toks []token) map[string]bool {
+	names := map[string]bool{}
+	for i := 0; i+1 < len(toks); i++ {
+		if toks[i].Type == tokKeyword && (toks[i].Value == "tensor" || toks[i].Value == "bucket") {
+			names[toks[i+1].Value] = true
+		}
+	}
+	return names
+}
+
+// endOfContent returns, when the syntax error at offset off is at the end
+// of the file (no token but whitespace and comments from off on), the end
+// of the last token before it, so that the error points at the end of the
+// last line with content instead of after the final newline.
+func endOfContent(all []token, off int) (int, bool) {
+	last := -1
+	for i, t := range all {
+		if t.Type == tokWhitespace || t.Type == tokComment {
+			continue
+		}
+		if t.Pos.Offset >= off {
+			return 0, false
+		}
+		last = i
+	}
+	if last < 0 {
+		return 0, false
+	}
+	return all[last].end(), true
+}
+
+// explainEOF says what is missing at an unexpected end of file: the `]`
+// of an open `[`, the `}` of the innermost open block (opens holds the
+// indices of the open `{` in toks), or the rest of an incomplete
+// construct.
+func explainEOF(toks []token, opens []int, bracket int, construct string, constructLine int, hint string) (string, string) {
+	const msg = "unexpected end of file"
+	switch {
+	case bracket >= 0:
+		line := toks[bracket].Pos.Line
+		h := fmt.Sprintf("add `]` to close the `[` on line %d", line)
+		if hint != "" {
+			h += "; " + hint
+		}
+		return fmt.Sprintf("%s: the `[` on line %d is never closed", msg, line), h
+	case len(opens) > 0:
+		i := opens[len(opens)-1]
+		line := toks[i].Pos.Line
+		h := fmt.Sprintf("add `}` to close the `{` on line %d", line)
+		if len(opens) > 1 {
+			var outer []string
+			for _, o := range opens[:len(opens)-1] {
+				outer = append(outer, fmt.Sprint(toks[o].Pos.Line))
+			}
+			h += fmt.Sprintf(", and one `}` for each `{` still open before it (line %s)", strings.Join(outer, ", "))
+		}
+		return fmt.Sprintf("%s: %s opened on line %d is never closed", msg, describeOpen(toks, i), line), h
+	case construct != "":
+		return fmt.Sprintf("%s: the %s on line %d is incomplete", msg, construct, constructLine), hint
+	}
+	return msg, hint
+}
+
+// describeOpen names what the `{` toks[i] opens: "the `step` block",
+// "the group", "the pattern list of bucket `g`" or "the `{`".
+func describeOpen(toks []token, i int) string {
+	if i == 0 {
+		return "the `{`"
+	}
+	switch prev := toks[i-1]; {
+	case prev.Type == tokKeyword && (prev.Value == "init" || prev.Value == "step"):
+		return "the " + code(prev.Value) + " block"
+	case prev.Type == tokKeyword && prev.Value == "group":
+		return "the group"
+	case i >= 2 && toks[i-2].Type == tokKeyword && toks[i-2].Value == "bucket":
+		return "the pattern list of bucket " + code(shortText(prev.Value))
+	}
+	return "the `{`"
+}
+
+// collectiveOptions are the option keywords each collective takes.
+var collectiveOptions = map[string][]string{
+	"allreduce":     {"op", "on", "after"},
+	"broadcast":     {"from", "on", "after"},
+	"reduce":        {"to", "op", "on", "after"},
+	"allgather":     {"on", "after"},
+	"reducescatter": {"op", "on", "after"},
+}
+
+// expectedKeywords returns the keywords that may come next in a construct
+// (the keyword that starts it, "" when unknown), after the token prev:
+// the options of a stream, tensor, bucket, statement or run.
+func expectedKeywords(construct, prev string) []string {
+	switch construct {
+	case "tensor":
+		return []string{"frozen"}
+	case "stream":
+		return []string{"priority"}
+	case "bucket":
+		return []string{"cap", "first", "order", "wire"}
+	case "backward", "compute":
+		return []string{"on"}
+	case "run":
+		if prev == "check" {
+			return []string{"every", "off"}
+		}
+		return []string{"steps", "warmup", "check"}
+	}
+	return slices.Clone(collectiveOptions[construct])
+}
+
+// suggestKeyword returns the keyword a misspelt or abbreviated word most
+// likely stands for: the closest of the keywords expected there, else
+// the only one it is the start of (`prio` for `priority`), else the only
+// long one two edits away (`evr` for `every`), else the closest of all
+// keywords; "" when none is close.
+func suggestKeyword(word string, expected []string) string {
+	if k := suggest(word, expected); k != "" {
+		return k
+	}
+	if k := uniquePrefixOf(word, expected); k != "" {
+		return k
+	}
+	if k := uniqueNear(word, expected); k != "" {
+		return k
+	}
+	return suggest(word, allKeywords)
+}
+
+// uniqueNear returns the only candidate of at least five letters that is
+// at most two edits from word (at least three letters), or "". suggest
+// allows one edit for words this short; where a keyword is expected, two
+// are still a likely typo.
+func uniqueNear(word string, candidates []string) string {
+	w := strings.ToLower(word)
+	if len(w) < 3 {
+		return ""
+	}
+	found := ""
+	for _, c := range candidates {
+		if len(c) < 5 || c == found || editDistance(w, c) > 2 {
+			continue
+		}
+		if found != "" {
+			return ""
+		}
+		found = c
+	}
+	return found
+}
+
+// uniquePrefixOf returns the only candidate that starts with word (at
+// least two letters, any case), or "".
+func uniquePrefixOf(word string, candidates []string) string {
+	w := strings.ToLower(word)
+	if len(w) < 2 {
+		return ""
+	}
+	found := ""
+	for _, c := range candidates {
+		if c == w || !strings.HasPrefix(c, w) || c == found {
+			continue
+		}
+		if found != "" {
+			return ""
+		}
+		found = c
+	}
+	return found
+}
