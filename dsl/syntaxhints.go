@@ -348,17 +348,7 @@ func uniqueNear(word string, candidates []string) string {
 	if len(w) < 3 {
 		return ""
 	}
-	found := ""
-	for _, c := range candidates {
-		if len(c) < 5 || c == found || editDistance(w, c) > 2 {
-			continue
-		}
-		if found != "" {
-			return ""
-		}
-		found = c
-	}
-	return found
+	return uniqueCandidate(candidates, func(c string) bool { return len(c) >= 5 && editDistance(w, c) <= 2 })
 }
 
 // uniquePrefixOf returns the only candidate that starts with word (at
@@ -368,9 +358,15 @@ func uniquePrefixOf(word string, candidates []string) string {
 	if len(w) < 2 {
 		return ""
 	}
+	return uniqueCandidate(candidates, func(c string) bool { return c != w && strings.HasPrefix(c, w) })
+}
+
+// uniqueCandidate returns the one candidate (repeats aside) for which
+// match holds, or "" when none or several do.
+func uniqueCandidate(candidates []string, match func(string) bool) string {
 	found := ""
 	for _, c := range candidates {
-		if c == w || !strings.HasPrefix(c, w) || c == found {
+		if c == found || !match(c) {
 			continue
 		}
 		if found != "" {

@@ -108,13 +108,8 @@ func (e *engine) runAll(res *results, progress *progressBar) error {
 	defer gc.stop()
 	for i := 0; i < total; i++ {
 		e.seedStep, e.stepNo, e.cursor = uint32(i), i, 0
-		if ps, ok := e.be.(pieceSizer); ok && i == 1 && sizingStep(e.opts.warmup) > 0 {
-			ps.timePieces()
-		}
-		if i == sizingStep(e.opts.warmup) {
-			if err := e.sizePieces(); err != nil {
-				return err
-			}
+		if err := e.sizePieces(i); err != nil {
+			return err
 		}
 		if i == e.opts.warmup {
 			if err := e.settleBeforeMeasuring(); err != nil {
@@ -187,11 +182,19 @@ func (e *engine) settleBeforeMeasuring() error {
 	return nil
 }
 
-// sizePieces lets the backend size the pieces of large collectives from
-// the warm-up so far (cpu_pieces.go).
-func (e *engine) sizePieces() error {
+// sizePieces runs before step i: a backend that sizes the pieces of large
+// collectives from the warm-up (cpu_pieces.go) starts timing them before
+// step 1 and sizes them before step sizingStep.
+func (e *engine) sizePieces(i int) error {
 	ps, ok := e.be.(pieceSizer)
-	if !ok {
+	at := sizingStep(e.opts.warmup)
+	if !ok || at < 0 {
+		return nil
+	}
+	if i == 1 {
+		ps.timePieces()
+	}
+	if i != at {
 		return nil
 	}
 	watchStep(e)
