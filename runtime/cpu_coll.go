@@ -111,22 +111,17 @@ func (b *cpuBackend) Collectives(ops []CollOp) error {
 			}
 			continue
 		}
-		// The queue outlives ops (the caller reuses it): a copy.
-		c := *op
-		var fn func() error
-		if b.prog != nil {
-			// Nonblocking mode: the progress thread runs it (cpu_nb.go).
-			fn = func() error { return b.prog.run(s, &c) }
-		} else {
-			ticket := b.seq.take()
-			fn = func() error {
-				b.seq.wait(ticket)
-				defer b.seq.done()
-				return b.run(s, &c)
+		if b.prog == nil {
+			if err := s.enqueue(cpuOp{kind: opCollGo, ticket: b.seq.take(), coll: *op}); err != nil {
+				return err
 			}
+			continue
 		}
+		// Nonblocking mode: the progress thread runs it (cpu_nb.go). The
+		// queue outlives ops (the caller reuses it): a copy.
+		c := *op
 		err := s.enqueue(cpuOp{fn: func() error {
-			if err := fn(); err != nil {
+			if err := b.prog.run(s, &c); err != nil {
 				return fmt.Errorf("%s bucket %q: %w", c.Coll, c.Name, err)
 			}
 			return nil

@@ -91,15 +91,24 @@ func (s *cpuStream) yieldIfDue() {
 // cpuOp is one queued operation: Go code, a marker, or an MPI call that a
 // batch runs in C (cpu_batch.go). Markers run even after the stream
 // failed, so that whoever waits on them wakes up and sees the error; other
-// operations are skipped then. The kinds that need no closure keep a
-// step's queue free of allocations.
+// operations are skipped then. Every kind but opFunc needs no closure:
+// the steps allocate nothing (cpuEvent.record says why that matters).
 type cpuOp struct {
 	kind   opKind
-	fn     func() error // opFunc
-	marker *cpuMarker   // opStamp, opSync
-	ticket uint64       // opBarrier, opColl: the turn in the issue order
-	coll   CollOp       // opColl
-	off    int64        // opColl: the first element of the next piece
+	fn     func() error  // opFunc
+	marker *cpuMarker    // opStamp, opSync, opWait
+	ticket uint64        // opBarrier, opColl, opCollGo: the turn in the issue order
+	coll   CollOp        // opColl, opCollGo
+	off    int64         // opColl: the first element of the next piece
+	busy   time.Duration // opBusy
+	elem   elemOp        // opFill, opCast
+}
+
+// elemOp is the operand of an element-wise operation.
+type elemOp struct {
+	dst, src     []byte
+	dtype, srcDT DType
+	fill         FillParams
 }
 
 // opKind says what a cpuOp is.
@@ -111,6 +120,11 @@ const (
 	opSync                  // the end of what the host waits for (Synchronize)
 	opBarrier               // MPI_Barrier on the stream's communicator
 	opColl                  // an allreduce, broadcast or reduce
+	opWait                  // waits for a marker (an event of another stream)
+	opBusy                  // the simulated compute: Busy
+	opFill                  // Fill
+	opCast                  // Cast
+	opCollGo                // an allgather or reduce-scatter, run from Go (cpuBackend.run)
 )
 
 // isMarker says whether the op completes a marker.
@@ -249,8 +263,10 @@ func (s *cpuStream) execute(work []cpuOp) {
 			}
 		case op.kind.isMarker():
 			s.complete(op)
+		case op.kind == opWait:
+			s.waitMarker(op.marker)
 		case s.err == nil:
-			if err := s.run(op.fn); err != nil {
+			if err := s.run(op); err != nil {
 				s.err = fmt.Errorf("stream %q: %w", s.name, err)
 			}
 		}
@@ -271,15 +287,38 @@ func (s *cpuStream) complete(op *cpuOp) {
 	op.marker.complete(time.Now(), s.err)
 }
 
-// run calls fn, turning a panic into an error so that the runtime can
-// report it and abort the job instead of leaving other ranks hanging.
-func (s *cpuStream) run(fn func() error) (err error) {
+// run runs an operation that Go carries out, turning a panic into an
+// error so that the runtime can report it and abort the job instead of
+// leaving other ranks hanging.
+func (s *cpuStream) run(op *cpuOp) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("panic: %v\n%s", r, debug.Stack())
 		}
 	}()
-	return fn()
+	switch op.kind {
+	case opBusy:
+		s.sleep(op.busy)
+	case opFill:
+		t0 := time.Now()
+		if e := &op.elem; e.fill.Unchecked {
+			clearBytes(e.dst)
+		} else {
+			fillBytes(e.dst, e.dtype, &e.fill)
+		}
+		s.debt += time.Since(t0)
+	case opCast:
+		castBytes(op.elem.dst, op.elem.dtype, op.elem.src, op.elem.srcDT)
+	case opCollGo:
+		s.b.seq.wait(op.ticket)
+		defer s.b.seq.done()
+		if err := s.b.run(s, &op.coll); err != nil {
+			return fmt.Errorf("%s bucket %q: %w", op.coll.Coll, op.coll.Name, err)
+		}
+	default:
+		return op.fn()
+	}
+	return nil
 }
 
 func (s *cpuStream) close() {
@@ -298,16 +337,7 @@ func (s *cpuStream) Fill(dst Span, p FillParams) error {
 	if err != nil {
 		return fmt.Errorf("fill: %w", err)
 	}
-	return s.enqueue(cpuOp{fn: func() error {
-		t0 := time.Now()
-		if p.Unchecked {
-			clearBytes(b)
-		} else {
-			fillBytes(b, dst.DType, &p)
-		}
-		s.debt += time.Since(t0)
-		return nil
-	}})
+	return s.enqueue(cpuOp{kind: opFill, elem: elemOp{dst: b, dtype: dst.DType, fill: p}})
 }
 
 func (s *cpuStream) Cast(dst, src Span) error {
@@ -322,10 +352,7 @@ func (s *cpuStream) Cast(dst, src Span) error {
 	if err != nil {
 		return fmt.Errorf("cast: %w", err)
 	}
-	return s.enqueue(cpuOp{fn: func() error {
-		castBytes(db, dst.DType, sb, src.DType)
-		return nil
-	}})
+	return s.enqueue(cpuOp{kind: opCast, elem: elemOp{dst: db, dtype: dst.DType, src: sb, srcDT: src.DType}})
 }
 
 // Busy sleeps: the host's cores stay free for communication, as a GPU's
@@ -335,17 +362,19 @@ func (s *cpuStream) Cast(dst, src Span) error {
 // total they ask for. The debt is forgotten when the host waits for the
 // stream (Synchronize), at the end of every step at the latest.
 func (s *cpuStream) Busy(d time.Duration) error {
-	return s.enqueue(cpuOp{fn: func() error {
-		want := d - s.debt
-		if want <= 0 {
-			s.debt = -want
-			return nil
-		}
-		t0 := time.Now()
-		time.Sleep(want)
-		s.debt = max(time.Since(t0)-want, 0)
-		return nil
-	}})
+	return s.enqueue(cpuOp{kind: opBusy, busy: d})
+}
+
+// sleep runs an opBusy of d.
+func (s *cpuStream) sleep(d time.Duration) {
+	want := d - s.debt
+	if want <= 0 {
+		s.debt = -want
+		return
+	}
+	t0 := time.Now()
+	time.Sleep(want)
+	s.debt = max(time.Since(t0)-want, 0)
 }
 
 func (s *cpuStream) Record(e Event) error {
@@ -353,9 +382,7 @@ func (s *cpuStream) Record(e Event) error {
 	if !ok {
 		return fmt.Errorf("record: not a CPU event")
 	}
-	m := &cpuMarker{}
-	ev.set(m)
-	return s.enqueue(cpuOp{kind: opStamp, marker: m})
+	return s.enqueue(cpuOp{kind: opStamp, marker: ev.record()})
 }
 
 func (s *cpuStream) WaitEvent(e Event) error {
@@ -363,16 +390,26 @@ func (s *cpuStream) WaitEvent(e Event) error {
 	if !ok {
 		return fmt.Errorf("wait: not a CPU event")
 	}
-	m := ev.get()
+	m := ev.waitFor()
 	if m == nil {
 		return nil
 	}
-	return s.enqueue(cpuOp{fn: func() error {
+	if err := s.enqueue(cpuOp{kind: opWait, marker: m}); err != nil {
+		m.waiters.Add(-1)
+		return err
+	}
+	return nil
+}
+
+// waitMarker runs an opWait: it waits for the marker, then lets it be
+// reused (cpuEvent.record).
+func (s *cpuStream) waitMarker(m *cpuMarker) {
+	if s.err == nil {
 		if err := m.wait(); err != nil {
-			return fmt.Errorf("waiting for an event of a failed stream: %w", err)
+			s.err = fmt.Errorf("stream %q: waiting for an event of a failed stream: %w", s.name, err)
 		}
-		return nil
-	}})
+	}
+	m.waiters.Add(-1)
 }
 
 // Synchronize waits for the stream's work. When the stream's goroutine is

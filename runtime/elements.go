@@ -24,6 +24,10 @@ func view[T any](b []byte) []T {
 
 // clearBytes zeroes b, large buffers on all of the rank's cores.
 func clearBytes(b []byte) {
+	if int64(len(b)) < 2*parallelGrain {
+		clear(b) // without parallelFor's closure, which is allocated
+		return
+	}
 	parallelFor(int64(len(b)), func(lo, hi int64) { clear(b[lo:hi]) })
 }
 
@@ -33,6 +37,10 @@ func clearBytes(b []byte) {
 // 1.3 GB model in seconds.
 func fillBytes(b []byte, dt DType, p *FillParams) {
 	n := int64(len(b)) / dt.Size()
+	if n < 2*parallelGrain {
+		fillRange(b, dt, p, 0) // without parallelFor's closure, which is allocated
+		return
+	}
 	parallelFor(n, func(lo, hi int64) {
 		fillRange(b[lo*dt.Size():hi*dt.Size()], dt, p, lo)
 	})

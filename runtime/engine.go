@@ -59,6 +59,13 @@ type engine struct {
 	collected   []timed    // collect's result, reused from step to step
 	itemBuf     []collItem // a statement's buckets, reused (step.go)
 	opBuf       []CollOp   // a statement's collectives, reused (step.go)
+	groupBuf    []collItem // a group's buckets, reused (step.go)
+	// What the steps reuse so that they allocate nothing once warm (see
+	// cpuEvent.record for why that matters): the Step handed to the plan,
+	// each stream's "wait NAME" record name, the intervals of stepStatsOf.
+	step      Step
+	waitNames []string
+	stats     intervalScratch
 
 	// mu guards recs, which the watchdog reads.
 	mu   sync.Mutex
@@ -135,6 +142,10 @@ type timed struct {
 // newEngine allocates everything the plan needs on backend be.
 func newEngine(p *Plan, prog *program, opts *options, h *mpiHost, be Backend) (*engine, error) {
 	e := &engine{plan: p, prog: prog, opts: opts, h: h, rank: h.rank, size: h.size, be: be}
+	e.step = Step{e: e}
+	for _, s := range p.Streams {
+		e.waitNames = append(e.waitNames, "wait "+s.Name)
+	}
 	e.tracing = opts.trace != ""
 	e.flatStep = flat(prog.step)
 	for i, s := range p.Streams {

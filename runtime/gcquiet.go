@@ -6,9 +6,11 @@ package runtime
 // or more; with as many ranks as cores that thread takes a core from a rank
 // inside a collective, which then waits up to a scheduler time slice
 // (measured: 8 to 10 ms stalls in 4 KiB allreduces during a traced run,
-// more than half of the steps' total time). The steps allocate little (a
-// few hundred bytes each without a trace), so the runtime turns the
-// collector's pacing off for the steps and collects only when the Go
+// more than half of the steps' total time). The steps allocate little
+// (on the CPU backend nothing but the goroutines that fill or clear large
+// tensors, the checks and the trace: TestStepsAllocateNothing), so the
+// runtime turns the collector's pacing off for the steps and collects
+// only when the Go
 // memory has grown gcHeadroom beyond what it was, through Go's memory
 // limit. The limit follows the live heap (twice it, plus gcHeadroom, as
 // GOGC=100 would allow), so a run whose live data keeps growing (a long

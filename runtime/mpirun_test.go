@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -632,4 +633,41 @@ func TestSettle(t *testing.T) {
 	}
 	_, r := timed("SYNCGEN_SETTLE=soon", "--steps", "1")
 	mustContain(t, r, `ignoring SYNCGEN_SETTLE="soon"`)
+}
+
+// The CPU backend's steps allocate nothing once warm (cpuEvent.record says
+// why that matters): markers are reused, queued operations carry their
+// operands instead of closures, and the engine reuses its buffers. Go's
+// count of heap allocations is updated in batches, and the runtime itself
+// allocates now and then (a goroutine's first park, say), so the test
+// allows one allocation per 10 steps; before, every step made several,
+// each backward's tensor at least one.
+func TestStepsAllocateNothing(t *testing.T) {
+	line := regexp.MustCompile(`rank (\d+): (\d+) heap allocations in (\d+) measured steps`)
+	for _, c := range []struct {
+		plan  string
+		steps int // a few seconds' worth
+	}{
+		{"allreduce:4KiB", 500}, // one collective, as the benchmark runs it
+		{"chain", 200},          // every collective, waits between streams
+		{"group", 200},          // groups across streams
+		{"wire", 60},            // casts to and from the wire dtype
+	} {
+		t.Run(c.plan, func(t *testing.T) {
+			r := mpirun(t, 2, []string{"SYNCGEN_TEST_ALLOCS=1"}, 90*time.Second,
+				c.plan, "--steps", fmt.Sprint(c.steps), "--warmup", "3", "--check", "off", "--quiet")
+			if r.code != 0 {
+				t.Fatalf("exit %d:\n%s", r.code, r.out)
+			}
+			found := line.FindAllStringSubmatch(r.out, -1)
+			if len(found) != 2 {
+				t.Fatalf("want one allocation count per rank, got %d:\n%s", len(found), r.out)
+			}
+			for _, m := range found {
+				if n, _ := strconv.Atoi(m[2]); n > c.steps/10 || m[3] != fmt.Sprint(c.steps) {
+					t.Errorf("rank %s: %s allocations in %s steps, want at most %d", m[1], m[2], m[3], c.steps/10)
+				}
+			}
+		})
+	}
 }

@@ -4,10 +4,11 @@ package runtime
 // timing, model update and check that follow every step.
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	goruntime "runtime"
-	"sort"
+	"slices"
 	"time"
 )
 
@@ -106,6 +107,7 @@ func (e *engine) runAll(res *results, progress *progressBar) error {
 	}
 	gc := startQuietGC()
 	defer gc.stop()
+	var allocs0 uint64
 	for i := 0; i < total; i++ {
 		e.seedStep, e.stepNo, e.cursor = uint32(i), i, 0
 		if err := e.sizePieces(i); err != nil {
@@ -115,12 +117,13 @@ func (e *engine) runAll(res *results, progress *progressBar) error {
 			if err := e.settleBeforeMeasuring(); err != nil {
 				return err
 			}
+			allocs0 = heapAllocs()
 		}
 		if err := e.startStep(); err != nil {
 			return err
 		}
 		hooks.beforeStep(e, i)
-		p.Step(&Step{e: e})
+		p.Step(&e.step)
 		if err := e.drain(); err != nil {
 			return err
 		}
@@ -133,7 +136,7 @@ func (e *engine) runAll(res *results, progress *progressBar) error {
 		e.model.apply(e.flatStep, e.seedStep)
 		measured := i >= e.opts.warmup
 		if measured {
-			st := stepStatsOf(recs, t1.Sub(e.stepStart))
+			st := e.stats.stepStatsOf(recs, t1.Sub(e.stepStart))
 			res.steps = append(res.steps, st)
 			for _, r := range recs {
 				if r.kind != tColl || r.id < 0 {
@@ -159,6 +162,7 @@ func (e *engine) runAll(res *results, progress *progressBar) error {
 		gc.afterStep()
 		progress.update(i+1, total)
 	}
+	hooks.reportAllocs(e, allocs0)
 	return nil
 }
 
@@ -348,9 +352,14 @@ func (e *engine) collect() ([]timed, error) {
 	return recs, nil
 }
 
+// intervalScratch is the memory of stepStatsOf, reused from step to step.
+type intervalScratch struct {
+	comp, comm, both []interval
+}
+
 // stepStatsOf computes a step's summary figures from its records.
-func stepStatsOf(recs []timed, step time.Duration) stepStats {
-	var comp, comm []interval
+func (sc *intervalScratch) stepStatsOf(recs []timed, step time.Duration) stepStats {
+	comp, comm := sc.comp[:0], sc.comm[:0]
 	for _, r := range recs {
 		switch r.kind {
 		case tBackward, tCompute:
@@ -360,16 +369,18 @@ func stepStatsOf(recs []timed, step time.Duration) stepStats {
 		}
 	}
 	comp, comm = union(comp), union(comm)
-	return stepStats{step: step, compute: length(comp), comm: length(comm), hidden: length(intersect(comp, comm))}
+	both := intersect(sc.both[:0], comp, comm)
+	sc.comp, sc.comm, sc.both = comp, comm, both
+	return stepStats{step: step, compute: length(comp), comm: length(comm), hidden: length(both)}
 }
 
 // interval is a span of time within a step.
 type interval struct{ a, b time.Duration }
 
-// union merges overlapping intervals, sorted.
+// union merges overlapping intervals, sorted, in place.
 func union(in []interval) []interval {
-	sort.Slice(in, func(i, j int) bool { return in[i].a < in[j].a })
-	var out []interval
+	slices.SortFunc(in, func(x, y interval) int { return cmp.Compare(x.a, y.a) })
+	out := in[:0]
 	for _, v := range in {
 		if v.b <= v.a {
 			continue
@@ -383,9 +394,9 @@ func union(in []interval) []interval {
 	return out
 }
 
-// intersect returns the overlap of two sorted disjoint interval lists.
-func intersect(x, y []interval) []interval {
-	var out []interval
+// intersect appends the overlap of two sorted disjoint interval lists to
+// out.
+func intersect(out, x, y []interval) []interval {
 	i, j := 0, 0
 	for i < len(x) && j < len(y) {
 		a, b := max(x[i].a, y[j].a), min(x[i].b, y[j].b)

@@ -13,9 +13,9 @@ import (
 
 // Step is the handle through which a plan's step function issues its work.
 type Step struct {
-	rec   *recorder
-	e     *engine
-	group *[]collItem
+	rec     *recorder
+	e       *engine
+	inGroup bool // the collectives go to e.groupBuf until the group ends
 }
 
 // collItem is one bucket of one collective statement.
@@ -70,30 +70,30 @@ func (s *Step) Compute(at Src, stream int, d time.Duration) {
 // AllReduce reduces each bucket with op across all ranks, every rank
 // getting the result.
 func (s *Step) AllReduce(at Src, stream int, op RedOp, after After, buckets ...int) {
-	s.collective(stmt{kind: sColl, at: at, stream: stream, coll: CollAllReduce, op: op, after: after, buckets: buckets})
+	s.collective(stmt{kind: sColl, at: at, stream: stream, coll: CollAllReduce, op: op, after: after}, buckets)
 }
 
 // Broadcast copies root's buckets to every rank.
 func (s *Step) Broadcast(at Src, stream int, root int, after After, buckets ...int) {
-	s.collective(stmt{kind: sColl, at: at, stream: stream, coll: CollBroadcast, root: root, after: after, buckets: buckets})
+	s.collective(stmt{kind: sColl, at: at, stream: stream, coll: CollBroadcast, root: root, after: after}, buckets)
 }
 
 // Reduce reduces each bucket with op onto root; the other ranks' buckets
 // are unchanged.
 func (s *Step) Reduce(at Src, stream int, op RedOp, root int, after After, buckets ...int) {
-	s.collective(stmt{kind: sColl, at: at, stream: stream, coll: CollReduce, op: op, root: root, after: after, buckets: buckets})
+	s.collective(stmt{kind: sColl, at: at, stream: stream, coll: CollReduce, op: op, root: root, after: after}, buckets)
 }
 
 // AllGather gathers each bucket in place: rank r's slice r ends up in
 // slice r on every rank.
 func (s *Step) AllGather(at Src, stream int, after After, buckets ...int) {
-	s.collective(stmt{kind: sColl, at: at, stream: stream, coll: CollAllGather, after: after, buckets: buckets})
+	s.collective(stmt{kind: sColl, at: at, stream: stream, coll: CollAllGather, after: after}, buckets)
 }
 
 // ReduceScatter reduces each bucket in place: rank r's slice r gets the
 // reduction of all ranks' slices r; its other slices become undefined.
 func (s *Step) ReduceScatter(at Src, stream int, op RedOp, after After, buckets ...int) {
-	s.collective(stmt{kind: sColl, at: at, stream: stream, coll: CollReduceScatter, op: op, after: after, buckets: buckets})
+	s.collective(stmt{kind: sColl, at: at, stream: stream, coll: CollReduceScatter, op: op, after: after}, buckets)
 }
 
 // Group issues the collectives that body issues as one group (NCCL's
@@ -113,14 +113,14 @@ func (s *Step) Group(at Src, body func()) {
 		s.rec.add(stmt{kind: sGroup, at: at, body: members})
 		return
 	}
-	if s.group != nil {
+	if s.inGroup {
 		s.e.fatal(at, fmt.Errorf("groups do not nest"))
 	}
-	var items []collItem
-	s.group = &items
+	s.inGroup = true
+	s.e.groupBuf = s.e.groupBuf[:0]
 	body()
-	s.group = nil
-	s.e.issue(items, true)
+	s.inGroup = false
+	s.e.issue(s.e.groupBuf, true)
 	s.e.flush()
 }
 
@@ -141,12 +141,15 @@ func (s *Step) Wait(at Src, stream int) {
 	if err != nil {
 		e.fatal(at, err)
 	}
-	e.addTimed(timed{kind: tWait, stream: stream, at: at, name: "wait " + e.plan.Streams[stream].Name, bucket: -1, hostStart: t0, hostEnd: t1})
+	e.addTimed(timed{kind: tWait, stream: stream, at: at, name: e.waitNames[stream], bucket: -1, hostStart: t0, hostEnd: t1})
 }
 
-func (s *Step) collective(st stmt) {
+// collective issues one collective statement. The buckets come apart from
+// st so that the variadic slice of the generated call does not escape
+// (st does, into the recording): the steps allocate nothing.
+func (s *Step) collective(st stmt, buckets []int) {
 	if s.rec != nil {
-		st.buckets = append([]int(nil), st.buckets...)
+		st.buckets = slices.Clone(buckets)
 		s.rec.add(st)
 		return
 	}
@@ -162,15 +165,15 @@ func (s *Step) collective(st stmt) {
 	// A statement's items are issued at once, except in a group, which
 	// keeps them until the group ends: only then can the slice be reused.
 	items := e.itemBuf[:0]
-	if s.group != nil {
-		items = *s.group
+	if s.inGroup {
+		items = e.groupBuf
 	}
-	for _, b := range st.buckets {
+	for _, b := range buckets {
 		items = append(items, collItem{at: st.at, stream: st.stream, coll: st.coll, op: st.op, root: st.root,
 			after: st.after, bucket: b, id: id, afterEv: afterEv})
 	}
-	if s.group != nil {
-		*s.group = items
+	if s.inGroup {
+		e.groupBuf = items
 		return
 	}
 	e.itemBuf = items
@@ -283,7 +286,8 @@ func (e *engine) issueGroup(items []collItem, group bool) {
 	starts := startsBuf[:0]
 	for _, si := range order {
 		st := e.streams[si]
-		var waited []Event
+		var waitedBuf [4]Event
+		waited := waitedBuf[:0]
 		for _, it := range items {
 			if it.stream != si {
 				continue

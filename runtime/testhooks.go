@@ -16,10 +16,13 @@ package runtime
 //	SYNCGEN_TEST_PIECE_TIME=DUR  the warm-up's time of a piece, in place of
 //	    the measured one, when the CPU backend sizes its pieces
 //	    (cpu_pieces.go), so that a test can make it choose a size.
+//	SYNCGEN_TEST_ALLOCS=1  every rank prints how many heap allocations the
+//	    measured steps made (the steps should make none: cpuEvent.record).
 
 import (
 	"fmt"
 	"os"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,6 +36,7 @@ type testHooks struct {
 	hang    []int // rank, step, statement (-1: the start of the step)
 	// pieceTime replaces the measured piece time; 0 when unset.
 	pieceTime time.Duration
+	allocs    bool
 }
 
 // testHooksFromEnv parses the hooks from the environment. It is read once:
@@ -68,6 +72,7 @@ var testHooksFromEnv = sync.OnceValue(func() *testHooks {
 		panic:   parse("SYNCGEN_TEST_PANIC", 2),
 		hang:    parse("SYNCGEN_TEST_HANG", 3),
 	}
+	h.allocs = os.Getenv("SYNCGEN_TEST_ALLOCS") == "1"
 	if v := os.Getenv("SYNCGEN_TEST_PIECE_TIME"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 {
@@ -150,4 +155,22 @@ func (h *testHooks) beforeCheck(e *engine, i int) {
 	_ = e.be.CopyFromHost(el, b)
 	fmt.Fprintf(os.Stderr, "SYNCGEN_TEST_CORRUPT: rank %d changed element %d of %q before the check of step %d\n",
 		e.rank, c[3], e.plan.Tensors[ts[0]].Name, i)
+}
+
+// heapAllocs returns how many heap objects the process has allocated so
+// far.
+func heapAllocs() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:objects"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
+}
+
+// reportAllocs prints SYNCGEN_TEST_ALLOCS's line.
+func (h *testHooks) reportAllocs(e *engine, since uint64) {
+	if h.allocs {
+		fmt.Fprintf(os.Stderr, "rank %d: %d heap allocations in %d measured steps\n", e.rank, heapAllocs()-since, e.opts.steps)
+	}
 }

@@ -263,12 +263,11 @@ func datatype(dt DType) (C.MPI_Datatype, error) {
 // op maps (dtype, reduction) to an MPI operator (user-defined ones for the
 // 16-bit floats).
 func op(dt DType, o Op) (C.MPI_Op, error) {
-	var rc C.int
-	m := C.sg_op(C.int(dt), C.int(o), &rc)
-	if rc != C.MPI_SUCCESS {
-		return nil, check(fmt.Sprintf("MPI_Op for dtype %d op %d", dt, o), rc)
+	r := C.sg_op_value(C.int(dt), C.int(o))
+	if r.rc != C.MPI_SUCCESS {
+		return nil, check(fmt.Sprintf("MPI_Op for dtype %d op %d", dt, o), r.rc)
 	}
-	return m, nil
+	return r.op, nil
 }
 
 // Request is a pending nonblocking operation.
@@ -345,29 +344,12 @@ func (c Comm) Allgather(buf unsafe.Pointer, count int, dt DType) error {
 // these (one piece of each block at a time), which keeps every call within
 // the sizes where MPI's algorithms are fast. The blocks are described by a
 // datatype of count elements whose extent is stride elements, made and
-// freed for the call.
+// freed for the call (in C: sg_allgather_strided).
 func (c Comm) AllgatherStrided(buf unsafe.Pointer, count int, stride int64, dt DType) error {
-	t, err := datatype(dt)
-	if err != nil {
+	if _, err := datatype(dt); err != nil {
 		return err
 	}
-	var lb, extent C.MPI_Aint
-	if err := check("MPI_Type_get_extent", C.MPI_Type_get_extent(t, &lb, &extent)); err != nil {
-		return err
-	}
-	var block, strided C.MPI_Datatype
-	if err := check("MPI_Type_contiguous", C.MPI_Type_contiguous(C.int(count), t, &block)); err != nil {
-		return err
-	}
-	defer C.MPI_Type_free(&block)
-	if err := check("MPI_Type_create_resized", C.MPI_Type_create_resized(block, 0, C.MPI_Aint(stride)*extent, &strided)); err != nil {
-		return err
-	}
-	defer C.MPI_Type_free(&strided)
-	if err := check("MPI_Type_commit", C.MPI_Type_commit(&strided)); err != nil {
-		return err
-	}
-	return check("MPI_Allgather", C.MPI_Allgather(C.sg_in_place(), 0, strided, buf, 1, strided, c.c))
+	return check("MPI_Allgather of a strided piece", C.sg_allgather_strided(buf, C.int(count), C.int64_t(stride), C.int(dt), c.c))
 }
 
 // ReduceScatterBlock is the blocking in-place reduce-scatter: buf holds

@@ -22,6 +22,18 @@ MPI_Datatype sg_datatype(int dtype);
 // sg_op returns the operator for (dtype, op), creating the user-defined
 // ones for f16 and bf16 on first use; NULL with *rc set on failure.
 MPI_Op sg_op(int dtype, int op, int *rc);
+
+// The calls that Go makes in every step return their results by value:
+// a Go variable whose address is passed to C is moved to the heap, one
+// allocation per call (and the CPU backend's steps allocate nothing).
+typedef struct {
+	MPI_Op op;
+	int rc;
+} sg_op_result;
+sg_op_result sg_op_value(int dtype, int op);
+
+// sg_allgather_strided is mpi.Comm.AllgatherStrided.
+int sg_allgather_strided(void *buf, int count, int64_t stride, int dtype, MPI_Comm comm);
 int sg_set_errors_return(MPI_Comm c);
 
 // Half-precision conversions of the operators, round to nearest even;
