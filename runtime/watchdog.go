@@ -94,7 +94,9 @@ func startWatchdog(e *engine, timeout time.Duration) *watchdog {
 			since := time.Since(w.started)
 			w.mu.Unlock()
 			if late {
-				timedOut.Store(true)
+				if !timedOut.CompareAndSwap(false, true) {
+					return // a phase watch fired first and ends the job
+				}
 				fmt.Fprint(os.Stderr, w.report(since))
 				time.Sleep(watchGrace)
 				abortBackend(e.be)
@@ -111,6 +113,7 @@ func watchStep(e *engine) {
 	if e.wd == nil {
 		return
 	}
+	awaitTimeoutAbort() // a timeout already fired: the job is ending
 	e.wd.mu.Lock()
 	e.wd.active, e.wd.started = true, time.Now()
 	e.wd.mu.Unlock()
@@ -202,6 +205,7 @@ func (w *phaseWatch) setBackend(be Backend) {
 // enter starts phase name, ending the current one; "" ends it without
 // starting another (the steps have their own watchdog).
 func (w *phaseWatch) enter(name string) {
+	awaitTimeoutAbort() // a phase already timed out: the job is ending
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.timer != nil {
@@ -221,10 +225,12 @@ func (w *phaseWatch) expire(gen int, start time.Time) {
 	w.mu.Lock()
 	name, current, be := w.name, w.gen == gen, w.be
 	w.mu.Unlock()
-	if !current {
+	// Only the first timeout of a rank speaks and aborts: the host goes on
+	// during the grace, into phases that time out as well, and one line
+	// says where the rank was stuck (a tiny --timeout printed one per phase).
+	if !current || !timedOut.CompareAndSwap(false, true) {
 		return
 	}
-	timedOut.Store(true)
 	r := w.r
 	fmt.Fprintf(os.Stderr, "%s: rank %d (%s): timeout: %s has taken %s (--timeout %s); the other ranks' messages say where they are\n",
 		progName(), r.h.rank, r.h.host, name, time.Since(start).Round(time.Millisecond), w.timeout)
