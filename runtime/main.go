@@ -137,6 +137,10 @@ func (r *runner) run() int {
 	}
 	r.phase.enter("choosing and starting the backend")
 	be, why, err := selectBackend(h, p, r.opts, tune)
+	var same *agreedError
+	if errors.As(err, &same) {
+		return r.agreedFailure(err)
+	}
 	if err != nil {
 		r.fatal(err)
 	}

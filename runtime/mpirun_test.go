@@ -548,6 +548,12 @@ func TestFlags(t *testing.T) {
 		t.Fatalf("exit %d:\n%s", r.code, r.out)
 	}
 	mustContain(t, r, "checks off", "backend cpu (--backend cpu)")
+	// A backend that no rank can run: every rank knows it from the same
+	// gathered answers, so one message and exit 1, not an abort.
+	r = mpirun(t, 2, []string{"SYNCGEN_CUDART_LIB=/nonexistent/libcudart.so"}, 30*time.Second, "basic", "--steps", "1", "--backend", "nccl")
+	if r.code != 1 || strings.Contains(r.out, "MPI_ABORT") || strings.Count(r.out, "error: --backend nccl: ranks 0, 1:") != 1 {
+		t.Errorf("--backend nccl that no rank can run: exit %d:\n%s", r.code, r.out)
+	}
 	// An output file rank 0 cannot write is a usage error on every rank:
 	// exit 2 and one message, not an abort of the job.
 	bad := filepath.Join(t.TempDir(), "no", "such", "dir", "r.json")

@@ -81,11 +81,11 @@ func selectBackend(h *mpiHost, p *Plan, opts *options, tune cpuTuning) (Backend,
 		}
 		reasons = append(reasons, fmt.Sprintf("%s unavailable (%s)", f.Name, strings.Join(bad, "; ")))
 		if opts.backend != "auto" {
-			return nil, "", fmt.Errorf("--backend %s: %s; use --backend cpu to run on the CPU", f.Name, strings.Join(bad, "; "))
+			return nil, "", agreed(fmt.Errorf("--backend %s: %s; use --backend cpu to run on the CPU", f.Name, strings.Join(bad, "; ")))
 		}
 	}
 	if opts.backend != "auto" && !found {
-		return nil, "", fmt.Errorf("--backend %s: this program was built without that backend", opts.backend)
+		return nil, "", agreed(fmt.Errorf("--backend %s: this program was built without that backend", opts.backend))
 	}
 	if len(reasons) == 0 {
 		reasons = append(reasons, "no GPU backend is built in")
@@ -105,3 +105,13 @@ func safeProbe(f BackendFactory, env *BackendEnv) (ok bool, why string) {
 	}
 	return f.Probe(env)
 }
+
+// agreedError is an error that every rank reaches the same way (from what
+// they all gathered), so that the run ends with one message and no abort
+// (runner.agreedFailure).
+type agreedError struct{ err error }
+
+func agreed(err error) error { return &agreedError{err} }
+
+func (e *agreedError) Error() string { return e.err.Error() }
+func (e *agreedError) Unwrap() error { return e.err }
