@@ -650,10 +650,10 @@ func TestSettle(t *testing.T) {
 // The CPU backend's steps allocate nothing once warm (cpuEvent.record says
 // why that matters): markers are reused, queued operations carry their
 // operands instead of closures, and the engine reuses its buffers. Go's
-// count of heap allocations is updated in batches, and the runtime itself
-// allocates now and then (a goroutine's first park, say), so the test
-// allows one allocation per 10 steps; before, every step made several,
-// each backward's tensor at least one.
+// count of heap allocations is updated in batches, and the Go runtime
+// itself allocates now and then (a goroutine's first park, say), so the
+// test allows 20 allocations plus one per 10 steps; before, every step made
+// several, each backward's tensor at least one.
 func TestStepsAllocateNothing(t *testing.T) {
 	line := regexp.MustCompile(`rank (\d+): (\d+) heap allocations in (\d+) measured steps`)
 	for _, c := range []struct {
@@ -676,8 +676,8 @@ func TestStepsAllocateNothing(t *testing.T) {
 				t.Fatalf("want one allocation count per rank, got %d:\n%s", len(found), r.out)
 			}
 			for _, m := range found {
-				if n, _ := strconv.Atoi(m[2]); n > c.steps/10 || m[3] != fmt.Sprint(c.steps) {
-					t.Errorf("rank %s: %s allocations in %s steps, want at most %d", m[1], m[2], m[3], c.steps/10)
+				if n, _ := strconv.Atoi(m[2]); n > 20+c.steps/10 || m[3] != fmt.Sprint(c.steps) {
+					t.Errorf("rank %s: %s allocations in %s steps, want at most %d", m[1], m[2], m[3], 20+c.steps/10)
 				}
 			}
 		})
