@@ -38,6 +38,10 @@ func (c *checker) declareBuckets() {
 		f, d := bd.file, bd.decl
 		name, nameOK := c.identName(f, d.Name, "bucket")
 		info := &bucketInfo{name: name, file: f, decl: d}
+		if !nameOK {
+			// Messages about the bucket name it as written.
+			info.name = d.Name.source()
+		}
 		if nameOK {
 			if prev, dup := c.buckets[name]; dup {
 				c.errorf(f, nameSpan(d.Name), "bucket names are unique across the program and its imports",
@@ -75,7 +79,7 @@ func (c *checker) bucketOptions(f *sourceFile, d *BucketDecl) bucketOptions {
 	for _, opt := range d.Options {
 		sp := spanOf(opt.Pos, opt.EndPos)
 		if prev, dup := seen[opt.Key]; dup {
-			c.errorf(f, sp, "", "duplicate option %s (first on line %d)", code(opt.Key), prev.Pos.Line)
+			c.errorf(f, sp, "each option is given at most once: remove one of them", "duplicate option %s (first on line %d)", code(opt.Key), prev.Pos.Line)
 			o.ok = false
 			continue
 		}
@@ -158,7 +162,7 @@ func (c *checker) matchBucketPattern(f *sourceFile, p *Name, owner []*bucketInfo
 		c.errorf(f, sp, "frozen tensors have no gradient and are never put in buckets",
 			"pattern %s matches only frozen tensors", code(p.source()))
 	default:
-		c.errorf(f, sp, c.tensorHint(pat), "pattern %s matches no tensor", code(p.source()))
+		c.errorf(f, sp, c.noMatchHint(pat), "pattern %s matches no tensor", code(p.source()))
 	}
 	return nil
 }
@@ -169,6 +173,18 @@ func (c *checker) tensorHint(p pattern) string {
 		return ""
 	}
 	return didYouMean(p.text, c.tensorNames())
+}
+
+// noMatchHint says what to do about a pattern that matches no tensor when
+// no tensor name is close to it.
+func (c *checker) noMatchHint(p pattern) string {
+	if h := c.tensorHint(p); h != "" {
+		return h
+	}
+	if len(c.prog.Tensors) == 0 {
+		return "the program declares no tensors: declare them with `tensor` or import a model (`import \"models/NAME\"`)"
+	}
+	return "fix the pattern or remove it; `*` matches any run of characters, dots included (`layer1.*`)"
 }
 
 // tensorNames returns every tensor name, for suggestions.
@@ -198,7 +214,7 @@ func (c *checker) compileName(f *sourceFile, p *Name) (pattern, bool) {
 		return pattern{}, false
 	}
 	if _, msg := ranges(p.Bare); msg != "" {
-		c.errorf(f, sp, "", "%s", msg)
+		c.errorf(f, sp, rangeHint, "%s", msg)
 		return pattern{}, false
 	}
 	return compilePattern(p.Bare, true), true

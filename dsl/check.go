@@ -50,6 +50,11 @@ type checker struct {
 	// badTensorDecl marks the tensor declarations that had an error: no
 	// "in no bucket" warning for their tensors, which would only be noise.
 	badTensorDecl map[*TensorDecl]bool
+	// badNames holds the names, as written and unquoted, of tensors,
+	// buckets and streams whose declaration was rejected for its name:
+	// a statement that uses one gets no "no such name" error, which would
+	// only echo the first.
+	badNames map[string]bool
 }
 
 func newChecker() *checker {
@@ -61,6 +66,7 @@ func newChecker() *checker {
 		buckets:        map[string]*bucketInfo{},
 		implicitBucket: map[int]int{},
 		badTensorDecl:  map[*TensorDecl]bool{},
+		badNames:       map[string]bool{},
 	}
 }
 
@@ -121,6 +127,9 @@ func (c *checker) declareTensors() {
 		f, d := td.file, td.decl
 		errs := len(c.diags)
 		names := c.expandTensorName(f, d.Name)
+		if names == nil {
+			c.markBadName(d.Name)
+		}
 		dtype := c.dtype(f, d.DType, "tensor")
 		shape, elems, ok := c.shape(f, d)
 		if ok && dtype != ir.InvalidDType {
@@ -176,7 +185,7 @@ func (c *checker) expandTensorName(f *sourceFile, n *Name) []string {
 			c.errorf(f, sp, why, "invalid quoted name %s", n.Quoted)
 			return nil
 		case s == "":
-			c.errorf(f, sp, "", "empty tensor name")
+			c.errorf(f, sp, "a quoted tensor name has at least one character", "empty tensor name")
 			return nil
 		case isGlob(s):
 			c.errorf(f, sp, "`*` and `?` are glob characters in patterns", "tensor name %s contains a glob character", n.Quoted)
@@ -194,11 +203,11 @@ func (c *checker) expandTensorName(f *sourceFile, n *Name) []string {
 	}
 	rs, msg := ranges(n.Bare)
 	if msg != "" {
-		c.errorf(f, sp, "", "%s", msg)
+		c.errorf(f, sp, rangeHint, "%s", msg)
 		return nil
 	}
 	if expansionCount(rs) < 0 {
-		c.errorf(f, sp, "", "%s stands for more than %d tensors", code(n.Bare), maxExpansion)
+		c.errorf(f, sp, "one declaration declares at most 100000 tensors; split it into several", "%s stands for more than %d tensors", code(n.Bare), maxExpansion)
 		return nil
 	}
 	return expand(n.Bare, rs)
@@ -310,7 +319,7 @@ func (c *checker) declareStreams() {
 			}
 		}
 		if i, dup := c.streamIndex[name]; dup {
-			c.errorf(f, nameSpan(d.Name), "", "duplicate stream %s (first declared at %s)", code(name), c.prog.Streams[i].Pos)
+			c.errorf(f, nameSpan(d.Name), "stream names are unique across the program and its imports", "duplicate stream %s (first declared at %s)", code(name), c.prog.Streams[i].Pos)
 			continue
 		}
 		c.addStream(ir.Stream{Name: name, Priority: prio, Pos: f.pos(d.Name.Pos.Offset)})
@@ -324,6 +333,9 @@ func (c *checker) addStream(s ir.Stream) {
 
 // identName checks a stream or bucket name: a bare identifier.
 func (c *checker) identName(f *sourceFile, n *Name, what string) (string, bool) {
+	if n.Quoted != "" || !identRE.MatchString(n.Bare) || slices.Contains(reservedWords, n.Bare) {
+		c.markBadName(n)
+	}
 	if n.Quoted != "" || !identRE.MatchString(n.Bare) {
 		c.errorf(f, nameSpan(n), "it is used as an identifier: letters, digits and _, not starting with a digit",
 			"invalid %s name %s", what, code(n.source()))
@@ -334,6 +346,15 @@ func (c *checker) identName(f *sourceFile, n *Name, what string) (string, bool) 
 		return "", false
 	}
 	return n.Bare, true
+}
+
+// markBadName records the name of a declaration rejected for its name,
+// as written and unquoted (see badNames).
+func (c *checker) markBadName(n *Name) {
+	c.badNames[n.source()] = true
+	if s, why := n.unquoted(); why == "" {
+		c.badNames[s] = true
+	}
 }
 
 // streamNames returns the names of the streams, for suggestions.
@@ -349,6 +370,9 @@ func (c *checker) streamNames() []string {
 func (c *checker) lookupStream(f *sourceFile, w *Word) (int, bool) {
 	if i, ok := c.streamIndex[w.Text]; ok {
 		return i, true
+	}
+	if c.badNames[w.Text] {
+		return 0, false
 	}
 	hint := didYouMean(w.Text, c.streamNames())
 	if hint == "" {

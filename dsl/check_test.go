@@ -624,3 +624,33 @@ func TestNumberHints(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckHints checks the hints of errors that once had none: each says
+// what to do.
+func TestCheckHints(t *testing.T) {
+	for _, tc := range []struct{ src, msg, hint string }{
+		{"tensor a f32[1]\nstep { allreduce a[0] }\n", "no bucket `a`", "`a` is a tensor: name it without an index"},
+		{"tensor a f32[1]\nbucket grads { a }\nstep { allreduce zzzz[0] }\n", "no bucket `zzzz`", "declared buckets: grads"},
+		{"tensor a f32[1]\nstep { allreduce zzzz[0] }\n", "no bucket `zzzz`", "no bucket is declared"},
+		{"bucket g { layer.* }\n", "pattern `layer.*` matches no tensor", "the program declares no tensors"},
+		{"tensor a f32[1]\nbucket g { a, qqqqqq.* }\n", "pattern `qqqqqq.*` matches no tensor", "fix the pattern or remove it"},
+		{"tensor a f32[1]\nbucket g { a } cap 1MiB cap 2MiB\n", "duplicate option `cap` (first on line 2)", "remove one of them"},
+		{"stream s\nstream s\n", "duplicate stream `s` (first declared at plan.sync:1:8)", "unique"},
+		{"tensor \"\" f32[1]\n", "empty tensor name", "at least one character"},
+		{"tensor a.{3..1} f32[1]\n", "range `{3..1}` is descending; write {1..3}", "from N up to M"},
+	} {
+		_, diags := Check("plan.sync", []byte(tc.src))
+		found := false
+		for _, d := range diags {
+			if d.Message == tc.msg {
+				found = true
+				if !strings.Contains(d.Hint, tc.hint) {
+					t.Errorf("%q: %q has hint %q, want one with %q", tc.src, d.Message, d.Hint, tc.hint)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("%q: no error %q in %v", tc.src, tc.msg, diags)
+		}
+	}
+}

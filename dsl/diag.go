@@ -98,7 +98,6 @@ func (x Diagnostic) render(w io.Writer) {
 	fmt.Fprintln(w, x.Error())
 	if x.Pos.Line > 0 && x.snippet != "" {
 		line := printableLine(x.snippet)
-		fmt.Fprintf(w, "    %s\n", line)
 		// Columns as displayed: one per rune of the printable line.
 		lineWidth := utf8.RuneCountInString(line)
 		start := displayCol(x.snippet, x.Pos.Col)
@@ -106,12 +105,43 @@ func (x Diagnostic) render(w io.Writer) {
 		if x.End.Line == x.Pos.Line && x.End.Col > x.Pos.Col {
 			end = displayCol(x.snippet, x.End.Col)
 		}
-		width := max(1, min(end, lineWidth+1)-start)
-		fmt.Fprintf(w, "    %s%s\n", strings.Repeat(" ", start), strings.Repeat("^", width))
+		end = max(start+1, min(end, lineWidth+1))
+		line, start, end = snippetWindow(line, lineWidth, start, end)
+		fmt.Fprintf(w, "    %s\n", line)
+		fmt.Fprintf(w, "    %s%s\n", strings.Repeat(" ", start), strings.Repeat("^", end-start))
 	}
 	if x.Hint != "" {
 		fmt.Fprintf(w, "hint: %s\n", x.Hint)
 	}
+}
+
+// maxSnippetWidth is the most columns of a source line a diagnostic
+// shows.
+const maxSnippetWidth = 120
+
+// snippetWindow cuts a source line of width columns that is too long for
+// a terminal (a generated file, a minified plan on one line) to a window
+// around the caret columns [start, end), marking each cut side with "...",
+// and returns the window and the caret columns in it. A caret range wider
+// than the window is cut too.
+func snippetWindow(line string, width, start, end int) (string, int, int) {
+	if width <= maxSnippetWidth {
+		return line, start, end
+	}
+	runes := []rune(line)
+	from := max(0, start-maxSnippetWidth/4)
+	to := min(len(runes), from+maxSnippetWidth)
+	from = max(0, min(from, to-maxSnippetWidth))
+	out, shift := string(runes[from:to]), from
+	if from > 0 {
+		out, shift = "..."+out, from-3
+	}
+	if to < len(runes) {
+		out += "..."
+	}
+	start -= shift
+	end = min(end-shift, utf8.RuneCountInString(out)+1)
+	return out, start, max(end, start+1)
 }
 
 // displayCol converts a 1-based byte column of line into a 0-based column

@@ -194,6 +194,7 @@ func (p *printer) comments(toks []token) {
 		if t.Type != tokComment {
 			continue
 		}
+		t.Value = commentText(t.Value)
 		off := t.Pos.Offset
 		for i < len(p.items) && p.items[i].start <= off {
 			i++
@@ -215,6 +216,14 @@ func (p *printer) comments(toks []token) {
 			p.tail = append(p.tail, t)
 		}
 	}
+}
+
+// commentText returns a comment as the formatter prints it. In a file
+// with CRLF line endings a line comment runs up to the \n and so ends
+// with the \r, and a block comment has \r\n inside; the output's lines
+// end with \n alone, and a stray \r would mix the two.
+func commentText(c string) string {
+	return strings.ReplaceAll(strings.TrimSuffix(c, "\r"), "\r\n", "\n")
 }
 
 // line is one line of output before alignment.

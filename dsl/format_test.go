@@ -103,6 +103,8 @@ func TestFormatEdgeCases(t *testing.T) {
 		"tensor a f32[1] /* x */ tensor b f32[1]": "tensor a f32[1] /* x */\ntensor b f32[1]\n",
 		"/* before */ tensor a f32[1]":            "/* before */\ntensor a f32[1]\n",
 		"run":                                     "run\n",
+		// CRLF line endings become LF, in comments too.
+		"tensor a f32[1] // x\r\n// y\r\n/* a\r\nb */\r\n": "tensor a f32[1] // x\n// y\n/* a\nb */\n",
 	}
 	for src, want := range cases {
 		if got := mustFormat(t, src); got != want {
@@ -118,12 +120,13 @@ func TestFormatSyntaxError(t *testing.T) {
 	}
 }
 
-// commentTexts returns the comments of src in order.
+// commentTexts returns the comments of src in order, with CRLF line
+// endings as the formatter writes them (LF).
 func commentTexts(src []byte) []string {
 	var out []string
 	for _, t := range lex("t.sync", src) {
 		if t.Type == tokComment {
-			out = append(out, t.Value)
+			out = append(out, commentText(t.Value))
 		}
 	}
 	return out

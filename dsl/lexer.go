@@ -297,6 +297,12 @@ func isOddSpace(r rune) bool {
 	return r > unicode.MaxASCII && unicode.IsSpace(r)
 }
 
+// isLetters reports whether s is made of letters and digits only (a
+// name such as `é` or `λ1` in a script other than ASCII).
+func isLetters(s string) bool {
+	return strings.IndexFunc(s, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) < 0
+}
+
 // invalidHint suggests a fix for the invalid characters toks[i..j]: a byte
 // order mark, bytes that are not UTF-8, an import path or a tensor name
 // that needs quotes (`import models/resnet50`, `tensor attn/0 f32[4]`,
@@ -346,10 +352,10 @@ func invalidHint(toks []token, i, j int) (hint string, nameEnd int) {
 	switch p := toks[prev]; {
 	case p.Type == tokKeyword && p.Value == "import":
 		return "an import path is a quoted string: import " + strconv.Quote(whole.String()), b
-	case (a < i || b > j) && !strings.ContainsAny(whole.String(), "*?{") &&
+	case (a < i || b > j || isLetters(whole.String())) && !strings.ContainsAny(whole.String(), "*?{") &&
 		(p.Type == tokKeyword && (p.Value == "tensor" || isCollective(p.Value)) ||
 			p.Type == tokPunct && (p.Value == "{" || p.Value == ",")):
-		return "names with characters other than letters, digits, _ and dots are written in quotes: " + strconv.Quote(whole.String()), b
+		return "names with characters other than ASCII letters, digits, _ and dots are written in quotes: " + strconv.Quote(whole.String()), b
 	}
 	return "", j
 }

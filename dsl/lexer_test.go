@@ -186,6 +186,8 @@ func TestLexErrorHints(t *testing.T) {
 		{"\ufefftensor a f32[4]\n", "byte order mark"},
 		{"tensor a\xff f32[4]\n", "not UTF-8"},
 		{"tensor ünï f32[4]\n", `written in quotes: "ünï"`},
+		{"tensor é f32[4]\n", `written in quotes: "é"`},
+		{"tensor a f32[4]\nbucket g { a, λ1 }\n", `written in quotes: "λ1"`},
 		{"tensor a.λ f32[4]\n", `written in quotes: "a.λ"`},
 		{"tensor a f32[4]\nstep { allreduce a\u00a0on comm }\n", "U+00A0 is not an ordinary space"},
 		{"tensor a f32[4]\u200b\n", "U+200B is not an ordinary space"},

@@ -1,6 +1,7 @@
 package dsl
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -19,9 +20,30 @@ import (
 func Load(path string) (*ir.Program, Diagnostics) {
 	src, err := os.ReadFile(path)
 	if err != nil {
-		return nil, Diagnostics{fileError(path, fmt.Sprintf("cannot read %s: %v", path, unwrapPathError(err)))}
+		d := fileError(path, fmt.Sprintf("cannot read %s: %v", path, unwrapPathError(err)))
+		d.Hint = readHint(path, err)
+		return nil, Diagnostics{d}
 	}
 	return Check(path, src)
+}
+
+// readHint says what to do when the plan at path cannot be read: a
+// directory was given, the .sync extension was left out, or the path is
+// empty or wrong.
+func readHint(path string, err error) string {
+	switch {
+	case path == "":
+		return "the file name is empty: give the path of a .sync file"
+	case errors.Is(err, fs.ErrNotExist):
+		if _, e := os.Stat(path + ".sync"); e == nil {
+			return "did you mean " + code(path+".sync") + "?"
+		}
+		return "check the path; it is relative to the current directory"
+	}
+	if fi, e := os.Stat(path); e == nil && fi.IsDir() {
+		return "give a .sync file, not a directory; to check every plan in it: syncgen check " + filepath.Join(path, "*.sync")
+	}
+	return ""
 }
 
 // Check is Load for a file already in memory: filename names it in

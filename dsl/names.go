@@ -118,6 +118,9 @@ type braceRange struct {
 	lo, hi     int64
 }
 
+// rangeHint is the hint for an invalid brace range.
+const rangeHint = "a brace range {N..M} runs from N up to M (N <= M) and stands for at most 100000 names"
+
 // ranges returns the brace ranges of a bare name, or an error message for
 // a descending or oversized range.
 func ranges(name string) ([]braceRange, string) {

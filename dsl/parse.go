@@ -154,11 +154,16 @@ func syntaxDiagnostic(f *sourceFile, toks []token, end int, err error) Diagnosti
 	}
 	if o, ok := targetlessCollectiveInGroup(toks, off); ok {
 		off = o
+	} else if o, ok := errorInsideStatement(toks, off); ok {
+		off = o
 	}
 	if d, ok := missingTensorPart(f, toks, off); ok {
 		return d
 	}
 	if d, ok := missingTargetComma(f, toks, off); ok {
+		return d
+	}
+	if d, ok := missingPatternComma(f, toks, off); ok {
 		return d
 	}
 	if o, ok := endOfContent(toks, off); ok {
@@ -200,6 +205,42 @@ func targetlessCollectiveInGroup(all []token, off int) (int, bool) {
 				return toks[i].Pos.Offset, true
 			}
 		}
+	}
+	return 0, false
+}
+
+// errorInsideStatement finds, when the syntax error at offset off is
+// reported at the keyword that starts a one-line statement (participle
+// gives up on the statement as a whole when a value in it is a keyword:
+// `wait step`, `compute wait`), the token inside the statement where it
+// goes wrong, by parsing the statement's line alone in a block.
+func errorInsideStatement(all []token, off int) (int, bool) {
+	toks := significantTokens(all)
+	at := sort.Search(len(toks), func(i int) bool { return toks[i].Pos.Offset >= off })
+	// `compute` is a statement keyword but not a reserved word.
+	if at >= len(toks) || toks[at].Pos.Offset != off || toks[at].Type == tokString ||
+		!slices.Contains(statementKeywords, toks[at].Value) || toks[at].Value == "group" ||
+		!slices.Contains([]string{"init", "step", "group"}, enclosingOpener(toks, at)) {
+		return 0, false
+	}
+	end := at + 1
+	for end < len(toks) && toks[end].Pos.Line == toks[at].Pos.Line && !slices.Contains([]string{"{", "}", ";"}, toks[end].Value) {
+		end++
+	}
+	ptoks := slices.Concat([]lexer.Token{
+		{Type: tokenTypes[tokKeyword], Value: "step"},
+		{Type: tokenTypes[tokPunct], Value: "{"},
+	}, participleTokens(toks[at:end]), []lexer.Token{{Type: tokenTypes[tokPunct], Value: "}", Pos: lexer.Position{Offset: -1}}})
+	_, err := parseTokens(ptoks, lexer.EOFToken(lexer.Position{Offset: -1}))
+	var ute *participle.UnexpectedTokenError
+	switch {
+	case !errors.As(err, &ute):
+	case ute.Unexpected.Pos.Offset > off:
+		return ute.Unexpected.Pos.Offset, true
+	case ute.Unexpected.Pos.Offset < 0 && end < len(toks):
+		// The statement ends too early (`wait` alone): the error is
+		// where the next line starts, which says it is incomplete.
+		return toks[end].Pos.Offset, true
 	}
 	return 0, false
 }
@@ -296,13 +337,13 @@ func explainSyntaxError(all []token, off int) (string, string) {
 	// starts one (not a keyword used as a value, as in `on compute`). A
 	// block's keyword found across its `{` means the error is where a
 	// statement should start.
-	construct, constructLine, inBody := "", 0, false
+	construct, constructLine, constructAt, inBody := "", 0, 0, false
 	for i := at - 1; i >= 0; i-- {
 		v := toks[i].Value
 		if v == "}" {
 			if b, ok := bucketClosedAt(toks, i); ok {
 				// After a bucket's patterns: among its options.
-				construct, constructLine = "bucket", toks[b].Pos.Line
+				construct, constructLine, constructAt = "bucket", toks[b].Pos.Line, b
 				break
 			}
 			inBody = depth > 0
@@ -312,8 +353,10 @@ func explainSyntaxError(all []token, off int) (string, string) {
 			inBody = true
 			continue
 		}
-		if _, ok := constructSyntax[v]; ok && (i == 0 || !isOptionKey(toks[i-1].Value)) {
-			construct, constructLine = v, toks[i].Pos.Line
+		// A keyword after an option key is its value (`on compute`), and
+		// after `tensor` it is the tensor's name (`tensor step f32[1]`).
+		if _, ok := constructSyntax[v]; ok && (i == 0 || !isOptionKey(toks[i-1].Value) && !isTensorKeyword(toks[i-1])) {
+			construct, constructLine, constructAt = v, toks[i].Pos.Line, i
 			break
 		}
 	}
@@ -324,6 +367,13 @@ func explainSyntaxError(all []token, off int) (string, string) {
 	}
 	hint := constructSyntax[construct]
 	if at >= len(toks) {
+		if opt, ok := optionWithoutValue(toks, at, construct); ok && len(opens) == 0 && bracket < 0 {
+			o := toks[opt]
+			if write := "`" + o.Value + " " + optionValues[o.Value] + "`"; !strings.Contains(hint, write) {
+				hint = "write " + write + "; " + hint
+			}
+			return fmt.Sprintf("unexpected end of file: %s needs a value after it", code(o.Value)), hint
+		}
 		return explainEOF(toks, opens, bracket, construct, constructLine, hint)
 	}
 	t := toks[at]
@@ -344,7 +394,7 @@ func explainSyntaxError(all []token, off int) (string, string) {
 		return fmt.Sprintf("%s needs a target before %s", kw, code(next)), hint
 	}
 	startsLine := at == 0 || toks[at-1].Pos.Line != t.Pos.Line
-	keyword := ""
+	keyword, stray := "", false
 	if t.Type == tokWord && !slices.Contains(allKeywords, t.Value) {
 		expected := expectedKeywords(construct, toks[max(at-1, 0)].Value)
 		if startsLine {
@@ -364,6 +414,58 @@ func explainSyntaxError(all []token, off int) (string, string) {
 		if !slices.Contains(expectedKeywords(construct, toks[max(at-1, 0)].Value), keyword) {
 			construct = ""
 		}
+	} else if opt, ok := optionWithoutValue(toks, at, construct); ok {
+		// `allreduce g op }`: the option is there, its value is not.
+		if opt != at {
+			msg += ": "
+		} else {
+			msg = ""
+		}
+		o := toks[opt]
+		msg += code(o.Value)
+		if o.Pos.Line != t.Pos.Line {
+			msg += fmt.Sprintf(" on line %d", o.Pos.Line)
+		}
+		msg += " needs a value after it"
+		value := optionValues[o.Value]
+		if opt+1 < len(toks) && toks[opt+1].Type == tokKeyword && toks[opt+1].Pos.Line == o.Pos.Line {
+			// `on step`: a reserved word is never a value.
+			msg = fmt.Sprintf("%s needs a value, and %s is a keyword", code(o.Value), code(toks[opt+1].Value))
+			if opt != at {
+				msg = "unexpected " + tokenText(t) + ": " + msg
+			}
+		}
+		if opt+1 < len(toks) && toks[opt+1].Type == tokString {
+			// `on "comm"`: values are words, never quoted.
+			msg = fmt.Sprintf("%s takes a value without quotes", code(o.Value))
+			value = strings.Trim(toks[opt+1].Value, `"`)
+		}
+		if write := "`" + o.Value + " " + value + "`"; !strings.Contains(hint, write) {
+			hint = "write " + write + "; " + hint
+		}
+	} else if t.Value == "[" && at > 0 && at+1 < len(toks) && toks[at+1].Type != tokWord && (toks[at-1].Type == tokWord || toks[at-1].Type == tokString) {
+		// `allreduce g[step]`, `g[]`: participle backs out of the whole
+		// index and reports its `[`.
+		msg = fmt.Sprintf("unexpected %s in the index of %s: a piece index is a number", tokenText(toks[at+1]), code(shortText(toks[at-1].Value)))
+		hint = "write e.g. `" + shortText(toks[at-1].Value) + "[0]`; " + hint
+	} else if u, ok := spacedUnit(toks, at); ok {
+		// `backward 60 ms`: the statement is complete with a duration
+		// of "60", which the checker would reject for its missing unit.
+		msg = fmt.Sprintf("unexpected %s: a number and its unit are written without a space between them", tokenText(t))
+		hint = "write " + code(u)
+	} else if keyword == "" && construct != "" && !isBlock && completeConstruct(toks[constructAt:at], construct) {
+		// A stray token after a declaration or statement that is
+		// complete without it: saying it is incomplete would send the
+		// user looking for something missing.
+		msg = fmt.Sprintf("unexpected %s after the complete %s %s", tokenText(t), construct, constructNoun(construct))
+		if constructLine < t.Pos.Line {
+			msg += fmt.Sprintf(" on line %d", constructLine)
+		}
+		if startsLine {
+			// Not a continuation of it: a new one should start here.
+			construct = ""
+		}
+		stray = true
 	} else if startsLine && construct != "" && !isBlock && constructLine < t.Pos.Line {
 		msg += fmt.Sprintf(": the %s on line %d is incomplete", construct, constructLine)
 	}
@@ -377,7 +479,87 @@ func explainSyntaxError(all []token, off int) (string, string) {
 	if keyword != "" {
 		hint = "did you mean " + code(keyword) + "? " + hint
 	}
+	if stray {
+		hint = "remove " + tokenText(t) + "; " + hint
+	}
 	return msg, hint
+}
+
+// optionValues says what value each option takes, for hints.
+var optionValues = map[string]string{
+	"op": "sum|avg|min|max|prod", "on": "STREAM", "after": "ready|STREAM", "from": "RANK", "to": "RANK",
+	"cap": "SIZE", "first": "SIZE", "order": "reverse|declared", "wire": "DTYPE", "priority": "high|low",
+	"steps": "N", "warmup": "N", "every": "N", "wait": "STREAM",
+}
+
+// optionWithoutValue reports whether the syntax error at toks[at] is an
+// option of the construct that lacks its value: the option itself when
+// no word follows it (participle gives up on the option as a whole), or
+// the token after it. It returns the option's index.
+func optionWithoutValue(toks []token, at int, construct string) (int, bool) {
+	isOption := func(i int) bool {
+		if _, ok := optionValues[toks[i].Value]; !ok || toks[i].Type == tokString {
+			return false
+		}
+		prev := ""
+		if i > 0 {
+			prev = toks[i-1].Value
+		}
+		if toks[i].Type == tokKeyword && toks[i].Value == "wait" {
+			return construct == "wait"
+		}
+		return slices.Contains(expectedKeywords(construct, prev), toks[i].Value)
+	}
+	switch {
+	case at < len(toks) && isOption(at) && (at+1 == len(toks) || toks[at+1].Type != tokWord):
+		return at, true
+	case at > 0 && isOption(at-1) && (at == len(toks) || toks[at].Type != tokWord):
+		return at - 1, true
+	}
+	return 0, false
+}
+
+// spacedUnit reports whether toks[at] is a size or duration unit written
+// apart from the number before it on the same line (`60 ms`, `25 MiB`),
+// and returns the two written together.
+func spacedUnit(toks []token, at int) (string, bool) {
+	if at == 0 || toks[at].Type != tokWord || toks[at-1].Type != tokWord || toks[at-1].Pos.Line != toks[at].Pos.Line {
+		return "", false
+	}
+	m := numberUnit.FindStringSubmatch(toks[at-1].Value)
+	if m == nil || m[2] != "" {
+		return "", false
+	}
+	if _, ok := sizeUnits[toks[at].Value]; !ok {
+		if _, ok := durationUnits[toks[at].Value]; !ok {
+			return "", false
+		}
+	}
+	return toks[at-1].Value + toks[at].Value, true
+}
+
+// completeConstruct reports whether toks, from the keyword of a
+// declaration or statement on, parse as that construct alone: a statement
+// is parsed inside a `step` block.
+func completeConstruct(toks []token, construct string) bool {
+	ptoks := participleTokens(toks)
+	if !slices.Contains(topKeywords, construct) {
+		ptoks = slices.Concat([]lexer.Token{
+			{Type: tokenTypes[tokKeyword], Value: "step"},
+			{Type: tokenTypes[tokPunct], Value: "{"},
+		}, ptoks, []lexer.Token{{Type: tokenTypes[tokPunct], Value: "}"}})
+	}
+	_, err := parseTokens(ptoks, lexer.EOFToken(lexer.Position{}))
+	return err == nil
+}
+
+// constructNoun returns "declaration" for a top-level construct and
+// "statement" for the others.
+func constructNoun(construct string) string {
+	if slices.Contains(topKeywords, construct) {
+		return "declaration"
+	}
+	return "statement"
 }
 
 // isOptionKey reports whether a keyword takes a value after it, so that a

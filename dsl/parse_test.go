@@ -150,8 +150,8 @@ func TestParseGroupCollectiveWithoutTarget(t *testing.T) {
 	// In a bucket's pattern list `allreduce` is a tensor name, not a
 	// collective missing its target.
 	_, diags := parseFile(newSourceFile("t.sync", []byte("tensor allreduce f32[1]\nbucket b { allreduce allreduce }\n")))
-	if len(diags) != 1 || diags[0].Message != "unexpected `allreduce`" {
-		t.Errorf("bucket with a missing comma: got %v, want one error \"unexpected `allreduce`\"", diags)
+	if want := "patterns are separated by commas: `bucket b { allreduce, allreduce }`"; len(diags) != 1 || diags[0].Message != want {
+		t.Errorf("bucket with a missing comma: got %v, want one error %q", diags, want)
 	}
 }
 
@@ -194,13 +194,49 @@ func TestSyntaxErrorExplanations(t *testing.T) {
 		{decls + "step {\n  reduce g[0], a top to 0\n}\n", "5:18", "buckets are separated by commas: `reduce g[0], a, top`", "reduce TARGET, ..."},
 		{decls + "step {\n  group { allgather g \"x\" }\n}\n", "5:23", "buckets are separated by commas: `allgather g, \"x\"`", "allgather TARGET, ..."},
 		{decls + "step {\n  allreduce g aftr ready\n}\n", "5:15", "unexpected `aftr`", "did you mean `after`?"},
-		{decls + "step {\n  allreduce g 1ms\n}\n", "5:15", "unexpected `1ms`", "a collective is written"},
+		{decls + "step {\n  allreduce g 1ms\n}\n", "5:15", "unexpected `1ms` after the complete allreduce statement", "remove `1ms`; a collective is written"},
+		// A missing comma between a bucket's patterns, or a missing `}`.
+		{"bucket g { a b }\n", "1:14", "patterns are separated by commas: `bucket g { a, b }`", "a bucket is declared as `bucket NAME { PATTERN, ... }`"},
+		{"bucket g { a, \"x y\" c.* d }\n", "1:21", "patterns are separated by commas: `bucket g { a, \"x y\", c.*, ... }`", "PATTERN, ..."},
+		{"bucket g {\n  a\n  b\n}\n", "3:3", "patterns are separated by commas: `bucket g { a, b }`", "PATTERN, ..."},
+		{"bucket g { a cap 1MiB\n", "1:14", "the pattern list of bucket `g` is not closed before `cap`", "add `}` after the last pattern"},
+		{"tensor cap f32[1]\nbucket g { a cap }\n", "2:14", "patterns are separated by commas: `bucket g { a, cap }`", "PATTERN, ..."},
+		// A stray word after a complete declaration or statement: it is
+		// the word that is wrong, nothing is missing.
+		{decls + "step {\n  wait comm extra\n}\n", "5:13", "unexpected `extra` after the complete wait statement", "remove `extra`; wait is written `wait STREAM`"},
+		{decls + "step {\n  wait comm\n  extra\n}\n", "6:3", "unexpected `extra` after the complete wait statement on line 5", "remove `extra`; a statement starts with one of"},
+		{"tensor a f32[4] extra\n", "1:17", "unexpected `extra` after the complete tensor declaration", "remove `extra`; a tensor is declared as"},
+		{"tensor a f32[4] frozen\n  extra\ntensor b f32[1]\n", "2:3", "unexpected `extra` after the complete tensor declaration on line 1", "a declaration starts with one of"},
+		{"tensor step f32[4] [2]\n", "1:20", "unexpected `[` after the complete tensor declaration", "remove `[`"},
+		{"bucket g { a } order reverse extra\n", "1:30", "unexpected `extra` after the complete bucket declaration", "remove `extra`"},
+		{"import \"models/tiny_mlp\" x\n", "1:26", "unexpected `x` after the complete import declaration", "remove `x`"},
+		{"run steps 5 5\n", "1:13", "unexpected `5` after the complete run declaration", "remove `5`"},
+		{decls + "step {\n  reduce g to 0 op sum 1\n}\n", "5:24", "unexpected `1` after the complete reduce statement", "remove `1`"},
+		// An option without its value.
+		{decls + "step {\n  allreduce g op\n}\n", "5:15", "`op` needs a value after it", "write `op sum|avg|min|max|prod`"},
+		{decls + "step {\n  broadcast g from\n  wait comm\n}\n", "5:15", "`from` needs a value after it", "write `from RANK`"},
+		{decls + "step {\n  allreduce g on \"comm\"\n}\n", "5:15", "`on` takes a value without quotes", "write `on comm`"},
+		{"bucket g { a } cap }\n", "1:20", "unexpected `}`: `cap` needs a value after it", "write `cap SIZE`"},
+		{"run steps\nrun warmup 1\n", "2:1", "unexpected `run`: `steps` on line 1 needs a value after it", "write `steps N`"},
+		{"stream s priority\n", "1:18", "unexpected end of file: `priority` needs a value after it", "`priority high|low`"},
+		// A keyword where a value goes: the error is at the keyword, not
+		// at the statement it is in.
+		{decls + "step {\n  allreduce g\n  wait step\n}\n", "6:8", "unexpected `step`: `wait` needs a value, and `step` is a keyword", "wait is written `wait STREAM`"},
+		{decls + "step {\n  allreduce g on group\n}\n", "5:15", "`on` needs a value, and `group` is a keyword", "write `on STREAM`"},
+		{decls + "step {\n  backward 1ms\n  wait\n}\n", "7:1", "unexpected `}`: `wait` on line 6 needs a value after it", "wait is written `wait STREAM`"},
+		{decls + "step {\n  backward 1ms\n  compute wait\n}\n", "6:11", "unexpected `wait`", "compute is written"},
+		{"bucket g { a } order run\n", "1:22", "unexpected `run`: `order` needs a value, and `run` is a keyword", "order reverse|declared"},
+		{decls + "step {\n  allreduce g[step]\n}\n", "5:14", "unexpected `step` in the index of `g`: a piece index is a number", "write e.g. `g[0]`"},
+		// A unit apart from its number.
+		{"step {\n  backward 60 ms\n}\n", "2:15", "unexpected `ms`: a number and its unit are written without a space between them", "write `60ms`"},
+		{"bucket g { a } cap 25 MiB\n", "1:23", "unexpected `MiB`: a number and its unit are written without a space between them", "write `25MiB`"},
 		{decls + "step {\n  allreduce g\n  wiat comm\n}\n", "6:3", "unexpected `wiat`", "did you mean `wait`?"},
 		// An unexpected end of file, at the end of the last line with content.
 		{"step {\n", "1:7", "unexpected end of file: the `step` block opened on line 1 is never closed", "add `}` to close the `{` on line 1"},
 		{decls + "step {\n  backward 1ms\n  group {\n    allreduce g\n\n// end\n\n", "7:16", "unexpected end of file: the group opened on line 6 is never closed", "still open before it (line 4)"},
 		{"bucket g { a,\n  b\n", "2:4", "unexpected end of file: the pattern list of bucket `g` opened on line 1 is never closed", "add `}`"},
 		{"tensor a f32[4\n", "1:15", "unexpected end of file: the `[` on line 1 is never closed", "add `]`"},
+		{"step {" + strings.Repeat("group {", 1000), "1:7007", "unexpected end of file: the group opened on line 1 is never closed", "(1000 of them, on line 1)"},
 		{"stream\n\n", "1:7", "unexpected end of file: the stream on line 1 is incomplete", "a stream is declared as"},
 		// Misspelt and abbreviated keywords where one is expected.
 		{"stream comm prio high\n", "1:13", "unexpected `prio`", "did you mean `priority`? a stream is declared as"},

@@ -4,6 +4,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/alecthomas/participle/v2/lexer"
 
@@ -87,5 +88,15 @@ func quoteText(s string) string {
 	return strconv.Quote(s)
 }
 
-// code formats a name for a message: `name`.
-func code(s string) string { return "`" + s + "`" }
+// maxCodeRunes bounds what code shows of a name or piece of source.
+const maxCodeRunes = 80
+
+// code formats a name for a message: `name`. A very long one (a generated
+// name, a line without spaces) is cut: the caret shows where it is, and
+// a message thousands of characters wide would hide everything else.
+func code(s string) string {
+	if utf8.RuneCountInString(s) > maxCodeRunes {
+		s = string([]rune(s)[:maxCodeRunes-3]) + "..."
+	}
+	return "`" + s + "`"
+}

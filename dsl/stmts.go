@@ -3,6 +3,7 @@ package dsl
 import (
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
 
 	"github.com/syncgen/syncgen/ir"
@@ -119,7 +120,7 @@ func (c *checker) resolveTimed(st *blockState, t *TimedStmt, inGroup bool) ir.St
 			c.errorf(f, keywordSpan(o.Pos.Offset, len(o.Key)), t.Kind+" takes only `on STREAM`", "%s takes no %s", t.Kind, code(o.Key))
 			ok = false
 		case on != nil:
-			c.errorf(f, sp, "", "duplicate option `on` (first on line %d)", on.Pos.Line)
+			c.errorf(f, sp, "each option is given at most once: remove one of them", "duplicate option `on` (first on line %d)", on.Pos.Line)
 			ok = false
 		default:
 			on = o.Value
@@ -175,7 +176,7 @@ func (c *checker) resolveCollective(st *blockState, cs *CollectiveStmt) ir.Stmt 
 		sp := spanOf(o.Pos, o.EndPos)
 		key := keywordSpan(o.Pos.Offset, len(o.Key))
 		if prev, dup := seen[o.Key]; dup {
-			c.errorf(f, sp, "", "duplicate option %s (first on line %d)", code(o.Key), prev.Pos.Line)
+			c.errorf(f, sp, "each option is given at most once: remove one of them", "duplicate option %s (first on line %d)", code(o.Key), prev.Pos.Line)
 			ok = false
 			continue
 		}
@@ -287,6 +288,24 @@ func (c *checker) resolveCollective(st *blockState, cs *CollectiveStmt) ir.Stmt 
 	return s
 }
 
+// pieceHint says what to do about a piece `NAME[i]` of an unknown bucket:
+// a close bucket name, the declared ones, or that a tensor is named
+// without an index.
+func (c *checker) pieceHint(name string) string {
+	if h := didYouMean(name, keys(c.buckets)); h != "" {
+		return h
+	}
+	if _, isTensor := c.tensorIndex[name]; isTensor {
+		return "`" + name + "` is a tensor: name it without an index; pieces like g[0] are of buckets declared with `bucket`"
+	}
+	if len(c.buckets) == 0 {
+		return "no bucket is declared; pieces like g[0] are of buckets declared with `bucket`"
+	}
+	names := keys(c.buckets)
+	sort.Strings(names)
+	return "declared buckets: " + strings.Join(names, ", ")
+}
+
 // resolveTargets resolves a collective's targets to bucket indices in
 // bucket order without repeats: a bucket declaration stands for all its
 // pieces, NAME[i] for one piece, and a tensor name or pattern for the
@@ -308,8 +327,8 @@ func (c *checker) resolveTargets(cs *CollectiveStmt) ([]int, bool) {
 		info := c.buckets[name]
 		if t.Index != nil {
 			if info == nil {
-				if !c.incomplete {
-					c.errorf(f, nameSpan(tn), didYouMean(name, keys(c.buckets)), "no bucket %s", code(name))
+				if !c.incomplete && !c.badNames[name] {
+					c.errorf(f, nameSpan(tn), c.pieceHint(name), "no bucket %s", code(name))
 				}
 				ok = false
 				continue
@@ -391,7 +410,7 @@ func (c *checker) targetTensors(f *sourceFile, t *Target, set map[int]bool) bool
 		c.errorf(f, sp, "frozen tensors have no gradient and are never synchronised", "tensor %s is frozen", code(pat.text))
 	case len(matched) > 0:
 		c.errorf(f, sp, "frozen tensors have no gradient and are never synchronised", "%s matches only frozen tensors", code(name.source()))
-	case c.incomplete:
+	case c.incomplete, c.badNames[pat.text]:
 	default:
 		hint := ""
 		if pat.literal {

@@ -11,7 +11,8 @@ import (
 
 // Precise explanations of common syntax errors, found from the tokens
 // around the place where the parser gave up: a tensor declaration that
-// lacks its name or dtype, a missing comma between a collective's targets,
+// lacks its name or dtype, a missing comma between a collective's targets
+// or a bucket's patterns,
 // an unexpected end of file, and misspelt or abbreviated keywords.
 
 // dtypeList is how messages list the dtypes.
@@ -128,6 +129,51 @@ func missingTargetComma(f *sourceFile, all []token, off int) (Diagnostic, bool) 
 	}
 	msg := fmt.Sprintf("buckets are separated by commas: `%s %s, %s`", kw, prev, shortText(t.Value))
 	return f.errorAt(t.Pos.Offset, t.end(), msg, constructSyntax[kw]), true
+}
+
+// missingPatternComma explains a syntax error at a name inside the
+// pattern list of a bucket (`bucket g { a b }`): the patterns before it are
+// not followed by a comma. A bucket option keyword there (`bucket g { a cap
+// 1MiB`) means the list was not closed, unless a tensor has that name.
+func missingPatternComma(f *sourceFile, all []token, off int) (Diagnostic, bool) {
+	toks := significantTokens(all)
+	at := sort.Search(len(toks), func(i int) bool { return toks[i].Pos.Offset >= off })
+	if at >= len(toks) || toks[at].Pos.Offset != off {
+		return Diagnostic{}, false
+	}
+	t := toks[at]
+	if t.Type != tokWord && t.Type != tokKeyword && t.Type != tokString {
+		return Diagnostic{}, false
+	}
+	// Walk back over `PATTERN, PATTERN, ... PATTERN` to the `{` of a bucket.
+	i := at - 1
+	for i >= 0 && (toks[i].Type == tokWord || toks[i].Type == tokKeyword || toks[i].Type == tokString) {
+		if i == 0 || toks[i-1].Value != "," {
+			i--
+			break
+		}
+		i -= 2
+	}
+	if i < 2 || i == at-1 || toks[i].Value != "{" || !(toks[i-2].Type == tokKeyword && toks[i-2].Value == "bucket") {
+		return Diagnostic{}, false
+	}
+	name := toks[i-1].Value
+	if t.Type == tokKeyword && slices.Contains(expectedKeywords("bucket", ""), t.Value) && !declaredNames(toks)[t.Value] {
+		return f.errorAt(t.Pos.Offset, t.end(),
+			fmt.Sprintf("the pattern list of bucket %s is not closed before %s", code(shortText(name)), code(t.Value)),
+			"add `}` after the last pattern; "+constructSyntax["bucket"]), true
+	}
+	// The patterns so far, or the last one when they are long.
+	prev := f.text(toks[i+1].Pos.Offset, toks[at-1].end())
+	if len(prev) > 40 {
+		prev = "..., " + shortText(toks[at-1].Value)
+	}
+	rest := " }"
+	if at+1 < len(toks) && toks[at+1].Value != "}" {
+		rest = ", ... }"
+	}
+	msg := fmt.Sprintf("patterns are separated by commas: `bucket %s { %s, %s%s`", shortText(name), prev, shortText(t.Value), rest)
+	return f.errorAt(t.Pos.Offset, t.end(), msg, constructSyntax["bucket"]), true
 }
 
 // couldBeName reports whether a word could be a bucket, tensor or pattern
@@ -260,11 +306,23 @@ func explainEOF(toks []token, opens []int, bracket int, construct string, constr
 		line := toks[i].Pos.Line
 		h := fmt.Sprintf("add `}` to close the `{` on line %d", line)
 		if len(opens) > 1 {
+			// The lines of the outer `{`, each once and at most a few:
+			// a generated file can leave thousands open on one line.
 			var outer []string
 			for _, o := range opens[:len(opens)-1] {
-				outer = append(outer, fmt.Sprint(toks[o].Pos.Line))
+				l := fmt.Sprint(toks[o].Pos.Line)
+				if !slices.Contains(outer, l) {
+					outer = append(outer, l)
+				}
 			}
-			h += fmt.Sprintf(", and one `}` for each `{` still open before it (line %s)", strings.Join(outer, ", "))
+			if n := len(outer); n > 5 {
+				outer = append(outer[:5], fmt.Sprintf("and %d more", n-5))
+			}
+			where := "line " + strings.Join(outer, ", ")
+			if len(outer) < len(opens)-1 {
+				where = fmt.Sprintf("%d of them, on line %s", len(opens)-1, strings.Join(outer, ", "))
+			}
+			h += fmt.Sprintf(", and one `}` for each `{` still open before it (%s)", where)
 		}
 		return fmt.Sprintf("%s: %s opened on line %d is never closed", msg, describeOpen(toks, i), line), h
 	case construct != "":

@@ -124,11 +124,13 @@ func humanBytes(n int64) string {
 // loadOrReport loads a plan and renders its diagnostics; it returns nil
 // (and an exit error) when the plan has errors.
 func loadOrReport(c *cli.Context, path string) (*ir.Program, error) {
-	if _, err := os.Stat(path); err != nil {
-		return nil, cli.Exit(fmt.Sprintf("%s: %v", path, unwrapPathError(err)), 1)
-	}
 	prog, diags := dsl.Load(path)
 	diags.Render(c.App.ErrWriter)
+	if len(diags) == 1 && diags[0].Pos.Line == 0 {
+		// The file could not be read: the diagnostic says so, with a
+		// hint; "has errors" would add nothing.
+		return nil, cli.Exit("", 1)
+	}
 	if diags.HasErrors() || prog == nil {
 		return nil, cli.Exit(fmt.Sprintf("%s has errors; fix them and try again", path), 1)
 	}

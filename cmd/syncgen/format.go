@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -54,6 +55,10 @@ Exit status: 0, or 1 when a file has syntax errors (it is then left alone).`,
 func formatFile(c *cli.Context, path string) error {
 	src, err := os.ReadFile(path)
 	if err != nil {
+		if fi, e := os.Stat(path); e == nil && fi.IsDir() {
+			// `syncgen fmt .`, as with gofmt: say how to name the files.
+			return fmt.Errorf("fmt: %s is a directory: give .sync files, e.g. syncgen fmt -l %s", path, filepath.Join(path, "*.sync"))
+		}
 		return fmt.Errorf("fmt: %s: %w", path, unwrapPathError(err))
 	}
 	out, diags := dsl.Format(path, src)

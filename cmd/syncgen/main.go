@@ -46,7 +46,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 func newApp(stdout, stderr io.Writer) *cli.App {
-	return &cli.App{
+	app := &cli.App{
 		Name:    "syncgen",
 		Version: version,
 		Usage:   "plan, check and measure the gradient synchronisation of data-parallel training",
@@ -85,5 +85,21 @@ in docs/runtime.md (or ./hello_sync --help).`,
 			buildCommand(),
 			runCommand(),
 		},
+		OnUsageError: usageError,
 	}
+	for _, c := range app.Commands {
+		c.OnUsageError = usageError
+	}
+	return app
+}
+
+// usageError answers a wrong or incomplete flag with one line that names
+// the flag and where to read about the flags, and exit status 2 like the
+// other usage errors. urfave/cli's default prints the whole help text after
+// the error, which scrolls the error itself out of sight.
+func usageError(c *cli.Context, err error, _ bool) error {
+	if c.Command != nil && c.Command.Name != "" && c.Command.Name != c.App.Name {
+		return cli.Exit(fmt.Sprintf("%s: %v; see 'syncgen %s --help'", c.Command.Name, err, c.Command.Name), 2)
+	}
+	return cli.Exit(fmt.Sprintf("%v; see 'syncgen --help'", err), 2)
 }

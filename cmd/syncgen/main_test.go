@@ -255,8 +255,79 @@ func TestRunPassesProgramFlags(t *testing.T) {
 	if want := "-np 3 " + bin + " --steps 5 --quiet\n"; string(got) != want {
 		t.Errorf("the launcher got %q, want %q", got, want)
 	}
+	// The echoed command line quotes what a shell would split or expand.
+	code, out, errOut = syncgen(t, "run", p, "-np", "3", "--mpirun", launcher, "-o", bin, "--", "--trace", "a b.json", "--json", "")
+	if code != 0 {
+		t.Fatalf("run: exit %d\n%s%s", code, out, errOut)
+	}
+	if want := "+ " + shellQuote(launcher) + " -np 3 "; !strings.Contains(errOut, want) || !strings.Contains(errOut, " --trace 'a b.json' --json ''\n") {
+		t.Errorf("run echoed %q, want a line starting %q that quotes 'a b.json' and ''", errOut, want)
+	}
 	if code, _, errOut := syncgen(t, "run", p, "--mpirun", launcher, "-o", bin, "extra.sync"); code != 2 || !strings.Contains(errOut, "extra.sync") {
 		t.Errorf("run with a second file: exit %d, stderr %q; want 2 and the argument named", code, errOut)
+	}
+}
+
+// TestShellJoin checks that the command line syncgen run echoes can be
+// pasted into a shell: arguments with spaces, shell metacharacters or
+// quotes, and empty ones, are quoted; plain ones are not.
+func TestShellJoin(t *testing.T) {
+	for _, tc := range []struct {
+		in   []string
+		want string
+	}{
+		{[]string{"mpirun", "-np", "2", "/tmp/x/hello_sync", "--steps", "5"}, "mpirun -np 2 /tmp/x/hello_sync --steps 5"},
+		{[]string{"/my dir/prog", "--trace", "a b.json"}, "'/my dir/prog' --trace 'a b.json'"},
+		{[]string{"--json", ""}, "--json ''"},
+		{[]string{"x;rm", "$HOME", "a*b", "it's", "--trace=t.json"}, `'x;rm' '$HOME' 'a*b' 'it'\''s' --trace=t.json`},
+	} {
+		if got := shellJoin(tc.in); got != tc.want {
+			t.Errorf("shellJoin(%q) = %s, want %s", tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestFlagErrors checks that a wrong or incomplete flag gets one line
+// naming it and the command's --help, exit status 2, and not the whole
+// help text (which scrolled the error out of sight).
+func TestFlagErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"check", "--bogus", "x.sync"}, "syncgen: check: flag provided but not defined: -bogus; see 'syncgen check --help'\n"},
+		{[]string{"build", "-o"}, "syncgen: build: flag needs an argument: -o; see 'syncgen build --help'\n"},
+		{[]string{"run", "--np", "x", "x.sync"}, "syncgen: run: invalid value \"x\" for flag -np: parse error; see 'syncgen run --help'\n"},
+		{[]string{"-x"}, "syncgen: flag provided but not defined: -x; see 'syncgen --help'\n"},
+	} {
+		code, out, errOut := syncgen(t, tc.args...)
+		if code != 2 || errOut != tc.want || out != "" {
+			t.Errorf("syncgen %q: exit %d, stdout %q, stderr %q; want 2, no output and %q", tc.args, code, out, errOut, tc.want)
+		}
+	}
+}
+
+// TestInputNotAFile checks what check, gen, build and fmt say about a
+// directory, a missing file and a file given without its .sync: one
+// error with a hint each, exit status 1.
+func TestInputNotAFile(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "hello.sync", helloPlan)
+	for _, tc := range []struct {
+		args       []string
+		want, hint string
+	}{
+		{[]string{"check", dir}, "is a directory", "syncgen check " + filepath.Join(dir, "*.sync")},
+		{[]string{"gen", dir}, "is a directory", "not a directory"},
+		{[]string{"build", filepath.Join(dir, "nope.sync")}, "no such file or directory", "check the path"},
+		{[]string{"check", filepath.Join(dir, "hello")}, "no such file or directory", "did you mean `" + filepath.Join(dir, "hello.sync") + "`?"},
+		{[]string{"check", ""}, "cannot read", "the file name is empty"},
+		{[]string{"fmt", dir}, "is a directory", "syncgen fmt -l " + filepath.Join(dir, "*.sync")},
+	} {
+		code, _, errOut := syncgen(t, tc.args...)
+		if code != 1 || !strings.Contains(errOut, tc.want) || !strings.Contains(errOut, tc.hint) || strings.Contains(errOut, "has errors") {
+			t.Errorf("syncgen %q: exit %d, stderr %q; want 1, %q and %q", tc.args, code, errOut, tc.want, tc.hint)
+		}
 	}
 }
 

@@ -59,7 +59,7 @@ Examples:
 			}
 			args := append(mpirunFlags(launcher, np), prog)
 			args = append(args, progArgs...)
-			fmt.Fprintf(c.App.ErrWriter, "+ %s %s\n", launcher, strings.Join(args, " "))
+			fmt.Fprintf(c.App.ErrWriter, "+ %s\n", shellJoin(append([]string{launcher}, args...)))
 			cmd := exec.Command(launcher, args...)
 			cmd.Stdin = os.Stdin
 			cmd.Stdout = c.App.Writer
@@ -89,6 +89,36 @@ func programArgs(tail []string) ([]string, error) {
 		return nil, fmt.Errorf("run: unexpected argument %q after the plan's file: give one .sync file, and the program's flags after --, e.g. syncgen run -np 2 model.sync -- --steps 50", tail[0])
 	}
 	return tail[1:], nil
+}
+
+// shellJoin joins a command line for display so that it can be pasted
+// into a POSIX shell: arguments that are empty or hold anything but
+// characters the shell never treats specially are put in single quotes.
+// Paths with spaces and program flags such as --trace 'a b.json' are
+// common enough that an unquoted echo would mislead.
+func shellJoin(args []string) string {
+	quoted := make([]string, len(args))
+	for i, a := range args {
+		quoted[i] = shellQuote(a)
+	}
+	return strings.Join(quoted, " ")
+}
+
+// shellQuote quotes one argument for a POSIX shell when it needs it. A
+// single quote inside ends the quoted part, is written escaped with a
+// backslash, and a new quoted part starts after it.
+func shellQuote(s string) string {
+	safe := s != ""
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=+,@%", r)) {
+			safe = false
+			break
+		}
+	}
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // mpirunFlags returns the launcher flags for np ranks on this machine.
