@@ -24,7 +24,8 @@ warnings (a tensor that nothing synchronises) do not fail the check.
 On success it prints a one-line summary of each plan: tensors, parameters,
 gradient bytes and buckets.
 
-Exit status: 0 when no file has errors, 1 otherwise.
+Exit status: 0 when no file has errors, 1 when one has, 2 for a usage error
+(no file given, an unknown flag or format).
 
 Examples:
    syncgen check examples/resnet50.sync

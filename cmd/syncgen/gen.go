@@ -26,7 +26,7 @@ directory also gets a go.mod and a copy of the runtime, so that
 
 Examples:
    syncgen gen examples/resnet50.sync -o /tmp/resnet50
-   syncgen gen --module examples/hello.sync && (cd hello_sync && go build)`,
+   syncgen gen --module examples/hello.sync && (cd hello_sync && go build)   # makes hello_sync/hello_sync`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "o", Usage: "write into `DIR`"},
 			&cli.BoolFlag{Name: "module", Usage: "also write go.mod and the runtime's source, making DIR buildable"},

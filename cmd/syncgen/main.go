@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 )
@@ -99,7 +100,13 @@ in docs/runtime.md (or ./hello_sync --help).`,
 // the error, which scrolls the error itself out of sight.
 func usageError(c *cli.Context, err error, _ bool) error {
 	if c.Command != nil && c.Command.Name != "" && c.Command.Name != c.App.Name {
-		return cli.Exit(fmt.Sprintf("%s: %v; see 'syncgen %s --help'", c.Command.Name, err, c.Command.Name), 2)
+		msg := fmt.Sprintf("%s: %v; see 'syncgen %s --help'", c.Command.Name, err, c.Command.Name)
+		if c.Command.Name == "run" && strings.Contains(err.Error(), "not defined") {
+			// Most likely a flag of the program given without the `--`
+			// that separates them from run's own.
+			msg += "; the program's own flags go after --, e.g. syncgen run -np 2 model.sync -- --steps 100"
+		}
+		return cli.Exit(msg, 2)
 	}
 	return cli.Exit(fmt.Sprintf("%v; see 'syncgen --help'", err), 2)
 }

@@ -299,6 +299,9 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"build", "-o"}, "syncgen: build: flag needs an argument: -o; see 'syncgen build --help'\n"},
 		{[]string{"run", "--np", "x", "x.sync"}, "syncgen: run: invalid value \"x\" for flag -np: parse error; see 'syncgen run --help'\n"},
 		{[]string{"-x"}, "syncgen: flag provided but not defined: -x; see 'syncgen --help'\n"},
+		// The program's flag without the `--` before it.
+		{[]string{"run", "-np", "2", "x.sync", "--steps", "2"}, "syncgen: run: flag provided but not defined: -steps; see 'syncgen run --help'; " +
+			"the program's own flags go after --, e.g. syncgen run -np 2 model.sync -- --steps 100\n"},
 	} {
 		code, out, errOut := syncgen(t, tc.args...)
 		if code != 2 || errOut != tc.want || out != "" {
@@ -419,6 +422,11 @@ func TestGenModule(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
 			t.Errorf("gen --module did not write %s: %v", f, err)
 		}
+	}
+	// Named after the folder, so that `go build` there makes ./mod, not
+	// ./program.
+	if mod, err := os.ReadFile(filepath.Join(out, "go.mod")); err != nil || !strings.Contains(string(mod), "\nmodule syncgen.generated/mod\n") {
+		t.Errorf("go.mod does not name the module after its folder (%v):\n%s", err, mod)
 	}
 	want := "wrote " + filepath.Join(out, "go.mod") + " " + filepath.Join(out, "main.go") +
 		" and the runtime's source, " + strconv.Itoa(n) + " files in " + rt + "\n"
