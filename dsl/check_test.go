@@ -598,7 +598,7 @@ func TestAfterReadyMisspelt(t *testing.T) {
 // TestNumberHints checks the hints for dimensions, sizes and durations
 // that are not whole numbers or too large.
 func TestNumberHints(t *testing.T) {
-	for _, tc := range []struct{ src, msg, hint string }{
+	checkHints(t, []hintCase{
 		{"tensor a f32[1.5]\n", "dimension must be an integer, not `1.5`", "a dimension counts elements, so it is a whole number"},
 		{"tensor a f32[4x4]\n", "dimension must be an integer, not `4x4`", "dimensions are separated by commas, e.g. `f32[4, 4]`"},
 		{"tensor a f32[99999999999999999999]\n", "dimension `99999999999999999999` is too large", "a dimension is at most 2^63-1"},
@@ -608,27 +608,13 @@ func TestNumberHints(t *testing.T) {
 		{"tensor a f32[4]\nbucket g { a } cap 1.0000001KiB\n", "size `1.0000001KiB` is not a whole number of bytes", "round it, e.g. `1024B`"},
 		{"tensor a f32[4]\nbucket g { a } cap 99999999999GB\n", "size `99999999999GB` is too large", "the largest size is about 8589934591GiB"},
 		{"step { compute 0.0000000001s }\n", "duration `0.0000000001s` is not a whole number of nanoseconds", "at most 3 decimals with us"},
-	} {
-		_, diags := Check("plan.sync", []byte(tc.src))
-		found := false
-		for _, d := range diags {
-			if d.Message == tc.msg {
-				found = true
-				if !strings.Contains(d.Hint, tc.hint) {
-					t.Errorf("%q: hint %q, want one with %q", tc.src, d.Hint, tc.hint)
-				}
-			}
-		}
-		if !found {
-			t.Errorf("%q: diagnostics %v, want %q", tc.src, diags, tc.msg)
-		}
-	}
+	})
 }
 
 // TestCheckHints checks the hints of errors that once had none: each says
 // what to do.
 func TestCheckHints(t *testing.T) {
-	for _, tc := range []struct{ src, msg, hint string }{
+	checkHints(t, []hintCase{
 		{"tensor a f32[1]\nstep { allreduce a[0] }\n", "no bucket `a`", "`a` is a tensor: name it without an index"},
 		{"tensor a f32[1]\nbucket grads { a }\nstep { allreduce zzzz[0] }\n", "no bucket `zzzz`", "declared buckets: grads"},
 		{"tensor a f32[1]\nstep { allreduce zzzz[0] }\n", "no bucket `zzzz`", "no bucket is declared"},
@@ -638,7 +624,18 @@ func TestCheckHints(t *testing.T) {
 		{"stream s\nstream s\n", "duplicate stream `s` (first declared at plan.sync:1:8)", "unique"},
 		{"tensor \"\" f32[1]\n", "empty tensor name", "at least one character"},
 		{"tensor a.{3..1} f32[1]\n", "range `{3..1}` is descending; write {1..3}", "from N up to M"},
-	} {
+	})
+}
+
+// hintCase is a plan, the message of one of its diagnostics and a part
+// of that diagnostic's hint.
+type hintCase struct{ src, msg, hint string }
+
+// checkHints checks that each case's plan has a diagnostic with the
+// message, and that its hint contains the expected part.
+func checkHints(t *testing.T, cases []hintCase) {
+	t.Helper()
+	for _, tc := range cases {
 		_, diags := Check("plan.sync", []byte(tc.src))
 		found := false
 		for _, d := range diags {
@@ -650,7 +647,7 @@ func TestCheckHints(t *testing.T) {
 			}
 		}
 		if !found {
-			t.Errorf("%q: no error %q in %v", tc.src, tc.msg, diags)
+			t.Errorf("%q: diagnostics %v, want %q", tc.src, diags, tc.msg)
 		}
 	}
 }
