@@ -10,7 +10,9 @@ func formatBytes(n int64) string {
 	const k = 1024
 	switch {
 	case n >= k*k*k*k*k:
-		return "unlimited"
+		return fmt.Sprintf("%.1f PiB", float64(n)/(k*k*k*k*k))
+	case n >= k*k*k*k:
+		return fmt.Sprintf("%.1f TiB", float64(n)/(k*k*k*k))
 	case n >= k*k*k:
 		return fmt.Sprintf("%.1f GiB", float64(n)/(k*k*k))
 	case n >= k*k:

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"time"
+	"unsafe"
 )
 
 // Main runs plan: it parses the program's flags, initialises MPI, checks
@@ -135,6 +136,11 @@ func (r *runner) run() int {
 	if err != nil {
 		return r.agreedFailure(fmt.Errorf("the plan cannot run on %d rank%s:\n%v", h.size, plural(h.size), err))
 	}
+	// Every rank has the same flags and plan by now, so all agree on this.
+	if err := checkStepsFit(r.opts.steps, len(newResults(p, prog).rows)); err != nil {
+		r.agreedFailure(err)
+		return 2
+	}
 	r.phase.enter("choosing and starting the backend")
 	be, why, err := selectBackend(h, p, r.opts, tune)
 	var same *agreedError
@@ -204,6 +210,23 @@ func (r *runner) run() int {
 		return 1
 	}
 	return 0
+}
+
+// maxStepResultBytes bounds the per-step results a rank keeps: the engine
+// allocates them, and writes their memory, before the first step (run.go),
+// so "--steps 2000000000" asked for 64 GB at once and died in Go's
+// out-of-memory crash, or in the kernel's OOM killer, with no word of why.
+const maxStepResultBytes = 256 << 20
+
+// checkStepsFit refuses a --steps whose per-step results (the step's times
+// and one time per table row) would pass maxStepResultBytes.
+func checkStepsFit(steps, rows int) error {
+	per := int64(unsafe.Sizeof(stepStats{})) + int64(rows)*int64(unsafe.Sizeof(time.Duration(0)))
+	if int64(steps)*per <= maxStepResultBytes {
+		return nil
+	}
+	return fmt.Errorf("--steps %d is too many: every rank keeps each measured step's times (%d bytes a step for this plan's %d table row%s), at most %s; run at most %d steps",
+		steps, per, rows, plural(rows), formatBytes(maxStepResultBytes), maxStepResultBytes/per)
 }
 
 // checkOutputs makes sure that rank 0 can write the files --json and

@@ -563,6 +563,13 @@ func TestFlags(t *testing.T) {
 			t.Errorf("np %d, an unwritable --json: exit %d:\n%s", np, r.code, r.out)
 		}
 	}
+	// A --steps whose per-step results do not fit is refused before the
+	// backend starts: it used to allocate them all and die out of memory.
+	r = mpirun(t, 2, nil, 30*time.Second, "basic", "--steps", "2000000000")
+	if r.code != 2 || strings.Contains(r.out, "MPI_ABORT") || strings.Count(r.out, "error: --steps 2000000000 is too many") != 1 ||
+		!strings.Contains(r.out, "run at most") {
+		t.Errorf("a huge --steps: exit %d:\n%s", r.code, r.out)
+	}
 }
 
 // The progress-thread mode runs the same plans to the same results.

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -51,19 +52,60 @@ func (c checkFlag) Set(s string) error {
 	return nil
 }
 
+// durationFlag parses --timeout. The flag package's own duration flag says
+// only "parse error" for a value without a unit ("--timeout 30"); this one
+// says what it wants.
+type durationFlag struct{ d *time.Duration }
+
+func (f durationFlag) String() string {
+	if f.d == nil {
+		return ""
+	}
+	return f.d.String()
+}
+
+func (f durationFlag) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("want a duration with a unit, like 90s, 5m or 1h30m")
+	}
+	*f.d = d
+	return nil
+}
+
+// countFlag parses --steps and --warmup: a number of steps, 0 or more. The
+// flag package's int flag says only "parse error" for "--steps 1e3".
+type countFlag struct{ n *int }
+
+func (f countFlag) String() string {
+	if f.n == nil {
+		return "0"
+	}
+	return strconv.Itoa(*f.n)
+}
+
+func (f countFlag) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return fmt.Errorf("want a number of steps, 0 or more")
+	}
+	*f.n = n
+	return nil
+}
+
 // parseOptions parses args (without the program name) with the plan's run
 // line as defaults.
 func parseOptions(p *Plan, prog string, args []string, out io.Writer) (*options, error) {
-	o := &options{steps: p.Run.Steps, warmup: p.Run.Warmup, checkEvery: p.Run.CheckEvery, settle: settleFromEnv()}
+	o := &options{steps: p.Run.Steps, warmup: p.Run.Warmup, checkEvery: p.Run.CheckEvery, timeout: 5 * time.Minute, settle: settleFromEnv()}
 	fs := flag.NewFlagSet(prog, flag.ContinueOnError)
 	fs.SetOutput(out)
-	fs.IntVar(&o.steps, "steps", o.steps, "measured steps to run")
-	fs.IntVar(&o.warmup, "warmup", o.warmup, "warm-up steps before the measured ones (checked, not timed)")
+	fs.Var(countFlag{&o.steps}, "steps", "run `N` measured steps")
+	fs.Var(countFlag{&o.warmup}, "warmup", "run `N` warm-up steps before the measured ones (checked, not timed)")
 	fs.Var(checkFlag{&o.checkEvery}, "check", "verify every element every `N` steps (and the last); off or 0: never")
 	fs.StringVar(&o.backend, "backend", "auto", "`auto`, cpu or nccl: auto takes NCCL when every rank has a GPU of its own and libnccl loads")
 	fs.StringVar(&o.json, "json", "", "write the figures and the environment as JSON to `FILE` (rank 0)")
 	fs.StringVar(&o.trace, "trace", "", "write a Chrome trace of every rank's timeline to `FILE` (rank 0; opens in Perfetto)")
-	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "abort the job when one step, or a phase before or after the steps, takes longer than `DUR`, printing on every rank what it waits for")
+	fs.Var(durationFlag{&o.timeout}, "timeout", "abort the job when one step, or a phase before or after the steps, takes longer than `DUR`, printing on every rank what it waits for")
 	fs.BoolVar(&o.quiet, "quiet", false, "print only errors and the summary line")
 	help := func() {
 		fmt.Fprintf(out, `%s runs the gradient synchronisation plan %q (from %s) with the syncgen runtime.
@@ -94,6 +136,7 @@ Flags (one or two dashes):
 		// The flag package names flags with one dash; the help uses two.
 		msg := strings.Replace(err.Error(), "flag -", "flag --", 1)
 		msg = strings.Replace(msg, "defined: -", "defined: --", 1)
+		msg = strings.Replace(msg, "\" for -", "\" for --", 1) // a bool flag's: invalid boolean value "x" for -quiet
 		return nil, fmt.Errorf("%s (%s --help lists the flags)", msg, prog)
 	}
 	if fs.NArg() > 0 {
@@ -121,8 +164,14 @@ Flags (one or two dashes):
 			return nil, fmt.Errorf("%s %q: want a FILE after %s, not a flag (for a file whose name starts with \"-\", write ./%s)", f.name, f.value, f.name, f.value)
 		}
 	}
-	if o.steps < 0 || o.warmup < 0 {
-		return nil, fmt.Errorf("--steps and --warmup must not be negative")
+	// Rank 0 writes the JSON after the trace: one path for both would
+	// leave only the JSON, and the trace lost without a word.
+	if o.json != "" && o.trace != "" {
+		j, _ := filepath.Abs(o.json)
+		t, _ := filepath.Abs(o.trace)
+		if j == t {
+			return nil, fmt.Errorf("--json and --trace both name %s: give them different files", o.json)
+		}
 	}
 	if o.timeout <= 0 {
 		return nil, fmt.Errorf("--timeout must be positive")

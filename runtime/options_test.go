@@ -21,11 +21,19 @@ func TestParseOptions(t *testing.T) {
 		{nil, "", 7, 3},
 		{[]string{"--steps", "5", "-check", "off"}, "", 5, 0},
 		{[]string{"--check", "0"}, "", 7, 0},
-		{[]string{"--steps", "x"}, `invalid value "x" for flag --steps: parse error (prog --help lists the flags)`, 0, 0},
+		{[]string{"--steps", "x"}, `invalid value "x" for flag --steps: want a number of steps, 0 or more (prog --help lists the flags)`, 0, 0},
+		{[]string{"--warmup", "1e3"}, `invalid value "1e3" for flag --warmup: want a number of steps`, 0, 0},
 		{[]string{"--bogus"}, "flag provided but not defined: --bogus (prog --help lists the flags)", 0, 0},
 		{[]string{"--", "--steps", "3"}, `unexpected argument "--steps": the "--" before it ends the flags`, 0, 0},
 		{[]string{"extra"}, `unexpected argument "extra": the program takes only flags`, 0, 0},
-		{[]string{"--steps", "-1"}, "must not be negative", 0, 0},
+		{[]string{"--steps", "-1"}, `invalid value "-1" for flag --steps: want a number of steps, 0 or more`, 0, 0},
+		// The flag package's own messages said "parse error", and named
+		// a bool flag with one dash.
+		{[]string{"--timeout", "30"}, `invalid value "30" for flag --timeout: want a duration with a unit, like 90s`, 0, 0},
+		{[]string{"--quiet=maybe"}, `invalid boolean value "maybe" for --quiet`, 0, 0},
+		// One file for both would keep only the JSON, written last.
+		{[]string{"--json", "out.json", "--trace", "./out.json"}, "--json and --trace both name out.json: give them different files", 0, 0},
+		{[]string{"--json", "a.json", "--trace", "t.json", "--timeout", "90s"}, "", 7, 3},
 		{[]string{"--backend", "tpu"}, `--backend "tpu": want auto, cpu or nccl`, 0, 0},
 		{[]string{"--timeout", "0s"}, "--timeout must be positive", 0, 0},
 		{[]string{"--json", "--quiet"}, `--json "--quiet": want a FILE after --json, not a flag`, 0, 0},
@@ -48,7 +56,8 @@ func TestParseOptions(t *testing.T) {
 		}
 	}
 	var out bytes.Buffer
-	if _, err := parseOptions(p, "prog", []string{"--help"}, &out); !errors.Is(err, flag.ErrHelp) || !strings.Contains(out.String(), "\n  --timeout DUR") {
+	if _, err := parseOptions(p, "prog", []string{"--help"}, &out); !errors.Is(err, flag.ErrHelp) || !strings.Contains(out.String(), "\n  --timeout DUR") ||
+		!strings.Contains(out.String(), "\n  --steps N") || !strings.Contains(out.String(), "(default 5m0s)") {
 		t.Errorf("--help: %v, printed %q", err, out.String())
 	}
 	// The flags are listed with two dashes, as the help text and the
@@ -79,5 +88,19 @@ func TestCheckOutputs(t *testing.T) {
 	err := checkOutputs(&options{trace: filepath.Join(dir, "no", "such", "dir", "t.json")})
 	if err == nil || !strings.Contains(err.Error(), "--trace") || !strings.Contains(err.Error(), "cannot write") {
 		t.Errorf("an unwritable --trace: %v", err)
+	}
+}
+
+func TestCheckStepsFit(t *testing.T) {
+	if err := checkStepsFit(1000000, 10); err != nil {
+		t.Errorf("a million steps of 10 rows: %v", err)
+	}
+	err := checkStepsFit(2000000000, 1)
+	if err == nil || !strings.Contains(err.Error(), "run at most 6710886 steps") {
+		t.Errorf("2e9 steps of 1 row: %v", err)
+	}
+	// The limit it names must pass.
+	if err := checkStepsFit(6710886, 1); err != nil {
+		t.Errorf("the limit itself: %v", err)
 	}
 }

@@ -21,6 +21,7 @@ package runtime
 //	                    settle.go. It need not match across ranks.
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -41,12 +42,12 @@ func cpuTuningFromEnv() cpuTuning {
 	case "nonblocking":
 		t.nonblocking = true
 	default:
-		fmt.Fprintf(os.Stderr, "%s: ignoring SYNCGEN_CPU_MODE=%q: want blocking or nonblocking\n", progName(), v)
+		warnEnv("SYNCGEN_CPU_MODE=%q: want blocking or nonblocking", v)
 	}
 	if v := os.Getenv("SYNCGEN_CPU_INFLIGHT"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 64 {
-			fmt.Fprintf(os.Stderr, "%s: ignoring SYNCGEN_CPU_INFLIGHT=%q: want 1 to 64\n", progName(), v)
+			warnEnv("SYNCGEN_CPU_INFLIGHT=%q: want 1 to 64", v)
 		} else {
 			t.inflight = n
 		}
@@ -55,7 +56,7 @@ func cpuTuningFromEnv() cpuTuning {
 		n, err := parseSize(v)
 		switch {
 		case err != nil:
-			fmt.Fprintf(os.Stderr, "%s: ignoring SYNCGEN_CPU_CHUNK=%q: %v\n", progName(), v, err)
+			warnEnv("SYNCGEN_CPU_CHUNK=%q: %v", v, err)
 		case n == 0:
 			t.chunkBytes, t.autoChunk = math.MaxInt64, false
 		default:
@@ -73,7 +74,7 @@ func mpiThreadLevelFromEnv() mpi.ThreadLevel {
 	case "serialized":
 		return mpi.ThreadSerialized
 	default:
-		fmt.Fprintf(os.Stderr, "%s: ignoring SYNCGEN_MPI_THREAD=%q: want single or serialized\n", progName(), v)
+		warnEnv("SYNCGEN_MPI_THREAD=%q: want single or serialized", v)
 		return mpi.ThreadSingle
 	}
 }
@@ -89,13 +90,17 @@ func settleFromEnv() time.Duration {
 	}
 	d, err := time.ParseDuration(v)
 	if err != nil || d < 0 || d > time.Minute {
-		fmt.Fprintf(os.Stderr, "%s: ignoring SYNCGEN_SETTLE=%q: want a duration like 50ms, at most 1m, or off\n", progName(), v)
+		warnEnv("SYNCGEN_SETTLE=%q: want a duration like 50ms, at most 1m, or off", v)
 		return defaultSettle
 	}
 	return d
 }
 
-// parseSize parses "4MiB", "512K", "1048576" or "off".
+// parseSize parses "4MiB", "512K", "1.5m", "1048576" or "off" (0). Units
+// are binary and their case does not matter. A size too large for int64
+// is math.MaxInt64 (no split); NaN, infinities, negative sizes and
+// fractions of a byte are refused (strconv.ParseFloat accepts "NaN" and
+// "Inf", which once became pieces of one element).
 func parseSize(s string) (int64, error) {
 	s = strings.TrimSpace(s)
 	if strings.EqualFold(s, "off") {
@@ -107,14 +112,38 @@ func parseSize(s string) (int64, error) {
 	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}, {"B", 1}}
 	mult := int64(1)
 	for _, u := range units {
-		if strings.HasSuffix(s, u.suffix) {
-			s, mult = strings.TrimSuffix(s, u.suffix), u.mult
+		if n := len(s) - len(u.suffix); n >= 0 && strings.EqualFold(s[n:], u.suffix) {
+			s, mult = s[:n], u.mult
 			break
 		}
 	}
 	f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-	if err != nil || f < 0 {
+	if errors.Is(err, strconv.ErrRange) && f > 0 {
+		return math.MaxInt64, nil // 1e400
+	}
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f < 0 {
 		return 0, fmt.Errorf("want a size like 4MiB")
 	}
-	return int64(f * float64(mult)), nil
+	bytes := f * float64(mult)
+	switch {
+	case bytes >= math.MaxInt64:
+		return math.MaxInt64, nil
+	case bytes != math.Trunc(bytes):
+		return 0, fmt.Errorf("%v bytes is not a whole number of bytes", bytes)
+	}
+	return int64(bytes), nil
+}
+
+// warnEnv says that an environment variable's value is ignored, and why.
+// Only the first rank says it: mpirun gives every rank the same
+// environment, and the variables are read before MPI says which rank this
+// is, so the launcher's rank variable decides (a rank started some other
+// way, or alone, always speaks).
+func warnEnv(format string, args ...any) {
+	for _, v := range []string{"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"} {
+		if r := os.Getenv(v); r != "" && r != "0" {
+			return
+		}
+	}
+	fmt.Fprintf(os.Stderr, "%s: ignoring %s\n", progName(), fmt.Sprintf(format, args...))
 }

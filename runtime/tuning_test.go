@@ -1,6 +1,10 @@
 package runtime
 
 import (
+	"io"
+	"math"
+	"os"
+	"strings"
 	"testing"
 	"time"
 )
@@ -51,4 +55,66 @@ func TestPieceBytes(t *testing.T) {
 			t.Errorf("sizingStep(%d) = %d, want %d", w, got, want)
 		}
 	}
+}
+
+// parseSize takes binary units in any case, saturates what int64 cannot
+// hold (no split) and refuses what is not a size: NaN and Inf once became
+// pieces of one element.
+func TestParseSize(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"4MiB", 4 << 20, true},
+		{"4mib", 4 << 20, true},
+		{"512K", 512 << 10, true},
+		{"1.5m", 3 << 19, true},
+		{" 1048576 ", 1 << 20, true},
+		{"off", 0, true},
+		{"0", 0, true},
+		{"1e30", math.MaxInt64, true},
+		{"1e400", math.MaxInt64, true},
+		{"NaN", 0, false},
+		{"Inf", 0, false},
+		{"-Inf", 0, false},
+		{"-1M", 0, false},
+		{"0.5", 0, false},
+		{"4 bytes", 0, false},
+	} {
+		got, err := parseSize(c.in)
+		if (err == nil) != c.ok || got != c.want {
+			t.Errorf("parseSize(%q) = %d, %v; want %d, ok %v", c.in, got, err, c.want, c.ok)
+		}
+	}
+}
+
+// A bad variable is reported by the first rank only: every rank has the
+// same environment.
+func TestWarnEnvOnce(t *testing.T) {
+	t.Setenv("OMPI_COMM_WORLD_RANK", "1")
+	t.Setenv("SYNCGEN_CPU_CHUNK", "NaN")
+	if out := captureStderr(t, func() { cpuTuningFromEnv() }); out != "" {
+		t.Errorf("rank 1 warned: %q", out)
+	}
+	t.Setenv("OMPI_COMM_WORLD_RANK", "0")
+	if out := captureStderr(t, func() { cpuTuningFromEnv() }); !strings.Contains(out, `ignoring SYNCGEN_CPU_CHUNK="NaN": want a size like 4MiB`) {
+		t.Errorf("rank 0 said %q", out)
+	}
+}
+
+// captureStderr returns what fn writes to os.Stderr.
+func captureStderr(t *testing.T, fn func()) string {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := os.Stderr
+	os.Stderr = w
+	fn()
+	os.Stderr = old
+	w.Close()
+	b, _ := io.ReadAll(r)
+	return string(b)
 }
