@@ -89,10 +89,19 @@ func (x Diagnostic) Error() string {
 //	                       ^^^
 //	hint: did you mean `comm`?
 func (d Diagnostics) Render(w io.Writer) {
-	for _, x := range d {
+	for i, x := range d {
+		if i == maxRendered {
+			fmt.Fprintf(w, "... and %d more (fix the ones above first; check --format json lists them all)\n", len(d)-i)
+			return
+		}
 		x.render(w)
 	}
 }
+
+// maxRendered is how many diagnostics Render shows: a bucket of 2000
+// patterns that match nothing made 2000 errors, and the first ones, which
+// usually explain the rest, scrolled away.
+const maxRendered = 50
 
 func (x Diagnostic) render(w io.Writer) {
 	fmt.Fprintln(w, x.Error())

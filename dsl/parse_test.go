@@ -190,9 +190,9 @@ func TestSyntaxErrorExplanations(t *testing.T) {
 		{"tensor \"x y\" [2, 3] frozen\n", "1:14", "tensor `\"x y\"`: missing the element type (f32, bf16, ...) before the shape", "`tensor \"x y\" f32[2, 3]`"},
 		{"tensor [4]\n", "1:8", "tensor declaration: missing the tensor's name and element type before the shape", "`tensor NAME DTYPE[DIMS]`"},
 		// A missing comma between targets, unless the word is a keyword.
-		{decls + "step {\n  allreduce g a\n}\n", "5:15", "buckets are separated by commas: `allreduce g, a`", "allreduce TARGET, ..."},
-		{decls + "step {\n  reduce g[0], a top to 0\n}\n", "5:18", "buckets are separated by commas: `reduce g[0], a, top`", "reduce TARGET, ..."},
-		{decls + "step {\n  group { allgather g \"x\" }\n}\n", "5:23", "buckets are separated by commas: `allgather g, \"x\"`", "allgather TARGET, ..."},
+		{decls + "step {\n  allreduce g a\n}\n", "5:15", "targets are separated by commas: `allreduce g, a`", "allreduce TARGET, ..."},
+		{decls + "step {\n  reduce g[0], a top to 0\n}\n", "5:18", "targets are separated by commas: `reduce g[0], a, top`", "reduce TARGET, ..."},
+		{decls + "step {\n  group { allgather g \"x\" }\n}\n", "5:23", "targets are separated by commas: `allgather g, \"x\"`", "allgather TARGET, ..."},
 		{decls + "step {\n  allreduce g aftr ready\n}\n", "5:15", "unexpected `aftr`", "did you mean `after`?"},
 		{decls + "step {\n  allreduce g 1ms\n}\n", "5:15", "unexpected `1ms` after the complete allreduce statement", "remove `1ms`; a collective is written"},
 		// A missing comma between a bucket's patterns, or a missing `}`.

@@ -3,6 +3,7 @@ package dsl
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -59,5 +60,23 @@ func TestRenderControlCharacters(t *testing.T) {
 	want := "t.sync:1:17: error: unexpected character \"\\x1b\"\n    tensor a f32[4] \ufffd[31m\n                    ^\n"
 	if !strings.HasPrefix(got, want) {
 		t.Errorf("rendered\n%s\nwant it to start with\n%s", got, want)
+	}
+}
+
+// Render shows the first maxRendered diagnostics and counts the rest: the
+// first errors usually explain the others, and must not scroll away.
+func TestRenderCapsTheList(t *testing.T) {
+	var ds Diagnostics
+	for i := range maxRendered + 7 {
+		ds = append(ds, Diagnostic{Severity: Error, Message: fmt.Sprintf("problem %d", i)})
+	}
+	var b strings.Builder
+	ds.Render(&b)
+	out := b.String()
+	if !strings.Contains(out, fmt.Sprintf("problem %d\n", maxRendered-1)) || strings.Contains(out, fmt.Sprintf("problem %d\n", maxRendered)) {
+		t.Fatalf("want the first %d shown, no more:\n%s", maxRendered, out)
+	}
+	if !strings.HasSuffix(out, "... and 7 more (fix the ones above first; check --format json lists them all)\n") {
+		t.Fatalf("no count of the rest:\n%s", out)
 	}
 }

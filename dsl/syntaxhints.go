@@ -127,7 +127,7 @@ func missingTargetComma(f *sourceFile, all []token, off int) (Diagnostic, bool) 
 	if len(prev) > 40 {
 		prev = "..., " + shortText(f.text(toks[last].Pos.Offset, toks[at-1].end()))
 	}
-	msg := fmt.Sprintf("buckets are separated by commas: `%s %s, %s`", kw, prev, shortText(t.Value))
+	msg := fmt.Sprintf("targets are separated by commas: `%s %s, %s`", kw, prev, shortText(t.Value))
 	return f.errorAt(t.Pos.Offset, t.end(), msg, constructSyntax[kw]), true
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/urfave/cli/v2"
@@ -24,12 +25,16 @@ warnings (a tensor that nothing synchronises) do not fail the check.
 On success it prints a one-line summary of each plan: tensors, parameters,
 gradient bytes and buckets.
 
+A FILE of - reads the plan from standard input (named <stdin> in the
+diagnostics; its imports are found from the current directory).
+
 Exit status: 0 when no file has errors, 1 when one has, 2 for a usage error
 (no file given, an unknown flag or format).
 
 Examples:
    syncgen check examples/resnet50.sync
-   syncgen check --format json model.sync    # diagnostics for editors`,
+   syncgen check --format json model.sync    # diagnostics for editors
+   syncgen check --format json - < model.sync  # the same, from an editor's buffer`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "format", Value: "text", Usage: "diagnostics as `text` or json"},
 		},
@@ -44,7 +49,7 @@ Examples:
 			failed := false
 			var all dsl.Diagnostics
 			for _, path := range c.Args().Slice() {
-				prog, diags := dsl.Load(path)
+				prog, diags := loadPlan(c, path)
 				if diags.HasErrors() {
 					failed = true
 				}
@@ -54,7 +59,11 @@ Examples:
 				}
 				diags.Render(c.App.ErrWriter)
 				if prog != nil {
-					fmt.Fprintf(c.App.Writer, "%s: ok: %s\n", path, summary(prog))
+					name := path
+					if path == "-" {
+						name = "<stdin>"
+					}
+					fmt.Fprintf(c.App.Writer, "%s: ok: %s\n", name, summary(prog))
 				}
 			}
 			if format == "json" {
@@ -143,4 +152,21 @@ func unwrapPathError(err error) error {
 		return pe.Err
 	}
 	return err
+}
+
+// loadPlan loads the plan at path, or from standard input when path is
+// "-" (an editor checking an unsaved buffer).
+func loadPlan(c *cli.Context, path string) (*ir.Program, dsl.Diagnostics) {
+	if path != "-" {
+		return dsl.Load(path)
+	}
+	in := c.App.Reader
+	if in == nil {
+		in = os.Stdin
+	}
+	src, err := io.ReadAll(in)
+	if err != nil {
+		return nil, dsl.Diagnostics{{Severity: dsl.Error, Message: fmt.Sprintf("cannot read standard input: %v", err)}}
+	}
+	return dsl.Check("<stdin>", src)
 }

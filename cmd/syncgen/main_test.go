@@ -499,3 +499,32 @@ func TestFmtDiffLargeFile(t *testing.T) {
 		t.Errorf("the diff does not turn the file into its formatted form")
 	}
 }
+
+// check - reads the plan from standard input, for editors with unsaved
+// buffers; diagnostics name it <stdin>.
+func TestCheckStdin(t *testing.T) {
+	for _, c := range []struct {
+		src, stdout, stderr string
+		code                int
+	}{
+		{helloPlan, "<stdin>: ok:", "", 0},
+		{"tensor a f32[4]\nbucket g { b }\n", "", "<stdin>:2:12: error: pattern `b` matches no tensor", 1},
+	} {
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			w.WriteString(c.src)
+			w.Close()
+		}()
+		old := os.Stdin
+		os.Stdin = r
+		code, out, errOut := syncgen(t, "check", "-")
+		os.Stdin = old
+		r.Close()
+		if code != c.code || !strings.Contains(out, c.stdout) || !strings.Contains(errOut, c.stderr) {
+			t.Errorf("check - of %q: exit %d, stdout %q, stderr %q; want %d, %q, %q", c.src, code, out, errOut, c.code, c.stdout, c.stderr)
+		}
+	}
+}
