@@ -116,8 +116,23 @@ func (x Diagnostic) render(w io.Writer) {
 		}
 		end = max(start+1, min(end, lineWidth+1))
 		line, start, end = snippetWindow(line, lineWidth, start, end)
+		// start and end count runes; a terminal gives East Asian wide
+		// characters two columns, so the caret line counts them twice.
+		pad, marks := 0, 0
+		runes := []rune(line)
+		for i := range end {
+			cols := 1
+			if i < len(runes) {
+				cols = runeColumns(runes[i])
+			}
+			if i < start {
+				pad += cols
+			} else {
+				marks += cols
+			}
+		}
 		fmt.Fprintf(w, "    %s\n", line)
-		fmt.Fprintf(w, "    %s%s\n", strings.Repeat(" ", start), strings.Repeat("^", end-start))
+		fmt.Fprintf(w, "    %s%s\n", strings.Repeat(" ", pad), strings.Repeat("^", marks))
 	}
 	if x.Hint != "" {
 		fmt.Fprintf(w, "hint: %s\n", x.Hint)
@@ -249,4 +264,18 @@ func sortDiagnostics(d Diagnostics, fileOrder map[string]int) Diagnostics {
 		out = append(out, x)
 	}
 	return out
+}
+
+// runeColumns is how many terminal columns r takes: 2 for the East Asian
+// wide and fullwidth ranges (Hangul Jamo, CJK, Hangul syllables, CJK
+// compatibility, fullwidth forms, the supplementary ideographic planes),
+// 1 otherwise.
+func runeColumns(r rune) int {
+	switch {
+	case r >= 0x1100 && r <= 0x115f, r >= 0x2e80 && r <= 0xa4cf && r != 0x303f,
+		r >= 0xac00 && r <= 0xd7a3, r >= 0xf900 && r <= 0xfaff, r >= 0xfe30 && r <= 0xfe4f,
+		r >= 0xff00 && r <= 0xff60, r >= 0xffe0 && r <= 0xffe6, r >= 0x20000 && r <= 0x3fffd:
+		return 2
+	}
+	return 1
 }

@@ -80,3 +80,15 @@ func TestRenderCapsTheList(t *testing.T) {
 		t.Fatalf("no count of the rest:\n%s", out)
 	}
 }
+
+// The caret stands under its subject when wide characters (two terminal
+// columns each) come before it or are in it.
+func TestCaretUnderWideCharacters(t *testing.T) {
+	_, ds := Check("plan.sync", []byte("tensor \"名前\" f32[4] extra\n"))
+	var b strings.Builder
+	ds.Render(&b)
+	lines := strings.Split(b.String(), "\n")
+	if len(lines) < 3 || lines[2] != "    "+strings.Repeat(" ", len("tensor \"\" f32[4] ")+4)+"^^^^^" {
+		t.Fatalf("caret not under `extra`:\n%s", b.String())
+	}
+}
