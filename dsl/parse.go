@@ -393,6 +393,10 @@ func explainSyntaxError(all []token, off int) (string, string) {
 		}
 		return fmt.Sprintf("%s needs a target before %s", kw, code(next)), hint
 	}
+	if (kw == "backward" || kw == "compute") && next == "on" && t.Value == "on" {
+		// `backward on comm`: the duration is what is missing.
+		return fmt.Sprintf("%s needs a duration before %s", code(kw), code("on")), hint
+	}
 	startsLine := at == 0 || toks[at-1].Pos.Line != t.Pos.Line
 	keyword, stray := "", false
 	if t.Type == tokWord && !slices.Contains(allKeywords, t.Value) {

@@ -212,6 +212,9 @@ func TestSyntaxErrorExplanations(t *testing.T) {
 		{"import \"models/tiny_mlp\" x\n", "1:26", "unexpected `x` after the complete import declaration", "remove `x`"},
 		{"run steps 5 5\n", "1:13", "unexpected `5` after the complete run declaration", "remove `5`"},
 		{decls + "step {\n  reduce g to 0 op sum 1\n}\n", "5:24", "unexpected `1` after the complete reduce statement", "remove `1`"},
+		// A simulated compute without its duration.
+		{decls + "step {\n  backward on comm\n}\n", "5:12", "`backward` needs a duration before `on`", "backward is written `backward DURATION on STREAM`"},
+		{decls + "step {\n  compute on comm\n}\n", "5:11", "`compute` needs a duration before `on`", "compute is written"},
 		// An option without its value.
 		{decls + "step {\n  allreduce g op\n}\n", "5:15", "`op` needs a value after it", "write `op sum|avg|min|max|prod`"},
 		{decls + "step {\n  broadcast g from\n  wait comm\n}\n", "5:15", "`from` needs a value after it", "write `from RANK`"},
