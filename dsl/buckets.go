@@ -162,23 +162,34 @@ func (c *checker) matchBucketPattern(f *sourceFile, p *Name, owner []*bucketInfo
 		c.errorf(f, sp, "frozen tensors have no gradient and are never put in buckets",
 			"pattern %s matches only frozen tensors", code(p.source()))
 	default:
-		c.errorf(f, sp, c.noMatchHint(pat), "pattern %s matches no tensor", code(p.source()))
+		c.errorf(f, sp, c.noMatchHint(pat, owner), "pattern %s matches no tensor", code(p.source()))
 	}
 	return nil
 }
 
-// tensorHint suggests a tensor name close to a literal pattern.
-func (c *checker) tensorHint(p pattern) string {
+// tensorHint suggests a tensor name close to a literal pattern: one that
+// a bucket could still take (not frozen, not in an earlier bucket, as
+// owner says) if any is close, else any.
+func (c *checker) tensorHint(p pattern, owner []*bucketInfo) string {
 	if !p.literal {
 		return ""
+	}
+	var free []string
+	for i, t := range c.prog.Tensors {
+		if !t.Frozen && (i >= len(owner) || owner[i] == nil) {
+			free = append(free, t.Name)
+		}
+	}
+	if h := didYouMean(p.text, free); h != "" {
+		return h
 	}
 	return didYouMean(p.text, c.tensorNames())
 }
 
 // noMatchHint says what to do about a pattern that matches no tensor when
 // no tensor name is close to it.
-func (c *checker) noMatchHint(p pattern) string {
-	if h := c.tensorHint(p); h != "" {
+func (c *checker) noMatchHint(p pattern, owner []*bucketInfo) string {
+	if h := c.tensorHint(p, owner); h != "" {
 		return h
 	}
 	if len(c.prog.Tensors) == 0 {

@@ -620,6 +620,10 @@ func TestCheckHints(t *testing.T) {
 		{"tensor a f32[1]\nstep { allreduce zzzz[0] }\n", "no bucket `zzzz`", "no bucket is declared"},
 		{"bucket g { layer.* }\n", "pattern `layer.*` matches no tensor", "the program declares no tensors"},
 		{"tensor a f32[1]\nbucket g { a, qqqqqq.* }\n", "pattern `qqqqqq.*` matches no tensor", "fix the pattern or remove it"},
+		// An absolute path is a file, not a standard library module.
+		{"import \"/nonexistent/x\"\n", "cannot import `/nonexistent/x`: no such file or directory", "one that starts with / is absolute"},
+		// The suggestion is a tensor that a bucket can still take.
+		{"tensor a f32[1]\ntensor c f32[1]\nbucket g1 { a }\nbucket g2 { b }\n", "pattern `b` matches no tensor", "did you mean `c`?"},
 		{"tensor a f32[1]\nbucket g { a } cap 1MiB cap 2MiB\n", "duplicate option `cap` (first on line 2)", "remove one of them"},
 		{"stream s\nstream s\n", "duplicate stream `s` (first declared at plan.sync:1:8)", "unique"},
 		{"tensor \"\" f32[1]\n", "empty tensor name", "at least one character"},

@@ -231,7 +231,9 @@ func (c *checker) loadImport(from *module, imp *ImportDecl, stack []*module, imp
 // resolveImport finds (and parses, once) the module an import path names.
 func (c *checker) resolveImport(from *module, p string, sp span) (*module, *Diagnostic) {
 	f := from.file
-	relative := strings.HasPrefix(p, "./") || strings.HasPrefix(p, "../") || strings.HasSuffix(p, ".sync")
+	// A file: a path that starts with ./, ../ or / (absolute), or ends in
+	// .sync; anything else names a standard library module.
+	relative := strings.HasPrefix(p, "./") || strings.HasPrefix(p, "../") || strings.HasSuffix(p, ".sync") || path.IsAbs(p)
 	if relative && from.inStdlib {
 		// A standard library module importing a sibling module.
 		name := path.Clean(path.Join(from.dir, p))
@@ -249,7 +251,7 @@ func (c *checker) resolveImport(from *module, p string, sp span) (*module, *Diag
 		src, err := os.ReadFile(name)
 		if err != nil {
 			d := f.errorAt(sp.start, sp.end, fmt.Sprintf("cannot import %s: %v", code(p), unwrapPathError(err)),
-				fmt.Sprintf("a path that starts with ./ or ../ or ends in .sync is relative to the importing file's directory (here %s)", from.dir))
+				fmt.Sprintf("a path that starts with ./ or ../ or ends in .sync is relative to the importing file's directory (here %s); one that starts with / is absolute", from.dir))
 			return nil, &d
 		}
 		return c.addModule(name, src, key, filepath.Dir(name), false), nil
