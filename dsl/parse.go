@@ -99,7 +99,7 @@ func parseTokens(toks []lexer.Token, eof lexer.Token) (*File, error) {
 
 // eofAt returns an end-of-input token at offset off of the file.
 func eofAt(f *sourceFile, toks []token, off int) lexer.Token {
-	i := sort.Search(len(toks), func(i int) bool { return toks[i].Pos.Offset >= off })
+	i := tokenIndex(toks, off)
 	if i < len(toks) {
 		return lexer.EOFToken(toks[i].Pos)
 	}
@@ -172,7 +172,7 @@ func syntaxDiagnostic(f *sourceFile, toks []token, end int, err error) Diagnosti
 		off = o
 	}
 	length := 0
-	at := sort.Search(len(toks), func(i int) bool { return toks[i].Pos.Offset >= off })
+	at := tokenIndex(toks, off)
 	if at < len(toks) && toks[at].Pos.Offset == off && toks[at].Type != tokWhitespace {
 		length = len(toks[at].Value)
 	}
@@ -187,7 +187,7 @@ func syntaxDiagnostic(f *sourceFile, toks []token, end int, err error) Diagnosti
 // instead of blaming the statement before the group.
 func targetlessCollectiveInGroup(all []token, off int) (int, bool) {
 	toks := significantTokens(all)
-	at := sort.Search(len(toks), func(i int) bool { return toks[i].Pos.Offset >= off })
+	at := tokenIndex(toks, off)
 	if at+1 >= len(toks) || toks[at].Pos.Offset != off || toks[at].Value != "group" || toks[at+1].Value != "{" {
 		return 0, false
 	}
@@ -216,7 +216,7 @@ func targetlessCollectiveInGroup(all []token, off int) (int, bool) {
 // goes wrong, by parsing the statement's line alone in a block.
 func errorInsideStatement(all []token, off int) (int, bool) {
 	toks := significantTokens(all)
-	at := sort.Search(len(toks), func(i int) bool { return toks[i].Pos.Offset >= off })
+	at := tokenIndex(toks, off)
 	// `compute` is a statement keyword but not a reserved word.
 	if at >= len(toks) || toks[at].Pos.Offset != off || toks[at].Type == tokString ||
 		!slices.Contains(statementKeywords, toks[at].Value) || toks[at].Value == "group" ||
@@ -227,11 +227,7 @@ func errorInsideStatement(all []token, off int) (int, bool) {
 	for end < len(toks) && toks[end].Pos.Line == toks[at].Pos.Line && !slices.Contains([]string{"{", "}", ";"}, toks[end].Value) {
 		end++
 	}
-	ptoks := slices.Concat([]lexer.Token{
-		{Type: tokenTypes[tokKeyword], Value: "step"},
-		{Type: tokenTypes[tokPunct], Value: "{"},
-	}, participleTokens(toks[at:end]), []lexer.Token{{Type: tokenTypes[tokPunct], Value: "}", Pos: lexer.Position{Offset: -1}}})
-	_, err := parseTokens(ptoks, lexer.EOFToken(lexer.Position{Offset: -1}))
+	_, err := parseTokens(inStepBlock(toks[at:end]), lexer.EOFToken(lexer.Position{Offset: -1}))
 	var ute *participle.UnexpectedTokenError
 	switch {
 	case !errors.As(err, &ute):
@@ -243,6 +239,22 @@ func errorInsideStatement(all []token, off int) (int, bool) {
 		return toks[end].Pos.Offset, true
 	}
 	return 0, false
+}
+
+// tokenIndex returns the index of the first of toks (sorted by offset)
+// that starts at or after offset off, or len(toks).
+func tokenIndex(toks []token, off int) int {
+	return sort.Search(len(toks), func(i int) bool { return toks[i].Pos.Offset >= off })
+}
+
+// inStepBlock wraps a statement's tokens in `step { ... }` so that it
+// parses alone. The added closing `}` is at offset -1, which no source
+// token has: a parse error there means the statement ended too early.
+func inStepBlock(stmt []token) []lexer.Token {
+	return slices.Concat([]lexer.Token{
+		{Type: tokenTypes[tokKeyword], Value: "step"},
+		{Type: tokenTypes[tokPunct], Value: "{"},
+	}, participleTokens(stmt), []lexer.Token{{Type: tokenTypes[tokPunct], Value: "}", Pos: lexer.Position{Offset: -1}}})
 }
 
 // significantTokens returns the tokens other than whitespace and comments.
@@ -301,7 +313,7 @@ var allKeywords = append(append([]string{"frozen", "priority", "cap", "first", "
 // construct is written, and what a misspelt keyword may have meant.
 func explainSyntaxError(all []token, off int) (string, string) {
 	toks := significantTokens(all)
-	at := sort.Search(len(toks), func(i int) bool { return toks[i].Pos.Offset >= off })
+	at := tokenIndex(toks, off)
 	depth := 0
 	var opens []int      // the index of each open `{`
 	var openers []string // the token before each open `{`
@@ -548,10 +560,7 @@ func spacedUnit(toks []token, at int) (string, bool) {
 func completeConstruct(toks []token, construct string) bool {
 	ptoks := participleTokens(toks)
 	if !slices.Contains(topKeywords, construct) {
-		ptoks = slices.Concat([]lexer.Token{
-			{Type: tokenTypes[tokKeyword], Value: "step"},
-			{Type: tokenTypes[tokPunct], Value: "{"},
-		}, ptoks, []lexer.Token{{Type: tokenTypes[tokPunct], Value: "}"}})
+		ptoks = inStepBlock(toks)
 	}
 	_, err := parseTokens(ptoks, lexer.EOFToken(lexer.Position{}))
 	return err == nil

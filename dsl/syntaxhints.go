@@ -3,7 +3,6 @@ package dsl
 import (
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/syncgen/syncgen/ir"
@@ -28,7 +27,7 @@ const tensorForm = "a tensor is declared as `tensor NAME DTYPE[DIMS]`"
 // the name, or on the `[` that should follow the dtype.
 func missingTensorPart(f *sourceFile, all []token, off int) (Diagnostic, bool) {
 	toks := significantTokens(all)
-	at := sort.Search(len(toks), func(i int) bool { return toks[i].Pos.Offset >= off })
+	at := tokenIndex(toks, off)
 	if at >= len(toks) || at < 1 || toks[at].Pos.Offset != off || toks[at].Value != "[" {
 		return Diagnostic{}, false
 	}
@@ -100,7 +99,7 @@ func shortText(s string) string {
 // explainSyntaxError, unless a tensor or bucket of the file has that name.
 func missingTargetComma(f *sourceFile, all []token, off int) (Diagnostic, bool) {
 	toks := significantTokens(all)
-	at := sort.Search(len(toks), func(i int) bool { return toks[i].Pos.Offset >= off })
+	at := tokenIndex(toks, off)
 	if at >= len(toks) || toks[at].Pos.Offset != off {
 		return Diagnostic{}, false
 	}
@@ -137,7 +136,7 @@ func missingTargetComma(f *sourceFile, all []token, off int) (Diagnostic, bool) 
 // 1MiB`) means the list was not closed, unless a tensor has that name.
 func missingPatternComma(f *sourceFile, all []token, off int) (Diagnostic, bool) {
 	toks := significantTokens(all)
-	at := sort.Search(len(toks), func(i int) bool { return toks[i].Pos.Offset >= off })
+	at := tokenIndex(toks, off)
 	if at >= len(toks) || toks[at].Pos.Offset != off {
 		return Diagnostic{}, false
 	}

@@ -24,7 +24,7 @@ func view[T any](b []byte) []T {
 
 // clearBytes zeroes b, large buffers on all of the rank's cores.
 func clearBytes(b []byte) {
-	if int64(len(b)) < 2*parallelGrain {
+	if parallelWorkers(int64(len(b))) == 1 {
 		clear(b) // without parallelFor's closure, which is allocated
 		return
 	}
@@ -37,7 +37,7 @@ func clearBytes(b []byte) {
 // 1.3 GB model in seconds.
 func fillBytes(b []byte, dt DType, p *FillParams) {
 	n := int64(len(b)) / dt.Size()
-	if n < 2*parallelGrain {
+	if parallelWorkers(n) == 1 {
 		fillRange(b, dt, p, 0) // without parallelFor's closure, which is allocated
 		return
 	}
@@ -108,13 +108,20 @@ func fillRange(b []byte, dt DType, p *FillParams, i0 int64) {
 // parallelGrain is the fewest elements worth a goroutine of their own.
 const parallelGrain = 1 << 16
 
+// parallelWorkers is how many goroutines parallelFor splits n elements
+// between: one per usable core (GOMAXPROCS, at most the CPUs the process
+// may run on), each with at least parallelGrain elements.
+func parallelWorkers(n int64) int64 {
+	workers := int64(min(goruntime.GOMAXPROCS(0), goruntime.NumCPU()))
+	return max(min(workers, n/parallelGrain), 1)
+}
+
 // parallelFor runs fn over [0, n) split into contiguous ranges, one per
 // usable core (GOMAXPROCS, at most the CPUs the process may run on), and
 // returns when all are done. Range boundaries are multiples of 64
 // elements, so that no two goroutines write the same cache line.
 func parallelFor(n int64, fn func(lo, hi int64)) {
-	workers := int64(min(goruntime.GOMAXPROCS(0), goruntime.NumCPU()))
-	workers = max(min(workers, n/parallelGrain), 1)
+	workers := parallelWorkers(n)
 	if workers == 1 {
 		fn(0, n)
 		return

@@ -137,7 +137,8 @@ func (r *runner) run() int {
 		return r.agreedFailure(fmt.Errorf("the plan cannot run on %d rank%s:\n%v", h.size, plural(h.size), err))
 	}
 	// Every rank has the same flags and plan by now, so all agree on this.
-	if err := checkStepsFit(r.opts.steps, len(newResults(p, prog).rows)); err != nil {
+	res := newResults(p, prog)
+	if err := checkStepsFit(r.opts.steps, len(res.rows)); err != nil {
 		r.agreedFailure(err)
 		return 2
 	}
@@ -158,7 +159,6 @@ func (r *runner) run() int {
 		r.fatal(fmt.Errorf("setting up the %s backend: %w", be.Name(), err))
 	}
 	r.e = e
-	res := newResults(p, prog)
 	r.phase.enter("agreeing on a clock and gathering the run's information")
 	origin, err := commonOrigin(h)
 	if err != nil {

@@ -117,7 +117,9 @@ func (e *engine) runAll(res *results, progress *progressBar) error {
 			if err := e.settleBeforeMeasuring(); err != nil {
 				return err
 			}
-			allocs0 = heapAllocs()
+			if hooks.allocs {
+				allocs0 = heapAllocs()
+			}
 		}
 		if err := e.startStep(); err != nil {
 			return err

@@ -61,7 +61,7 @@ Examples:
 				if prog != nil {
 					name := path
 					if path == "-" {
-						name = "<stdin>"
+						name = stdinName
 					}
 					fmt.Fprintf(c.App.Writer, "%s: ok: %s\n", name, summary(prog))
 				}
@@ -168,5 +168,8 @@ func loadPlan(c *cli.Context, path string) (*ir.Program, dsl.Diagnostics) {
 	if err != nil {
 		return nil, dsl.Diagnostics{{Severity: dsl.Error, Message: fmt.Sprintf("cannot read standard input: %v", err)}}
 	}
-	return dsl.Check("<stdin>", src)
+	return dsl.Check(stdinName, src)
 }
+
+// stdinName names a plan read from standard input in messages.
+const stdinName = "<stdin>"
