@@ -68,12 +68,13 @@ bytes_of() { # 4K -> 4096
 	*) echo "$1" ;;
 	esac
 }
-iters_of() { # about 0.2 s of work, 5 to 10000 calls
+iters_of() { # about 1 s of work at 1 GB/s, 5 to 40000 calls
 	# (At most 1000 calls made a 4 KiB run only 4 ms of C's time, in which
-	# one stall of the machine decided the figure.)
-	n=$((200000000 / ($1 + 20000)))
+	# one stall of the machine decided the figure; 0.2 s of work made a 16
+	# MiB run 11 calls, whose mean a single slow call moved by 10%.)
+	n=$((1000000000 / ($1 + 20000)))
 	[ $n -lt 5 ] && n=5
-	[ $n -gt 10000 ] && n=10000
+	[ $n -gt 40000 ] && n=40000
 	echo $n
 }
 median() { sort -g | awk '{v[NR]=$1} END {if (NR%2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}'; }

@@ -84,10 +84,10 @@ int main(int argc, char **argv) {
 	for (long bytes = minb; bytes <= maxb; bytes = (long)(bytes * factor)) {
 		long count = bytes / 4;
 		int n = iters;
-		if (n <= 0) { // about 0.2 s of work per size, at least 5 calls
-			n = (int)(2e8 / (bytes + 20000));
+		if (n <= 0) { // about 1 s of work per size at 1 GB/s, 5 to 40000 calls
+			n = (int)(1e9 / (bytes + 20000));
 			if (n < 5) n = 5;
-			if (n > 10000) n = 10000;
+			if (n > 40000) n = 40000;
 		}
 		double t = 0;
 		static double samples[100000];
