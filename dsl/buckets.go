@@ -161,6 +161,7 @@ func (c *checker) matchBucketPattern(f *sourceFile, p *Name, owner []*bucketInfo
 	case frozen > 0:
 		c.errorf(f, sp, "frozen tensors have no gradient and are never put in buckets",
 			"pattern %s matches only frozen tensors", code(p.source()))
+	case c.mayMatchRejected(pat):
 	default:
 		c.errorf(f, sp, c.noMatchHint(pat, owner), "pattern %s matches no tensor", code(p.source()))
 	}
@@ -275,7 +276,8 @@ func (c *checker) layoutBucket(info *bucketInfo, members []int, o bucketOptions)
 		if wsize > 0 && t.Elems <= math.MaxInt64/wsize {
 			b = t.Elems * wsize
 		} else if wsize > 0 {
-			c.errorf(f, nameSpan(d.Name), "", "tensor %s is more than 2^63 bytes on the %s wire", code(t.Name), info.wire)
+			c.errorf(f, nameSpan(d.Name), "a buffer is at most 2^63-1 bytes; send it on a smaller wire dtype or split the tensor",
+				"tensor %s is more than 2^63 bytes on the %s wire", code(t.Name), info.wire)
 			return
 		}
 		limit := o.cap

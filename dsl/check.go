@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/syncgen/syncgen/ir"
@@ -55,6 +56,11 @@ type checker struct {
 	// a statement that uses one gets no "no such name" error, which would
 	// only echo the first.
 	badNames map[string]bool
+	// tensorNameRejected is set when a tensor declaration was rejected for
+	// its name (`tensor "a*"`, a range of too many tensors): its tensors
+	// are missing, and a glob pattern that matches nothing may have been
+	// meant for them.
+	tensorNameRejected bool
 }
 
 func newChecker() *checker {
@@ -129,12 +135,14 @@ func (c *checker) declareTensors() {
 		names := c.expandTensorName(f, d.Name)
 		if names == nil {
 			c.markBadName(d.Name)
+			c.tensorNameRejected = true
 		}
 		dtype := c.dtype(f, d.DType, "tensor")
 		shape, elems, ok := c.shape(f, d)
 		if ok && dtype != ir.InvalidDType {
 			if elems > math.MaxInt64/dtype.Size() {
-				c.errorf(f, spanOf(d.DType.Pos, d.EndPos), "", "tensor of %d %s elements is more than 2^63 bytes", elems, dtype)
+				c.errorf(f, spanOf(d.DType.Pos, d.EndPos), "a tensor's size in bytes (elements times the dtype's size) is at most 2^63-1; check the shape",
+					"tensor of %d %s elements is more than 2^63 bytes", elems, dtype)
 			}
 		}
 		c.prog.Tensors = slices.Grow(c.prog.Tensors, len(names))
@@ -149,8 +157,11 @@ func (c *checker) declareTensors() {
 				continue
 			}
 			if len(c.prog.Tensors) >= maxTensors {
-				c.errorf(f, nameSpan(d.Name), "", "too many tensors (at most %d)", maxTensors)
+				c.errorf(f, nameSpan(d.Name), fmt.Sprintf("a program has at most %d tensors (2^20); this declaration and the ones after it are not checked", maxTensors),
+					"too many tensors (at most %d)", maxTensors)
 				c.badTensorDecl[d] = true
+				// The tensors of the declarations after it are missing.
+				c.incomplete = true
 				return
 			}
 			c.tensorIndex[name] = len(c.prog.Tensors)
@@ -173,6 +184,14 @@ func (c *checker) declareTensors() {
 			c.badTensorDecl[d] = true
 		}
 	}
+}
+
+// mayMatchRejected reports whether a pattern that matches no tensor may
+// have been meant for tensors that are missing because of an error
+// reported already: a declaration rejected for its name, or a file that
+// did not load. Saying that it matches nothing would only echo that error.
+func (c *checker) mayMatchRejected(p pattern) bool {
+	return c.incomplete || c.badNames[p.text] || c.tensorNameRejected && !p.literal
 }
 
 // expandTensorName validates a tensor name and expands its brace ranges.
@@ -213,13 +232,39 @@ func (c *checker) expandTensorName(f *sourceFile, n *Name) []string {
 	return expand(n.Bare, rs)
 }
 
+// dtypeAliases are the names other tools give the dtypes (PyTorch's
+// torch.float16, NumPy's float32, C's double), by the dtype they mean.
+var dtypeAliases = byAlias(map[string][]string{
+	"f64":  {"float64", "fp64", "double"},
+	"f32":  {"float32", "fp32", "float"},
+	"f16":  {"float16", "fp16", "half"},
+	"bf16": {"bfloat16"},
+	"i64":  {"int64", "long"},
+	"i32":  {"int32", "int"},
+	"i8":   {"int8"},
+	"u8":   {"uint8", "byte"},
+})
+
+// byAlias turns lists of aliases by name into a map from alias to name.
+func byAlias(aliases map[string][]string) map[string]string {
+	out := map[string]string{}
+	for name, as := range aliases {
+		for _, a := range as {
+			out[a] = name
+		}
+	}
+	return out
+}
+
 // dtype interprets a dtype word.
 func (c *checker) dtype(f *sourceFile, w *Word, what string) ir.DType {
 	dt, ok := ir.ParseDType(w.Text)
 	if !ok {
 		all := []string{"f64", "f32", "f16", "bf16", "i64", "i32", "i8", "u8"}
 		hint := "dtypes are " + strings.Join(all, " ")
-		if s := suggest(w.Text, all); s != "" {
+		if s, ok := dtypeAliases[strings.ToLower(w.Text)]; ok {
+			hint = "did you mean " + code(s) + "? " + hint
+		} else if s := suggest(w.Text, all); s != "" {
 			hint = "did you mean " + code(s) + "? " + hint
 		}
 		c.errorf(f, wordSpan(w), hint, "unknown %s dtype %s", what, code(w.Text))
@@ -272,6 +317,17 @@ func dimensionHint(text string) string {
 	switch {
 	case strings.Trim(strings.TrimPrefix(text, "-"), "0123456789") == "" && text != "-":
 		return "a dimension is at most 2^63-1 (9223372036854775807), and the tensor's size in bytes must stay below 2^63 too"
+	case hexRE.MatchString(text):
+		// Not a product `0x10` (a zero dimension times 10).
+		if n, err := strconv.ParseInt(text[2:], 16, 64); err == nil {
+			return "dimensions are decimal numbers: write " + code(strconv.FormatInt(n, 10))
+		}
+		return "dimensions are decimal numbers"
+	case exponentRE.MatchString(text):
+		if full, ok := withoutExponent(text); ok {
+			return "numbers are written without an exponent: write " + code(full)
+		}
+		return "numbers are written without an exponent"
 	case fractionalRE.MatchString(text):
 		return "a dimension counts elements, so it is a whole number of at least 1, e.g. `f32[2, 3]`"
 	case productRE.MatchString(text):
@@ -280,9 +336,11 @@ func dimensionHint(text string) string {
 	return ""
 }
 
-// fractionalRE matches a decimal number with a fraction (`1.5`);
-// productRE a shape written as a product (`4x4`, `3*224*224`).
+// hexRE matches a hexadecimal number (`0x10`); fractionalRE a decimal
+// number with a fraction (`1.5`); productRE a shape written as a product
+// (`4x4`, `3*224*224`).
 var (
+	hexRE        = regexp.MustCompile(`^0[xX][0-9a-fA-F]+$`)
 	fractionalRE = regexp.MustCompile(`^-?[0-9]*\.[0-9]+$`)
 	productRE    = regexp.MustCompile(`^[0-9]+([xX*][0-9]+)+$`)
 )
@@ -377,6 +435,10 @@ func (c *checker) lookupStream(f *sourceFile, w *Word) (int, bool) {
 	hint := didYouMean(w.Text, c.streamNames())
 	if hint == "" {
 		hint = "declared streams: " + strings.Join(c.streamNames(), ", ")
+		if len(c.prog.Streams) == 0 {
+			// Every stream declaration was rejected.
+			hint = "declare it with `stream " + w.Text + "`"
+		}
 		if c.implicitStreams {
 			hint = "with no stream declarations there are two implicit streams, compute and comm; declare `stream " + w.Text + "` to use it"
 		}
@@ -399,7 +461,7 @@ func (c *checker) resolveRun() {
 			key = o.Count.Key
 		}
 		if seen[key] {
-			c.errorf(f, spanOf(o.Pos, o.EndPos), "", "duplicate %s in run", code(key))
+			c.errorf(f, spanOf(o.Pos, o.EndPos), "each part is given at most once: remove one of them", "duplicate %s in run", code(key))
 			continue
 		}
 		seen[key] = true
@@ -408,9 +470,9 @@ func (c *checker) resolveRun() {
 			n, msg := parseInt(o.Count.Value.Text, key)
 			switch {
 			case msg != "":
-				c.errorf(f, wordSpan(o.Count.Value), "", "%s", msg)
+				c.errorf(f, wordSpan(o.Count.Value), intHint(o.Count.Value.Text, msg, key+" 10"), "%s", msg)
 			case n < 0:
-				c.errorf(f, wordSpan(o.Count.Value), "", "%s must not be negative", key)
+				c.errorf(f, wordSpan(o.Count.Value), "write `"+key+" 0` for none", "%s must not be negative", key)
 			case key == "steps":
 				c.prog.Run.Steps = n
 			default:
@@ -422,7 +484,7 @@ func (c *checker) resolveRun() {
 			n, msg := parseInt(o.Check.Every.Text, "check every")
 			switch {
 			case msg != "":
-				c.errorf(f, wordSpan(o.Check.Every), "", "%s", msg)
+				c.errorf(f, wordSpan(o.Check.Every), intHint(o.Check.Every.Text, msg, "check every 10"), "%s", msg)
 			case n <= 0:
 				c.errorf(f, wordSpan(o.Check.Every), "write `check off` to turn checking off", "check every %d: the interval must be at least 1", n)
 			default:

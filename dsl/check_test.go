@@ -608,6 +608,37 @@ func TestNumberHints(t *testing.T) {
 		{"tensor a f32[4]\nbucket g { a } cap 1.0000001KiB\n", "size `1.0000001KiB` is not a whole number of bytes", "round it, e.g. `1024B`"},
 		{"tensor a f32[4]\nbucket g { a } cap 99999999999GB\n", "size `99999999999GB` is too large", "the largest size is about 8589934591GiB"},
 		{"step { compute 0.0000000001s }\n", "duration `0.0000000001s` is not a whole number of nanoseconds", "at most 3 decimals with us"},
+		// An unknown unit is only ever suggested as the same quantity: a
+		// nearest spelling (`1GiB` for `1TiB`, `5ms` for `5ns`) would
+		// change the value a thousandfold.
+		{"tensor a f32[4]\nbucket g { a } cap 1TiB\n", "unknown unit `TiB` in size `1TiB`", "did you mean `1024GiB`?"},
+		{"tensor a f32[4]\nbucket g { a } cap 2TB\n", "unknown unit `TB` in size `2TB`", "did you mean `2000GB`?"},
+		{"tensor a f32[4]\nbucket g { a } cap 25M\n", "unknown unit `M` in size `25M`", "did you mean `25MiB` (powers of 1024) or `25MB` (powers of 1000)?"},
+		{"tensor a f32[4]\nbucket g { a } cap 10bytes\n", "unknown unit `bytes` in size `10bytes`", "did you mean `10B`?"},
+		{"tensor a f32[4]\nbucket g { a } cap 25mib\n", "unknown unit `mib` in size `25mib`", "did you mean `25MiB`?"},
+		{"tensor a f32[4]\nbucket g { a } cap 10ms\n", "unknown unit `ms` in size `10ms`", "`ms` is a unit of time, not of size"},
+		{"step { compute 5ns }\n", "unknown unit `ns` in duration `5ns`", "did you mean `0.005us`?"},
+		{"step { compute 1.5h }\n", "unknown unit `h` in duration `1.5h`", "did you mean `5400s`?"},
+		{"step { compute 60msec }\n", "unknown unit `msec` in duration `60msec`", "did you mean `60ms`?"},
+		{"step { compute 2MB }\n", "unknown unit `MB` in duration `2MB`", "`MB` is a unit of size, not of time"},
+		// Exponents, hexadecimal, negative numbers.
+		{"tensor a f32[4]\nbucket g { a } cap 1e6B\n", "invalid size `1e6B`", "numbers are written without an exponent: write `1000000B`"},
+		{"tensor a f32[4]\nbucket g { a } cap 1e6\n", "invalid size `1e6`", "write `1000000` and a unit (B, KiB"},
+		{"step { compute 1e400s }\n", "invalid duration `1e400s`", "numbers are written without an exponent; write a number and a unit"},
+		{"tensor a f32[1e3]\n", "dimension must be an integer, not `1e3`", "write `1000`"},
+		{"tensor a f32[0x10]\n", "dimension must be an integer, not `0x10`", "dimensions are decimal numbers: write `16`"},
+		{"tensor a f32[4]\nbucket g { a } cap -1MiB\n", "negative size `-1MiB`", "a size is not negative, e.g. `25MiB`"},
+		{"step { compute -1ms }\n", "negative duration `-1ms`", "a duration is not negative"},
+		{"tensor a f32[9223372036854775807]\n", "tensor of 9223372036854775807 f32 elements is more than 2^63 bytes", "check the shape"},
+		// Integers: ranks, piece indexes and run counts.
+		{"run steps 99999999999999999999\n", "steps `99999999999999999999` is too large", "the largest is 2147483647"},
+		{"run steps 1.5\n", "steps must be an integer, not `1.5`", "write a whole number, e.g. `steps 10`"},
+		{"run warmup -1\n", "warmup must not be negative", "write `warmup 0` for none"},
+		{"run check every 1e2\n", "check every must be an integer, not `1e2`", "write `100`"},
+		{"run steps 1 steps 2\n", "duplicate `steps` in run", "remove one of them"},
+		{"tensor a f32[4]\nbucket g { a }\nstep { reduce g to root }\n", "root rank must be an integer, not `root`", "write a whole number, e.g. `to 0`; ranks count from 0"},
+		{"tensor a f32[4]\nbucket g { a }\nstep { broadcast g from 99999999999 }\n", "root rank `99999999999` is too large", "the largest is 2147483647"},
+		{"tensor a f32[4]\nbucket g { a } cap 1KiB\nstep { allreduce g[x] }\n", "piece index must be an integer, not `x`", "e.g. `g[0]`; pieces count from 0"},
 	})
 }
 
@@ -628,6 +659,21 @@ func TestCheckHints(t *testing.T) {
 		{"stream s\nstream s\n", "duplicate stream `s` (first declared at plan.sync:1:8)", "unique"},
 		{"tensor \"\" f32[1]\n", "empty tensor name", "at least one character"},
 		{"tensor a.{3..1} f32[1]\n", "range `{3..1}` is descending; write {1..3}", "from N up to M"},
+		// A target that is nothing says what there is.
+		{"tensor a f32[1]\nbucket g { a }\nstep { allreduce grads }\n", "no bucket or tensor `grads`", "declared buckets: g; a target is a bucket"},
+		{"tensor a f32[1]\nstep { allreduce zz }\n", "no bucket or tensor `zz`", "no bucket is declared; a target is"},
+		{"step { allreduce zz }\n", "no bucket or tensor `zz`", "the program declares no tensors"},
+		{"tensor a f32[1]\nbucket g { a }\nstep { allreduce b.* }\n", "no bucket or tensor `b.*`", "no tensor matches it"},
+		// When every stream declaration was rejected, no empty list.
+		{"stream 1s\nstep { compute 1ms }\n", "no stream `compute` for this compute", "add `on STREAM` or declare `stream compute`"},
+		{"stream 1s\nstep { wait comm }\n", "no stream `comm`", "declare it with `stream comm`"},
+		// Other tools' names of dtypes and ops.
+		{"tensor a float32[4]\n", "unknown tensor dtype `float32`", "did you mean `f32`?"},
+		{"tensor a fp16[4]\n", "unknown tensor dtype `fp16`", "did you mean `f16`?"},
+		{"tensor a bfloat16[4]\n", "unknown tensor dtype `bfloat16`", "did you mean `bf16`?"},
+		{"tensor a f32[4]\nbucket g { a } wire int8\n", "unknown wire dtype `int8`", "did you mean `i8`?"},
+		{"tensor a f32[4]\nbucket g { a }\nstep { allreduce g op mean }\n", "unknown op `mean`", "did you mean `avg`?"},
+		{"tensor a f32[4]\nbucket g { a }\nstep { allreduce g op product }\n", "unknown op `product`", "did you mean `prod`?"},
 	})
 }
 

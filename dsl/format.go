@@ -187,17 +187,22 @@ func runText(r *RunDecl) string {
 // comments attaches every comment to an output line: as a trailing
 // comment of the line it ends (nothing but spaces between them), or as a
 // comment line before the next line (a comment inside a multi-line
-// declaration goes before that declaration).
+// declaration goes before that declaration). The tokens are kept as
+// lexed, CRs included, so that their ends are source offsets (blank lines
+// are found from them); output prints them through commentText.
 func (p *printer) comments(toks []token) {
 	i := 0 // items[:i] start at or before the comment
 	for _, t := range toks {
 		if t.Type != tokComment {
 			continue
 		}
-		t.Value = commentText(t.Value)
 		off := t.Pos.Offset
 		for i < len(p.items) && p.items[i].start <= off {
 			i++
+		}
+		if i > 0 && i < len(p.items) && p.emptyBlockOnOneLine(p.items[i-1], p.items[i], t) {
+			p.items[i].before = append(p.items[i].before, t)
+			continue
 		}
 		if i > 0 {
 			prev := p.items[i-1]
@@ -216,6 +221,18 @@ func (p *printer) comments(toks []token) {
 			p.tail = append(p.tail, t)
 		}
 	}
+}
+
+// emptyBlockOnOneLine reports whether comment c stands between the `{` of
+// an empty block (open) and its `}` (close), with the `}` on the line
+// where c ends: `step { /* x */ }`. The comment is then the block's
+// content and is printed as a line of its body. As a trailing comment of
+// `step {` it would move the `}` to a line of its own and leave the
+// comment outside the body; after `step { // x` the `}` is on another
+// line anyway, and the comment stays at the end of the `{` line.
+func (p *printer) emptyBlockOnOneLine(open, close *fmtItem, c token) bool {
+	return open.open && close.close && close.start >= c.end() &&
+		!bytes.ContainsRune(p.f.src[c.end():close.start], '\n')
 }
 
 // commentText returns a comment as the formatter prints it. In a file
@@ -247,7 +264,7 @@ func (p *printer) output() []byte {
 	}
 	commentLines := func(cs []token, depth int) {
 		for _, c := range cs {
-			emit(line{indent: depth, text: c.Value},
+			emit(line{indent: depth, text: commentText(c.Value)},
 				p.f.pos(c.Pos.Offset).Line, p.f.pos(c.end()).Line, false)
 		}
 	}
@@ -261,12 +278,12 @@ func (p *printer) output() []byte {
 		// its first line.
 		startLine := p.f.pos(it.start).Line
 		for _, c := range it.inner {
-			emit(line{indent: depth, text: c.Value}, startLine, startLine, false)
+			emit(line{indent: depth, text: commentText(c.Value)}, startLine, startLine, false)
 		}
 		var trail []string
 		end := it.end
 		for _, c := range it.trailing {
-			trail = append(trail, c.Value)
+			trail = append(trail, commentText(c.Value))
 			end = c.end()
 		}
 		emit(line{indent: it.depth, text: it.text, trailing: strings.Join(trail, " ")},
@@ -280,7 +297,9 @@ func (p *printer) output() []byte {
 }
 
 // render writes the lines, aligning the trailing comments of each run of
-// consecutive lines that have one (as gofmt does).
+// consecutive lines that have one (as gofmt does). Widths are counted in
+// terminal columns, not bytes, so that a quoted name in UTF-8 does not push
+// its comments out of line.
 func render(lines []line) []byte {
 	var b bytes.Buffer
 	for i := 0; i < len(lines); {
@@ -288,7 +307,7 @@ func render(lines []line) []byte {
 		width := 0
 		if lines[i].trailing != "" {
 			for j < len(lines) && lines[j].trailing != "" && (j == i || !lines[j].blank) {
-				width = max(width, 4*lines[j].indent+len(lines[j].text))
+				width = max(width, 4*lines[j].indent+textColumns(lines[j].text))
 				j++
 			}
 		} else {
@@ -301,7 +320,7 @@ func render(lines []line) []byte {
 			code := strings.Repeat("    ", l.indent) + l.text
 			b.WriteString(code)
 			if l.trailing != "" {
-				b.WriteString(strings.Repeat(" ", width-len(code)+1))
+				b.WriteString(strings.Repeat(" ", width-textColumns(code)+1))
 				b.WriteString(l.trailing)
 			}
 			b.WriteByte('\n')
@@ -309,4 +328,14 @@ func render(lines []line) []byte {
 		i = j
 	}
 	return b.Bytes()
+}
+
+// textColumns is how many terminal columns s takes (as the carets of
+// diagnostics count them).
+func textColumns(s string) int {
+	n := 0
+	for _, r := range s {
+		n += runeColumns(r)
+	}
+	return n
 }

@@ -1,10 +1,17 @@
 package dsl
 
 import (
+	"bytes"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/syncgen/syncgen/codegen"
 )
 
 func mustFormat(t *testing.T, src string) string {
@@ -92,6 +99,16 @@ func TestFormatAlignsTrailingComments(t *testing.T) {
 	}
 }
 
+// TestFormatAlignsUnicode aligns trailing comments by terminal columns:
+// "日本" is six bytes but four columns, "ü" two bytes but one.
+func TestFormatAlignsUnicode(t *testing.T) {
+	src := "tensor \"日本\" f32[1] // a\ntensor \"ü\" f32[1] // b\ntensor abcd f32[1] // c\n"
+	want := "tensor \"日本\" f32[1] // a\ntensor \"ü\" f32[1]    // b\ntensor abcd f32[1]   // c\n"
+	if got := mustFormat(t, src); got != want {
+		t.Errorf("Format:\n%s\nwant:\n%s", got, want)
+	}
+}
+
 func TestFormatEdgeCases(t *testing.T) {
 	cases := map[string]string{
 		"":                         "",
@@ -103,6 +120,17 @@ func TestFormatEdgeCases(t *testing.T) {
 		"tensor a f32[1] /* x */ tensor b f32[1]": "tensor a f32[1] /* x */\ntensor b f32[1]\n",
 		"/* before */ tensor a f32[1]":            "/* before */\ntensor a f32[1]\n",
 		"run":                                     "run\n",
+		// A comment that is all of a block on one line is its body: as
+		// the `{` line's trailing comment it would leave the block.
+		"step { /* x */ }":              "step {\n    /* x */\n}\n",
+		"step { /* x */ } // after":     "step {\n    /* x */\n} // after\n",
+		"step { group { /* g */ } }":    "step {\n    group {\n        /* g */\n    }\n}\n",
+		"step { /* a */ /* b */ }":      "step {\n    /* a */\n    /* b */\n}\n",
+		"step { /* x */\n}":             "step { /* x */\n}\n",
+		"step { backward 1ms /* x */ }": "step {\n    backward 1ms /* x */\n}\n",
+		// A CRLF block comment's \r bytes are dropped from its text, not
+		// from its extent: no blank line appears after it.
+		"/* a\r\n\r\n\r\n*/\r\ntensor b f32[1]\r\n": "/* a\n\n\n*/\ntensor b f32[1]\n",
 		// CRLF line endings become LF, in comments too.
 		"tensor a f32[1] // x\r\n// y\r\n/* a\r\nb */\r\n": "tensor a f32[1] // x\n// y\n/* a\nb */\n",
 	}
@@ -133,14 +161,17 @@ func commentTexts(src []byte) []string {
 }
 
 // TestFormatCorpus formats every example, stdlib module and test input
-// that parses: the result parses, keeps every comment in order, checks to
-// the same program and formats to itself.
+// that parses (testdata/format holds programs written to reach every
+// construct and comment position): the result parses, keeps every comment
+// exactly once and in order, checks with the same diagnostics, gives the
+// same plan and formats to itself.
 func TestFormatCorpus(t *testing.T) {
 	var files []string
-	for _, g := range []string{"../examples/*.sync", "../stdlib/models/*.sync", "../testdata/golden/*.sync", "testdata/*/*.sync"} {
+	for _, g := range []string{"../examples/*.sync", "../stdlib/models/*.sync", "../testdata/golden/*.sync", "testdata/*/*.sync", "testdata/*/lib/*.sync"} {
 		m, _ := filepath.Glob(g)
 		files = append(files, m...)
 	}
+	formatted := 0
 	for _, path := range files {
 		src, err := os.ReadFile(path)
 		if err != nil {
@@ -150,20 +181,63 @@ func TestFormatCorpus(t *testing.T) {
 		if diags.HasErrors() {
 			continue // the syntax error test files
 		}
-		if got, want := commentTexts(out), commentTexts(src); strings.Join(got, "\x00") != strings.Join(want, "\x00") {
-			t.Errorf("%s: comments changed:\n%q\nwant\n%q", path, got, want)
-		}
-		again, _ := Format(path, out)
-		if string(again) != string(out) {
-			t.Errorf("%s: Format is not idempotent:\n%s\nthen:\n%s", path, out, again)
-		}
-		p1, d1 := Check(path, src)
-		p2, d2 := Check(path, out)
-		if (p1 == nil) != (p2 == nil) || len(d1) != len(d2) {
-			t.Errorf("%s: formatting changed the check: %d diagnostics before, %d after", path, len(d1), len(d2))
-		}
-		if p1 != nil && p2 != nil && (len(p1.Tensors) != len(p2.Tensors) || len(p1.Buckets) != len(p2.Buckets) || len(p1.Step) != len(p2.Step)) {
-			t.Errorf("%s: formatting changed the program", path)
+		formatted++
+		if err := formatKeeps(path, src, out); err != nil {
+			t.Errorf("%s: %v\nformatted:\n%s", path, err, out)
 		}
 	}
+	if formatted < 40 {
+		t.Errorf("only %d files formatted: is testdata/format missing?", formatted)
+	}
+}
+
+// formatKeeps returns what formatting src into out changed that it must
+// not: out does not format to itself, a comment is lost, repeated or
+// moved out of order, the check reports other diagnostics, or the plan
+// (its hash, which leaves positions out) differs. Both are checked as the
+// file path, so that relative imports resolve.
+func formatKeeps(path string, src, out []byte) error {
+	if again, diags := Format(path, out); diags.HasErrors() {
+		return fmt.Errorf("the formatted output does not parse: %v", diags)
+	} else if !bytes.Equal(again, out) {
+		return fmt.Errorf("Format is not idempotent; formatted again:\n%s", again)
+	}
+	if got, want := commentTexts(out), commentTexts(src); !slices.Equal(got, want) {
+		return fmt.Errorf("comments changed:\n%q\nwant\n%q", got, want)
+	}
+	p1, d1 := Check(path, src)
+	p2, d2 := Check(path, out)
+	if got, want := diagnosticKeys(d2), diagnosticKeys(d1); !slices.Equal(got, want) {
+		return fmt.Errorf("formatting changed the check:\n%q\nwant\n%q", got, want)
+	}
+	if (p1 == nil) != (p2 == nil) {
+		return fmt.Errorf("formatting changed whether the file checks")
+	}
+	if p1 == nil {
+		return nil
+	}
+	h1, err1 := codegen.PlanHash(p1)
+	h2, err2 := codegen.PlanHash(p2)
+	if err := errors.Join(err1, err2); err != nil {
+		return err
+	}
+	if h1 != h2 {
+		return fmt.Errorf("formatting changed the plan: hash %s, was %s", h2, h1)
+	}
+	return nil
+}
+
+// filePos matches a position inside a message ("first declared at
+// t.sync:2:8", "first on line 3"), which formatting may move.
+var filePos = regexp.MustCompile(`:\d+:\d+|line \d+`)
+
+// diagnosticKeys returns the diagnostics without their positions, sorted
+// (formatting puts options in canonical order, and so their errors).
+func diagnosticKeys(diags Diagnostics) []string {
+	var keys []string
+	for _, d := range diags {
+		keys = append(keys, d.Severity.String()+": "+filePos.ReplaceAllString(d.Message, "POS")+" / "+d.Hint)
+	}
+	slices.Sort(keys)
+	return keys
 }

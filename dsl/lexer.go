@@ -322,6 +322,8 @@ func invalidHint(toks []token, i, j int) (hint string, nameEnd int) {
 	case space >= 0:
 		r, _ := utf8.DecodeRuneInString(text.String()[space:])
 		return fmt.Sprintf("U+%04X is not an ordinary space (a non-breaking, zero-width or other Unicode space, often pasted from a web page); replace it with a space or delete it", r), j
+	case strings.ContainsAny(text.String(), typographicQuotes):
+		return typographicQuoteHint(toks, i), lineEnd(toks, i)
 	}
 	// The run of tokens with no space between them that holds the
 	// characters, and the token before it.
@@ -344,12 +346,14 @@ func invalidHint(toks []token, i, j int) (hint string, nameEnd int) {
 		prev--
 	}
 	if prev < 0 {
-		return "", j
+		return punctuationHint(toks, text.String(), j)
 	}
 	// A name: the invalid characters are glued to name characters (on
 	// either side: `attn/0`, `ünï`), after a keyword or punctuation that
 	// a name follows.
 	switch p := toks[prev]; {
+	case p.Type == tokKeyword && (p.Value == "bucket" || p.Value == "stream") && isLetters(whole.String()):
+		return p.Value + " names are identifiers: ASCII letters, digits and _, not starting with a digit", b
 	case p.Type == tokKeyword && p.Value == "import":
 		return "an import path is a quoted string: import " + strconv.Quote(whole.String()), b
 	case (a < i || b > j || isLetters(whole.String())) && !strings.ContainsAny(whole.String(), "*?{") &&
@@ -357,5 +361,67 @@ func invalidHint(toks []token, i, j int) (hint string, nameEnd int) {
 			p.Type == tokPunct && (p.Value == "{" || p.Value == ",")):
 		return "names with characters other than ASCII letters, digits, _ and dots are written in quotes: " + strconv.Quote(whole.String()), b
 	}
-	return "", j
+	return punctuationHint(toks, text.String(), j)
+}
+
+// typographicQuotes are quotation marks that word processors and web pages
+// put where `"` was typed.
+const typographicQuotes = "“”„‟«»‘’"
+
+// typographicQuoteHint says to write the string that starts at the
+// invalid token toks[i] with straight quotes.
+func typographicQuoteHint(toks []token, i int) string {
+	var line strings.Builder
+	for _, t := range toks[i : lineEnd(toks, i)+1] {
+		line.WriteString(t.Value)
+	}
+	_, n := utf8.DecodeRuneInString(line.String()) // the opening quote
+	s := line.String()[n:]
+	if k := strings.IndexAny(s, typographicQuotes); k >= 0 {
+		s = s[:k]
+	}
+	return "strings are written in straight quotes `\"`, not typographic ones: " + strconv.Quote(strings.TrimSpace(s))
+}
+
+// lineEnd returns the index of the last token of toks[i]'s line.
+func lineEnd(toks []token, i int) int {
+	for i+1 < len(toks) && toks[i+1].Pos.Line == toks[i].Pos.Line {
+		i++
+	}
+	return i
+}
+
+// punctuationHints say what other languages' punctuation is written as.
+var punctuationHints = map[string]string{
+	"#": "comments start with `//` (to the end of the line) or are written `/* ... */`",
+	":": "declarations need no `:` or `=`: e.g. `tensor a f32[4]`, `step {`, `cap 25MiB`",
+	"=": "declarations need no `:` or `=`: e.g. `tensor a f32[4]`, `step {`, `cap 25MiB`",
+	"(": "a shape is written in square brackets, e.g. `f32[4, 4]`, and a block in braces, `step { ... }`",
+	")": "a shape is written in square brackets, e.g. `f32[4, 4]`, and a block in braces, `step { ... }`",
+}
+
+// punctuationHint says what the invalid characters text, ending at
+// toks[j], are written as if they are another language's punctuation, or
+// returns "". It returns the index of the last token the hint covers.
+func punctuationHint(toks []token, text string, j int) (string, int) {
+	h, ok := punctuationHints[text[:1]]
+	if !ok {
+		return "", j
+	}
+	if text[0] == '(' {
+		// `f32(4)`: one error for the pair.
+		j = closingParen(toks, j)
+	}
+	return h, j
+}
+
+// closingParen returns the index of the first `)` after toks[j] on the
+// same line, or j.
+func closingParen(toks []token, j int) int {
+	for k := j + 1; k < len(toks) && toks[k].Pos.Line == toks[j].Pos.Line; k++ {
+		if toks[k].Type == tokInvalid && toks[k].Value == ")" {
+			return k
+		}
+	}
+	return j
 }

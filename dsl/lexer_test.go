@@ -169,7 +169,7 @@ func FuzzLex(f *testing.F) {
 // TestLexErrorsOnePerName checks that a name with several invalid
 // characters gets one error, whose hint quotes the whole name.
 func TestLexErrorsOnePerName(t *testing.T) {
-	for _, src := range []string{"tensor ünï f32[4]\n", "tensor attn/0/w f32[4]\n", "import ./lib/x.sync\n"} {
+	for _, src := range []string{"tensor ünï f32[4]\n", "tensor attn/0/w f32[4]\n", "import ./lib/x.sync\n", "tensor a f32(4)\n", "import \u201cmodels/x\u201d\n"} {
 		f := newSourceFile("t.sync", []byte(src))
 		if diags := lexErrors(f, lex(f.name, f.src)); len(diags) != 1 {
 			t.Errorf("%q: %d lexical errors, want 1: %v", src, len(diags), diags)
@@ -191,6 +191,15 @@ func TestLexErrorHints(t *testing.T) {
 		{"tensor a.λ f32[4]\n", `written in quotes: "a.λ"`},
 		{"tensor a f32[4]\nstep { allreduce a\u00a0on comm }\n", "U+00A0 is not an ordinary space"},
 		{"tensor a f32[4]\u200b\n", "U+200B is not an ordinary space"},
+		// Other languages' punctuation, typographic quotes, a bucket
+		// name in another script.
+		{"# a comment\ntensor a f32[4]\n", "comments start with `//`"},
+		{"step:\n", "declarations need no `:` or `=`"},
+		{"tensor a = f32[4]\n", "declarations need no `:` or `=`"},
+		{"tensor a f32(4)\n", "a shape is written in square brackets"},
+		{"import \u201cmodels/resnet50\u201d\n", `straight quotes ` + "`\"`" + `, not typographic ones: "models/resnet50"`},
+		{"tensor a f32[4]\nstep { allreduce \u2018a\u2019 }\n", `not typographic ones: "a"`},
+		{"bucket \u6876 { a }\n", "bucket names are identifiers: ASCII letters"},
 		{"tensor a f32[3] @@\n", ""},
 		{"bucket c/d { a }\n", ""},
 	} {

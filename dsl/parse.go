@@ -464,11 +464,11 @@ func explainSyntaxError(all []token, off int) (string, string) {
 		// index and reports its `[`.
 		msg = fmt.Sprintf("unexpected %s in the index of %s: a piece index is a number", tokenText(toks[at+1]), code(shortText(toks[at-1].Value)))
 		hint = "write e.g. `" + shortText(toks[at-1].Value) + "[0]`; " + hint
-	} else if u, ok := spacedUnit(toks, at); ok {
+	} else if h, ok := spacedUnit(toks, at); ok {
 		// `backward 60 ms`: the statement is complete with a duration
 		// of "60", which the checker would reject for its missing unit.
 		msg = fmt.Sprintf("unexpected %s: a number and its unit are written without a space between them", tokenText(t))
-		hint = "write " + code(u)
+		hint = h
 	} else if keyword == "" && construct != "" && !isBlock && completeConstruct(toks[constructAt:at], construct) {
 		// A stray token after a declaration or statement that is
 		// complete without it: saying it is incomplete would send the
@@ -537,7 +537,9 @@ func optionWithoutValue(toks []token, at int, construct string) (int, bool) {
 
 // spacedUnit reports whether toks[at] is a size or duration unit written
 // apart from the number before it on the same line (`60 ms`, `25 MiB`),
-// and returns the two written together.
+// and returns the hint: the two written together. Where the number is a
+// size or a duration (after `cap`, `backward`, ...), any word of letters
+// is taken for a unit (`60 msec`), and the hint says how to write it.
 func spacedUnit(toks []token, at int) (string, bool) {
 	if at == 0 || toks[at].Type != tokWord || toks[at-1].Type != tokWord || toks[at-1].Pos.Line != toks[at].Pos.Line {
 		return "", false
@@ -546,12 +548,38 @@ func spacedUnit(toks []token, at int) (string, bool) {
 	if m == nil || m[2] != "" {
 		return "", false
 	}
-	if _, ok := sizeUnits[toks[at].Value]; !ok {
-		if _, ok := durationUnits[toks[at].Value]; !ok {
-			return "", false
-		}
+	num, unit := toks[at-1].Value, toks[at].Value
+	if _, ok := sizeUnits[unit]; ok {
+		return "write " + code(num+unit), true
 	}
-	return toks[at-1].Value + toks[at].Value, true
+	if _, ok := durationUnits[unit]; ok {
+		return "write " + code(num+unit), true
+	}
+	what, units, list := quantityBefore(toks, at-1)
+	if what == "" || strings.Trim(unit, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") != "" {
+		return "", false
+	}
+	hint := "write the unit right after the number; " + what + "s take " + list
+	if s := unitSuggestion(num, unit, what, units); s != "" {
+		hint = s + " " + hint
+	}
+	return hint, true
+}
+
+// quantityBefore returns what the number toks[i] is, from the keyword
+// before it: a size (after cap or first) or a duration (after backward or
+// compute), with its units, or "".
+func quantityBefore(toks []token, i int) (string, map[string]int64, string) {
+	if i == 0 {
+		return "", nil, ""
+	}
+	switch toks[i-1].Value {
+	case "cap", "first":
+		return "size", sizeUnits, sizeUnitList
+	case "backward", "compute":
+		return "duration", durationUnits, durationUnitList
+	}
+	return "", nil, ""
 }
 
 // completeConstruct reports whether toks, from the keyword of a

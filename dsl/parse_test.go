@@ -233,6 +233,10 @@ func TestSyntaxErrorExplanations(t *testing.T) {
 		// A unit apart from its number.
 		{"step {\n  backward 60 ms\n}\n", "2:15", "unexpected `ms`: a number and its unit are written without a space between them", "write `60ms`"},
 		{"bucket g { a } cap 25 MiB\n", "1:23", "unexpected `MiB`: a number and its unit are written without a space between them", "write `25MiB`"},
+		// ... and a unit the language spells otherwise, where the number
+		// is a size or a duration (it used to be called a stray word).
+		{"step {\n  backward 60 msec on compute\n}\n", "2:15", "unexpected `msec`: a number and its unit are written without a space between them", "did you mean `60ms`? write the unit right after the number; durations take us, ms, s"},
+		{"bucket g { a } cap 25 megabytes\n", "1:23", "unexpected `megabytes`: a number and its unit are written without a space between them", "sizes take B, KiB"},
 		{decls + "step {\n  allreduce g\n  wiat comm\n}\n", "6:3", "unexpected `wiat`", "did you mean `wait`?"},
 		// An unexpected end of file, at the end of the last line with content.
 		{"step {\n", "1:7", "unexpected end of file: the `step` block opened on line 1 is never closed", "add `}` to close the `{` on line 1"},

@@ -141,7 +141,11 @@ func (c *checker) stmtStream(f *sourceFile, on *Word, def, what string, kw span)
 	if i, ok := c.streamIndex[def]; ok {
 		return i, true
 	}
-	c.errorf(f, kw, fmt.Sprintf("without `on`, %s runs on %s; add `on STREAM` (declared: %s) or declare `stream %s`", what, code(def), strings.Join(c.streamNames(), ", "), def),
+	declared := ""
+	if names := c.streamNames(); len(names) > 0 {
+		declared = " (declared: " + strings.Join(names, ", ") + ")"
+	}
+	c.errorf(f, kw, fmt.Sprintf("without `on`, %s runs on %s; add `on STREAM`%s or declare `stream %s`", what, code(def), declared, def),
 		"no stream %s for this %s", code(def), what)
 	return 0, false
 }
@@ -152,6 +156,16 @@ var collectiveKinds = map[string]ir.Collective{
 }
 
 var redOps = map[string]ir.RedOp{"sum": ir.Sum, "avg": ir.Avg, "min": ir.Min, "max": ir.Max, "prod": ir.Prod}
+
+// opAliases are other words for the reductions (PyTorch's ReduceOp has
+// PRODUCT, NumPy has mean), by the op they mean.
+var opAliases = byAlias(map[string][]string{
+	"avg":  {"mean", "average"},
+	"sum":  {"add", "plus"},
+	"prod": {"product", "mul"},
+	"min":  {"minimum"},
+	"max":  {"maximum"},
+})
 
 // reduces reports whether a collective takes a reduction operator.
 func reduces(k ir.Collective) bool {
@@ -191,7 +205,9 @@ func (c *checker) resolveCollective(st *blockState, cs *CollectiveStmt) ir.Stmt 
 			op, known := redOps[o.Value.Text]
 			if !known {
 				hint := "ops are sum, avg, min, max and prod"
-				if m := didYouMean(o.Value.Text, keys(redOps)); m != "" {
+				if a, ok := opAliases[strings.ToLower(o.Value.Text)]; ok {
+					hint = "did you mean " + code(a) + "? " + hint
+				} else if m := didYouMean(o.Value.Text, keys(redOps)); m != "" {
 					hint = m + " " + hint
 				}
 				c.errorf(f, wordSpan(o.Value), hint, "unknown op %s", code(o.Value.Text))
@@ -243,7 +259,7 @@ func (c *checker) resolveCollective(st *blockState, cs *CollectiveStmt) ir.Stmt 
 			n, msg := parseInt(o.Value.Text, "root rank")
 			switch {
 			case msg != "":
-				c.errorf(f, wordSpan(o.Value), "", "%s", msg)
+				c.errorf(f, wordSpan(o.Value), intHint(o.Value.Text, msg, o.Key+" 0")+"; ranks count from 0", "%s", msg)
 				ok = false
 			case n < 0:
 				c.errorf(f, wordSpan(o.Value), "ranks count from 0", "negative root rank %d", n)
@@ -301,9 +317,37 @@ func (c *checker) pieceHint(name string) string {
 	if len(c.buckets) == 0 {
 		return "no bucket is declared; pieces like g[0] are of buckets declared with `bucket`"
 	}
+	return "declared buckets: " + c.bucketList()
+}
+
+// bucketList lists the declared buckets' names for a hint, the first ten
+// of them in order of name.
+func (c *checker) bucketList() string {
 	names := keys(c.buckets)
 	sort.Strings(names)
-	return "declared buckets: " + strings.Join(names, ", ")
+	if len(names) > 10 {
+		return strings.Join(names[:10], ", ") + fmt.Sprintf(" and %d more", len(names)-10)
+	}
+	return strings.Join(names, ", ")
+}
+
+// targetHint says what to do about a target that names no bucket and
+// matches no tensor: a close name, else what the program has.
+func (c *checker) targetHint(p pattern) string {
+	const what = "a target is a bucket, a piece like g[0], a tensor or a pattern"
+	if !p.literal {
+		return "no tensor matches it; `*` matches any run of characters, dots included (`layer1.*`)"
+	}
+	if h := didYouMean(p.text, append(keys(c.buckets), c.tensorNames()...)); h != "" {
+		return h
+	}
+	switch {
+	case len(c.buckets) > 0:
+		return "declared buckets: " + c.bucketList() + "; " + what
+	case len(c.prog.Tensors) == 0:
+		return "the program declares no tensors: declare them with `tensor` or import a model (`import \"models/NAME\"`)"
+	}
+	return "no bucket is declared; " + what
 }
 
 // resolveTargets resolves a collective's targets to bucket indices in
@@ -336,7 +380,7 @@ func (c *checker) resolveTargets(cs *CollectiveStmt) ([]int, bool) {
 			i, msg := parseInt(t.Index.Text, "piece index")
 			switch {
 			case msg != "":
-				c.errorf(f, wordSpan(t.Index), "", "%s", msg)
+				c.errorf(f, wordSpan(t.Index), intHint(t.Index.Text, msg, name+"[0]")+"; pieces count from 0", "%s", msg)
 				ok = false
 			case i < 0 || i >= info.count:
 				hint := fmt.Sprintf("%s has %d pieces: %s[0] .. %s[%d]", code(name), info.count, name, name, info.count-1)
@@ -410,14 +454,9 @@ func (c *checker) targetTensors(f *sourceFile, t *Target, set map[int]bool) bool
 		c.errorf(f, sp, "frozen tensors have no gradient and are never synchronised", "tensor %s is frozen", code(pat.text))
 	case len(matched) > 0:
 		c.errorf(f, sp, "frozen tensors have no gradient and are never synchronised", "%s matches only frozen tensors", code(name.source()))
-	case c.incomplete, c.badNames[pat.text]:
+	case c.mayMatchRejected(pat):
 	default:
-		hint := ""
-		if pat.literal {
-			cands := append(keys(c.buckets), c.tensorNames()...)
-			hint = didYouMean(pat.text, cands)
-		}
-		c.errorf(f, sp, hint, "no bucket or tensor %s", code(name.source()))
+		c.errorf(f, sp, c.targetHint(pat), "no bucket or tensor %s", code(name.source()))
 	}
 	return false
 }

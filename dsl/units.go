@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/big"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -31,11 +32,20 @@ var numberUnit = regexp.MustCompile(`^([0-9]+(?:\.[0-9]+)?)([A-Za-z]*)$`)
 // The returned error message and hint are ready for a diagnostic.
 func parseQuantity(text, what string, units map[string]int64, unitList string) (int64, string, string) {
 	if strings.HasPrefix(text, "-") {
-		return 0, fmt.Sprintf("negative %s %s", what, code(text)), ""
+		return 0, fmt.Sprintf("negative %s %s", what, code(text)), "a " + what + " is not negative, e.g. " + example(what)
 	}
 	m := numberUnit.FindStringSubmatch(text)
 	if m == nil {
-		return 0, fmt.Sprintf("invalid %s %s", what, code(text)), "write a number and a unit (" + unitList + "), e.g. " + example(what)
+		hint := "write a number and a unit (" + unitList + "), e.g. " + example(what)
+		if full, ok := withoutExponent(text); ok {
+			hint = "numbers are written without an exponent: write " + code(full)
+			if strings.TrimLeft(full, "0123456789.") == "" {
+				hint += " and a unit (" + unitList + ")"
+			}
+		} else if exponentRE.MatchString(text) {
+			hint = "numbers are written without an exponent; " + hint
+		}
+		return 0, fmt.Sprintf("invalid %s %s", what, code(text)), hint
 	}
 	num, unit := m[1], m[2]
 	if unit == "" {
@@ -44,8 +54,8 @@ func parseQuantity(text, what string, units map[string]int64, unitList string) (
 	mult, ok := units[unit]
 	if !ok {
 		hint := "units are " + unitList
-		if s := suggest(unit, keys(units)); s != "" {
-			hint = "did you mean " + code(num+s) + "? " + hint
+		if s := unitSuggestion(num, unit, what, units); s != "" {
+			hint = s + " " + hint
 		}
 		return 0, fmt.Sprintf("unknown unit %s in %s %s", code(unit), what, code(text)), hint
 	}
@@ -65,6 +75,107 @@ func parseQuantity(text, what string, units map[string]int64, unitList string) (
 		return 0, fmt.Sprintf("%s %s is too large", what, code(text)), largestHint(what, units)
 	}
 	return r.Num().Int64(), "", ""
+}
+
+// exponentRE matches a number in scientific notation (`1e6`, `2.5E-3ms`),
+// with its mantissa, exponent and unit.
+var exponentRE = regexp.MustCompile(`^([0-9]+(?:\.[0-9]+)?)[eE]([+-]?[0-9]+)([A-Za-z]*)$`)
+
+// withoutExponent writes a number in scientific notation in full
+// (`1e6B` is `1000000B`), when the result is short enough to suggest.
+func withoutExponent(text string) (string, bool) {
+	m := exponentRE.FindStringSubmatch(text)
+	if m == nil {
+		return "", false
+	}
+	exp, err := strconv.Atoi(m[2])
+	if err != nil || exp < -9 || exp > 18 {
+		return "", false
+	}
+	r, ok := new(big.Rat).SetString(m[1] + "e" + m[2])
+	if !ok {
+		return "", false
+	}
+	return decimalText(r) + m[3], true
+}
+
+// intHint says how to write an integer, text, that parseInt rejected with
+// msg; example is one written right.
+func intHint(text, msg, example string) string {
+	if strings.HasSuffix(msg, " is too large") {
+		return fmt.Sprintf("the largest is %d", math.MaxInt32)
+	}
+	if full, ok := withoutExponent(text); ok {
+		return "numbers are written without an exponent: write " + code(full)
+	}
+	return "write a whole number, e.g. " + code(example)
+}
+
+// unitAlias is a unit that the language does not have, written as a
+// multiple of one it has: `1TiB` is `1024GiB`, `5ns` is `0.005us`.
+type unitAlias struct {
+	unit   string
+	factor *big.Rat
+}
+
+// unitAliases are the units people write that the language spells
+// otherwise, or does not have, by the quantity they measure.
+var unitAliases = map[string]map[string]unitAlias{
+	"size": {
+		"byte": {"B", big.NewRat(1, 1)}, "bytes": {"B", big.NewRat(1, 1)},
+		"TiB": {"GiB", big.NewRat(1024, 1)}, "TB": {"GB", big.NewRat(1000, 1)},
+	},
+	"duration": {
+		"ns": {"us", big.NewRat(1, 1000)}, "nsec": {"us", big.NewRat(1, 1000)},
+		"usec": {"us", big.NewRat(1, 1)}, "usecs": {"us", big.NewRat(1, 1)},
+		"msec": {"ms", big.NewRat(1, 1)}, "msecs": {"ms", big.NewRat(1, 1)}, "millis": {"ms", big.NewRat(1, 1)},
+		"sec": {"s", big.NewRat(1, 1)}, "secs": {"s", big.NewRat(1, 1)},
+		"second": {"s", big.NewRat(1, 1)}, "seconds": {"s", big.NewRat(1, 1)},
+		"min": {"s", big.NewRat(60, 1)}, "mins": {"s", big.NewRat(60, 1)}, "minutes": {"s", big.NewRat(60, 1)},
+		"h": {"s", big.NewRat(3600, 1)}, "hr": {"s", big.NewRat(3600, 1)}, "hours": {"s", big.NewRat(3600, 1)},
+	},
+}
+
+// unitSuggestion says how to write num with the unknown unit in a unit of
+// the language, or returns "". It only ever suggests the same quantity:
+// the same unit in other letter case (`25mib`, `60S`), a spelling of it
+// (`60sec`, `10bytes`), or the number converted (`1TiB` is `1024GiB`,
+// `5ns` is `0.005us`). Nearest-spelling guesses would change the value a
+// thousandfold (`5ns` is not `5ms`, nor `1TiB` `1GiB`).
+func unitSuggestion(num, unit, what string, units map[string]int64) string {
+	for _, u := range keys(units) {
+		if strings.EqualFold(u, unit) {
+			return "did you mean " + code(num+u) + "?"
+		}
+	}
+	if a, ok := unitAliases[what][unit]; ok {
+		if r, ok := new(big.Rat).SetString(num); ok {
+			return "did you mean " + code(decimalText(r.Mul(r, a.factor))+a.unit) + "?"
+		}
+	}
+	switch strings.ToUpper(unit) {
+	case "K", "M", "G":
+		if what == "size" {
+			u := strings.ToUpper(unit)
+			return "did you mean " + code(num+u+"iB") + " (powers of 1024) or " + code(num+u+"B") + " (powers of 1000)?"
+		}
+	}
+	other, is, isNot := durationUnits, "time", "size"
+	if what == "duration" {
+		other, is, isNot = sizeUnits, "size", "time"
+	}
+	if _, ok := other[unit]; ok {
+		return code(unit) + " is a unit of " + is + ", not of " + isNot + ";"
+	}
+	return ""
+}
+
+// decimalText writes r, which has a finite decimal expansion, as a
+// decimal number without trailing zeros: 1024, 0.005.
+func decimalText(r *big.Rat) string {
+	s := r.FloatString(12)
+	s = strings.TrimRight(s, "0")
+	return strings.TrimSuffix(s, ".")
 }
 
 // fractionalSizeHint says how to write a size that is not a whole number
@@ -158,11 +269,13 @@ func parseInt64(text, what string) (int64, string) {
 	return n, ""
 }
 
-// keys returns the keys of a map (for suggestions).
+// keys returns the keys of a map in order (for suggestions: hints must not
+// depend on map iteration).
 func keys[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
 		out = append(out, k)
 	}
+	slices.Sort(out)
 	return out
 }
