@@ -120,7 +120,23 @@ func (c *checker) check(filename string) *ir.Program {
 	c.checkRaces(c.stepBlock, c.prog.Step)
 	c.resolveRun()
 	c.warnUncovered()
+	c.warnNothingToRun()
 	return c.prog
+}
+
+// warnNothingToRun warns when the main file has neither a step nor an init
+// block and no errors: valid (a module, or a plan being written), but a
+// program built from it runs and checks nothing, which a user who built
+// it is unlikely to mean.
+func (c *checker) warnNothingToRun() {
+	if c.stepBlock != nil || c.initBlock != nil || c.incomplete || Diagnostics(c.diags).HasErrors() {
+		return // a program with errors builds nothing anyway
+	}
+	// About the whole file: no line to point at.
+	at := ir.Pos{File: c.main.file.name}
+	c.diags = append(c.diags, Diagnostic{Severity: Warning, Pos: at, End: at,
+		Message: "the program has no step block: a program built from it synchronises nothing",
+		Hint:    "add a `step { ... }` block with the step's statements; a file that other files import needs none"})
 }
 
 // declareTensors expands and checks every tensor declaration.

@@ -551,7 +551,7 @@ func TestLoadFromDisk(t *testing.T) {
 }
 
 func TestUncoveredWarningHints(t *testing.T) {
-	_, diags := Check("plan.sync", []byte("tensor one f32[4]\ntensor many.{0..2} f32[4]\n"))
+	_, diags := Check("plan.sync", []byte("tensor one f32[4]\ntensor many.{0..2} f32[4]\nstep { backward 1ms }\n"))
 	var hints []string
 	for _, d := range diags {
 		hints = append(hints, d.Hint)
@@ -562,6 +562,37 @@ func TestUncoveredWarningHints(t *testing.T) {
 	}
 	if !slices.Equal(hints, want) {
 		t.Errorf("hints = %q, want %q", hints, want)
+	}
+}
+
+// A main file with no step (or init) block and no errors gets one warning
+// about the whole file: a program built from it would do nothing.
+func TestNoStepWarning(t *testing.T) {
+	const noStep = "the program has no step block: a program built from it synchronises nothing"
+	for _, tc := range []struct {
+		src  string
+		want bool
+	}{
+		{"", true},
+		{"// a plan being written\n", true},
+		{"tensor a f32[4]\nbucket g { a }\n", true},
+		{"tensor a f32[4]\nbucket g { a }\nstep { allreduce g }\n", false},
+		{"tensor a f32[4]\nbucket g { a }\ninit { broadcast g from 0 }\n", false},
+		{"tensor a f33[4]\n", false}, // errors: nothing is built anyway
+	} {
+		_, diags := Check("plan.sync", []byte(tc.src))
+		got := 0
+		for _, d := range diags {
+			if d.Message == noStep {
+				got++
+				if d.Severity != Warning || d.Pos.Line != 0 || d.Pos.File != "plan.sync" {
+					t.Errorf("%q: %+v, want a warning about the whole file", tc.src, d)
+				}
+			}
+		}
+		if (got == 1) != tc.want || got > 1 {
+			t.Errorf("%q: %d no-step warnings, want one: %v (diagnostics %v)", tc.src, got, tc.want, diags)
+		}
 	}
 }
 
