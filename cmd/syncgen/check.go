@@ -136,9 +136,10 @@ func humanBytes(n int64) string {
 func loadOrReport(c *cli.Context, path string) (*ir.Program, error) {
 	prog, diags := dsl.Load(path)
 	diags.Render(c.App.ErrWriter)
-	if len(diags) == 1 && diags[0].Pos.Line == 0 {
+	if len(diags) == 1 && diags[0].Pos.Line == 0 && diags[0].Severity == dsl.Error {
 		// The file could not be read: the diagnostic says so, with a
-		// hint; "has errors" would add nothing.
+		// hint; "has errors" would add nothing. (A warning about the
+		// whole file, such as a missing step block, has line 0 too.)
 		return nil, cli.Exit("", 1)
 	}
 	if diags.HasErrors() || prog == nil {

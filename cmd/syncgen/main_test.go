@@ -131,6 +131,20 @@ func TestGen(t *testing.T) {
 	}
 }
 
+// A plan with only a warning about the whole file (no step block) is
+// generated, the warning shown: line 0 is not an unreadable file.
+func TestGenWithFileWarning(t *testing.T) {
+	dir := t.TempDir()
+	p := writeFile(t, dir, "nostep.sync", "tensor a f32[4]\nbucket g { a }\n")
+	code, _, errOut := syncgen(t, "gen", p, "-o", filepath.Join(dir, "gen"))
+	if code != 0 || !strings.Contains(errOut, "warning: the program has no step block") {
+		t.Errorf("gen of a plan without step: exit %d, stderr %q; want 0 and the warning", code, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "gen", "main.go")); err != nil {
+		t.Errorf("gen wrote no main.go: %v", err)
+	}
+}
+
 func TestBuildWithoutGo(t *testing.T) {
 	p := writeFile(t, t.TempDir(), "hello.sync", helloPlan)
 	t.Setenv("PATH", t.TempDir())
