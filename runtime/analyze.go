@@ -20,6 +20,12 @@ package runtime
 //     else in {-1, 1} (u8: only positive ones); products of powers of two
 //     are exact in every float, and stay in range.
 //
+// The buffers' first fill, at allocation, sees another chain: the init
+// block, then the step's statements before its first backward. Its growth
+// counts too (an init allreduce of a bucket that the step only takes the
+// maximum of left a bf16 sum over 3 ranks unchecked), and when the step's
+// chain reduces nothing, the init chain's first reduction picks the kind.
+//
 // k is at least 1. When even k = 1 overflows (bf16 with a sum over more
 // than 256 ranks, f16 over 2048, i8 over 127, u8 over 255), the checker
 // marks the elements whose partial results leave the exact range as
@@ -32,27 +38,27 @@ const maxAmplitude = 1000
 // choosePatterns returns the pattern shape of every tensor.
 func choosePatterns(p *Plan, prog *program, size int) []PatternShape {
 	shapes := make([]PatternShape, len(p.Tensors))
-	chains := bucketChains(p, prog)
+	chains, firstChains := bucketChains(p, prog)
 	for i := range p.Tensors {
 		t := &p.Tensors[i]
 		limit := t.DType.ExactLimit()
 		unsigned := t.DType.Unsigned()
-		var chain []stmt
+		var chain, firstChain []stmt
 		if t.Bucket >= 0 {
 			w := p.Buckets[t.Bucket].Wire
 			limit = min(limit, w.ExactLimit())
 			unsigned = unsigned || w.Unsigned()
-			chain = chains[t.Bucket]
+			chain, firstChain = chains[t.Bucket], firstChains[t.Bucket]
 		}
-		shapes[i] = patternFor(chain, limit, unsigned, size)
+		shapes[i] = patternFor(chain, firstChain, limit, unsigned, size)
 	}
 	return shapes
 }
 
-// patternFor picks the pattern for a tensor whose bucket sees chain.
-func patternFor(chain []stmt, limit int64, unsigned bool, size int) PatternShape {
-	first := NoOp
-	growth := 1.0
+// chainOps returns the first reduction of chain (NoOp for none) and the
+// growth of the values through it.
+func chainOps(chain []stmt, size int) (first RedOp, growth float64) {
+	first, growth = NoOp, 1.0
 	for _, s := range chain {
 		if !s.coll.Reduces() {
 			continue
@@ -64,6 +70,18 @@ func patternFor(chain []stmt, limit int64, unsigned bool, size int) PatternShape
 			growth *= float64(size)
 		}
 	}
+	return first, growth
+}
+
+// patternFor picks the pattern for a tensor whose bucket sees chain
+// between two backward passes and firstChain after its first fill.
+func patternFor(chain, firstChain []stmt, limit int64, unsigned bool, size int) PatternShape {
+	first, growth := chainOps(chain, size)
+	initFirst, initGrowth := chainOps(firstChain, size)
+	if first == NoOp {
+		first = initFirst
+	}
+	growth = max(growth, initGrowth)
 	amp := func(div float64) int32 {
 		k := float64(limit) / div
 		if k > maxAmplitude {
@@ -96,9 +114,11 @@ func patternFor(chain []stmt, limit int64, unsigned bool, size int) PatternShape
 
 // bucketChains returns, per bucket, the collectives that touch it between
 // one backward pass and the next: the statements after the step's last
-// backward, then those before its first (the next step's). Without a
-// backward in the step, the chain is the init block and one step.
-func bucketChains(p *Plan, prog *program) [][]stmt {
+// backward, then those before its first (the next step's); and those that
+// touch it after the first fill: the init block, then the statements before
+// the step's first backward. Without a backward in the step, the chain is
+// the init block and one step, and there is no other.
+func bucketChains(p *Plan, prog *program) (chains, firstChains [][]stmt) {
 	steps := flat(prog.step)
 	first, last := -1, -1
 	for i, s := range steps {
@@ -109,23 +129,27 @@ func bucketChains(p *Plan, prog *program) [][]stmt {
 			last = i
 		}
 	}
-	var seq []stmt
+	var seq, firstSeq []stmt
 	if last >= 0 {
 		seq = append(seq, steps[last+1:]...)
 		seq = append(seq, steps[:first]...)
+		firstSeq = append(flat(prog.init), steps[:first]...)
 	} else {
 		seq = append(flat(prog.init), steps...)
 	}
-	chains := make([][]stmt, len(p.Buckets))
-	for _, s := range seq {
-		if s.kind != sColl {
-			continue
-		}
-		for _, b := range s.buckets {
-			if b >= 0 && b < len(chains) {
-				chains[b] = append(chains[b], s)
+	byBucket := func(seq []stmt) [][]stmt {
+		out := make([][]stmt, len(p.Buckets))
+		for _, s := range seq {
+			if s.kind != sColl {
+				continue
+			}
+			for _, b := range s.buckets {
+				if b >= 0 && b < len(out) {
+					out[b] = append(out[b], s)
+				}
 			}
 		}
+		return out
 	}
-	return chains
+	return byBucket(seq), byBucket(firstSeq)
 }

@@ -230,3 +230,57 @@ func rng0(n int) []int {
 	}
 	return o
 }
+
+// The buffers' first fill sees the init block's collectives: the pattern's
+// range must keep them exact too. An init allreduce avg of f32 tensors on a
+// bf16 wire, in a bucket whose step only takes the maximum, was filled
+// for the maximum (k = 256) and its sums over 3 ranks left bf16's range:
+// unchecked.
+func TestCheckerInitChainExact(t *testing.T) {
+	rng := rand.New(rand.NewSource(11))
+	for _, c := range []struct {
+		tdt, wire DType
+		init      RedOp
+		step      []RedOp
+	}{
+		{F32, BF16, Avg, []RedOp{Max}},
+		{BF16, BF16, Sum, []RedOp{Min}},
+		{F16, F16, Sum, nil},
+		{I8, I8, Avg, []RedOp{Sum}},
+	} {
+		for size := 1; size <= 8; size++ {
+			const n = 300
+			p := &Plan{
+				Tensors: []Tensor{{Name: "t", DType: c.tdt, Shape: []int64{n}, Bucket: 0}},
+				Buckets: []Bucket{{Name: "b", Wire: c.wire, Elems: n, Tensors: []int{0}}},
+				Streams: []Stream{{Name: "comm"}},
+			}
+			prog := &program{init: []stmt{{kind: sColl, coll: CollAllReduce, op: c.init, buckets: []int{0}}}, step: []stmt{{kind: sBackward}}}
+			for _, op := range c.step {
+				prog.step = append(prog.step, stmt{kind: sColl, coll: CollAllReduce, op: op, buckets: []int{0}})
+			}
+			e := &engine{plan: p, prog: prog, rank: 0, size: size}
+			e.shapes = choosePatterns(p, prog, size)
+			e.buckets = []bucketMem{{elems: n}}
+			e.backOrder = []int{0}
+			e.model = newModel(e)
+			e.model.apply(prog.init, InitStep)
+			want := make([]float64, n)
+			e.model.newSim(0).run(0, want)
+			for i := int64(0); i < n; i++ {
+				vals := make([]float64, size)
+				for r := range vals {
+					fp := e.shapes[0].Params(r, size, InitStep, 0)
+					vals[r] = RoundTo(RoundTo(float64(FillValue(&fp, i)), c.tdt), c.wire)
+				}
+				got := RoundTo(reduceInOrder(vals, rng.Perm(size), c.init, c.wire), c.tdt)
+				if math.IsNaN(want[i]) {
+					t.Fatalf("%s on %s wire, init %s then step %v over %d ranks: element %d unchecked", c.tdt, c.wire, c.init, c.step, size, i)
+				}
+				if got != want[i] {
+					t.Fatalf("%s on %s wire, init %s over %d ranks: element %d: arithmetic gives %v, checker expects %v", c.tdt, c.wire, c.init, size, i, got, want[i])
+				}
+			}
+		}
+	}
+}

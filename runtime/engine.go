@@ -146,7 +146,7 @@ func newEngine(p *Plan, prog *program, opts *options, h *mpiHost, be Backend) (*
 	for _, s := range p.Streams {
 		e.waitNames = append(e.waitNames, "wait "+s.Name)
 	}
-	e.tracing = opts.trace != ""
+	e.tracing = opts.tracing
 	e.flatStep = flat(prog.step)
 	for i, s := range p.Streams {
 		st, err := be.NewStream(i, s.Name, s.Priority)

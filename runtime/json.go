@@ -73,13 +73,23 @@ type jsonSummary struct {
 	TimeOverRks string    `json:"time_over_ranks"`
 }
 
-// writeJSON writes the report as JSON to path (rank 0).
+// writeJSON writes the report as JSON to path (rank 0; "-": standard
+// output). A file it cannot write is an *outputError.
 func writeJSON(path string, e *engine, rep *report, info *runInfo) error {
 	data, err := json.MarshalIndent(makeJSON(e, rep, info), "", "  ")
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, append(data, '\n'), 0o644)
+	data = append(data, '\n')
+	if path == "-" {
+		_, err = os.Stdout.Write(data)
+	} else {
+		err = os.WriteFile(path, data, 0o644)
+	}
+	if err != nil {
+		return &outputError{flag: "--json", path: path, err: err}
+	}
+	return nil
 }
 
 // makeJSON fills the file's schema from the report.

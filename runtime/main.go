@@ -7,10 +7,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"time"
+	"unicode/utf8"
 	"unsafe"
 )
 
@@ -34,22 +37,34 @@ func mainArgs(p *Plan, args []string) int {
 	if len(args) > 0 {
 		progNameValue = filepath.Base(args[0])
 	}
-	// --help prints to stdout, so that `./NAME_sync --help | less` works.
-	opts, err := parseOptions(p, progName(), args[1:], os.Stdout)
+	// --help prints to stdout, so that `./NAME_sync --help | less` works;
+	// under mpirun only the first rank prints it.
+	helpOut := io.Writer(os.Stdout)
+	if !launcherFirstRank() {
+		helpOut = io.Discard
+	}
+	opts, err := parseOptions(p, progName(), args[1:], helpOut)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
+	// A bad flag is reported once the ranks have compared their flags
+	// (agreeOnFlags), not here: under mpirun every rank would print it.
+	var usage string
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "%s: %v\n", progName(), err)
-		return 2
+		usage = err.Error()
+		opts = &options{timeout: defaultTimeout}
 	}
 	procNote := adjustGOMAXPROCS()
 	h, err := startMPI()
 	if err != nil {
+		if usage != "" {
+			fmt.Fprintf(os.Stderr, "%s: %s\n", progName(), usage)
+			return 2
+		}
 		fmt.Fprintf(os.Stderr, "%s: %v\n", progName(), err)
 		return 1
 	}
-	r := &runner{p: p, opts: opts, h: h, procNote: procNote}
+	r := &runner{p: p, opts: opts, h: h, procNote: procNote, usage: usage}
 	defer func() {
 		if v := recover(); v != nil {
 			r.fatal(fmt.Errorf("panic: %v\n%s", v, debug.Stack()))
@@ -76,8 +91,10 @@ type runner struct {
 	opts     *options
 	h        *mpiHost
 	procNote string
-	e        *engine
-	phase    *phaseWatch
+	// usage is this rank's flag error, reported by agreeOnFlags.
+	usage string
+	e     *engine
+	phase *phaseWatch
 }
 
 // fatal prints err naming this rank and aborts the whole job.
@@ -104,22 +121,8 @@ func (r *runner) run() int {
 	p, h := r.p, r.h
 	r.phase = &phaseWatch{r: r, timeout: r.opts.timeout}
 	defer r.phase.enter("")
-	// Rank 0 writes the output files: a path it cannot write is a usage
-	// error, which every rank learns from it and ends with, like a bad flag
-	// (exit status 2), rather than an abort of the job.
-	var outErr error
-	if h.rank == 0 {
-		outErr = checkOutputs(r.opts)
-	}
-	failed := []byte{0}
-	if outErr != nil {
-		failed[0] = 1
-	}
-	if err := h.Bcast(0, failed); err != nil {
-		r.fatal(fmt.Errorf("checking the output files: %w", err))
-	}
-	if failed[0] != 0 {
-		r.agreedFailure(outErr)
+	r.phase.enter("comparing the flags and checking the output files")
+	if stop := r.agreeOnFlags(); stop {
 		return 2
 	}
 	// Compare plans first: only when every rank runs the same plan do they
@@ -141,6 +144,12 @@ func (r *runner) run() int {
 	if err := checkStepsFit(r.opts.steps, len(res.rows)); err != nil {
 		r.agreedFailure(err)
 		return 2
+	}
+	if r.opts.tracing {
+		if err := checkTraceFits(p, prog, r.opts, h.size); err != nil {
+			r.agreedFailure(err)
+			return 2
+		}
 	}
 	r.phase.enter("choosing and starting the backend")
 	be, why, err := selectBackend(h, p, r.opts, tune)
@@ -166,8 +175,14 @@ func (r *runner) run() int {
 	}
 	res.origin = origin
 	info := gatherInfo(h, be, why, r.procNote, tune)
+	// With --json - or --trace -, standard output is the file's: the
+	// report goes to standard error.
+	report := os.Stdout
+	if r.opts.json == "-" || r.opts.trace == "-" {
+		report = os.Stderr
+	}
 	if h.rank == 0 && !r.opts.quiet {
-		printHeader(os.Stdout, p, e, r.opts, info)
+		printHeader(report, p, e, r.opts, info)
 	}
 	r.phase.enter("")
 	wd := startWatchdog(e, r.opts.timeout)
@@ -186,15 +201,26 @@ func (r *runner) run() int {
 	if err != nil {
 		r.fatal(fmt.Errorf("gathering the results: %w", err))
 	}
+	// A file rank 0 cannot write after all (a full disk, a file that
+	// takes no data) loses that file, not the run: the report is printed,
+	// every rank closes normally, and rank 0 exits with status 2.
+	var outErrs []error
 	if err := writeTrace(e, res); err != nil {
-		r.fatal(fmt.Errorf("writing the trace: %w", err))
+		var oe *outputError
+		if !errors.As(err, &oe) {
+			r.fatal(fmt.Errorf("writing the trace: %w", err))
+		}
+		outErrs = append(outErrs, err)
 	}
 	if h.rank == 0 {
-		printReport(os.Stdout, e, rep, r.opts)
+		printReport(report, e, rep, r.opts)
 		if r.opts.json != "" {
 			if err := writeJSON(r.opts.json, e, rep, info); err != nil {
-				r.fatal(fmt.Errorf("writing %s: %w", r.opts.json, err))
+				outErrs = append(outErrs, err)
 			}
+		}
+		for _, err := range outErrs {
+			fmt.Fprintf(os.Stderr, "%s: error: %v (the report above is complete)\n", progName(), err)
 		}
 	}
 	awaitTimeoutAbort()
@@ -209,7 +235,90 @@ func (r *runner) run() int {
 	if rep.wrong > 0 {
 		return 1
 	}
+	if len(outErrs) > 0 {
+		return 2
+	}
 	return 0
+}
+
+// The first exchange of a run: every rank's flag error, rank 0's output
+// files, and whether rank 0 writes a trace. Under mpirun every rank parses
+// the same flags, and each printed the same error, N times; a rank started
+// with other flags (mpirun's "A : B" form) may be the only one with an
+// error, so the errors are gathered rather than left to rank 0. Rank 0
+// writes the output files, so a path it cannot write is a usage error that
+// every rank ends with (exit status 2), rather than an abort of the job.
+const (
+	flagRecordSize = 1024
+	flagUsage      = 1 // the record holds a usage error
+	flagTracing    = 2 // rank 0 writes a trace
+	flagOutput     = 4 // the usage error is rank 0's output file's
+)
+
+// agreeOnFlags runs the exchange; when a rank had a usage error, rank 0
+// prints each distinct one once, every rank finalises MPI, and it returns
+// true (the run ends with status 2).
+func (r *runner) agreeOnFlags() bool {
+	h := r.h
+	msg := r.usage
+	rec := make([]byte, flagRecordSize)
+	if msg == "" && h.rank == 0 {
+		if err := checkOutputs(r.opts); err != nil {
+			msg = "error: " + err.Error()
+			rec[0] |= flagOutput
+		}
+	}
+	if msg != "" {
+		rec[0] |= flagUsage
+		copy(rec[1:], clipText(msg, flagRecordSize-1))
+	}
+	if h.rank == 0 && r.opts.trace != "" {
+		rec[0] |= flagTracing
+	}
+	all, err := h.Allgather(rec)
+	if err != nil {
+		r.fatal(fmt.Errorf("comparing the flags between ranks: %w", err))
+	}
+	// Only rank 0 writes the trace, but every rank must send its events:
+	// a rank started without --trace (mpirun's "A : B" form) left rank 0
+	// waiting for them for good.
+	r.opts.tracing = all[0][0]&flagTracing != 0
+	problem := func(x []byte) string {
+		if x[0]&flagUsage == 0 {
+			return ""
+		}
+		return strings.TrimRight(string(x[1:]), "\x00")
+	}
+	groups := groupRanks(all, problem)
+	if len(groups) == 1 && problem(all[0]) == "" {
+		return false
+	}
+	if h.rank == 0 {
+		for _, g := range groups {
+			m := problem(all[g[0]])
+			switch {
+			case m == "":
+			case len(g) == h.size || all[g[0]][0]&flagOutput != 0:
+				fmt.Fprintf(os.Stderr, "%s: %s\n", progName(), m)
+			default:
+				fmt.Fprintf(os.Stderr, "%s: %s: %s\n", progName(), rankList(g), m)
+			}
+		}
+	}
+	_ = h.finalize()
+	return true
+}
+
+// clipText cuts s to at most n bytes, at a character boundary.
+func clipText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[:n-3]
+	for len(s) > 0 && !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s + "..."
 }
 
 // maxStepResultBytes bounds the per-step results a rank keeps: the engine
@@ -222,7 +331,9 @@ const maxStepResultBytes = 256 << 20
 // and one time per table row) would pass maxStepResultBytes.
 func checkStepsFit(steps, rows int) error {
 	per := int64(unsafe.Sizeof(stepStats{})) + int64(rows)*int64(unsafe.Sizeof(time.Duration(0)))
-	if int64(steps)*per <= maxStepResultBytes {
+	// Divided, not multiplied: 4611686018427387904 steps times 112 bytes
+	// overflowed to a small number, passed, and the allocation panicked.
+	if int64(steps) <= maxStepResultBytes/per {
 		return nil
 	}
 	return fmt.Errorf("--steps %d is too many: every rank keeps each measured step's times (%d bytes a step for this plan's %d table row%s), at most %s; run at most %d steps",
@@ -230,11 +341,23 @@ func checkStepsFit(steps, rows int) error {
 }
 
 // checkOutputs makes sure that rank 0 can write the files --json and
-// --trace name, before the run rather than after it. A file that did not
-// exist is removed again.
+// --trace name, before the run rather than after it, and that they are two
+// files (two names of one file, through a link, would leave only the JSON,
+// written last). A file that did not exist is removed again.
 func checkOutputs(o *options) error {
+	var created []string
+	defer func() {
+		for _, path := range created {
+			os.Remove(path)
+		}
+	}()
+	type opened struct {
+		flag, path string
+		info       os.FileInfo
+	}
+	var seen []opened
 	for _, f := range []struct{ flag, path string }{{"--json", o.json}, {"--trace", o.trace}} {
-		if f.path == "" {
+		if f.path == "" || f.path == "-" {
 			continue
 		}
 		_, statErr := os.Stat(f.path)
@@ -242,13 +365,36 @@ func checkOutputs(o *options) error {
 		if err != nil {
 			return fmt.Errorf("%s %s: cannot write the file: %w", f.flag, f.path, err)
 		}
-		file.Close()
 		if os.IsNotExist(statErr) {
-			os.Remove(f.path)
+			created = append(created, f.path)
 		}
+		info, err := file.Stat()
+		file.Close()
+		if err != nil {
+			continue
+		}
+		for _, s := range seen {
+			if os.SameFile(s.info, info) {
+				return fmt.Errorf("%s %s and %s %s are the same file: give them different files", s.flag, s.path, f.flag, f.path)
+			}
+		}
+		seen = append(seen, opened{f.flag, f.path, info})
 	}
 	return nil
 }
+
+// outputError is a --json or --trace file that rank 0 could not write
+// after the run: the file is lost, the run is not.
+type outputError struct {
+	flag, path string
+	err        error
+}
+
+func (e *outputError) Error() string {
+	return fmt.Sprintf("%s %s: writing the file: %v", e.flag, e.path, e.err)
+}
+
+func (e *outputError) Unwrap() error { return e.err }
 
 // abortBackend lets a backend that holds communicators of its own (NCCL)
 // abort them before MPI_Abort ends the job, so that no rank stays blocked

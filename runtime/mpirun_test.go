@@ -414,12 +414,100 @@ func TestFlagMismatchNamesRanks(t *testing.T) {
 	}
 }
 
-func TestRootOutsideWorld(t *testing.T) {
-	r := mpirun(t, 2, nil, 60*time.Second, "root:3")
-	if r.code == 0 {
-		t.Fatalf("root 3 ran on 2 ranks:\n%s", r.out)
+// A root outside the world, with rank counts the plan's author did not
+// think of: one message from rank 0 before anything runs, naming the
+// statement, the bucket and the rank count to run with; exit 1, no abort.
+// Ranks launched with different flags (mpirun's A : B form): a bad flag on
+// some ranks is printed once and names them; --trace given only to rank 0
+// (only rank 0 writes it) traces every rank, where rank 0 waited for the
+// others' events for good.
+func TestFlagsOfSomeRanks(t *testing.T) {
+	needMPI(t)
+	mpmd := func(a, b []string) result {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		argv := []string{"mpirun", "--oversubscribe"}
+		if os.Geteuid() == 0 {
+			argv = append(argv, "--allow-run-as-root")
+		}
+		argv = append(append(argv, "-np", "1", testprog, "basic"), a...)
+		argv = append(append(argv, ":", "-np", "2", testprog, "basic"), b...)
+		return run(t, ctx, nil, argv)
 	}
-	mustContain(t, r, "test.sync:7:5", "root 3 is outside the world of 2 ranks")
+	r := mpmd([]string{"--steps", "2"}, []string{"--steps", "two"})
+	if r.code != 2 || strings.Count(r.out, `ranks 1, 2: invalid value "two" for flag --steps`) != 1 {
+		t.Errorf("a bad flag on ranks 1 and 2: exit %d:\n%s", r.code, r.out)
+	}
+	trace := filepath.Join(t.TempDir(), "t.json")
+	r = mpmd([]string{"--steps", "2", "--quiet", "--trace", trace}, []string{"--steps", "2", "--quiet"})
+	if r.code != 0 || r.took > 30*time.Second {
+		t.Fatalf("--trace on rank 0 only: exit %d after %v:\n%s", r.code, r.took, r.out)
+	}
+	data, err := os.ReadFile(trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tr struct {
+		TraceEvents []struct {
+			Pid int `json:"pid"`
+		} `json:"traceEvents"`
+	}
+	if err := json.Unmarshal(data, &tr); err != nil {
+		t.Fatal(err)
+	}
+	pids := map[int]bool{}
+	for _, e := range tr.TraceEvents {
+		pids[e.Pid] = true
+	}
+	if len(pids) != 3 {
+		t.Errorf("the trace has ranks %v, want 0, 1 and 2", pids)
+	}
+}
+
+// --json - and --trace - write to standard output, and the report goes to
+// standard error.
+func TestOutputToStdout(t *testing.T) {
+	needMPI(t)
+	for _, flag := range []string{"--json", "--trace"} {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		argv := []string{"mpirun", "-np", "2", "--oversubscribe"}
+		if os.Geteuid() == 0 {
+			argv = append(argv, "--allow-run-as-root")
+		}
+		cmd := exec.CommandContext(ctx, argv[0], append(argv[1:], testprog, "basic", "--steps", "2", flag, "-")...)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		cancel()
+		if err != nil {
+			t.Fatalf("%s -: %v\n%s%s", flag, err, stdout.String(), stderr.String())
+		}
+		var j map[string]any
+		if err := json.Unmarshal(stdout.Bytes(), &j); err != nil {
+			t.Errorf("%s -: standard output is not JSON: %v\n%s", flag, err, stdout.String())
+		}
+		if !strings.Contains(stderr.String(), "# syncgen: basic") || !strings.Contains(stderr.String(), "# 0 wrong") {
+			t.Errorf("%s -: the report is not on standard error:\n%s", flag, stderr.String())
+		}
+	}
+}
+
+func TestRootOutsideWorld(t *testing.T) {
+	for _, np := range []int{0, 1, 3} {
+		world := max(np, 1)
+		r := mpirun(t, np, nil, 60*time.Second, "root:3")
+		if r.code != 1 || r.took > 30*time.Second || strings.Contains(r.out, "MPI_ABORT") {
+			t.Fatalf("np %d: exit %d after %v:\n%s", np, r.code, r.took, r.out)
+		}
+		want := fmt.Sprintf("testprog: error: the plan cannot run on %d rank%s:\ntest.sync:7:5: broadcast of bucket \"params\" from rank 3: root 3 is outside the world of %d rank",
+			world, map[bool]string{true: "s"}[world > 1], world)
+		if strings.Count(r.out, want) != 1 || !strings.Contains(r.out, "run with at least 4 ranks (mpirun -np 4), or change `from 3` in the plan") {
+			t.Errorf("np %d: want one message %q:\n%s", np, want, r.out)
+		}
+		if strings.Contains(r.out, "# syncgen:") {
+			t.Errorf("np %d: the run started:\n%s", np, r.out)
+		}
+	}
 	ok(t, 2, "root:1", "--quiet")
 }
 
@@ -561,6 +649,37 @@ func TestFlags(t *testing.T) {
 		r = mpirun(t, np, nil, 30*time.Second, "basic", "--steps", "1", "--json", bad)
 		if r.code != 2 || strings.Contains(r.out, "MPI_ABORT") || strings.Count(r.out, "cannot write the file") != 1 {
 			t.Errorf("np %d, an unwritable --json: exit %d:\n%s", np, r.code, r.out)
+		}
+	}
+	// A bad flag: one message, not one per rank.
+	r = mpirun(t, 3, nil, 30*time.Second, "basic", "--check", "-1")
+	if r.code != 2 || strings.Count(r.out, `invalid value "-1" for flag --check`) != 1 {
+		t.Errorf("np 3, --check -1: exit %d:\n%s", r.code, r.out)
+	}
+	r = mpirun(t, 3, nil, 30*time.Second, "basic", "--help")
+	if r.code != 0 || strings.Count(r.out, "gradient synchronisation plan") != 1 {
+		t.Errorf("np 3, --help: exit %d:\n%s", r.code, r.out)
+	}
+	// Warm-up and measured steps past what the pattern can number: the
+	// count overflowed, no step ran, and the run passed.
+	r = mpirun(t, 2, nil, 30*time.Second, "basic", "--warmup", "9223372036854775807", "--steps", "1")
+	if r.code != 2 || strings.Count(r.out, "more than a run can number") != 1 {
+		t.Errorf("np 2, --warmup 2^63-1: exit %d:\n%s", r.code, r.out)
+	}
+	// A trace too large to gather, from a huge --warmup: refused before
+	// the steps, not after them.
+	r = mpirun(t, 2, nil, 30*time.Second, "basic", "--warmup", "2000000000", "--trace", filepath.Join(t.TempDir(), "t.json"))
+	if r.code != 2 || strings.Contains(r.out, "# syncgen:") || strings.Count(r.out, "error: --trace of 2000000003 steps (2000000000 warm-up, 3 measured)") != 1 {
+		t.Errorf("np 2, --trace with 2e9 warm-up steps: exit %d:\n%s", r.code, r.out)
+	}
+	// A file that opens but takes no data (/dev/full: a full disk) fails
+	// only when the JSON is written: the report is complete, every rank
+	// closes normally, exit 2.
+	if _, err := os.Stat("/dev/full"); err == nil {
+		r = mpirun(t, 2, nil, 30*time.Second, "basic", "--steps", "1", "--json", "/dev/full")
+		if r.code != 2 || strings.Contains(r.out, "MPI_ABORT") || !strings.Contains(r.out, "# 0 wrong") ||
+			strings.Count(r.out, "error: --json /dev/full: writing the file: write /dev/full: no space left on device (the report above is complete)") != 1 {
+			t.Errorf("np 2, --json /dev/full: exit %d:\n%s", r.code, r.out)
 		}
 	}
 	// A --steps whose per-step results do not fit is refused before the

@@ -19,14 +19,21 @@ type options struct {
 	warmup     int
 	checkEvery int // 0: off
 	backend    string
-	json       string
-	trace      string
-	timeout    time.Duration
-	quiet      bool
+	json       string // "-": standard output
+	trace      string // "-": standard output
+	// tracing is rank 0's --trace, which every rank learns before the run
+	// (agreeOnFlags): only rank 0 writes the trace, but every rank keeps
+	// and sends its events.
+	tracing bool
+	timeout time.Duration
+	quiet   bool
 	// settle is how long the ranks settle before the measured steps
 	// (SYNCGEN_SETTLE, settle.go).
 	settle time.Duration
 }
+
+// defaultTimeout is --timeout's default.
+const defaultTimeout = 5 * time.Minute
 
 // checkFlag parses --check: a number of steps or "off".
 type checkFlag struct{ every *int }
@@ -96,15 +103,15 @@ func (f countFlag) Set(s string) error {
 // parseOptions parses args (without the program name) with the plan's run
 // line as defaults.
 func parseOptions(p *Plan, prog string, args []string, out io.Writer) (*options, error) {
-	o := &options{steps: p.Run.Steps, warmup: p.Run.Warmup, checkEvery: p.Run.CheckEvery, timeout: 5 * time.Minute, settle: settleFromEnv()}
+	o := &options{steps: p.Run.Steps, warmup: p.Run.Warmup, checkEvery: p.Run.CheckEvery, timeout: defaultTimeout, settle: settleFromEnv()}
 	fs := flag.NewFlagSet(prog, flag.ContinueOnError)
 	fs.SetOutput(out)
 	fs.Var(countFlag{&o.steps}, "steps", "run `N` measured steps")
 	fs.Var(countFlag{&o.warmup}, "warmup", "run `N` warm-up steps before the measured ones (checked, not timed)")
 	fs.Var(checkFlag{&o.checkEvery}, "check", "verify every element every `N` steps (and the last); off or 0: never")
 	fs.StringVar(&o.backend, "backend", "auto", "`auto`, cpu or nccl: auto takes NCCL when every rank has a GPU of its own and libnccl loads")
-	fs.StringVar(&o.json, "json", "", "write the figures and the environment as JSON to `FILE` (rank 0)")
-	fs.StringVar(&o.trace, "trace", "", "write a Chrome trace of every rank's timeline to `FILE` (rank 0; opens in Perfetto)")
+	fs.StringVar(&o.json, "json", "", "write the figures and the environment as JSON to `FILE` (rank 0; - for standard output, the report then goes to standard error)")
+	fs.StringVar(&o.trace, "trace", "", "write a Chrome trace of every rank's timeline to `FILE` (rank 0; opens in Perfetto; - for standard output, as --json)")
 	fs.Var(durationFlag{&o.timeout}, "timeout", "abort the job when one step, or a phase before or after the steps, takes longer than `DUR`, printing on every rank what it waits for")
 	fs.BoolVar(&o.quiet, "quiet", false, "print only errors and the summary line")
 	help := func() {
@@ -158,15 +165,21 @@ Flags (one or two dashes):
 		}
 	}
 	// A flag that takes a FILE takes the next argument whatever it is:
-	// "--json --quiet" would write the JSON to a file named "--quiet".
+	// "--json --quiet" would write the JSON to a file named "--quiet". A
+	// lone "-" is standard output.
 	for _, f := range []struct{ name, value string }{{"--json", o.json}, {"--trace", o.trace}} {
-		if strings.HasPrefix(f.value, "-") {
+		if strings.HasPrefix(f.value, "-") && f.value != "-" {
 			return nil, fmt.Errorf("%s %q: want a FILE after %s, not a flag (for a file whose name starts with \"-\", write ./%s)", f.name, f.value, f.name, f.value)
 		}
 	}
+	if o.json == "-" && o.trace == "-" {
+		return nil, fmt.Errorf("--json - and --trace - both name standard output: give one of them a file")
+	}
 	// Rank 0 writes the JSON after the trace: one path for both would
-	// leave only the JSON, and the trace lost without a word.
-	if o.json != "" && o.trace != "" {
+	// leave only the JSON, and the trace lost without a word. (Two names
+	// of one file, a link, are caught when rank 0 opens them:
+	// checkOutputs.)
+	if o.json != "" && o.trace != "" && o.json != "-" && o.trace != "-" {
 		j, _ := filepath.Abs(o.json)
 		t, _ := filepath.Abs(o.trace)
 		if j == t {
@@ -176,8 +189,20 @@ Flags (one or two dashes):
 	if o.timeout <= 0 {
 		return nil, fmt.Errorf("--timeout must be positive")
 	}
+	// The fill pattern numbers the steps with 32 bits, the last number
+	// marking the init block; "--warmup 9223372036854775807 --steps 1"
+	// overflowed the count of steps, ran none and passed.
+	if total := uint64(o.warmup) + uint64(o.steps); total > maxTotalSteps {
+		return nil, fmt.Errorf("--warmup %d and --steps %d make %d steps, more than a run can number (at most %d, warm-up included)",
+			o.warmup, o.steps, total, uint64(maxTotalSteps))
+	}
 	return o, nil
 }
+
+// maxTotalSteps is the most steps, warm-up included, that a run can have:
+// steps are numbered from 0 in 32 bits, and 0xffffffff is the init block's
+// number (InitStep).
+const maxTotalSteps = 1<<32 - 1
 
 // printFlags prints the flags as flag.PrintDefaults does, but named with
 // two dashes, as the rest of the help and the documentation write them.

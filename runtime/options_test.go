@@ -39,6 +39,15 @@ func TestParseOptions(t *testing.T) {
 		{[]string{"--json", "--quiet"}, `--json "--quiet": want a FILE after --json, not a flag`, 0, 0},
 		{[]string{"--trace", "-x.json"}, `write ./-x.json`, 0, 0},
 		{[]string{"--json", "./-x.json"}, "", 7, 3},
+		// A lone "-" is standard output, for one of the two.
+		{[]string{"--json", "-"}, "", 7, 3},
+		{[]string{"--trace", "-", "--json", "out.json"}, "", 7, 3},
+		{[]string{"--json", "-", "--trace", "-"}, "--json - and --trace - both name standard output", 0, 0},
+		// Steps are numbered in 32 bits: this overflowed the count of
+		// steps, ran none and passed.
+		{[]string{"--warmup", "9223372036854775807", "--steps", "1"}, "make 9223372036854775808 steps, more than a run can number (at most 4294967295, warm-up included)", 0, 0},
+		{[]string{"--warmup", "4294967295", "--steps", "1"}, "more than a run can number", 0, 0},
+		{[]string{"--warmup", "4294967294", "--steps", "1"}, "", 1, 3},
 	} {
 		var out bytes.Buffer
 		o, err := parseOptions(p, "prog", c.args, &out)
@@ -89,6 +98,23 @@ func TestCheckOutputs(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "--trace") || !strings.Contains(err.Error(), "cannot write") {
 		t.Errorf("an unwritable --trace: %v", err)
 	}
+	// Standard output needs no check.
+	if err := checkOutputs(&options{json: "-", trace: fresh}); err != nil {
+		t.Errorf("--json -: %v", err)
+	}
+	// Two names of one file, through a link: the trace, written first,
+	// was lost without a word. The check leaves no file behind.
+	link := filepath.Join(dir, "link.json")
+	if err := os.Symlink(fresh, link); err != nil {
+		t.Fatal(err)
+	}
+	err = checkOutputs(&options{json: fresh, trace: link})
+	if err == nil || !strings.Contains(err.Error(), "--json "+fresh+" and --trace "+link+" are the same file") {
+		t.Errorf("--json and --trace through a link: %v", err)
+	}
+	if _, err := os.Stat(fresh); !os.IsNotExist(err) {
+		t.Errorf("the check left %s behind: %v", fresh, err)
+	}
 }
 
 func TestCheckStepsFit(t *testing.T) {
@@ -102,5 +128,10 @@ func TestCheckStepsFit(t *testing.T) {
 	// The limit it names must pass.
 	if err := checkStepsFit(6710886, 1); err != nil {
 		t.Errorf("the limit itself: %v", err)
+	}
+	// steps times the bytes a step overflowed int64 and passed; the
+	// allocation then panicked.
+	if err := checkStepsFit(1<<62, 10); err == nil {
+		t.Errorf("2^62 steps of 10 rows passed")
 	}
 }

@@ -9,6 +9,7 @@ package runtime
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -129,8 +130,16 @@ func (prog *program) validate(p *Plan, size int) error {
 				}
 			}
 			if (s.coll == CollBroadcast || s.coll == CollReduce) && (s.root < 0 || s.root >= size) {
-				bad(s.at, "%s root %d is outside the world of %d rank%s (ranks 0..%d): run with more ranks or change the root",
-					s.coll, s.root, size, plural(size), size-1)
+				opt := "from"
+				if s.coll == CollReduce {
+					opt = "to"
+				}
+				fix := fmt.Sprintf("run with at least %d ranks (mpirun -np %d), or change `%s %d` in the plan", s.root+1, s.root+1, opt, s.root)
+				if s.root < 0 {
+					fix = fmt.Sprintf("change `%s %d` in the plan to a rank from 0 to %d", opt, s.root, size-1)
+				}
+				bad(s.at, "%s of %s %s rank %d: root %d is outside the world of %d rank%s (ranks 0..%d); %s",
+					s.coll, bucketList(p, s.buckets), opt, s.root, s.root, size, plural(size), size-1, fix)
 			}
 			if s.coll.Reduces() && (s.op < Sum || s.op > Prod) {
 				bad(s.at, "%s needs a reduction operator (sum, avg, min, max or prod), got %s", s.coll, s.op)
@@ -167,6 +176,26 @@ func (prog *program) validate(p *Plan, size int) error {
 		}
 	}
 	return joinErrors(errs)
+}
+
+// bucketList names a statement's buckets for messages: `bucket "a"`,
+// `buckets "a", "b"`, or the first three and how many more.
+func bucketList(p *Plan, buckets []int) string {
+	var names []string
+	for _, b := range buckets[:min(len(buckets), 3)] {
+		if b >= 0 && b < len(p.Buckets) {
+			names = append(names, fmt.Sprintf("%q", p.Buckets[b].Name))
+		} else {
+			names = append(names, fmt.Sprintf("#%d", b))
+		}
+	}
+	switch {
+	case len(buckets) == 1:
+		return "bucket " + names[0]
+	case len(buckets) > 3:
+		return fmt.Sprintf("buckets %s and %d more", strings.Join(names, ", "), len(buckets)-3)
+	}
+	return "buckets " + strings.Join(names, ", ")
 }
 
 // flat returns the block's collectives and other statements in program

@@ -3,7 +3,10 @@ package runtime
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -217,5 +220,77 @@ func TestProgressClearsItsLine(t *testing.T) {
 	p.done()
 	if got := strings.Count(out.String(), " "); got < drawn {
 		t.Errorf("done cleared %d columns of a %d-column line", got, drawn)
+	}
+}
+
+// TestRootOutsideWorldMessage: a root outside the world names the
+// statement, its buckets, the root and what to do, before anything runs.
+func TestRootOutsideWorldMessage(t *testing.T) {
+	p, prog := reportPlan(t)
+	if err := prog.validate(p, 2); err != nil {
+		t.Fatalf("root 1 on 2 ranks: %v", err)
+	}
+	err := prog.validate(p, 1)
+	want := "r.sync:5:1: broadcast of bucket \"a\" from rank 1: root 1 is outside the world of 1 rank (ranks 0..0); run with at least 2 ranks (mpirun -np 2), or change `from 1` in the plan"
+	if err == nil || err.Error() != want {
+		t.Errorf("root 1 on 1 rank:\n got %v\nwant %s", err, want)
+	}
+	p.Buckets = append(p.Buckets, Bucket{Name: "c", Wire: F32, Elems: 1}, Bucket{Name: "d", Wire: F32, Elems: 1})
+	if got := bucketList(p, []int{1, 0, 2, 3}); got != `buckets "b", "a", "c" and 1 more` {
+		t.Errorf("bucketList: %s", got)
+	}
+}
+
+// TestTraceFits: a --trace is refused at start-up when rank 0 could not
+// gather and write it (a huge --warmup kept every warm-up step's events
+// too), with the number of steps that fit; that number passes.
+func TestTraceFits(t *testing.T) {
+	p, prog := reportPlan(t)
+	per := traceStepBytes(p, prog)
+	// 1 barrier, backward and 2 gradients, 3 collective buckets, 1 wait.
+	if per < 8*110 || per > 8*300 {
+		t.Errorf("a step of 8 events estimated at %d bytes", per)
+	}
+	if err := checkTraceFits(p, prog, &options{steps: 100000, warmup: 10}, 4); err != nil {
+		t.Errorf("100010 steps: %v", err)
+	}
+	err := checkTraceFits(p, prog, &options{steps: 20, warmup: 2000000000}, 4)
+	if err == nil || !strings.Contains(err.Error(), "--trace of 2000000020 steps (2000000000 warm-up, 20 measured)") {
+		t.Fatalf("2e9 warm-up steps: %v", err)
+	}
+	fit := maxTraceBytes / (per * 4)
+	if !strings.Contains(err.Error(), fmt.Sprintf("trace at most %d steps", fit)) {
+		t.Errorf("no limit %d in: %v", fit, err)
+	}
+	if err := checkTraceFits(p, prog, &options{steps: int(fit)}, 4); err != nil {
+		t.Errorf("the limit itself: %v", err)
+	}
+	if err := checkTraceFits(p, prog, &options{steps: maxTotalSteps}, 1<<20); err == nil {
+		t.Errorf("the most steps on 2^20 ranks passed")
+	}
+}
+
+// TestTraceFileIsJSON: the trace file is JSON whatever the plan's name and
+// source hold (Go's %q wrote a control character as \x01).
+func TestTraceFileIsJSON(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.json")
+	p := &Plan{Name: "odd\x01name", Source: "dir/\x7f\xffplan.sync"}
+	parts := [][]byte{[]byte(`[{"name":"a","ph":"X","ts":0,"pid":0,"tid":1}]`), []byte(`[]`), []byte(`[{"name":"b","ph":"X","ts":1,"pid":2,"tid":1}]`)}
+	if err := writeTraceFile(path, p, 3, parts); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tr struct {
+		OtherData   map[string]any   `json:"otherData"`
+		TraceEvents []map[string]any `json:"traceEvents"`
+	}
+	if err := json.Unmarshal(data, &tr); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, data)
+	}
+	if tr.OtherData["program"] != "odd\x01name" || tr.OtherData["ranks"] != 3.0 || len(tr.TraceEvents) != 2 {
+		t.Errorf("trace: %+v", tr)
 	}
 }

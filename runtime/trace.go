@@ -9,6 +9,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"time"
 	"unsafe"
@@ -105,10 +106,10 @@ func traceEvents(e *engine, recs []tracedRec) []traceEvent {
 }
 
 // writeTrace gathers every rank's events to rank 0, which writes the file
-// (collective when --trace is set).
+// (collective when rank 0 has --trace; "-": standard output). A file rank
+// 0 cannot write is an *outputError.
 func writeTrace(e *engine, res *results) error {
-	path := e.opts.trace
-	if path == "" {
+	if !e.opts.tracing {
 		return nil
 	}
 	meta := []traceEvent{{Name: "process_name", Ph: "M", Pid: e.rank, Args: map[string]any{"name": fmt.Sprintf("rank %d (%s)", e.rank, e.h.host)}},
@@ -128,12 +129,29 @@ func writeTrace(e *engine, res *results) error {
 	if e.rank != 0 {
 		return nil
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
+	path := e.opts.trace
+	if err := writeTraceFile(path, e.plan, e.size, all); err != nil {
+		return &outputError{flag: "--trace", path: path, err: err}
+	}
+	return nil
+}
+
+// writeTraceFile writes the trace of every rank's events (each part a JSON
+// array of them) to path, or to standard output for "-".
+func writeTraceFile(path string, p *Plan, ranks int, all [][]byte) error {
+	f := os.Stdout
+	if path != "-" {
+		var err error
+		if f, err = os.Create(path); err != nil {
+			return err
+		}
 	}
 	w := bufio.NewWriter(f)
-	fmt.Fprintf(w, "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"program\":%q,\"source\":%q,\"ranks\":%d},\"traceEvents\":[", e.plan.Name, e.plan.Source, e.size)
+	// The names as JSON strings: Go's %q wrote a control character or a
+	// byte that is not UTF-8 as \x01, which is not JSON.
+	name, _ := json.Marshal(p.Name)
+	source, _ := json.Marshal(p.Source)
+	fmt.Fprintf(w, "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"program\":%s,\"source\":%s,\"ranks\":%d},\"traceEvents\":[", name, source, ranks)
 	first := true
 	for _, part := range all {
 		// Each part is a JSON array: splice its elements in.
@@ -147,9 +165,67 @@ func writeTrace(e *engine, res *results) error {
 		w.Write(part[1 : len(part)-1])
 	}
 	w.WriteString("]}\n")
-	if err := w.Flush(); err != nil {
-		f.Close()
+	err := w.Flush()
+	if path == "-" {
 		return err
 	}
-	return f.Close()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// maxTraceBytes bounds the trace a run may write: rank 0 gathers every
+// rank's events through MPI, whose counts are 32-bit (the gather fails at 2
+// GiB), and holds them all while it writes. A larger trace failed only
+// after the whole run, so it is refused at start-up.
+const maxTraceBytes = 1536 << 20
+
+// traceStepBytes estimates how many bytes of trace JSON one step adds on
+// one rank: an event per gradient fill, backward, compute, bucket
+// collective, host wait and step barrier (engine.go, run.go), each about
+// 110 to 200 bytes with its names (measured on a small plan), here a little
+// more.
+func traceStepBytes(p *Plan, prog *program) int64 {
+	var grads, nGrads int64
+	for _, t := range p.Tensors {
+		if !t.Frozen {
+			nGrads++
+			grads += 200 + 2*int64(len(t.Name))
+			if t.Bucket >= 0 && t.Bucket < len(p.Buckets) {
+				grads += int64(len(p.Buckets[t.Bucket].Name))
+			}
+		}
+	}
+	n := int64(150) // the step barrier
+	for _, s := range flat(prog.step) {
+		src := int64(len(s.at))
+		switch s.kind {
+		case sBackward:
+			n += grads + nGrads*src + 150 + src
+		case sColl:
+			for _, b := range s.buckets {
+				n += 220 + 2*int64(len(p.Buckets[b].Name)) + src
+			}
+		default:
+			n += 150 + src
+		}
+	}
+	return n
+}
+
+// checkTraceFits refuses a --trace that would pass maxTraceBytes, naming
+// how many steps fit.
+func checkTraceFits(p *Plan, prog *program, o *options, ranks int) error {
+	per := traceStepBytes(p, prog) * int64(ranks)
+	steps := int64(o.warmup) + int64(o.steps)
+	if steps <= maxTraceBytes/per {
+		return nil
+	}
+	total := formatBytes(math.MaxInt64) // more than that, at least
+	if steps <= math.MaxInt64/per {
+		total = formatBytes(steps * per)
+	}
+	return fmt.Errorf("--trace of %d steps (%d warm-up, %d measured) would be about %s (%s a step over %d rank%s), more than a trace can hold (%s: rank 0 gathers it through MPI); trace at most %d steps, warm-up included, and leave --trace out of the long run",
+		steps, o.warmup, o.steps, total, formatBytes(per), ranks, plural(ranks), formatBytes(maxTraceBytes), maxTraceBytes/per)
 }

@@ -140,10 +140,20 @@ func parseSize(s string) (int64, error) {
 // is, so the launcher's rank variable decides (a rank started some other
 // way, or alone, always speaks).
 func warnEnv(format string, args ...any) {
-	for _, v := range []string{"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"} {
-		if r := os.Getenv(v); r != "" && r != "0" {
-			return
-		}
+	if !launcherFirstRank() {
+		return
 	}
 	fmt.Fprintf(os.Stderr, "%s: ignoring %s\n", progName(), fmt.Sprintf(format, args...))
+}
+
+// launcherFirstRank reports whether the launcher's rank variable, which
+// is there before MPI starts, makes this process rank 0 (or names no rank:
+// a process started alone).
+func launcherFirstRank() bool {
+	for _, v := range []string{"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"} {
+		if r := os.Getenv(v); r != "" && r != "0" {
+			return false
+		}
+	}
+	return true
 }
