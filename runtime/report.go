@@ -315,9 +315,13 @@ func printReport(w io.Writer, e *engine, rep *report, opts *options) {
 	switch {
 	case rep.checks == 0 && opts.checkEvery == 0:
 		parts = append(parts, "checks off")
-	case rep.checks == 0:
+	case rep.checks == 0 && opts.warmup+opts.steps == 0:
 		// Checks were on, but no step ran to be checked.
 		parts = append(parts, "0 checks (no step ran)")
+	case rep.checks == 0:
+		// Steps ran, but they synchronise no bucket (a plan without
+		// collectives, or without a step block).
+		parts = append(parts, "0 checks (the step has no collective to check)")
 	default:
 		parts = append(parts, fmt.Sprintf("%d wrong", rep.wrong))
 		if rep.unchecked > 0 {

@@ -155,6 +155,13 @@ func TestReportWithoutMeasuredSteps(t *testing.T) {
 	if !strings.Contains(out.String(), "# checks off") {
 		t.Errorf("--check off: %s", out.String())
 	}
+	// Steps that ran without a check (a step without collectives) are
+	// not "no step ran".
+	out.Reset()
+	printReport(&out, e, rep, &options{checkEvery: 1, warmup: 2})
+	if !strings.Contains(out.String(), "0 checks (the step has no collective to check)") {
+		t.Errorf("warm-up steps without checks: %s", out.String())
+	}
 }
 
 // TestReportGroupFootnote: the footnote says what a grouped row's
