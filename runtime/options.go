@@ -113,7 +113,7 @@ func parseOptions(p *Plan, prog string, args []string, out io.Writer) (*options,
 	fs.StringVar(&o.json, "json", "", "write the figures and the environment as JSON to `FILE` (rank 0; - for standard output, the report then goes to standard error)")
 	fs.StringVar(&o.trace, "trace", "", "write a Chrome trace of every rank's timeline to `FILE` (rank 0; opens in Perfetto; - for standard output, as --json)")
 	fs.Var(durationFlag{&o.timeout}, "timeout", "abort the job when one step, or a phase before or after the steps, takes longer than `DUR`, printing on every rank what it waits for")
-	fs.BoolVar(&o.quiet, "quiet", false, "print only errors and the summary line")
+	fs.BoolVar(&o.quiet, "quiet", false, "print only errors and the summary lines")
 	help := func() {
 		fmt.Fprintf(out, `%s runs the gradient synchronisation plan %q (from %s) with the syncgen runtime.
 
@@ -144,6 +144,7 @@ Flags (one or two dashes):
 		msg := strings.Replace(err.Error(), "flag -", "flag --", 1)
 		msg = strings.Replace(msg, "defined: -", "defined: --", 1)
 		msg = strings.Replace(msg, "\" for -", "\" for --", 1) // a bool flag's: invalid boolean value "x" for -quiet
+		msg = strings.Replace(msg, "argument: -", "argument: --", 1) // flag needs an argument: -steps
 		return nil, fmt.Errorf("%s (%s --help lists the flags)", msg, prog)
 	}
 	if fs.NArg() > 0 {

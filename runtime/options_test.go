@@ -31,6 +31,7 @@ func TestParseOptions(t *testing.T) {
 		// a bool flag with one dash.
 		{[]string{"--timeout", "30"}, `invalid value "30" for flag --timeout: want a duration with a unit, like 90s`, 0, 0},
 		{[]string{"--quiet=maybe"}, `invalid boolean value "maybe" for --quiet`, 0, 0},
+		{[]string{"--steps"}, "flag needs an argument: --steps (prog --help lists the flags)", 0, 0},
 		// One file for both would keep only the JSON, written last.
 		{[]string{"--json", "out.json", "--trace", "./out.json"}, "--json and --trace both name out.json: give them different files", 0, 0},
 		{[]string{"--json", "a.json", "--trace", "t.json", "--timeout", "90s"}, "", 7, 3},

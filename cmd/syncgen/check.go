@@ -20,7 +20,8 @@ func checkCommand() *cli.Command {
 duplicate names, patterns that match nothing, mixed dtypes in a bucket,
 streams that race on a bucket, roots out of range and more. Every error is
 reported with file:line:col, the source line and a caret under the subject;
-warnings (a tensor that nothing synchronises) do not fail the check.
+warnings (a tensor that nothing synchronises, a plan without a step block)
+do not fail the check.
 
 On success it prints a one-line summary of each plan: tensors, parameters,
 gradient bytes and buckets.
