@@ -143,7 +143,7 @@ Flags (one or two dashes):
 		// The flag package names flags with one dash; the help uses two.
 		msg := strings.Replace(err.Error(), "flag -", "flag --", 1)
 		msg = strings.Replace(msg, "defined: -", "defined: --", 1)
-		msg = strings.Replace(msg, "\" for -", "\" for --", 1) // a bool flag's: invalid boolean value "x" for -quiet
+		msg = strings.Replace(msg, "\" for -", "\" for --", 1)       // a bool flag's: invalid boolean value "x" for -quiet
 		msg = strings.Replace(msg, "argument: -", "argument: --", 1) // flag needs an argument: -steps
 		return nil, fmt.Errorf("%s (%s --help lists the flags)", msg, prog)
 	}
