@@ -132,11 +132,9 @@ func (c *checker) warnNothingToRun() {
 	if c.stepBlock != nil || c.initBlock != nil || c.incomplete || Diagnostics(c.diags).HasErrors() {
 		return // a program with errors builds nothing anyway
 	}
-	// About the whole file: no line to point at.
-	at := ir.Pos{File: c.main.file.name}
-	c.diags = append(c.diags, Diagnostic{Severity: Warning, Pos: at, End: at,
-		Message: "the program has no step block: a program built from it synchronises nothing",
-		Hint:    "add a `step { ... }` block with the step's statements; a file that other files import needs none"})
+	c.diags = append(c.diags, fileDiag(Warning, c.main.file.name,
+		"the program has no step block: a program built from it synchronises nothing",
+		"add a `step { ... }` block with the step's statements; a file that other files import needs none"))
 }
 
 // declareTensors expands and checks every tensor declaration.
@@ -341,9 +339,9 @@ func dimensionHint(text string) string {
 		return "dimensions are decimal numbers"
 	case exponentRE.MatchString(text):
 		if full, ok := withoutExponent(text); ok {
-			return "numbers are written without an exponent: write " + code(full)
+			return writeInFull(full)
 		}
-		return "numbers are written without an exponent"
+		return noExponent
 	case fractionalRE.MatchString(text):
 		return "a dimension counts elements, so it is a whole number of at least 1, e.g. `f32[2, 3]`"
 	case productRE.MatchString(text):

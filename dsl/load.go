@@ -20,9 +20,7 @@ import (
 func Load(path string) (*ir.Program, Diagnostics) {
 	src, err := os.ReadFile(path)
 	if err != nil {
-		d := fileError(path, fmt.Sprintf("cannot read %s: %v", path, unwrapPathError(err)))
-		d.Hint = readHint(path, err)
-		return nil, Diagnostics{d}
+		return nil, Diagnostics{fileDiag(Error, path, fmt.Sprintf("cannot read %s: %v", path, unwrapPathError(err)), readHint(path, err))}
 	}
 	return Check(path, src)
 }
@@ -65,9 +63,11 @@ func Check(filename string, src []byte) (*ir.Program, Diagnostics) {
 	return prog, diags
 }
 
-// fileError is a diagnostic about a whole file (one that cannot be read).
-func fileError(name, msg string) Diagnostic {
-	return Diagnostic{Severity: Error, Pos: ir.Pos{File: name}, End: ir.Pos{File: name}, Message: msg}
+// fileDiag is a diagnostic about a whole file (one that cannot be read,
+// or a plan without a step block): no line to point at.
+func fileDiag(sev Severity, name, msg, hint string) Diagnostic {
+	at := ir.Pos{File: name}
+	return Diagnostic{Severity: sev, Pos: at, End: at, Message: msg, Hint: hint}
 }
 
 func unwrapPathError(err error) error {

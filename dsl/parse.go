@@ -215,10 +215,9 @@ func targetlessCollectiveInGroup(all []token, off int) (int, bool) {
 // `wait step`, `compute wait`), the token inside the statement where it
 // goes wrong, by parsing the statement's line alone in a block.
 func errorInsideStatement(all []token, off int) (int, bool) {
-	toks := significantTokens(all)
-	at := tokenIndex(toks, off)
+	toks, at, ok := tokenAt(all, off)
 	// `compute` is a statement keyword but not a reserved word.
-	if at >= len(toks) || toks[at].Pos.Offset != off || toks[at].Type == tokString ||
+	if !ok || toks[at].Type == tokString ||
 		!slices.Contains(statementKeywords, toks[at].Value) || toks[at].Value == "group" ||
 		!slices.Contains([]string{"init", "step", "group"}, enclosingOpener(toks, at)) {
 		return 0, false
@@ -245,6 +244,14 @@ func errorInsideStatement(all []token, off int) (int, bool) {
 // that starts at or after offset off, or len(toks).
 func tokenIndex(toks []token, off int) int {
 	return sort.Search(len(toks), func(i int) bool { return toks[i].Pos.Offset >= off })
+}
+
+// tokenAt returns the significant tokens of all and the index of the one
+// that starts at offset off; ok is false when no token starts there.
+func tokenAt(all []token, off int) (toks []token, at int, ok bool) {
+	toks = significantTokens(all)
+	at = tokenIndex(toks, off)
+	return toks, at, at < len(toks) && toks[at].Pos.Offset == off
 }
 
 // inStepBlock wraps a statement's tokens in `step { ... }` so that it

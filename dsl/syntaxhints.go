@@ -26,9 +26,8 @@ const tensorForm = "a tensor is declared as `tensor NAME DTYPE[DIMS]`"
 // caret is where the missing part goes: on the dtype that should follow
 // the name, or on the `[` that should follow the dtype.
 func missingTensorPart(f *sourceFile, all []token, off int) (Diagnostic, bool) {
-	toks := significantTokens(all)
-	at := tokenIndex(toks, off)
-	if at >= len(toks) || at < 1 || toks[at].Pos.Offset != off || toks[at].Value != "[" {
+	toks, at, ok := tokenAt(all, off)
+	if !ok || at < 1 || toks[at].Value != "[" {
 		return Diagnostic{}, false
 	}
 	open := toks[at]
@@ -98,9 +97,8 @@ func shortText(s string) string {
 // statement keyword (`allreduce g aftr ready`) is left to
 // explainSyntaxError, unless a tensor or bucket of the file has that name.
 func missingTargetComma(f *sourceFile, all []token, off int) (Diagnostic, bool) {
-	toks := significantTokens(all)
-	at := tokenIndex(toks, off)
-	if at >= len(toks) || toks[at].Pos.Offset != off {
+	toks, at, ok := tokenAt(all, off)
+	if !ok {
 		return Diagnostic{}, false
 	}
 	t := toks[at]
@@ -135,9 +133,8 @@ func missingTargetComma(f *sourceFile, all []token, off int) (Diagnostic, bool) 
 // not followed by a comma. A bucket option keyword there (`bucket g { a cap
 // 1MiB`) means the list was not closed, unless a tensor has that name.
 func missingPatternComma(f *sourceFile, all []token, off int) (Diagnostic, bool) {
-	toks := significantTokens(all)
-	at := tokenIndex(toks, off)
-	if at >= len(toks) || toks[at].Pos.Offset != off {
+	toks, at, ok := tokenAt(all, off)
+	if !ok {
 		return Diagnostic{}, false
 	}
 	t := toks[at]

@@ -38,12 +38,12 @@ func parseQuantity(text, what string, units map[string]int64, unitList string) (
 	if m == nil {
 		hint := "write a number and a unit (" + unitList + "), e.g. " + example(what)
 		if full, ok := withoutExponent(text); ok {
-			hint = "numbers are written without an exponent: write " + code(full)
+			hint = writeInFull(full)
 			if strings.TrimLeft(full, "0123456789.") == "" {
 				hint += " and a unit (" + unitList + ")"
 			}
 		} else if exponentRE.MatchString(text) {
-			hint = "numbers are written without an exponent; " + hint
+			hint = noExponent + "; " + hint
 		}
 		return 0, fmt.Sprintf("invalid %s %s", what, code(text)), hint
 	}
@@ -81,6 +81,12 @@ func parseQuantity(text, what string, units map[string]int64, unitList string) (
 // with its mantissa, exponent and unit.
 var exponentRE = regexp.MustCompile(`^([0-9]+(?:\.[0-9]+)?)[eE]([+-]?[0-9]+)([A-Za-z]*)$`)
 
+// noExponent is the hint for a number in scientific notation; writeInFull
+// adds the number written out.
+const noExponent = "numbers are written without an exponent"
+
+func writeInFull(full string) string { return noExponent + ": write " + code(full) }
+
 // withoutExponent writes a number in scientific notation in full
 // (`1e6B` is `1000000B`), when the result is short enough to suggest.
 func withoutExponent(text string) (string, bool) {
@@ -106,7 +112,7 @@ func intHint(text, msg, example string) string {
 		return fmt.Sprintf("the largest is %d", math.MaxInt32)
 	}
 	if full, ok := withoutExponent(text); ok {
-		return "numbers are written without an exponent: write " + code(full)
+		return writeInFull(full)
 	}
 	return "write a whole number, e.g. " + code(example)
 }

@@ -203,7 +203,7 @@ Flags (one or two dashes):
 // maxTotalSteps is the most steps, warm-up included, that a run can have:
 // steps are numbered from 0 in 32 bits, and 0xffffffff is the init block's
 // number (InitStep).
-const maxTotalSteps = 1<<32 - 1
+const maxTotalSteps = InitStep // steps 0 .. InitStep-1
 
 // printFlags prints the flags as flag.PrintDefaults does, but named with
 // two dashes, as the rest of the help and the documentation write them.
