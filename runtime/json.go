@@ -74,8 +74,9 @@ type jsonSummary struct {
 }
 
 // writeJSON writes the report as JSON to path (rank 0; "-": standard
-// output). A file it cannot write is an *outputError.
-func writeJSON(path string, e *engine, rep *report, info *runInfo) error {
+// output), or to pipe, the named pipe checkOutputs kept open for it. A
+// file it cannot write is an *outputError.
+func writeJSON(path string, pipe *os.File, e *engine, rep *report, info *runInfo) error {
 	data, err := json.MarshalIndent(makeJSON(e, rep, info), "", "  ")
 	if err != nil {
 		return err
@@ -84,7 +85,7 @@ func writeJSON(path string, e *engine, rep *report, info *runInfo) error {
 	if path == "-" {
 		_, err = os.Stdout.Write(data)
 	} else {
-		err = os.WriteFile(path, data, 0o644)
+		err = writeOutput(path, pipe, data)
 	}
 	if err != nil {
 		return &outputError{flag: "--json", path: path, err: err}
@@ -137,4 +138,18 @@ func makeJSON(e *engine, rep *report, info *runInfo) jsonReport {
 		j.Summary.StepsMs = append(j.Summary.StepsMs, ms(d))
 	}
 	return j
+}
+
+// writeOutput writes data to the file at path, or to pipe when
+// checkOutputs kept one open for it, and closes it.
+func writeOutput(path string, pipe *os.File, data []byte) error {
+	f, err := createOutput(path, pipe)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strings"
+	"syscall"
 	"time"
 	"unicode/utf8"
 	"unsafe"
@@ -58,10 +59,10 @@ func mainArgs(p *Plan, args []string) int {
 	h, err := startMPI()
 	if err != nil {
 		if usage != "" {
-			fmt.Fprintf(os.Stderr, "%s: %s\n", progName(), usage)
+			fmt.Fprintf(os.Stderr, "%s: error: %s\n", progName(), usage)
 			return 2
 		}
-		fmt.Fprintf(os.Stderr, "%s: %v\n", progName(), err)
+		fmt.Fprintf(os.Stderr, "%s: error: %v\n", progName(), err)
 		return 1
 	}
 	r := &runner{p: p, opts: opts, h: h, procNote: procNote, usage: usage}
@@ -215,7 +216,7 @@ func (r *runner) run() int {
 	if h.rank == 0 {
 		printReport(report, e, rep, r.opts)
 		if r.opts.json != "" {
-			if err := writeJSON(r.opts.json, e, rep, info); err != nil {
+			if err := writeJSON(r.opts.json, r.opts.jsonPipe, e, rep, info); err != nil {
 				outErrs = append(outErrs, err)
 			}
 		}
@@ -229,7 +230,7 @@ func (r *runner) run() int {
 		r.fatal(fmt.Errorf("closing the %s backend: %w", be.Name(), err))
 	}
 	if err := h.finalize(); err != nil {
-		fmt.Fprintf(os.Stderr, "%s: rank %d: %v\n", progName(), h.rank, err)
+		fmt.Fprintf(os.Stderr, "%s: rank %d: error: %v\n", progName(), h.rank, err)
 		return 1
 	}
 	if rep.wrong > 0 {
@@ -264,7 +265,7 @@ func (r *runner) agreeOnFlags() bool {
 	rec := make([]byte, flagRecordSize)
 	if msg == "" && h.rank == 0 {
 		if err := checkOutputs(r.opts); err != nil {
-			msg = "error: " + err.Error()
+			msg = err.Error()
 			rec[0] |= flagOutput
 		}
 	}
@@ -299,9 +300,9 @@ func (r *runner) agreeOnFlags() bool {
 			switch {
 			case m == "":
 			case len(g) == h.size || all[g[0]][0]&flagOutput != 0:
-				fmt.Fprintf(os.Stderr, "%s: %s\n", progName(), m)
+				fmt.Fprintf(os.Stderr, "%s: error: %s\n", progName(), m)
 			default:
-				fmt.Fprintf(os.Stderr, "%s: %s: %s\n", progName(), rankList(g), m)
+				fmt.Fprintf(os.Stderr, "%s: %s: error: %s\n", progName(), rankList(g), m)
 			}
 		}
 	}
@@ -343,12 +344,21 @@ func checkStepsFit(steps, rows int) error {
 // checkOutputs makes sure that rank 0 can write the files --json and
 // --trace name, before the run rather than after it, and that they are two
 // files (two names of one file, through a link, would leave only the JSON,
-// written last). A file that did not exist is removed again.
-func checkOutputs(o *options) error {
+// written last). A file that did not exist is removed again. A named pipe
+// (a FIFO, or bash's `--json >(jq .)`) is opened without blocking and kept
+// open until its file is written (openPipe).
+func checkOutputs(o *options) (err error) {
 	var created []string
+	var held []*os.File
 	defer func() {
 		for _, path := range created {
 			os.Remove(path)
+		}
+		if err != nil {
+			for _, f := range held {
+				f.Close()
+			}
+			o.jsonPipe, o.tracePipe = nil, nil
 		}
 	}()
 	type opened struct {
@@ -356,22 +366,36 @@ func checkOutputs(o *options) error {
 		info       os.FileInfo
 	}
 	var seen []opened
-	for _, f := range []struct{ flag, path string }{{"--json", o.json}, {"--trace", o.trace}} {
+	for _, f := range []struct {
+		flag, path string
+		pipe       **os.File
+	}{{"--json", o.json, &o.jsonPipe}, {"--trace", o.trace, &o.tracePipe}} {
 		if f.path == "" || f.path == "-" {
 			continue
 		}
-		_, statErr := os.Stat(f.path)
-		file, err := os.OpenFile(f.path, os.O_WRONLY|os.O_CREATE, 0o644)
-		if err != nil {
-			return fmt.Errorf("%s %s: cannot write the file: %w", f.flag, f.path, err)
-		}
-		if os.IsNotExist(statErr) {
-			created = append(created, f.path)
-		}
-		info, err := file.Stat()
-		file.Close()
-		if err != nil {
-			continue
+		st, statErr := os.Stat(f.path)
+		var info os.FileInfo
+		if statErr == nil && st.Mode()&os.ModeNamedPipe != 0 {
+			file, err := openPipe(f.flag, f.path)
+			if err != nil {
+				return err
+			}
+			held = append(held, file)
+			*f.pipe = file
+			info = st
+		} else {
+			file, err := os.OpenFile(f.path, os.O_WRONLY|os.O_CREATE, 0o644)
+			if err != nil {
+				return fmt.Errorf("%s %s: cannot write the file: %w", f.flag, f.path, err)
+			}
+			if os.IsNotExist(statErr) {
+				created = append(created, f.path)
+			}
+			info, err = file.Stat()
+			file.Close()
+			if err != nil {
+				continue
+			}
 		}
 		for _, s := range seen {
 			if os.SameFile(s.info, info) {
@@ -381,6 +405,33 @@ func checkOutputs(o *options) error {
 		seen = append(seen, opened{f.flag, f.path, info})
 	}
 	return nil
+}
+
+// openPipe opens the named pipe at path for writing. A plain open blocks
+// until a process opens the pipe for reading, so a FIFO nobody reads held
+// rank 0 in the start-up check until --timeout; opened with O_NONBLOCK it
+// fails at once (ENXIO) instead. The file stays open until the run writes
+// it: closed after the check, the reader would see the end of its input
+// and go (jq prints nothing and exits) before the data came.
+func openPipe(flag, path string) (*os.File, error) {
+	file, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, syscall.ENXIO) {
+		return nil, fmt.Errorf("%s %s: cannot write the file: it is a named pipe (FIFO) that no process reads; start its reader first (for example `jq . < %s &`)", flag, path, path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: cannot write the file: %w", flag, path, err)
+	}
+	return file, nil
+}
+
+// createOutput opens an output file for writing its data: the pipe that
+// checkOutputs kept open for it, or the file at path, created or
+// truncated.
+func createOutput(path string, pipe *os.File) (*os.File, error) {
+	if pipe != nil {
+		return pipe, nil
+	}
+	return os.Create(path)
 }
 
 // outputError is a --json or --trace file that rank 0 could not write

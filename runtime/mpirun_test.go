@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -435,7 +436,7 @@ func TestFlagsOfSomeRanks(t *testing.T) {
 		return run(t, ctx, nil, argv)
 	}
 	r := mpmd([]string{"--steps", "2"}, []string{"--steps", "two"})
-	if r.code != 2 || strings.Count(r.out, `ranks 1, 2: invalid value "two" for flag --steps`) != 1 {
+	if r.code != 2 || strings.Count(r.out, `testprog: ranks 1, 2: error: invalid value "two" for flag --steps`) != 1 {
 		t.Errorf("a bad flag on ranks 1 and 2: exit %d:\n%s", r.code, r.out)
 	}
 	trace := filepath.Join(t.TempDir(), "t.json")
@@ -489,6 +490,42 @@ func TestOutputToStdout(t *testing.T) {
 		if !strings.Contains(stderr.String(), "# syncgen: basic") || !strings.Contains(stderr.String(), "# 0 wrong") {
 			t.Errorf("%s -: the report is not on standard error:\n%s", flag, stderr.String())
 		}
+	}
+}
+
+// A named pipe as --json: with a reader (a FIFO, or bash's `--json
+// >(jq .)`) it gets the JSON; without one, rank 0's check of the file
+// blocked until --timeout, and now the run stops at once with a usage
+// error.
+func TestOutputToNamedPipe(t *testing.T) {
+	needMPI(t)
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	r := mpirun(t, 2, nil, 30*time.Second, "basic", "--steps", "1", "--json", fifo, "--timeout", "20s")
+	if r.code != 2 || r.took > 15*time.Second || strings.Count(r.out, "testprog: error: --json "+fifo+": cannot write the file: it is a named pipe (FIFO) that no process reads") != 1 {
+		t.Errorf("a FIFO without a reader: exit %d after %v:\n%s", r.code, r.took, r.out)
+	}
+	// A reader that holds the pipe from the start (so the program finds
+	// it whenever it starts), and one that reads it to the end.
+	held, err := syscall.Open(fifo, syscall.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(held)
+	got := make(chan []byte, 1)
+	go func() {
+		b, _ := os.ReadFile(fifo) // opened once the program opens the pipe
+		got <- b
+	}()
+	r = mpirun(t, 2, nil, 30*time.Second, "basic", "--steps", "2", "--json", fifo)
+	if r.code != 0 {
+		t.Fatalf("a FIFO with a reader: exit %d:\n%s", r.code, r.out)
+	}
+	var j struct{ Ranks int }
+	if b := <-got; json.Unmarshal(b, &j) != nil || j.Ranks != 2 {
+		t.Errorf("the reader of the FIFO got %q", b)
 	}
 }
 
@@ -609,6 +646,16 @@ func TestWrongElementDetected(t *testing.T) {
 			mustContain(t, r, "# 1 wrong", "rank 1: step 2:", "element 3")
 		})
 	}
+	// Element 12 of bucket 0 (fc2.bias, 10 elements, then fc2.weight) is
+	// element 2 of its second tensor: the hook changed element 12 of the
+	// first tensor, which has none, so nothing was wrong.
+	t.Run("second tensor", func(t *testing.T) {
+		r := mpirun(t, 2, []string{"SYNCGEN_TEST_CORRUPT=1:2:0:12"}, 60*time.Second, "basic", "--steps", "2", "--quiet")
+		if r.code != 1 {
+			t.Fatalf("exit %d, want 1:\n%s", r.code, r.out)
+		}
+		mustContain(t, r, "# 1 wrong", `changed element 2 of "fc2.weight"`)
+	})
 	// The init block's results are checked once, right after it (step -1
 	// of the hook): bucket 1, "frozen", is touched by no step collective
 	// but the max allreduce.
@@ -651,10 +698,18 @@ func TestFlags(t *testing.T) {
 			t.Errorf("np %d, an unwritable --json: exit %d:\n%s", np, r.code, r.out)
 		}
 	}
-	// A bad flag: one message, not one per rank.
+	// A bad flag: one message, not one per rank, worded like every other
+	// error ("prog: error: ..."; it was "prog: invalid value ...", while an
+	// unwritable file said "prog: error: ...").
 	r = mpirun(t, 3, nil, 30*time.Second, "basic", "--check", "-1")
-	if r.code != 2 || strings.Count(r.out, `invalid value "-1" for flag --check`) != 1 {
+	if r.code != 2 || strings.Count(r.out, `testprog: error: invalid value "-1" for flag --check`) != 1 {
 		t.Errorf("np 3, --check -1: exit %d:\n%s", r.code, r.out)
+	}
+	// A repeated output flag is a usage error too: the last one won, and
+	// the first file was never written.
+	r = mpirun(t, 2, nil, 30*time.Second, "basic", "--steps", "1", "--json", filepath.Join(t.TempDir(), "a.json"), "--json", filepath.Join(t.TempDir(), "b.json"))
+	if r.code != 2 || strings.Contains(r.out, "# syncgen:") || strings.Count(r.out, "testprog: error: --json given twice") != 1 {
+		t.Errorf("np 2, --json twice: exit %d:\n%s", r.code, r.out)
 	}
 	r = mpirun(t, 3, nil, 30*time.Second, "basic", "--help")
 	if r.code != 0 || strings.Count(r.out, "gradient synchronisation plan") != 1 {

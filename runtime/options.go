@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -21,6 +22,10 @@ type options struct {
 	backend    string
 	json       string // "-": standard output
 	trace      string // "-": standard output
+	// jsonPipe and tracePipe are the named pipes that --json and --trace
+	// name, opened by rank 0's check before the run and kept open until
+	// their data is written (checkOutputs); nil for other files.
+	jsonPipe, tracePipe *os.File
 	// tracing is rank 0's --trace, which every rank learns before the run
 	// (agreeOnFlags): only rank 0 writes the trace, but every rank keeps
 	// and sends its events.
@@ -100,6 +105,35 @@ func (f countFlag) Set(s string) error {
 	return nil
 }
 
+// outputFlag parses --json and --trace: a FILE, given at most once. The
+// flag package lets the last of "--json a.json --json b.json" win without a
+// word, and only one of the two files would then be written.
+type outputFlag struct {
+	name string
+	path *string
+	set  bool
+	// twice is the error of a second value, which parseOptions reports in
+	// place of the flag package's longer wording of it.
+	twice error
+}
+
+func (f *outputFlag) String() string {
+	if f == nil || f.path == nil {
+		return ""
+	}
+	return *f.path
+}
+
+func (f *outputFlag) Set(s string) error {
+	if f.set {
+		f.twice = fmt.Errorf("--%s given twice (%q, then %q): give it once", f.name, *f.path, s)
+		return f.twice
+	}
+	f.set = true
+	*f.path = s
+	return nil
+}
+
 // parseOptions parses args (without the program name) with the plan's run
 // line as defaults.
 func parseOptions(p *Plan, prog string, args []string, out io.Writer) (*options, error) {
@@ -110,8 +144,9 @@ func parseOptions(p *Plan, prog string, args []string, out io.Writer) (*options,
 	fs.Var(countFlag{&o.warmup}, "warmup", "run `N` warm-up steps before the measured ones (checked, not timed)")
 	fs.Var(checkFlag{&o.checkEvery}, "check", "verify every element every `N` steps (and the last); off or 0: never")
 	fs.StringVar(&o.backend, "backend", "auto", "`auto`, cpu or nccl: auto takes NCCL when every rank has a GPU of its own and libnccl loads")
-	fs.StringVar(&o.json, "json", "", "write the figures and the environment as JSON to `FILE` (rank 0; - for standard output, the report then goes to standard error)")
-	fs.StringVar(&o.trace, "trace", "", "write a Chrome trace of every rank's timeline to `FILE` (rank 0; opens in Perfetto; - for standard output, as --json)")
+	jsonFlag, traceFlag := &outputFlag{name: "json", path: &o.json}, &outputFlag{name: "trace", path: &o.trace}
+	fs.Var(jsonFlag, "json", "write the figures and the environment as JSON to `FILE` (rank 0; - for standard output, the report then goes to standard error)")
+	fs.Var(traceFlag, "trace", "write a Chrome trace of every rank's timeline to `FILE` (rank 0; opens in Perfetto; - for standard output, as --json)")
 	fs.Var(durationFlag{&o.timeout}, "timeout", "abort the job when one step, or a phase before or after the steps, takes longer than `DUR`, printing on every rank what it waits for")
 	fs.BoolVar(&o.quiet, "quiet", false, "print only errors and the summary lines")
 	help := func() {
@@ -139,6 +174,11 @@ Flags (one or two dashes):
 		if errors.Is(err, flag.ErrHelp) {
 			help()
 			return nil, err
+		}
+		for _, f := range []*outputFlag{jsonFlag, traceFlag} {
+			if f.twice != nil {
+				return nil, f.twice
+			}
 		}
 		// The flag package names flags with one dash; the help uses two.
 		msg := strings.Replace(err.Error(), "flag -", "flag --", 1)

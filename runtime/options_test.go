@@ -7,7 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func TestParseOptions(t *testing.T) {
@@ -35,6 +37,10 @@ func TestParseOptions(t *testing.T) {
 		// One file for both would keep only the JSON, written last.
 		{[]string{"--json", "out.json", "--trace", "./out.json"}, "--json and --trace both name out.json: give them different files", 0, 0},
 		{[]string{"--json", "a.json", "--trace", "t.json", "--timeout", "90s"}, "", 7, 3},
+		// A repeated output flag: the last one won, and the first file was
+		// never written, without a word.
+		{[]string{"--json", "a.json", "--json", "b.json"}, `--json given twice ("a.json", then "b.json"): give it once`, 0, 0},
+		{[]string{"--trace=t.json", "--steps", "7", "-trace", "u.json"}, `--trace given twice ("t.json", then "u.json"): give it once`, 0, 0},
 		{[]string{"--backend", "tpu"}, `--backend "tpu": want auto, cpu or nccl`, 0, 0},
 		{[]string{"--timeout", "0s"}, "--timeout must be positive", 0, 0},
 		{[]string{"--json", "--quiet"}, `--json "--quiet": want a FILE after --json, not a flag`, 0, 0},
@@ -115,6 +121,57 @@ func TestCheckOutputs(t *testing.T) {
 	}
 	if _, err := os.Stat(fresh); !os.IsNotExist(err) {
 		t.Errorf("the check left %s behind: %v", fresh, err)
+	}
+}
+
+// A named pipe as --json or --trace: the check's blocking open held rank 0
+// until --timeout when no process read the pipe, and closing the pipe
+// after the check ended its reader's input before the data came.
+func TestCheckOutputsNamedPipe(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	check := func(o *options) error {
+		done := make(chan error, 1)
+		go func() { done <- checkOutputs(o) }()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(5 * time.Second):
+			t.Fatalf("checkOutputs(--json %s) still blocked after 5s", o.json)
+			return nil
+		}
+	}
+	// Nobody reads it: a clear error, at once.
+	err := check(&options{json: fifo})
+	if err == nil || !strings.Contains(err.Error(), "--json "+fifo+": cannot write the file: it is a named pipe (FIFO) that no process reads") {
+		t.Fatalf("a FIFO without a reader: %v", err)
+	}
+	// A reader: the pipe stays open for the data.
+	rd, err := syscall.Open(fifo, syscall.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(rd)
+	o := &options{trace: filepath.Join(dir, "t.json"), json: fifo}
+	if err := check(o); err != nil {
+		t.Fatalf("a FIFO with a reader: %v", err)
+	}
+	buf := make([]byte, 64)
+	if n, err := syscall.Read(rd, buf); err != syscall.EAGAIN {
+		t.Fatalf("after the check the reader got %d bytes, %v; want EAGAIN (a writer still holds the pipe, no data yet)", n, err)
+	}
+	if err := writeOutput(o.json, o.jsonPipe, []byte(`{"a":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	n, err := syscall.Read(rd, buf)
+	if err != nil || string(buf[:n]) != `{"a":1}` {
+		t.Fatalf("the reader got %q, %v", buf[:n], err)
+	}
+	if n, err := syscall.Read(rd, buf); n != 0 || err != nil {
+		t.Errorf("after the data the reader got %d bytes, %v; want the end of its input", n, err)
 	}
 }
 

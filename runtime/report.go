@@ -146,10 +146,15 @@ func buildReport(p *Plan, prog *program, bufElems []int64, res *results, all [][
 		}
 		rr := rowReport{row: r, time: time.Duration(t), median: time.Duration(med)}
 		// Without a measured step the records did not say these: take
-		// them from the plan, as a measured step would have.
+		// them from the plan, as a measured step would have (issueGroup:
+		// only allgather and reducescatter move the padded buffer).
 		rr.group = inGroup[r.id]
 		if r.bytes == 0 && r.bucket < len(bufElems) {
-			rr.bytes = bufElems[r.bucket] * p.Buckets[r.bucket].Wire.Size()
+			n := p.Buckets[r.bucket].Elems
+			if r.coll == CollAllGather || r.coll == CollReduceScatter {
+				n = bufElems[r.bucket]
+			}
+			rr.bytes = n * p.Buckets[r.bucket].Wire.Size()
 		}
 		if t > 0 {
 			rr.algbw = float64(rr.bytes) / t // bytes per ns = GB/s

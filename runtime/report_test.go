@@ -164,6 +164,40 @@ func TestReportWithoutMeasuredSteps(t *testing.T) {
 	}
 }
 
+// TestReportWithoutMeasuredStepsPaddedBucket: with --steps 0, an allreduce
+// of a bucket that an allgather pads showed the padded buffer's bytes (48),
+// where a measured run shows the bytes it moves (40).
+func TestReportWithoutMeasuredStepsPaddedBucket(t *testing.T) {
+	p := &Plan{
+		Name: "r", Source: "r.sync",
+		Tensors: []Tensor{{Name: "y", DType: F32, Shape: []int64{10}, Bucket: 0}},
+		Streams: []Stream{{Name: "compute"}, {Name: "comm"}},
+		Buckets: []Bucket{{Name: "b", Wire: F32, Elems: 10, Tensors: []int{0}}},
+		Run:     Run{Steps: 0, Warmup: 0, CheckEvery: 1},
+	}
+	p.Step = func(s *Step) {
+		s.Backward("r.sync:1:1", 0, time.Millisecond)
+		s.AllReduce("r.sync:2:1", 1, Sum, AfterReady(), 0)
+		s.AllGather("r.sync:3:1", 1, AfterStream(1), 0)
+		s.ReduceScatter("r.sync:4:1", 1, Sum, AfterStream(1), 0)
+		s.Broadcast("r.sync:5:1", 1, 0, AfterStream(1), 0)
+	}
+	prog, err := record(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all [][]byte
+	for rank := 0; rank < 3; rank++ {
+		all = append(all, encodeFigures(newResults(p, prog), len(p.Buckets)))
+	}
+	rep := buildReport(p, prog, []int64{12}, newResults(p, prog), all)
+	for i, want := range []int64{40, 48, 48, 40} {
+		if rep.rows[i].bytes != want {
+			t.Errorf("row %d (%s): %d bytes, want %d", i, rep.rows[i].coll, rep.rows[i].bytes, want)
+		}
+	}
+}
+
 // TestReportGroupFootnote: the footnote says what a grouped row's
 // bandwidth is (the bucket's bytes over the group's time).
 func TestReportGroupFootnote(t *testing.T) {
@@ -213,6 +247,16 @@ func TestTraceEventsRoot(t *testing.T) {
 	}
 	if _, ok := evs[1].Args["root"]; ok {
 		t.Errorf("allreduce event args %v have a root", evs[1].Args)
+	}
+	// A complete event of duration 0 still has its "dur" (it had none,
+	// and the format requires one), and a metadata event has none.
+	evs = traceEvents(e, []tracedRec{{step: 1, r: timed{kind: tWait, stream: 1, name: "wait comm", bucket: -1, t0: time.Millisecond, t1: time.Millisecond}}})
+	data, err := json.Marshal(append(evs, traceEvent{Name: "thread_name", Ph: "M", Args: map[string]any{"name": "host"}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), `"ts":1000,"dur":0,`) || strings.Count(string(data), `"dur"`) != 1 {
+		t.Errorf("a wait of duration 0 and a metadata event: %s", data)
 	}
 }
 
@@ -283,7 +327,7 @@ func TestTraceFileIsJSON(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "t.json")
 	p := &Plan{Name: "odd\x01name", Source: "dir/\x7f\xffplan.sync"}
 	parts := [][]byte{[]byte(`[{"name":"a","ph":"X","ts":0,"pid":0,"tid":1}]`), []byte(`[]`), []byte(`[{"name":"b","ph":"X","ts":1,"pid":2,"tid":1}]`)}
-	if err := writeTraceFile(path, p, 3, parts); err != nil {
+	if err := writeTraceFile(path, nil, p, 3, parts); err != nil {
 		t.Fatal(err)
 	}
 	data, err := os.ReadFile(path)

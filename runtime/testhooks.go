@@ -6,8 +6,9 @@ package runtime
 //
 //	SYNCGEN_TEST_CORRUPT=RANK:STEP:BUCKET:ELEM  before the check of STEP (-1:
 //	    the check after the init block), rank RANK changes element ELEM of
-//	    the first tensor of bucket index BUCKET (by one), so that the check
-//	    must count one wrong element.
+//	    bucket index BUCKET (counted in the wire buffer, over its tensors; by
+//	    one, in the tensor that holds it), so that the check must count one
+//	    wrong element where the element is checked.
 //	SYNCGEN_TEST_PANIC=RANK:STEP   rank RANK panics at the start of STEP.
 //	SYNCGEN_TEST_HANG=RANK:STEP[:STMT]  rank RANK stops (sleeps) at the start
 //	    of STEP, or before issuing the step's statement number STMT (0-based,
@@ -129,16 +130,23 @@ func (h *testHooks) beforeCheck(e *engine, i int) {
 	if c == nil || c[0] != e.rank || c[1] != i || c[2] < 0 || c[2] >= len(e.plan.Buckets) {
 		return
 	}
-	ts := e.plan.Buckets[c[2]].Tensors
-	if len(ts) == 0 {
+	// Element ELEM of the bucket is element ELEM-Offset of the tensor
+	// that holds it (it was element ELEM of the bucket's first tensor,
+	// and an ELEM past that tensor changed nothing without a word).
+	elem, t := int64(c[3]), -1
+	for _, k := range e.plan.Buckets[c[2]].Tensors {
+		if off := e.plan.Tensors[k].Offset; elem >= off && elem < off+e.tensors[k].elems {
+			t = k
+		}
+	}
+	if t < 0 {
+		fmt.Fprintf(os.Stderr, "SYNCGEN_TEST_CORRUPT: rank %d changed nothing: element %d is in no tensor of bucket %q\n",
+			e.rank, elem, e.plan.Buckets[c[2]].Name)
 		return
 	}
-	tm := &e.tensors[ts[0]]
-	if int64(c[3]) >= tm.elems || c[3] < 0 {
-		return
-	}
+	tm := &e.tensors[t]
 	el := tm.store
-	el.Off += int64(c[3])
+	el.Off += elem - e.plan.Tensors[t].Offset
 	el.N = 1
 	b := make([]byte, el.Bytes())
 	vals := make([]float64, 1)
@@ -154,7 +162,7 @@ func (h *testHooks) beforeCheck(e *engine, i int) {
 	storeAll(b, el.DType, vals)
 	_ = e.be.CopyFromHost(el, b)
 	fmt.Fprintf(os.Stderr, "SYNCGEN_TEST_CORRUPT: rank %d changed element %d of %q before the check of step %d\n",
-		e.rank, c[3], e.plan.Tensors[ts[0]].Name, i)
+		e.rank, elem-e.plan.Tensors[t].Offset, e.plan.Tensors[t].Name, i)
 }
 
 // heapAllocs returns how many heap objects the process has allocated so

@@ -17,11 +17,14 @@ import (
 
 // traceEvent is one Chrome trace event.
 type traceEvent struct {
-	Name string         `json:"name"`
-	Cat  string         `json:"cat,omitempty"`
-	Ph   string         `json:"ph"`
-	Ts   float64        `json:"ts"`            // microseconds
-	Dur  float64        `json:"dur,omitempty"` // microseconds
+	Name string  `json:"name"`
+	Cat  string  `json:"cat,omitempty"`
+	Ph   string  `json:"ph"`
+	Ts   float64 `json:"ts"` // microseconds
+	// Dur is a complete ("X") event's duration in microseconds, nil for
+	// metadata: the format requires it of every complete event, and with
+	// omitempty an event of duration 0 had none.
+	Dur  *float64       `json:"dur,omitempty"`
 	Pid  int            `json:"pid"`
 	Tid  int            `json:"tid"`
 	Args map[string]any `json:"args,omitempty"`
@@ -67,7 +70,8 @@ func traceEvents(e *engine, recs []tracedRec) []traceEvent {
 	for _, k := range recs {
 		r, step := k.r, k.step
 		us := func(d time.Duration) float64 { return float64(k.base+d) / 1e3 }
-		ev := traceEvent{Ph: "X", Ts: us(r.t0), Dur: float64(r.t1-r.t0) / 1e3, Pid: e.rank, Tid: r.stream + 1,
+		dur := float64(r.t1-r.t0) / 1e3
+		ev := traceEvent{Ph: "X", Ts: us(r.t0), Dur: &dur, Pid: e.rank, Tid: r.stream + 1,
 			Args: map[string]any{"step": step}}
 		if r.at != "" {
 			ev.Args["src"] = string(r.at)
@@ -130,19 +134,20 @@ func writeTrace(e *engine, res *results) error {
 		return nil
 	}
 	path := e.opts.trace
-	if err := writeTraceFile(path, e.plan, e.size, all); err != nil {
+	if err := writeTraceFile(path, e.opts.tracePipe, e.plan, e.size, all); err != nil {
 		return &outputError{flag: "--trace", path: path, err: err}
 	}
 	return nil
 }
 
 // writeTraceFile writes the trace of every rank's events (each part a JSON
-// array of them) to path, or to standard output for "-".
-func writeTraceFile(path string, p *Plan, ranks int, all [][]byte) error {
+// array of them) to path (to pipe, when checkOutputs kept that named pipe
+// open for it), or to standard output for "-".
+func writeTraceFile(path string, pipe *os.File, p *Plan, ranks int, all [][]byte) error {
 	f := os.Stdout
 	if path != "-" {
 		var err error
-		if f, err = os.Create(path); err != nil {
+		if f, err = createOutput(path, pipe); err != nil {
 			return err
 		}
 	}
