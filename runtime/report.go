@@ -330,7 +330,7 @@ func printReport(w io.Writer, e *engine, rep *report, opts *options) {
 	default:
 		parts = append(parts, fmt.Sprintf("%d wrong", rep.wrong))
 		if rep.unchecked > 0 {
-			parts = append(parts, fmt.Sprintf("%d unchecked (values beyond the exact range of their dtype, or undefined)", rep.unchecked))
+			parts = append(parts, fmt.Sprintf("%d unchecked (values beyond the exact range of their dtype, or past 64 collectives since their last gradient)", rep.unchecked))
 		}
 		parts = append(parts, fmt.Sprintf("%d check%s", rep.checks, plural(rep.checks)))
 	}
