@@ -61,6 +61,20 @@ type checker struct {
 	// are missing, and a glob pattern that matches nothing may have been
 	// meant for them.
 	tensorNameRejected bool
+	// repeats holds the errors reported once for all the uses of one
+	// unknown name (errorOnce), by key.
+	repeats     map[string]*repeatedError
+	repeatOrder []*repeatedError
+}
+
+// repeatedError is an error about an unknown name that is reported once,
+// at its first use, however many statements or declarations use the name.
+type repeatedError struct {
+	diag int // index of the error in checker.diags
+	uses int
+	// many is the note for more than one use, with a %d for their count:
+	// "used %d times; first here".
+	many string
 }
 
 func newChecker() *checker {
@@ -73,12 +87,51 @@ func newChecker() *checker {
 		implicitBucket: map[int]int{},
 		badTensorDecl:  map[*TensorDecl]bool{},
 		badNames:       map[string]bool{},
+		repeats:        map[string]*repeatedError{},
 	}
 }
 
 // errorf records an error about the span sp of file f.
 func (c *checker) errorf(f *sourceFile, sp span, hint, format string, args ...any) {
 	c.diags = append(c.diags, f.diag(Error, sp.start, sp.end, fmt.Sprintf(format, args...), hint))
+}
+
+// usedTimes is errorOnce's usual note for a name used more than once.
+const usedTimes = "used %d times; first here"
+
+// errorOnce records an error about an unknown name (a misspelt stream,
+// bucket, dtype, ...) once per key and file: a later use with the same key
+// only counts, and the first error's message ends with many, filled in with
+// the number of uses, `no stream `comms` (used 3 times; first here)`. So a
+// misspelling used in N statements is one error, not N identical ones, and
+// each distinct misspelling keeps an error of its own. The error stays at
+// the use that comes first in the file.
+func (c *checker) errorOnce(key, many string, f *sourceFile, sp span, hint, format string, args ...any) {
+	key = f.name + "\x00" + key
+	if r, ok := c.repeats[key]; ok {
+		r.uses++
+		if first := &c.diags[r.diag]; sp.start < first.Pos.Offset {
+			// A use earlier in the file (a step block resolved before the
+			// init block below it) becomes the one shown.
+			*first = f.diag(Error, sp.start, sp.end, first.Message, first.Hint)
+		}
+		return
+	}
+	r := &repeatedError{diag: len(c.diags), uses: 1, many: many}
+	c.repeats[key] = r
+	c.repeatOrder = append(c.repeatOrder, r)
+	c.errorf(f, sp, hint, format, args...)
+}
+
+// noteRepeats adds the number of uses to each error that errorOnce
+// reported for a name used more than once.
+func (c *checker) noteRepeats() {
+	for _, r := range c.repeatOrder {
+		if r.uses > 1 {
+			d := &c.diags[r.diag]
+			d.Message += " (" + fmt.Sprintf(r.many, r.uses) + ")"
+		}
+	}
 }
 
 // warnf records a warning.
@@ -119,6 +172,7 @@ func (c *checker) check(filename string) *ir.Program {
 	c.checkRaces(c.initBlock, c.prog.Init)
 	c.checkRaces(c.stepBlock, c.prog.Step)
 	c.resolveRun()
+	c.noteRepeats()
 	c.warnUncovered()
 	c.warnNothingToRun()
 	return c.prog
@@ -194,7 +248,8 @@ func (c *checker) declareTensors() {
 			c.errorf(f, nameSpan(d.Name), "tensor names are unique across the program and its imports",
 				"duplicate tensor %s (first declared at %s)%s", code(dups[0]), firstDup, more)
 		}
-		if len(c.diags) > errs {
+		// dtype == InvalidDType too: a repeated unknown dtype adds no error.
+		if len(c.diags) > errs || dtype == ir.InvalidDType {
 			c.badTensorDecl[d] = true
 		}
 	}
@@ -259,6 +314,16 @@ var dtypeAliases = byAlias(map[string][]string{
 	"u8":   {"uint8", "byte"},
 })
 
+// unsupportedDTypes are other tools' dtypes that syncgen has no equivalent
+// of: a "did you mean" for them would name a dtype of another kind (`i8`
+// for `f8`, `i64` for `i16`).
+var unsupportedDTypes = map[string]bool{
+	"f8": true, "fp8": true, "float8": true, "e4m3": true, "e5m2": true, "f128": true,
+	"i16": true, "int16": true, "short": true, "u16": true, "uint16": true,
+	"u32": true, "uint32": true, "u64": true, "uint64": true,
+	"bool": true, "c64": true, "c128": true, "complex64": true, "complex128": true,
+}
+
 // byAlias turns lists of aliases by name into a map from alias to name.
 func byAlias(aliases map[string][]string) map[string]string {
 	out := map[string]string{}
@@ -278,10 +343,13 @@ func (c *checker) dtype(f *sourceFile, w *Word, what string) ir.DType {
 		hint := "dtypes are " + strings.Join(all, " ")
 		if s, ok := dtypeAliases[strings.ToLower(w.Text)]; ok {
 			hint = "did you mean " + code(s) + "? " + hint
+		} else if unsupportedDTypes[strings.ToLower(w.Text)] {
+			// A close name (`i8` for `f8`) would mean something else.
+			hint = "syncgen has no dtype of that kind; " + hint
 		} else if s := suggest(w.Text, all); s != "" {
 			hint = "did you mean " + code(s) + "? " + hint
 		}
-		c.errorf(f, wordSpan(w), hint, "unknown %s dtype %s", what, code(w.Text))
+		c.errorOnce(what+" dtype "+w.Text, usedTimes, f, wordSpan(w), hint, "unknown %s dtype %s", what, code(w.Text))
 	}
 	return dt
 }
@@ -296,7 +364,7 @@ func (c *checker) shape(f *sourceFile, d *TensorDecl) ([]int64, int64, bool) {
 	shape := make([]int64, 0, len(d.Dims))
 	elems := int64(1)
 	ok := true
-	for _, w := range d.Dims {
+	for i, w := range d.Dims {
 		n, msg := parseInt64(w.Text, "dimension")
 		switch {
 		case msg != "":
@@ -305,6 +373,18 @@ func (c *checker) shape(f *sourceFile, d *TensorDecl) ([]int64, int64, bool) {
 			continue
 		case n <= 0:
 			c.errorf(f, wordSpan(w), "every dimension is at least 1", "dimension %d is not positive", n)
+			ok = false
+			continue
+		case w.Text[0] == '0':
+			// `f32[1,024]` is two dimensions, 1 and 24: most likely a
+			// thousands separator, so a leading zero is an error.
+			hint := "write " + code(strconv.FormatInt(n, 10))
+			if i > 0 && w.Pos.Offset > 0 && f.src[w.Pos.Offset-1] == ',' && d.Dims[i-1].EndPos.Offset == w.Pos.Offset-1 {
+				prev := d.Dims[i-1].Text
+				hint = fmt.Sprintf("`%s,%s` is two dimensions, %s and %d; for one, write it without the comma, `%s%s`; for two, %s",
+					prev, w.Text, prev, n, prev, w.Text, hint)
+			}
+			c.errorf(f, wordSpan(w), hint, "dimension %s is written with a leading zero", code(w.Text))
 			ok = false
 			continue
 		}
@@ -326,7 +406,7 @@ func (c *checker) shape(f *sourceFile, d *TensorDecl) ([]int64, int64, bool) {
 }
 
 // dimensionHint says how to fix a dimension that is not an integer or
-// does not fit in an int64, or returns "".
+// does not fit in an int64.
 func dimensionHint(text string) string {
 	switch {
 	case strings.Trim(strings.TrimPrefix(text, "-"), "0123456789") == "" && text != "-":
@@ -346,17 +426,20 @@ func dimensionHint(text string) string {
 		return "a dimension counts elements, so it is a whole number of at least 1, e.g. `f32[2, 3]`"
 	case productRE.MatchString(text):
 		return "dimensions are separated by commas, e.g. `f32[" + strings.NewReplacer("x", ", ", "X", ", ", "*", ", ").Replace(text) + "]`"
+	case groupedRE.MatchString(text):
+		return "numbers are written without digit separators: write " + code(strings.ReplaceAll(text, "_", ""))
 	}
-	return ""
+	return "a dimension counts elements: a whole number of at least 1, e.g. `f32[2, 3]`"
 }
 
 // hexRE matches a hexadecimal number (`0x10`); fractionalRE a decimal
 // number with a fraction (`1.5`); productRE a shape written as a product
-// (`4x4`, `3*224*224`).
+// (`4x4`, `3*224*224`); groupedRE a number with digit separators (`1_024`).
 var (
 	hexRE        = regexp.MustCompile(`^0[xX][0-9a-fA-F]+$`)
 	fractionalRE = regexp.MustCompile(`^-?[0-9]*\.[0-9]+$`)
 	productRE    = regexp.MustCompile(`^[0-9]+([xX*][0-9]+)+$`)
+	groupedRE    = regexp.MustCompile(`^[0-9]+(_[0-9]+)+$`)
 )
 
 // declareStreams checks the stream declarations, or creates the implicit
@@ -457,7 +540,7 @@ func (c *checker) lookupStream(f *sourceFile, w *Word) (int, bool) {
 			hint = "with no stream declarations there are two implicit streams, compute and comm; declare `stream " + w.Text + "` to use it"
 		}
 	}
-	c.errorf(f, wordSpan(w), hint, "no stream %s", code(w.Text))
+	c.errorOnce("stream "+w.Text, usedTimes, f, wordSpan(w), hint, "no stream %s", code(w.Text))
 	return 0, false
 }
 

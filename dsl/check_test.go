@@ -517,6 +517,13 @@ func TestJSON(t *testing.T) {
 			t.Errorf("%s = %v, want %v", k, got[0][k], v)
 		}
 	}
+	// Written as is, not HTML-escaped (`\u003c`): a file named <stdin> and
+	// an import cycle's arrows.
+	_, diags = Check("<stdin>", []byte("import \"./<stdin>\"\n"))
+	out, _ = diags.JSON()
+	if !bytes.Contains(out, []byte(`"file": "<stdin>"`)) || !bytes.Contains(out, []byte("<stdin> -> <stdin>")) {
+		t.Errorf("JSON is HTML-escaped:\n%s", out)
+	}
 	empty, _ := Diagnostics(nil).JSON()
 	if string(empty) != "[]" {
 		t.Errorf("no diagnostics as JSON: %s, want []", empty)
@@ -547,6 +554,29 @@ func TestLoadFromDisk(t *testing.T) {
 	p, diags := Load(main)
 	if diags.HasErrors() || p.Name != "plan" || len(p.Tensors) != 1 || p.Tensors[0].Pos.File != filepath.Join(dir, "m.sync") {
 		t.Errorf("Load = %+v, %v", p, diags)
+	}
+}
+
+// TestImportHints checks the hints of imports that cannot be read: a
+// directory names a file in it, a path without `.sync` the file with it.
+func TestImportHints(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "layers", "empty"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "layers", "attn.sync"), []byte("tensor w f32[2]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ imp, msg, hint string }{
+		{"./layers", "cannot import `./layers`: is a directory", "an import names one .sync file, not a directory; import each file you need, e.g. `import \"./layers/attn.sync\"`"},
+		{"./layers/empty/", "cannot import `./layers/empty/`: is a directory", "an import names one .sync file, not a directory"},
+		{"./layers/attn", "cannot import `./layers/attn`: no such file or directory", "did you mean `./layers/attn.sync`? a file is imported by its whole name"},
+		{"./layers/mlp", "cannot import `./layers/mlp`: no such file or directory", "relative to the importing file's directory"},
+	} {
+		_, diags := Check(filepath.Join(dir, "plan.sync"), []byte("import \""+tc.imp+"\"\n"))
+		if len(diags) != 1 || diags[0].Message != tc.msg || !strings.Contains(diags[0].Hint, tc.hint) {
+			t.Errorf("import %q: got %v, want %q with hint %q", tc.imp, diags, tc.msg, tc.hint)
+		}
 	}
 }
 
@@ -698,11 +728,22 @@ func TestCheckHints(t *testing.T) {
 		// When every stream declaration was rejected, no empty list.
 		{"stream 1s\nstep { compute 1ms }\n", "no stream `compute` for this compute", "add `on STREAM` or declare `stream compute`"},
 		{"stream 1s\nstep { wait comm }\n", "no stream `comm`", "declare it with `stream comm`"},
+		// A dimension that is not a number says what one is.
+		{"tensor a f32[-]\n", "dimension must be an integer, not `-`", "a whole number of at least 1"},
+		{"tensor a f32[--4]\n", "dimension must be an integer, not `--4`", "a whole number of at least 1"},
+		{"tensor a f32[1_024]\n", "dimension must be an integer, not `1_024`", "without digit separators: write `1024`"},
+		// A leading zero: `1,024` is two dimensions, 1 and 24, not 1024.
+		{"tensor a f32[1,024]\n", "dimension `024` is written with a leading zero", "`1,024` is two dimensions, 1 and 24; for one, write it without the comma, `1024`"},
+		{"tensor a f32[4, 096]\n", "dimension `096` is written with a leading zero", "write `96`"},
+		{"tensor a f32[07]\n", "dimension `07` is written with a leading zero", "write `7`"},
 		// Other tools' names of dtypes and ops.
 		{"tensor a float32[4]\n", "unknown tensor dtype `float32`", "did you mean `f32`?"},
 		{"tensor a fp16[4]\n", "unknown tensor dtype `fp16`", "did you mean `f16`?"},
 		{"tensor a bfloat16[4]\n", "unknown tensor dtype `bfloat16`", "did you mean `bf16`?"},
 		{"tensor a f32[4]\nbucket g { a } wire int8\n", "unknown wire dtype `int8`", "did you mean `i8`?"},
+		// A dtype syncgen lacks gets no suggestion of another kind.
+		{"tensor a f8[4]\n", "unknown tensor dtype `f8`", "syncgen has no dtype of that kind; dtypes are"},
+		{"tensor a i16[4]\n", "unknown tensor dtype `i16`", "syncgen has no dtype of that kind; dtypes are"},
 		{"tensor a f32[4]\nbucket g { a }\nstep { allreduce g op mean }\n", "unknown op `mean`", "did you mean `avg`?"},
 		{"tensor a f32[4]\nbucket g { a }\nstep { allreduce g op product }\n", "unknown op `product`", "did you mean `prod`?"},
 	})
@@ -729,6 +770,49 @@ func checkHints(t *testing.T, cases []hintCase) {
 		}
 		if !found {
 			t.Errorf("%q: diagnostics %v, want %q", tc.src, diags, tc.msg)
+		}
+	}
+}
+
+// TestUnknownNameReportedOnce checks that a misspelt name used several
+// times is one error, at its first use in the file, that says how often
+// it is used, and that each distinct misspelling keeps its own error.
+func TestUnknownNameReportedOnce(t *testing.T) {
+	const decls = "tensor a f32[4]\ntensor b f32[4]\nstream compute\nstream comm\nbucket g { a }\nbucket h { b }\n"
+	for _, tc := range []struct {
+		src  string
+		want []string // the errors, as line:col message
+	}{
+		{decls + "step {\n  backward 1ms\n  allreduce g on comms after ready\n  allreduce h on comms after ready\n  wait comms\n  allreduce g on comn after comms\n}\n",
+			[]string{"9:18 no stream `comms` (used 4 times; first here)", "12:18 no stream `comn`"}},
+		// Used once: no count.
+		{decls + "step {\n  wait comms\n}\n", []string{"8:8 no stream `comms`"}},
+		// init is resolved before step, but the error stays at the first
+		// use in the file.
+		{decls + "step {\n  wait comms\n}\ninit {\n  wait comms\n}\n", []string{"8:8 no stream `comms` (used 2 times; first here)"}},
+		// A misspelt `ready` and the same word as a stream.
+		{decls + "step {\n  backward 1ms\n  allreduce g after redy\n  wait redy\n}\n", []string{"9:21 no stream `redy` (used 2 times; first here)"}},
+		// Targets: a bucket name, the same name with a piece index, a
+		// quoted name and a pattern.
+		{decls + "step {\n  allreduce grad\n  broadcast grad from 0\n  allreduce grad[0]\n  allreduce \"grad\"\n  allreduce x.*\n  allreduce x.*\n  wait comm\n}\n",
+			[]string{"8:13 no bucket or tensor `grad` (used 4 times; first here)", "12:13 no bucket or tensor `x.*` (used 2 times; first here)"}},
+		{decls + "step {\n  allreduce grad[0]\n  allreduce grad[1]\n}\n", []string{"8:13 no bucket `grad` (used 2 times; first here)"}},
+		// The default stream of statements without `on`.
+		{"tensor a f32[4]\nstream s\nbucket g { a }\nstep {\n  allreduce g on s\n  allreduce g\n  broadcast g from 0\n  allgather g on s\n}\n",
+			[]string{"6:3 no stream `comm` for this allreduce (2 statements without `on` need it; first here)"}},
+		// Unknown dtypes and ops.
+		{"tensor a float32[4]\ntensor b float32[4]\ntensor c fp16[4]\n", []string{"1:10 unknown tensor dtype `float32` (used 2 times; first here)", "3:10 unknown tensor dtype `fp16`"}},
+		{decls + "step {\n  allreduce g op mean\n  allreduce h op mean\n}\n", []string{"8:18 unknown op `mean` (used 2 times; first here)"}},
+	} {
+		_, diags := Check("plan.sync", []byte(tc.src))
+		var got []string
+		for _, d := range diags {
+			if d.Severity == Error {
+				got = append(got, fmt.Sprintf("%d:%d %s", d.Pos.Line, d.Pos.Col, d.Message))
+			}
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%q:\n got %q\nwant %q", tc.src, got, tc.want)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package dsl
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -231,11 +232,16 @@ func (d Diagnostics) JSON() ([]byte, error) {
 			Severity: x.Severity.String(), Message: x.Message, Hint: x.Hint,
 		})
 	}
-	b, err := json.MarshalIndent(out, "", "  ")
-	if err != nil {
+	// Without HTML escaping: a file `<stdin>` and a cycle `a -> b` read as
+	// written, not as `\u003cstdin\u003e` and `a -\u003e b`.
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(out); err != nil {
 		return nil, fmt.Errorf("encoding diagnostics as JSON: %w", err)
 	}
-	return b, nil
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // sortDiagnostics orders diagnostics by file (in the order the files were

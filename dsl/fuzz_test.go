@@ -21,6 +21,8 @@ var inlineSeeds = []string{
 	"step {\n  backward 1ms on compute\n  allreduce x on comm\n  backward 2ms\n}\n",
 	"import \"./x.sync\"\nimport \"models/none\"\n",
 	"tensor a.{5..1} f32[1]\ntensor \"\" f32[1]\n\"unterminated\n/* open",
+	// Shapes that do not parse, and brackets where nothing opened them.
+	"[4]\n", "][4]\n", "tensor a f32[- 4][4]\ntensor b f32[4 * 4,]\ntensor c f32[4][4]\n",
 }
 
 // addSeeds adds the inline seeds, every example and stdlib module, and the

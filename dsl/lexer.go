@@ -341,6 +341,10 @@ func invalidHint(toks []token, i, j int) (hint string, nameEnd int) {
 	for _, t := range toks[a : b+1] {
 		whole.WriteString(t.Value)
 	}
+	if a == i && text.String() == "+" && isDigits(strings.TrimPrefix(whole.String(), "+")) && inBrackets(toks, i) {
+		// `f32[4, +4]`: a dimension with a sign, not a name.
+		return punctuationHint(toks, text.String(), j)
+	}
 	prev := a - 1
 	for prev >= 0 && (toks[prev].Type == tokWhitespace || toks[prev].Type == tokComment) {
 		prev--
@@ -362,6 +366,20 @@ func invalidHint(toks []token, i, j int) (hint string, nameEnd int) {
 		return "names with characters other than ASCII letters, digits, _ and dots are written in quotes: " + strconv.Quote(whole.String()), b
 	}
 	return punctuationHint(toks, text.String(), j)
+}
+
+// inBrackets reports whether toks[i] is between a `[` and its `]` on the
+// same line.
+func inBrackets(toks []token, i int) bool {
+	for k := i - 1; k >= 0 && toks[k].Pos.Line == toks[i].Pos.Line; k-- {
+		switch toks[k].Value {
+		case "[":
+			return true
+		case "]":
+			return false
+		}
+	}
+	return false
 }
 
 // typographicQuotes are quotation marks that word processors and web pages
@@ -398,6 +416,7 @@ var punctuationHints = map[string]string{
 	"=": "declarations need no `:` or `=`: e.g. `tensor a f32[4]`, `step {`, `cap 25MiB`",
 	"(": "a shape is written in square brackets, e.g. `f32[4, 4]`, and a block in braces, `step { ... }`",
 	")": "a shape is written in square brackets, e.g. `f32[4, 4]`, and a block in braces, `step { ... }`",
+	"+": "numbers are written without a `+` sign, e.g. `f32[4]`, `steps 10`",
 }
 
 // punctuationHint says what the invalid characters text, ending at

@@ -200,6 +200,12 @@ func TestLexErrorHints(t *testing.T) {
 		{"import \u201cmodels/resnet50\u201d\n", `straight quotes ` + "`\"`" + `, not typographic ones: "models/resnet50"`},
 		{"tensor a f32[4]\nstep { allreduce \u2018a\u2019 }\n", `not typographic ones: "a"`},
 		{"bucket \u6876 { a }\n", "bucket names are identifiers: ASCII letters"},
+		// A `+` sign on a number, which is written without one; in a
+		// pattern list it is part of a name.
+		{"tensor a f32[+4]\n", "numbers are written without a `+` sign"},
+		{"tensor a f32[4, +4]\n", "numbers are written without a `+` sign"},
+		{"run steps +5\n", "numbers are written without a `+` sign"},
+		{"bucket g { a, +4 }\n", `written in quotes: "+4"`},
 		{"tensor a f32[3] @@\n", ""},
 		{"bucket c/d { a }\n", ""},
 	} {

@@ -250,13 +250,33 @@ func (c *checker) resolveImport(from *module, p string, sp span) (*module, *Diag
 		}
 		src, err := os.ReadFile(name)
 		if err != nil {
-			d := f.errorAt(sp.start, sp.end, fmt.Sprintf("cannot import %s: %v", code(p), unwrapPathError(err)),
-				fmt.Sprintf("a path that starts with ./ or ../ or ends in .sync is relative to the importing file's directory (here %s); one that starts with / is absolute", from.dir))
+			d := f.errorAt(sp.start, sp.end, fmt.Sprintf("cannot import %s: %v", code(p), unwrapPathError(err)), importHint(p, name, from.dir))
 			return nil, &d
 		}
 		return c.addModule(name, src, key, filepath.Dir(name), false), nil
 	}
 	return c.stdlibModule(f, p+".sync", p, sp)
+}
+
+// importHint says what to do about an import of path p (the file name on
+// disk) that cannot be read: add the missing `.sync`, name a file rather
+// than a directory, or how relative paths are resolved.
+func importHint(p, name, dir string) string {
+	fi, err := os.Stat(name)
+	switch {
+	case err == nil && fi.IsDir():
+		files, _ := filepath.Glob(filepath.Join(name, "*.sync"))
+		hint := "an import names one .sync file, not a directory"
+		if len(files) > 0 {
+			hint += "; import each file you need, e.g. " + code("import \""+strings.TrimSuffix(p, "/")+"/"+filepath.Base(files[0])+"\"")
+		}
+		return hint
+	case err != nil && !strings.HasSuffix(p, ".sync"):
+		if fi, err := os.Stat(name + ".sync"); err == nil && !fi.IsDir() {
+			return "did you mean " + code(p+".sync") + "? a file is imported by its whole name"
+		}
+	}
+	return fmt.Sprintf("a path that starts with ./ or ../ or ends in .sync is relative to the importing file's directory (here %s); one that starts with / is absolute", dir)
 }
 
 // stdlibModule loads the standard library file name (models/x.sync).

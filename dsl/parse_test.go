@@ -189,6 +189,21 @@ func TestSyntaxErrorExplanations(t *testing.T) {
 		{"tensor a [4]\n", "1:10", "tensor `a`: missing the element type (f32, bf16, ...) before the shape", "e.g. `tensor a f32[4]`"},
 		{"tensor \"x y\" [2, 3] frozen\n", "1:14", "tensor `\"x y\"`: missing the element type (f32, bf16, ...) before the shape", "`tensor \"x y\" f32[2, 3]`"},
 		{"tensor [4]\n", "1:8", "tensor declaration: missing the tensor's name and element type before the shape", "`tensor NAME DTYPE[DIMS]`"},
+		// A shape that does not parse: dimensions are positive integers
+		// separated by commas.
+		{"tensor a f32[- 4]\n", "1:14", "dimension `- 4` is not a positive integer", "a whole number of at least 1, with no sign"},
+		{"tensor a f32[4, - 4]\n", "1:17", "dimension `- 4` is not a positive integer", "e.g. `f32[64, 3, 7, 7]`"},
+		{"tensor a f32[4 4]\n", "1:16", "dimensions are separated by commas: `f32[4, 4]`", "positive integers separated by commas"},
+		{"tensor a f16[4, 4 5]\n", "1:19", "dimensions are separated by commas: `f16[4, 4, 5]`", "e.g. `f16[64, 3, 7, 7]`"},
+		{"tensor a f32[1 024]\n", "1:16", "dimensions are separated by commas: `f32[1, 024]`", "for one dimension, write the number without a space: `1024`"},
+		{"tensor a f32[3 x 224 x 224]\n", "1:16", "tensor shape: unexpected `x`: a dimension is one integer, not an expression", "write the product, `150528`, or separate the dimensions with commas: `f32[3, 224, 224]`"},
+		{"tensor a f32[4 * 4]\n", "1:16", "tensor shape: unexpected `*`: a dimension is one integer, not an expression", "write the product, `16`"},
+		{"tensor a f32[4 - 1]\n", "1:16", "tensor shape: unexpected `-`: a dimension is one integer, not an expression", "write its value as one number"},
+		{"tensor a f32[4,]\n", "1:15", "tensor shape: a trailing `,` before `]`", "remove the `,`"},
+		{"tensor a f32[4,, 4]\n", "1:15", "tensor shape: an empty dimension between two commas", "separated by commas"},
+		{"tensor a f32[, 4]\n", "1:14", "tensor shape: missing the first dimension before `,`", "separated by commas"},
+		{"tensor a f32[4 a]\n", "1:16", "tensor shape: unexpected `a`", "positive integers separated by commas"},
+		{"tensor a f32[4][3][2, 2]\n", "1:16", "tensor shape: one pair of brackets holds all the dimensions", "write `f32[4, 3, 2, 2]`"},
 		// A missing comma between targets, unless the word is a keyword.
 		{decls + "step {\n  allreduce g a\n}\n", "5:15", "targets are separated by commas: `allreduce g, a`", "allreduce TARGET, ..."},
 		{decls + "step {\n  reduce g[0], a top to 0\n}\n", "5:18", "targets are separated by commas: `reduce g[0], a, top`", "reduce TARGET, ..."},

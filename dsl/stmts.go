@@ -145,7 +145,8 @@ func (c *checker) stmtStream(f *sourceFile, on *Word, def, what string, kw span)
 	if names := c.streamNames(); len(names) > 0 {
 		declared = " (declared: " + strings.Join(names, ", ") + ")"
 	}
-	c.errorf(f, kw, fmt.Sprintf("without `on`, %s runs on %s; add `on STREAM`%s or declare `stream %s`", what, code(def), declared, def),
+	c.errorOnce("default stream "+def, "%d statements without `on` need it; first here", f, kw,
+		fmt.Sprintf("without `on`, %s runs on %s; add `on STREAM`%s or declare `stream %s`", what, code(def), declared, def),
 		"no stream %s for this %s", code(def), what)
 	return 0, false
 }
@@ -210,7 +211,7 @@ func (c *checker) resolveCollective(st *blockState, cs *CollectiveStmt) ir.Stmt 
 				} else if m := didYouMean(o.Value.Text, keys(redOps)); m != "" {
 					hint = m + " " + hint
 				}
-				c.errorf(f, wordSpan(o.Value), hint, "unknown op %s", code(o.Value.Text))
+				c.errorOnce("op "+o.Value.Text, usedTimes, f, wordSpan(o.Value), hint, "unknown op %s", code(o.Value.Text))
 				ok = false
 				continue
 			}
@@ -234,7 +235,7 @@ func (c *checker) resolveCollective(st *blockState, cs *CollectiveStmt) ir.Stmt 
 			if _, isStream := c.streamIndex[o.Value.Text]; !isStream &&
 				suggest(o.Value.Text, append(c.streamNames(), "ready")) == "ready" {
 				// A misspelt `ready` (`after redy`) rather than a stream.
-				c.errorf(f, wordSpan(o.Value), "did you mean `ready`? `after ready` starts each bucket once its gradients are ready",
+				c.errorOnce("stream "+o.Value.Text, usedTimes, f, wordSpan(o.Value), "did you mean `ready`? `after ready` starts each bucket once its gradients are ready",
 					"no stream %s", code(o.Value.Text))
 				ok = false
 				continue
@@ -372,7 +373,7 @@ func (c *checker) resolveTargets(cs *CollectiveStmt) ([]int, bool) {
 		if t.Index != nil {
 			if info == nil {
 				if !c.incomplete && !c.badNames[name] {
-					c.errorf(f, nameSpan(tn), c.pieceHint(name), "no bucket %s", code(name))
+					c.errorOnce("target "+name, usedTimes, f, nameSpan(tn), c.pieceHint(name), "no bucket %s", code(name))
 				}
 				ok = false
 				continue
@@ -456,7 +457,7 @@ func (c *checker) targetTensors(f *sourceFile, t *Target, set map[int]bool) bool
 		c.errorf(f, sp, "frozen tensors have no gradient and are never synchronised", "%s matches only frozen tensors", code(name.source()))
 	case c.mayMatchRejected(pat):
 	default:
-		c.errorf(f, sp, c.targetHint(pat), "no bucket or tensor %s", code(name.source()))
+		c.errorOnce("target "+pat.text, usedTimes, f, sp, c.targetHint(pat), "no bucket or tensor %s", code(name.source()))
 	}
 	return false
 }

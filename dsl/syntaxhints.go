@@ -2,7 +2,9 @@ package dsl
 
 import (
 	"fmt"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/syncgen/syncgen/ir"
@@ -52,6 +54,147 @@ func missingTensorPart(f *sourceFile, all []token, off int) (Diagnostic, bool) {
 			tensorForm+", e.g. `tensor "+shortText(x.Value)+" f32"+shape+"`; dtypes are "+dtypeList), true
 	}
 	return Diagnostic{}, false
+}
+
+// shapeSyntax explains a syntax error inside the shape of a tensor
+// declaration (`tensor a f32[- 4]`, `f32[4 4]`, `f32[4 * 4]`, `f32[4,]`),
+// where the parser only sees an unexpected token: it says what is wrong
+// with the dimensions, which are positive integers separated by commas.
+func shapeSyntax(f *sourceFile, all []token, off int) (Diagnostic, bool) {
+	toks, at, ok := tokenAt(all, off)
+	if !ok || toks[at].Type == tokKeyword {
+		// A keyword: the shape was left open (`f32[4` and a new line),
+		// which the end-of-declaration explanation says.
+		return Diagnostic{}, false
+	}
+	if d, ok := shapeInBrackets(f, toks, at); ok {
+		return d, true
+	}
+	open := -1
+	for i := at - 1; i >= 0 && toks[i].Type != tokKeyword && toks[i].Value != "]" && toks[i].Value != "{" && toks[i].Value != "}"; i-- {
+		if toks[i].Value == "[" {
+			open = i
+			break
+		}
+	}
+	// `tensor NAME DTYPE [`: the `[` opens a tensor's shape.
+	if open < 3 || !isTensorKeyword(toks[open-3]) || toks[open-1].Type != tokWord {
+		return Diagnostic{}, false
+	}
+	t, prev := toks[at], toks[at-1]
+	example := "e.g. `" + toks[open-1].Value + "[64, 3, 7, 7]`"
+	hint := "dimensions are positive integers separated by commas, " + example
+	start, msg := t.Pos.Offset, ""
+	switch {
+	case prev.Value == "-" && isDigits(t.Value):
+		// `[- 4]`: a lone `-`, taken for a dimension, and then a number.
+		start = prev.Pos.Offset
+		msg = fmt.Sprintf("dimension `- %s` is not a positive integer", t.Value)
+		hint = "a dimension counts elements: a whole number of at least 1, with no sign, " + example
+	case t.Value == "," && prev.Value == "[":
+		msg = "tensor shape: missing the first dimension before `,`"
+	case t.Value == "," && at+1 < len(toks) && toks[at+1].Value == "]":
+		msg = "tensor shape: a trailing `,` before `]`"
+		hint = "remove the `,`; " + hint
+	case t.Value == "," && at+1 < len(toks) && toks[at+1].Value == ",":
+		msg = "tensor shape: an empty dimension between two commas"
+	case t.Type == tokWord && slices.Contains([]string{"*", "x", "X", "-", "/"}, t.Value) && isDigits(prev.Value):
+		// `[4 * 4]`: arithmetic is not evaluated.
+		msg = fmt.Sprintf("tensor shape: unexpected %s: a dimension is one integer, not an expression", code(t.Value))
+		hint = "write its value as one number, or separate the dimensions with commas, " + example
+		if product, factors, ok := shapeProduct(toks, at-1); ok {
+			hint = fmt.Sprintf("write the product, `%d`, or separate the dimensions with commas: `%s[%s]`",
+				product, toks[open-1].Value, strings.Join(factors, ", "))
+		}
+	case t.Type == tokWord && isDigits(prev.Value) && isDigits(strings.TrimPrefix(t.Value, "-")):
+		// The dimensions so far, then this one.
+		var dims []string
+		for _, d := range toks[open+1 : at] {
+			if d.Value != "," {
+				dims = append(dims, d.Value)
+			}
+		}
+		msg = fmt.Sprintf("dimensions are separated by commas: `%s[%s, %s]`", toks[open-1].Value, shortText(strings.Join(dims, ", ")), t.Value)
+		if len(t.Value) == 3 {
+			// `[1 024]`: digits grouped by a space.
+			hint += fmt.Sprintf("; for one dimension, write the number without a space: `%s%s`", prev.Value, t.Value)
+		}
+	default:
+		msg = "tensor shape: unexpected " + tokenText(t)
+	}
+	return f.errorAt(start, t.end(), msg, hint), true
+}
+
+// shapeInBrackets explains a shape written in brackets per dimension, as
+// in C (`tensor a f32[4][4]`): the second `[`, toks[at], right after the
+// shape of a tensor declaration. A shape is one pair of brackets.
+func shapeInBrackets(f *sourceFile, toks []token, at int) (Diagnostic, bool) {
+	if at < 1 || toks[at].Value != "[" || toks[at-1].Value != "]" || toks[at-1].end() != toks[at].Pos.Offset {
+		return Diagnostic{}, false
+	}
+	// The dimensions of the brackets before and from toks[at], each
+	// pair holding one.
+	var dims []string
+	open, end := -1, -1
+	for i := at - 2; i >= 0 && open < 0; i-- {
+		switch {
+		case toks[i].Value == "[":
+			open = i
+		case isDigits(toks[i].Value) || toks[i].Value == "," || toks[i].Value == "]":
+		default:
+			return Diagnostic{}, false
+		}
+	}
+	if open < 3 || !isTensorKeyword(toks[open-3]) || toks[open-1].Type != tokWord {
+		return Diagnostic{}, false
+	}
+	for i := open; i < len(toks) && toks[i].Pos.Line == toks[at].Pos.Line; i++ {
+		v := toks[i].Value
+		if v == "[" || v == "]" || v == "," {
+			if v == "]" && (i+1 == len(toks) || toks[i+1].Value != "[") {
+				end = i
+				break
+			}
+			continue
+		}
+		if !isDigits(v) {
+			return Diagnostic{}, false
+		}
+		dims = append(dims, v)
+	}
+	if end < 0 {
+		return Diagnostic{}, false
+	}
+	return f.errorAt(toks[at].Pos.Offset, toks[at].end(),
+		"tensor shape: one pair of brackets holds all the dimensions",
+		fmt.Sprintf("write `%s[%s]`", toks[open-1].Value, strings.Join(dims, ", "))), true
+}
+
+// shapeProduct multiplies the factors of a product written in a shape,
+// `3 x 224 x 224` or `4 * 4`, starting at toks[i]; ok is false when it is
+// not a product of small numbers.
+func shapeProduct(toks []token, i int) (product int64, factors []string, ok bool) {
+	product = 1
+	for ; i < len(toks); i += 2 {
+		n, err := strconv.ParseInt(toks[i].Value, 10, 32)
+		if err != nil || !isDigits(toks[i].Value) {
+			return 0, nil, false
+		}
+		product *= n
+		factors = append(factors, toks[i].Value)
+		if product > math.MaxInt32 || len(factors) > 8 {
+			return 0, nil, false
+		}
+		if i+1 >= len(toks) || !slices.Contains([]string{"*", "x", "X"}, toks[i+1].Value) {
+			break
+		}
+	}
+	return product, factors, len(factors) > 1
+}
+
+// isDigits reports whether s is a non-empty run of decimal digits.
+func isDigits(s string) bool {
+	return s != "" && strings.Trim(s, "0123456789") == ""
 }
 
 // isTensorKeyword reports whether t is the keyword `tensor` (not a tensor

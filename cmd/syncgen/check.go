@@ -85,24 +85,22 @@ Examples:
 // summary describes a checked plan in one line.
 func summary(p *ir.Program) string {
 	var params, bytes int64
-	synced := 0
 	for _, t := range p.Tensors {
 		params += t.Elems
 		bytes += t.Bytes()
-		if t.Bucket >= 0 {
-			synced++
-		}
 	}
-	return fmt.Sprintf("%s, %s parameters, %s, %s, %s",
-		count(len(p.Tensors), "tensor"), commas(params), humanBytes(bytes), count(len(p.Buckets), "bucket"), count(len(p.Streams), "stream"))
+	return fmt.Sprintf("%s, %s, %s, %s, %s",
+		count(int64(len(p.Tensors)), "tensor"), count(params, "parameter"), humanBytes(bytes),
+		count(int64(len(p.Buckets)), "bucket"), count(int64(len(p.Streams)), "stream"))
 }
 
-// count says "1 bucket" or "6 buckets".
-func count(n int, noun string) string {
+// count says "1 bucket" or "6 buckets", with thousands separators:
+// "200,000 tensors".
+func count(n int64, noun string) string {
 	if n == 1 {
 		return "1 " + noun
 	}
-	return fmt.Sprintf("%d %ss", n, noun)
+	return commas(n) + " " + noun + "s"
 }
 
 // commas formats n with thousands separators: 25,557,032.

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/syncgen/syncgen/build"
+	"github.com/syncgen/syncgen/dsl"
 )
 
 // syncgen runs the CLI in-process and returns its exit status and output.
@@ -51,6 +52,25 @@ func TestCheckOK(t *testing.T) {
 	}
 	if !strings.Contains(out, "ok: 2 tensors, 4,160 parameters") {
 		t.Errorf("check summary = %q, want the tensor and parameter counts", out)
+	}
+}
+
+// TestSummary checks the one-line summary of a plan: singular nouns for
+// one, thousands separators in every count.
+func TestSummary(t *testing.T) {
+	for _, tc := range []struct{ src, want string }{
+		{"tensor a f32[1]\nbucket g { a }\nstep {}\n", "1 tensor, 1 parameter, 4 B, 1 bucket, 2 streams"},
+		{"tensor t.{0..1199} f32[1000]\nstream s\nbucket g { * }\nstep {}\n", "1,200 tensors, 1,200,000 parameters, 4.6 MiB, 1 bucket, 1 stream"},
+		{"tensor a f32[1] frozen\nstep {}\n", "1 tensor, 1 parameter, 4 B, 0 buckets, 2 streams"},
+	} {
+		prog, diags := dsl.Check("plan.sync", []byte(tc.src))
+		if prog == nil {
+			t.Errorf("%q: %v", tc.src, diags)
+			continue
+		}
+		if got := summary(prog); got != tc.want {
+			t.Errorf("%q: summary %q, want %q", tc.src, got, tc.want)
+		}
 	}
 }
 
