@@ -728,6 +728,10 @@ func TestCheckHints(t *testing.T) {
 		// When every stream declaration was rejected, no empty list.
 		{"stream 1s\nstep { compute 1ms }\n", "no stream `compute` for this compute", "add `on STREAM` or declare `stream compute`"},
 		{"stream 1s\nstep { wait comm }\n", "no stream `comm`", "declare it with `stream comm`"},
+		// The wrong root keyword next to the right one: remove it.
+		{"tensor a f32[1]\nstep { broadcast a to 0 from 0 }\n", "broadcast takes no `to`", "remove it: broadcast's root is given by `from`"},
+		{"tensor a f32[1]\nstep { reduce a from 1 to 0 }\n", "reduce takes no `from`", "remove it: reduce's root is given by `to`"},
+		{"tensor a f32[1]\nstep { broadcast a to 0 }\n", "broadcast takes no `to`", "write `from RANK`"},
 		// A dimension that is not a number says what one is.
 		{"tensor a f32[-]\n", "dimension must be an integer, not `-`", "a whole number of at least 1"},
 		{"tensor a f32[--4]\n", "dimension must be an integer, not `--4`", "a whole number of at least 1"},

@@ -252,6 +252,12 @@ func (c *checker) resolveCollective(st *blockState, cs *CollectiveStmt) ir.Stmt 
 				hint := "only broadcast takes `from RANK` and only reduce takes `to RANK`"
 				if want != "" {
 					hint = "write `" + want + " RANK`"
+					for _, other := range cs.Options {
+						if other.Key == want {
+							// `broadcast g to 0 from 0`: the root is there already.
+							hint = "remove it: " + cs.Kind + "'s root is given by `" + want + "`"
+						}
+					}
 				}
 				c.errorf(f, key, hint, "%s takes no %s", cs.Kind, code(o.Key))
 				ok = false
