@@ -227,8 +227,10 @@ step {
 func TestStatementDefaults(t *testing.T) {
 	p := mustCheck(t, `
 tensor w f32[8]
+tensor v f32[8]
 bucket b { w }
-init { broadcast b from 0; wait comm }
+bucket c { v }
+init { broadcast b, c from 0; wait comm }
 step {
     compute 1.5ms
     backward 60ms
@@ -236,7 +238,7 @@ step {
     reduce b to 2 after compute
     reducescatter b
     allgather b
-    group { allreduce b op prod; allreduce b op min }
+    group { allreduce b op prod; allreduce c op min }
     wait comm
 }
 `)
@@ -387,6 +389,18 @@ bucket all { * }
 	}
 }
 
+// A bucket in two collectives of one group is one error that says so,
+// not also a race that asks for an `after`, which cannot order them.
+func TestGroupReusesBucket(t *testing.T) {
+	src := "tensor a f32[8]\nstream compute\nstream comm\nstream side\nbucket ba { a }\n" +
+		"step {\n  backward 1ms on compute\n  wait compute\n  group {\n    allreduce ba on comm\n    allreduce ba on side after comm\n  }\n}\n"
+	msgs := checkErrors(src)
+	want := "data race on bucket `ba`: it is in two collectives of one group (this one and line 10)"
+	if len(msgs) != 1 || !strings.Contains(msgs[0], want) {
+		t.Errorf("got %q, want one error %q", msgs, want)
+	}
+}
+
 func TestRaces(t *testing.T) {
 	head := "tensor a f32[8]\ntensor b f32[8]\nstream compute\nstream comm\nstream side\nbucket ba { a }\nbucket bb { b }\n"
 	cases := []struct {
@@ -411,6 +425,27 @@ func TestRaces(t *testing.T) {
 		{"backward 1ms on compute; group { allreduce ba on comm after ready; allreduce bb on side } ", true},
 		{"backward 1ms on compute; group { allreduce ba on comm after ready; allreduce bb on side after ready }", false},
 		{"compute 1ms on side; allreduce ba on side", false},
+		// after ready waits for its own buckets' gradients only: bb is ready
+		// first (b is filled first), so what follows its allreduce on comm
+		// may run while the backward still fills ba.
+		{"backward 1ms on compute; allreduce bb on comm after ready; allreduce ba on comm", true},
+		{"backward 1ms on compute; allreduce bb on comm after ready; allreduce ba on side after comm", true},
+		{"backward 1ms on compute; group { allreduce bb on comm after ready }; allreduce ba on comm", true},
+		// ba is ready last, so after it every bucket is ready.
+		{"backward 1ms on compute; allreduce ba on comm after ready; allreduce bb on comm", false},
+		{"backward 1ms on compute; allreduce bb, ba on comm after ready; allreduce ba on side after comm", false},
+		{"backward 1ms on compute; allreduce bb on comm after ready; allreduce ba on comm after ready", false},
+		// A second backward waits for what used its first one's buckets.
+		{"backward 1ms on compute; allreduce bb on comm after ready; backward 1ms on compute", true},
+		{"backward 1ms on compute; allreduce bb on comm after ready; wait comm; backward 1ms on compute; allreduce ba on comm after ready", false},
+		// A group's collectives run together: one bucket in two of them is
+		// a race on any streams, and an `after` in a member waits for what
+		// the stream had before the group, not for another member.
+		{"backward 1ms on compute; wait compute; group { allreduce ba on comm; broadcast ba on comm from 0 }", true},
+		{"backward 1ms on compute; wait compute; group { allreduce ba on comm; allreduce ba on side after comm }", true},
+		{"backward 1ms on compute; wait compute; group { allreduce ba on comm; allreduce bb on side after comm }; allreduce ba on compute after side", true},
+		{"backward 1ms on compute; wait compute; group { allreduce ba on comm; allreduce bb on side }; allreduce ba on side after comm", false},
+		{"backward 1ms on compute; wait compute; group { allreduce ba, bb on comm }; allreduce ba on side after comm", false},
 	}
 	for _, c := range cases {
 		msgs := checkErrors(head + "step { " + c.step + " }\n")

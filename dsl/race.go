@@ -2,6 +2,7 @@ package dsl
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/syncgen/syncgen/ir"
 )
@@ -11,7 +12,7 @@ import (
 // writing it, must be ordered, or the result depends on timing. Orders come
 // from: program order on one stream; `after STREAM` (the collective waits
 // for everything queued on STREAM so far); `after ready` (the collective
-// waits for the latest backward's filling of its buckets); `wait S` (the
+// waits for the latest backward's filling of its own buckets); `wait S` (the
 // host waits for S, so everything issued later comes after S's queued
 // work). Between steps the runtime drains every stream, so each block is
 // checked on its own from an empty history.
@@ -26,6 +27,14 @@ import (
 // So any two accesses of one bucket from different streams must be
 // ordered; for each bucket it is enough to remember the latest access per
 // stream, since earlier ones on the same stream are ordered before it.
+//
+// A backward is not one event but one per bucket, in the order the buckets
+// become ready (the runtime fills the gradients in reverse declaration
+// order and records a bucket's ready event after its last gradient), and
+// `after ready` orders a collective after the ready events of its own
+// buckets only: a bucket that becomes ready early can be reduced, and what
+// follows it on its stream can run, while the backward still fills the
+// buckets that become ready later.
 
 // vclock is a vector clock indexed by stream.
 type vclock []int
@@ -49,10 +58,14 @@ func (p *event) before(e *event) bool { return p.clock[p.stream] <= e.clock[p.st
 
 // raceState is the vector-clock state of one block.
 type raceState struct {
-	c            *checker
-	streams      []vclock // what each stream's next event is ordered after
-	host         vclock   // what the host has waited for
-	lastBackward *event
+	c       *checker
+	streams []vclock // what each stream's next event is ordered after
+	host    vclock   // what the host has waited for
+	// ready[b] is the ready event of bucket b in the latest backward
+	// (nil before the block's first backward).
+	ready []*event
+	// readyOrder lists the buckets in the order a backward makes them ready.
+	readyOrder []int
 	// access[b][s] is the latest event on stream s that touched bucket b.
 	access   map[int][]*event
 	reported map[raceKey]bool
@@ -70,7 +83,8 @@ func (c *checker) checkRaces(b *BlockDecl, resolved []ir.Stmt) {
 		return
 	}
 	n := len(c.prog.Streams)
-	r := &raceState{c: c, host: make(vclock, n), access: map[int][]*event{}, reported: map[raceKey]bool{}}
+	r := &raceState{c: c, host: make(vclock, n), access: map[int][]*event{}, reported: map[raceKey]bool{},
+		readyOrder: readyOrder(c.prog)}
 	for range n {
 		r.streams = append(r.streams, make(vclock, n))
 	}
@@ -80,20 +94,65 @@ func (c *checker) checkRaces(b *BlockDecl, resolved []ir.Stmt) {
 			break
 		}
 		if s.Kind == ir.StmtGroup && body[i].Group != nil {
-			members := stmts(body[i].Group.Body)
-			for j, m := range s.Body {
-				if j < len(members) {
-					r.stmt(m, members[j])
-				}
-			}
+			r.group(s, stmts(body[i].Group.Body))
 			continue
 		}
-		r.stmt(s, body[i])
+		r.stmt(s, body[i], r.streams)
 	}
 }
 
-// stmt applies one statement to the clocks and checks its accesses.
-func (r *raceState) stmt(s ir.Stmt, src *Stmt) {
+// group applies a group's collectives. They are issued together (one NCCL
+// group), so they are not ordered among themselves: an `after STREAM` in
+// a member waits for what STREAM had queued before the group, not for
+// another member on it (the runtime records the event as each member is
+// issued, before the group's collectives are queued), and a bucket in two
+// members is a race whatever their streams.
+func (r *raceState) group(s ir.Stmt, members []*Stmt) {
+	before := make([]vclock, len(r.streams))
+	for i, c := range r.streams {
+		before[i] = slices.Clone(c)
+	}
+	first := map[int]int{} // bucket -> the first member that has it
+	for j, m := range s.Body {
+		if j >= len(members) {
+			break
+		}
+		for _, b := range m.Buckets {
+			k, ok := first[b]
+			if !ok {
+				first[b] = j
+				continue
+			}
+			if k != j {
+				r.groupReuse(members[j], members[k], b)
+				// The race with that member is this error, not another
+				// one that asks for an `after`, which cannot order them.
+				r.reported[raceKey{m.Pos, s.Body[k].Stream}] = true
+			}
+		}
+		r.stmt(m, members[j], before)
+	}
+}
+
+// groupReuse reports bucket b in two collectives of one group, src and the
+// earlier p.
+func (r *raceState) groupReuse(src, p *Stmt, b int) {
+	key := raceKey{ir.Pos{Offset: src.Pos.Offset}, -1}
+	if r.reported[key] {
+		return
+	}
+	r.reported[key] = true
+	c := r.c
+	c.errorf(c.main.file, spanOf(src.Pos, src.EndPos),
+		"a group's collectives run at the same time; move one of them after the group's closing brace",
+		"data race on bucket %s: it is in two collectives of one group (this one and line %d)",
+		code(c.prog.Buckets[b].Name), p.Pos.Line)
+}
+
+// stmt applies one statement to the clocks and checks its accesses; an
+// `after STREAM` waits for what afterOf (r.streams, or for a group's
+// members the streams before the group) says STREAM has queued.
+func (r *raceState) stmt(s ir.Stmt, src *Stmt, afterOf []vclock) {
 	n := len(r.host)
 	if s.Kind == 0 || s.Stream < 0 || s.Stream >= n {
 		return // not resolved: already an error
@@ -108,25 +167,31 @@ func (r *raceState) stmt(s ir.Stmt, src *Stmt) {
 	switch s.After.Kind {
 	case ir.AfterStream:
 		if s.After.Stream >= 0 && s.After.Stream < n {
-			clock.join(r.streams[s.After.Stream])
+			clock.join(afterOf[s.After.Stream])
 		}
 	case ir.AfterReady:
-		if r.lastBackward != nil {
-			clock.join(r.lastBackward.clock)
+		// Each bucket waits for its own ready event; after the statement
+		// the stream has passed all of them. (Joining them all for every
+		// bucket of the statement is exact for other streams: nothing on
+		// another stream is ordered between two ready events of one
+		// backward.)
+		if r.ready != nil {
+			for _, b := range s.Buckets {
+				if b >= 0 && b < len(r.ready) && r.ready[b] != nil {
+					clock.join(r.ready[b].clock)
+				}
+			}
 		}
+	}
+	if s.Kind == ir.StmtBackward {
+		r.backward(s, clock, src)
+		return
 	}
 	clock[s.Stream]++
 	copy(r.streams[s.Stream], clock)
 	e := &event{stream: s.Stream, clock: clock, pos: s.Pos}
 	var touched []int
 	switch s.Kind {
-	case ir.StmtBackward:
-		e.what = "backward"
-		r.lastBackward = e
-		touched = make([]int, len(r.c.prog.Buckets))
-		for i := range touched {
-			touched[i] = i
-		}
 	case ir.StmtCollective:
 		e.what = s.Collective.String()
 		touched = s.Buckets
@@ -134,18 +199,61 @@ func (r *raceState) stmt(s ir.Stmt, src *Stmt) {
 		return
 	}
 	for _, b := range touched {
-		last := r.access[b]
-		if last == nil {
-			last = make([]*event, n)
-			r.access[b] = last
-		}
-		for t, p := range last {
-			if p != nil && t != e.stream && !p.before(e) {
-				r.report(e, p, b, src)
-			}
-		}
-		last[e.stream] = e
+		r.touch(e, b, src)
 	}
+}
+
+// backward applies a backward pass that starts at clock: one event per
+// bucket, in the order the buckets become ready, each writing its bucket.
+func (r *raceState) backward(s ir.Stmt, clock vclock, src *Stmt) {
+	r.ready = make([]*event, len(r.c.prog.Buckets))
+	for _, b := range r.readyOrder {
+		clock[s.Stream]++
+		e := &event{stream: s.Stream, clock: slices.Clone(clock), what: "backward", pos: s.Pos}
+		r.ready[b] = e
+		r.touch(e, b, src)
+	}
+	clock[s.Stream]++
+	copy(r.streams[s.Stream], clock)
+}
+
+// touch checks e's access to bucket b against the latest access of every
+// other stream, and records it.
+func (r *raceState) touch(e *event, b int, src *Stmt) {
+	last := r.access[b]
+	if last == nil {
+		last = make([]*event, len(r.host))
+		r.access[b] = last
+	}
+	for t, p := range last {
+		if p != nil && t != e.stream && !p.before(e) {
+			r.report(e, p, b, src)
+		}
+	}
+	last[e.stream] = e
+}
+
+// readyOrder returns the program's buckets in the order a backward makes
+// them ready, as the runtime does: it fills the non-frozen tensors in
+// reverse declaration order, and a bucket is ready after its last one,
+// which is the first of its tensors in declaration order. A bucket without
+// a non-frozen tensor (there is none in a checked program) comes first.
+func readyOrder(p *ir.Program) []int {
+	first := make([]int, len(p.Buckets)) // declaration index of each bucket's first tensor
+	for b := range first {
+		first[b] = len(p.Tensors)
+	}
+	for i := len(p.Tensors) - 1; i >= 0; i-- {
+		if t := &p.Tensors[i]; !t.Frozen && t.Bucket >= 0 && t.Bucket < len(first) {
+			first[t.Bucket] = i
+		}
+	}
+	order := make([]int, len(p.Buckets))
+	for b := range order {
+		order[b] = b
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return first[b] - first[a] })
+	return order
 }
 
 // report records a race between e and the earlier p on bucket b, once per
