@@ -401,6 +401,27 @@ func TestGroupReusesBucket(t *testing.T) {
 	}
 }
 
+// A long name is cut in its middle, so that a "did you mean" shows where
+// two long names differ: at their ends, as generated names mostly do.
+func TestLongNameCutInTheMiddle(t *testing.T) {
+	long := "layer." + strings.Repeat("x", 90)
+	src := "tensor " + long + ".weight f32[4]\nstep {\n  backward 1ms\n  allreduce " + long + ".weighx after ready\n  wait comm\n}\n"
+	_, diags := Check("plan.sync", []byte(src))
+	var hint string
+	for _, d := range diags {
+		if d.Severity == Error {
+			hint = d.Hint
+		}
+	}
+	want := "did you mean `layer." + strings.Repeat("x", 43) + "..." + strings.Repeat("x", 21) + ".weight`?"
+	if !strings.HasPrefix(hint, want) {
+		t.Errorf("hint %q, want it to start with %q", hint, want)
+	}
+	if got := code(strings.Repeat("a", 80)); got != "`"+strings.Repeat("a", 80)+"`" {
+		t.Errorf("an 80-character name is cut: %s", got)
+	}
+}
+
 func TestRaces(t *testing.T) {
 	head := "tensor a f32[8]\ntensor b f32[8]\nstream compute\nstream comm\nstream side\nbucket ba { a }\nbucket bb { b }\n"
 	cases := []struct {

@@ -4,7 +4,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/alecthomas/participle/v2/lexer"
 
@@ -93,10 +92,14 @@ const maxCodeRunes = 80
 
 // code formats a name for a message: `name`. A very long one (a generated
 // name, a line without spaces) is cut: the caret shows where it is, and
-// a message thousands of characters wide would hide everything else.
+// a message thousands of characters wide would hide everything else. The
+// cut is in the middle: long names tend to differ at their ends
+// (`....weight` and `....bias`), and a "did you mean" that showed only
+// their common start would not show the difference.
 func code(s string) string {
-	if utf8.RuneCountInString(s) > maxCodeRunes {
-		s = string([]rune(s)[:maxCodeRunes-3]) + "..."
+	if r := []rune(s); len(r) > maxCodeRunes {
+		tail := (maxCodeRunes - 3) * 3 / 8
+		s = string(r[:maxCodeRunes-3-tail]) + "..." + string(r[len(r)-tail:])
 	}
 	return "`" + s + "`"
 }
