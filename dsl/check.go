@@ -379,7 +379,9 @@ func (c *checker) shape(f *sourceFile, d *TensorDecl) ([]int64, int64, bool) {
 			// `f32[1,024]` is two dimensions, 1 and 24: most likely a
 			// thousands separator, so a leading zero is an error.
 			hint := "write " + code(strconv.FormatInt(n, 10))
-			if i > 0 && w.Pos.Offset > 0 && f.src[w.Pos.Offset-1] == ',' && d.Dims[i-1].EndPos.Offset == w.Pos.Offset-1 {
+			// Whether or not a space follows the comma: `fmt` adds one, and
+			// must not change what the checker says.
+			if i > 0 {
 				prev := d.Dims[i-1].Text
 				hint = fmt.Sprintf("`%s,%s` is two dimensions, %s and %d; for one, write it without the comma, `%s%s`; for two, %s",
 					prev, w.Text, prev, n, prev, w.Text, hint)
