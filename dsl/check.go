@@ -411,7 +411,7 @@ func (c *checker) shape(f *sourceFile, d *TensorDecl) ([]int64, int64, bool) {
 // does not fit in an int64.
 func dimensionHint(text string) string {
 	switch {
-	case strings.Trim(strings.TrimPrefix(text, "-"), "0123456789") == "" && text != "-":
+	case isDigits(strings.TrimPrefix(text, "-")):
 		return "a dimension is at most 2^63-1 (9223372036854775807), and the tensor's size in bytes must stay below 2^63 too"
 	case hexRE.MatchString(text):
 		// Not a product `0x10` (a zero dimension times 10).

@@ -124,7 +124,7 @@ func (r *raceState) group(s ir.Stmt, members []*Stmt) {
 				continue
 			}
 			if k != j {
-				r.groupReuse(members[j], members[k], b)
+				r.groupReuse(m.Pos, members[j], members[k], b)
 				// The race with that member is this error, not another
 				// one that asks for an `after`, which cannot order them.
 				r.reported[raceKey{m.Pos, s.Body[k].Stream}] = true
@@ -134,10 +134,10 @@ func (r *raceState) group(s ir.Stmt, members []*Stmt) {
 	}
 }
 
-// groupReuse reports bucket b in two collectives of one group, src and the
-// earlier p.
-func (r *raceState) groupReuse(src, p *Stmt, b int) {
-	key := raceKey{ir.Pos{Offset: src.Pos.Offset}, -1}
+// groupReuse reports bucket b in two collectives of one group, src (at
+// pos) and the earlier p, once per statement.
+func (r *raceState) groupReuse(pos ir.Pos, src, p *Stmt, b int) {
+	key := raceKey{pos, -1}
 	if r.reported[key] {
 		return
 	}

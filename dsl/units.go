@@ -265,7 +265,7 @@ func parseInt(text, what string) (int, string) {
 // parseInt64 parses a decimal integer with an optional minus sign.
 func parseInt64(text, what string) (int64, string) {
 	digits := strings.TrimPrefix(text, "-")
-	if digits == "" || strings.Trim(digits, "0123456789") != "" {
+	if !isDigits(digits) {
 		return 0, fmt.Sprintf("%s must be an integer, not %s", what, code(text))
 	}
 	n, err := strconv.ParseInt(text, 10, 64)

@@ -349,16 +349,17 @@ func checkStepsFit(steps, rows int) error {
 // open until its file is written (openPipe).
 func checkOutputs(o *options) (err error) {
 	var created []string
-	var held []*os.File
 	defer func() {
 		for _, path := range created {
 			os.Remove(path)
 		}
 		if err != nil {
-			for _, f := range held {
-				f.Close()
+			for _, p := range []**os.File{&o.jsonPipe, &o.tracePipe} {
+				if *p != nil {
+					(*p).Close()
+					*p = nil
+				}
 			}
-			o.jsonPipe, o.tracePipe = nil, nil
 		}
 	}()
 	type opened struct {
@@ -380,7 +381,6 @@ func checkOutputs(o *options) (err error) {
 			if err != nil {
 				return err
 			}
-			held = append(held, file)
 			*f.pipe = file
 			info = st
 		} else {
