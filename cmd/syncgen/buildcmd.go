@@ -33,7 +33,8 @@ Then run it:
 
 Examples:
    syncgen build examples/resnet50.sync
-   syncgen build -o bin/resnet examples/resnet50.sync`,
+   syncgen build -o bin/resnet examples/resnet50.sync
+   syncgen build -o bin/plan - < plan.sync       # the plan from standard input`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "o", Usage: "write the program to `PATH` (default ./NAME_sync; into PATH/NAME_sync when PATH is a directory)"},
 			&cli.BoolFlag{Name: "no-cache", Usage: "compile even if a cached binary exists"},
@@ -56,6 +57,9 @@ Examples:
 // about what it did.
 func buildPlan(c *cli.Context, path, out string, noCache bool) (*build.Result, error) {
 	start := time.Now()
+	if path == "-" && out == "" {
+		return nil, cli.Exit("build: a plan on standard input has no file name to name the program after; pass -o PATH", 2)
+	}
 	prog, err := loadOrReport(c, path)
 	if err != nil {
 		return nil, err
@@ -72,6 +76,9 @@ func buildPlan(c *cli.Context, path, out string, noCache bool) (*build.Result, e
 		}
 	} else if fi, err := os.Stat(out); err == nil && fi.IsDir() || strings.HasSuffix(out, string(filepath.Separator)) {
 		// Like go build -o DIR/: the program goes into the directory.
+		if path == "-" {
+			return nil, cli.Exit(fmt.Sprintf("build: -o %s is a directory, and a plan on standard input has no file name to name the program after; pass -o %s", out, filepath.Join(out, "NAME")), 2)
+		}
 		out = filepath.Join(out, stem(path)+"_sync")
 	}
 	res, err := build.Build(files, build.Options{Output: out, NoCache: noCache})
@@ -89,7 +96,7 @@ func buildPlan(c *cli.Context, path, out string, noCache bool) (*build.Result, e
 	if res.Cached {
 		how = "cached"
 	}
-	fmt.Fprintf(c.App.Writer, "built %s from %s (%s, %s, %s)\n", res.Output, path, summary(prog), how,
+	fmt.Fprintf(c.App.Writer, "built %s from %s (%s, %s, %s)\n", res.Output, displayName(path), summary(prog), how,
 		time.Since(start).Round(time.Millisecond))
 	return res, nil
 }

@@ -60,11 +60,7 @@ Examples:
 				}
 				diags.Render(c.App.ErrWriter)
 				if prog != nil {
-					name := path
-					if path == "-" {
-						name = stdinName
-					}
-					fmt.Fprintf(c.App.Writer, "%s: ok: %s\n", name, summary(prog))
+					fmt.Fprintf(c.App.Writer, "%s: ok: %s\n", displayName(path), summary(prog))
 				}
 			}
 			if format == "json" {
@@ -133,7 +129,7 @@ func humanBytes(n int64) string {
 // loadOrReport loads a plan and renders its diagnostics; it returns nil
 // (and an exit error) when the plan has errors.
 func loadOrReport(c *cli.Context, path string) (*ir.Program, error) {
-	prog, diags := dsl.Load(path)
+	prog, diags := loadPlan(c, path)
 	diags.Render(c.App.ErrWriter)
 	if len(diags) == 1 && diags[0].Pos.Line == 0 && diags[0].Severity == dsl.Error {
 		// The file could not be read: the diagnostic says so, with a
@@ -142,7 +138,7 @@ func loadOrReport(c *cli.Context, path string) (*ir.Program, error) {
 		return nil, cli.Exit("", 1)
 	}
 	if diags.HasErrors() || prog == nil {
-		return nil, cli.Exit(fmt.Sprintf("%s has errors; fix them and try again", path), 1)
+		return nil, cli.Exit(fmt.Sprintf("%s has errors; fix them and try again", displayName(path)), 1)
 	}
 	return prog, nil
 }
@@ -160,11 +156,7 @@ func loadPlan(c *cli.Context, path string) (*ir.Program, dsl.Diagnostics) {
 	if path != "-" {
 		return dsl.Load(path)
 	}
-	in := c.App.Reader
-	if in == nil {
-		in = os.Stdin
-	}
-	src, err := io.ReadAll(in)
+	src, err := readSource(c, path)
 	if err != nil {
 		return nil, dsl.Diagnostics{{Severity: dsl.Error, Message: fmt.Sprintf("cannot read standard input: %v", err)}}
 	}
@@ -173,3 +165,23 @@ func loadPlan(c *cli.Context, path string) (*ir.Program, dsl.Diagnostics) {
 
 // stdinName names a plan read from standard input in messages.
 const stdinName = "<stdin>"
+
+// displayName is how messages name the plan at path: "-" is standard input.
+func displayName(path string) string {
+	if path == "-" {
+		return stdinName
+	}
+	return path
+}
+
+// readSource reads the plan at path, or standard input when path is "-".
+func readSource(c *cli.Context, path string) ([]byte, error) {
+	if path != "-" {
+		return os.ReadFile(path)
+	}
+	in := c.App.Reader
+	if in == nil {
+		in = os.Stdin
+	}
+	return io.ReadAll(in)
+}

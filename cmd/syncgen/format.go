@@ -26,6 +26,7 @@ Formatting formatted output changes nothing.
    syncgen fmt -w model.sync       # rewrite the file in place
    syncgen fmt -d model.sync       # show what would change, as a diff
    syncgen fmt -l *.sync           # list the files that are not formatted
+   syncgen fmt - < model.sync      # format standard input (an editor's buffer)
 
 Exit status: 0, or 1 when a file has syntax errors (it is then left alone).`,
 		Flags: []cli.Flag{
@@ -53,7 +54,10 @@ Exit status: 0, or 1 when a file has syntax errors (it is then left alone).`,
 }
 
 func formatFile(c *cli.Context, path string) error {
-	src, err := os.ReadFile(path)
+	if path == "-" && c.Bool("w") {
+		return fmt.Errorf("fmt: -w cannot write back standard input; give the file's path instead of -")
+	}
+	src, err := readSource(c, path)
 	if err != nil {
 		if fi, e := os.Stat(path); e == nil && fi.IsDir() {
 			// `syncgen fmt .`, as with gofmt: say how to name the files.
@@ -61,10 +65,11 @@ func formatFile(c *cli.Context, path string) error {
 		}
 		return fmt.Errorf("fmt: %s: %w", path, unwrapPathError(err))
 	}
-	out, diags := dsl.Format(path, src)
+	name := displayName(path)
+	out, diags := dsl.Format(name, src)
 	if diags.HasErrors() {
 		diags.Render(c.App.ErrWriter)
-		return fmt.Errorf("fmt: %s not formatted: fix the syntax errors first", path)
+		return fmt.Errorf("fmt: %s not formatted: fix the syntax errors first", name)
 	}
 	changed := !bytes.Equal(src, out)
 	// As with gofmt, -l, -d and -w combine; the formatted file is printed
@@ -74,10 +79,10 @@ func formatFile(c *cli.Context, path string) error {
 		return nil
 	}
 	if c.Bool("l") && changed {
-		fmt.Fprintln(c.App.Writer, path)
+		fmt.Fprintln(c.App.Writer, name)
 	}
 	if c.Bool("d") && changed {
-		writeDiff(c.App.Writer, path, src, out)
+		writeDiff(c.App.Writer, name, src, out)
 	}
 	if c.Bool("w") {
 		if changed {

@@ -26,6 +26,7 @@ directory also gets a go.mod and a copy of the runtime, so that
 
 Examples:
    syncgen gen examples/resnet50.sync -o /tmp/resnet50
+   syncgen gen -o /tmp/plan - < plan.sync                                    # the plan from standard input
    syncgen gen --module examples/hello.sync && (cd hello_sync && go build)   # makes hello_sync/hello_sync`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "o", Usage: "write into `DIR`"},
@@ -36,6 +37,9 @@ Examples:
 				return cli.Exit("gen: give exactly one .sync file; usage: syncgen gen FILE.sync [-o DIR]", 2)
 			}
 			path := c.Args().First()
+			if path == "-" && c.String("o") == "" {
+				return cli.Exit("gen: a plan on standard input has no file name to name the output directory after; pass -o DIR", 2)
+			}
 			prog, err := loadOrReport(c, path)
 			if err != nil {
 				return err

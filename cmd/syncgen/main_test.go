@@ -544,21 +544,70 @@ func TestCheckStdin(t *testing.T) {
 		{helloPlan, "<stdin>: ok:", "", 0},
 		{"tensor a f32[4]\nbucket g { b }\n", "", "<stdin>:2:12: error: pattern `b` matches no tensor", 1},
 	} {
-		r, w, err := os.Pipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		go func() {
-			w.WriteString(c.src)
-			w.Close()
-		}()
-		old := os.Stdin
-		os.Stdin = r
-		code, out, errOut := syncgen(t, "check", "-")
-		os.Stdin = old
-		r.Close()
+		code, out, errOut := syncgenStdin(t, c.src, "check", "-")
 		if code != c.code || !strings.Contains(out, c.stdout) || !strings.Contains(errOut, c.stderr) {
 			t.Errorf("check - of %q: exit %d, stdout %q, stderr %q; want %d, %q, %q", c.src, code, out, errOut, c.code, c.stdout, c.stderr)
 		}
 	}
+}
+
+// fmt, gen and build read the plan from standard input too when FILE is
+// -; gen and build then need -o, having no file name to name the output
+// after, and fmt -w has nowhere to write.
+func TestStdinCommands(t *testing.T) {
+	dir := t.TempDir()
+	messy := "tensor w f32[64,64]\ntensor b f32[64]\nbucket grads { * }\nstep {\nallreduce grads\n}\n"
+	want := "tensor w f32[64, 64]\ntensor b f32[64]\nbucket grads { * }\nstep {\n    allreduce grads\n}\n"
+	for _, c := range []struct {
+		args           []string
+		code           int
+		stdout, stderr string
+	}{
+		{[]string{"fmt", "-"}, 0, want, ""},
+		{[]string{"fmt", "-l", "-"}, 0, "<stdin>\n", ""},
+		{[]string{"fmt", "-d", "-"}, 0, "+    allreduce grads", ""},
+		{[]string{"fmt", "-w", "-"}, 1, "", "-w cannot write back standard input"},
+		{[]string{"gen", "-"}, 2, "", "pass -o DIR"},
+		{[]string{"gen", "-o", filepath.Join(dir, "gen"), "-"}, 0, "wrote " + filepath.Join(dir, "gen", "main.go"), ""},
+		{[]string{"build", "-"}, 2, "", "pass -o PATH"},
+		{[]string{"build", "-o", dir + string(filepath.Separator), "-"}, 2, "", "is a directory"},
+	} {
+		code, out, errOut := syncgenStdin(t, messy, c.args...)
+		if code != c.code || !strings.Contains(out, c.stdout) || !strings.Contains(errOut, c.stderr) {
+			t.Errorf("syncgen %s: exit %d, stdout %q, stderr %q; want %d, %q, %q", strings.Join(c.args, " "), code, out, errOut, c.code, c.stdout, c.stderr)
+		}
+	}
+	if code, _, errOut := syncgenStdin(t, "tensor a f32[\n", "fmt", "-"); code != 1 || !strings.Contains(errOut, "<stdin>:1:") {
+		t.Errorf("fmt - of a broken plan: exit %d, stderr %q; want 1 and a diagnostic naming <stdin>", code, errOut)
+	}
+	needToolchain(t)
+	t.Setenv("SYNCGEN_CACHE", filepath.Join(dir, "cache"))
+	bin := filepath.Join(dir, "plan")
+	code, out, errOut := syncgenStdin(t, helloPlan, "build", "-o", bin, "-")
+	if code != 0 || !strings.Contains(out, "from <stdin>") {
+		t.Fatalf("build -o %s -: exit %d, stdout %q, stderr %q", bin, code, out, errOut)
+	}
+	if fi, err := os.Stat(bin); err != nil || fi.Mode()&0o111 == 0 {
+		t.Errorf("build -o %s -: no executable program there (%v)", bin, err)
+	}
+}
+
+// syncgenStdin runs syncgen with src on standard input.
+func syncgenStdin(t *testing.T, src string, args ...string) (int, string, string) {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		w.WriteString(src)
+		w.Close()
+	}()
+	old := os.Stdin
+	os.Stdin = r
+	defer func() {
+		os.Stdin = old
+		r.Close()
+	}()
+	return syncgen(t, args...)
 }
