@@ -2,7 +2,8 @@
 // in place on a float buffer for each size and prints nccl-tests' figures:
 // time per call (us), algbw = bytes/time and busbw = algbw * 2(n-1)/n, in
 // GB/s. Every rank times the same calls; the time reported is the maximum
-// over ranks of the mean over iterations (as the runtime's report does).
+// over ranks of the mean over iterations (as the runtime's report does),
+// and a comment line before each row gives every rank's mean.
 //
 //   mpicc -O2 -o mpi_allreduce mpi_allreduce.c
 //   mpirun -np 4 ./mpi_allreduce [-b 4K] [-e 256M] [-f 2] [-n iters] [-w warmup]
@@ -115,6 +116,16 @@ int main(int argc, char **argv) {
 			}
 		}
 		t /= n;
+		// Each rank's mean, as a comment line: which rank waits, and how
+		// far apart the ranks' means are (max over ranks is the figure).
+		double *all = rank == 0 ? malloc(size * sizeof(double)) : NULL;
+		MPI_Gather(&t, 1, MPI_DOUBLE, all, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+		if (rank == 0) {
+			printf("# per-rank mean (us):");
+			for (int r = 0; r < size; r++) printf(" %.3f", all[r] * 1e6);
+			printf("\n");
+			free(all);
+		}
 		int m = n < 100000 ? n : 100000;
 		qsort(samples, m, sizeof(double), cmp_double);
 		double med = samples[m / 2];
