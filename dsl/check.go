@@ -174,6 +174,7 @@ func (c *checker) check(filename string) *ir.Program {
 	c.resolveRun()
 	c.noteRepeats()
 	c.warnUncovered()
+	c.warnOverwritten()
 	c.warnNothingToRun()
 	return c.prog
 }
@@ -635,4 +636,54 @@ func (c *checker) warnUncovered() {
 				"%d tensors declared here (%s, ...) are in no bucket and no collective synchronises them", len(g.names), code(g.names[0]))
 		}
 	}
+}
+
+// warnOverwritten warns about collectives that a later backward of the
+// step overwrites: a backward refills every gradient, so the runtime can
+// check only what the collectives after the step's last backward leave
+// (runtime/check.go), and a collective before a backward is never checked
+// (before the first one, it also works on the previous step's results).
+// One warning per backward, at the first collective it overwrites.
+func (c *checker) warnOverwritten() {
+	if c.stepBlock == nil || Diagnostics(c.diags).HasErrors() {
+		return
+	}
+	body := stmts(c.stepBlock.Body)
+	var pending []*Stmt // the collectives since the previous backward
+	for i, s := range c.prog.Step {
+		if i >= len(body) {
+			return
+		}
+		switch s.Kind {
+		case ir.StmtCollective:
+			pending = append(pending, body[i])
+		case ir.StmtGroup:
+			if body[i].Group != nil {
+				pending = append(pending, stmts(body[i].Group.Body)...)
+			}
+		case ir.StmtBackward:
+			if len(pending) > 0 {
+				c.warnOverwrittenBy(pending, s.Pos.Line)
+			}
+			pending = pending[:0]
+		}
+	}
+}
+
+// warnOverwrittenBy reports the collectives before the backward on line.
+func (c *checker) warnOverwrittenBy(colls []*Stmt, line int) {
+	first := colls[0]
+	what := "collective"
+	if first.Collective != nil {
+		what = first.Collective.Kind
+	}
+	more := ""
+	if n := len(colls) - 1; n == 1 {
+		more = " (and so is that of the collective on line " + fmt.Sprint(colls[1].Pos.Line) + ")"
+	} else if n > 1 {
+		more = fmt.Sprintf(" (and so are those of the %d other collectives before it, lines %d to %d)", n, colls[1].Pos.Line, colls[n].Pos.Line)
+	}
+	c.warnf(c.main.file, spanOf(first.Pos, first.EndPos),
+		fmt.Sprintf("a backward refills every gradient, so only what the collectives after a step's last backward leave is checked; move it after the backward on line %d, or make each micro-batch a step of its own", line),
+		"the result of this %s is overwritten by the backward on line %d before any check reads it%s", what, line, more)
 }
