@@ -228,7 +228,7 @@ Flags (one or two dashes):
 		}
 	}
 	if o.timeout <= 0 {
-		return nil, fmt.Errorf("--timeout must be positive")
+		return nil, fmt.Errorf("--timeout %v must be positive: want a duration like 90s, 5m or 1h30m (%s --help lists the flags)", o.timeout, prog)
 	}
 	// The fill pattern numbers the steps with 32 bits, the last number
 	// marking the init block; "--warmup 9223372036854775807 --steps 1"

@@ -78,12 +78,16 @@ Examples:
 	}
 }
 
-// summary describes a checked plan in one line.
+// summary describes a checked plan in one line: all tensors and their
+// parameters (frozen ones included), and the bytes of the gradients (frozen
+// tensors have none), as the generated program's header counts them.
 func summary(p *ir.Program) string {
 	var params, bytes int64
 	for _, t := range p.Tensors {
 		params += t.Elems
-		bytes += t.Bytes()
+		if !t.Frozen {
+			bytes += t.Bytes()
+		}
 	}
 	return fmt.Sprintf("%s, %s, %s, %s, %s",
 		count(int64(len(p.Tensors)), "tensor"), count(params, "parameter"), humanBytes(bytes),

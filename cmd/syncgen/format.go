@@ -41,7 +41,8 @@ Exit status: 0, or 1 when a file has syntax errors (it is then left alone).`,
 			failed := false
 			for _, path := range c.Args().Slice() {
 				if err := formatFile(c, path); err != nil {
-					fmt.Fprintln(c.App.ErrWriter, err)
+					// Prefixed like the errors of the other commands.
+					fmt.Fprintln(c.App.ErrWriter, "syncgen:", err)
 					failed = true
 				}
 			}

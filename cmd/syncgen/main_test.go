@@ -61,7 +61,10 @@ func TestSummary(t *testing.T) {
 	for _, tc := range []struct{ src, want string }{
 		{"tensor a f32[1]\nbucket g { a }\nstep {}\n", "1 tensor, 1 parameter, 4 B, 1 bucket, 2 streams"},
 		{"tensor t.{0..1199} f32[1000]\nstream s\nbucket g { * }\nstep {}\n", "1,200 tensors, 1,200,000 parameters, 4.6 MiB, 1 bucket, 1 stream"},
-		{"tensor a f32[1] frozen\nstep {}\n", "1 tensor, 1 parameter, 4 B, 0 buckets, 2 streams"},
+		// The bytes are the gradients', as the program's header counts
+		// them: a frozen tensor has none.
+		{"tensor a f32[1] frozen\nstep {}\n", "1 tensor, 1 parameter, 0 B, 0 buckets, 2 streams"},
+		{"tensor a f32[4]\ntensor b f32[32] frozen\nbucket g { a }\nstep {}\n", "2 tensors, 36 parameters, 16 B, 1 bucket, 2 streams"},
 	} {
 		prog, diags := dsl.Check("plan.sync", []byte(tc.src))
 		if prog == nil {
@@ -610,4 +613,38 @@ func syncgenStdin(t *testing.T, src string, args ...string) (int, string, string
 		r.Close()
 	}()
 	return syncgen(t, args...)
+}
+
+// TestRunLauncherNotFound: a launcher named with --mpirun that does not
+// exist is the user's path to fix, not a missing Open MPI to install;
+// without --mpirun, the hint says how to install it or name one.
+func TestRunLauncherNotFound(t *testing.T) {
+	dir := t.TempDir()
+	p := writeFile(t, dir, "hello.sync", helloPlan)
+	missing := filepath.Join(dir, "no-mpirun")
+	code, _, errOut := syncgen(t, "run", "--mpirun", missing, p)
+	want := "syncgen: run: --mpirun " + missing + ": no such file or directory; check the path, or leave --mpirun out to use mpirun from PATH\n"
+	if code != 1 || errOut != want {
+		t.Errorf("run --mpirun %s: exit %d, stderr %q; want 1 and %q", missing, code, errOut, want)
+	}
+	t.Setenv("PATH", dir)
+	code, _, errOut = syncgen(t, "run", p)
+	if code != 1 || !strings.Contains(errOut, "mpirun not found: install Open MPI") || !strings.Contains(errOut, "or pass --mpirun PATH") {
+		t.Errorf("run without mpirun on PATH: exit %d, stderr %q; want 1 and how to install Open MPI", code, errOut)
+	}
+}
+
+// TestFmtErrorsPrefixed: fmt's errors about a file start with "syncgen:",
+// as every other command's do.
+func TestFmtErrorsPrefixed(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "nope.sync")
+	code, _, errOut := syncgen(t, "fmt", missing)
+	if want := "syncgen: fmt: " + missing + ": no such file or directory\n"; code != 1 || errOut != want {
+		t.Errorf("fmt %s: exit %d, stderr %q; want 1 and %q", missing, code, errOut, want)
+	}
+	code, _, errOut = syncgen(t, "fmt", "-w", "-")
+	if want := "syncgen: fmt: -w cannot write back standard input"; code != 1 || !strings.HasPrefix(errOut, want) {
+		t.Errorf("fmt -w -: exit %d, stderr %q; want 1 and %q...", code, errOut, want)
+	}
 }

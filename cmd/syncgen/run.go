@@ -47,6 +47,10 @@ Examples:
 			}
 			launcher, err := exec.LookPath(c.String("mpirun"))
 			if err != nil {
+				if c.IsSet("mpirun") {
+					// The user named the launcher: the path is what to fix.
+					return cli.Exit(fmt.Sprintf("run: --mpirun %s: %v; check the path, or leave --mpirun out to use mpirun from PATH", c.String("mpirun"), unwrapExecError(err)), 1)
+				}
 				return cli.Exit(fmt.Sprintf("run: %s not found: install Open MPI (Debian/Ubuntu: apt-get install openmpi-bin libopenmpi-dev) or pass --mpirun PATH", c.String("mpirun")), 1)
 			}
 			res, err := buildPlan(c, c.Args().First(), c.String("o"), false)
@@ -74,6 +78,16 @@ Examples:
 			return nil
 		},
 	}
+}
+
+// unwrapExecError drops exec.LookPath's repetition of the name from its
+// error ("exec: \"x\": executable file not found in $PATH").
+func unwrapExecError(err error) error {
+	var ee *exec.Error
+	if errors.As(err, &ee) {
+		err = ee.Err
+	}
+	return unwrapPathError(err)
 }
 
 // programArgs returns the arguments for the program from those that follow
