@@ -64,6 +64,9 @@ func buildPlan(c *cli.Context, path, out string, noCache bool) (*build.Result, e
 	if err != nil {
 		return nil, err
 	}
+	if path == "-" {
+		prog.Name = nameFromOutput(out)
+	}
 	files, err := codegen.Generate(prog)
 	if err != nil {
 		return nil, cli.Exit(fmt.Sprintf("build: %v", err), 1)

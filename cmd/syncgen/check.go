@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -176,6 +178,18 @@ func displayName(path string) string {
 		return stdinName
 	}
 	return path
+}
+
+// nameFromOutput names a plan read from standard input, which has no file
+// stem, after where gen or build writes it: -o bin/resnet names it resnet
+// (and bin/resnet_sync too), so that the program's help and reports do not
+// say "<stdin>".
+func nameFromOutput(out string) string {
+	base := filepath.Base(filepath.Clean(out))
+	if name := strings.TrimSuffix(base, "_sync"); name != "" {
+		return name
+	}
+	return base
 }
 
 // readSource reads the plan at path, or standard input when path is "-".

@@ -44,6 +44,9 @@ Examples:
 			if err != nil {
 				return err
 			}
+			if path == "-" {
+				prog.Name = nameFromOutput(c.String("o"))
+			}
 			files, err := codegen.Generate(prog)
 			if err != nil {
 				return cli.Exit(fmt.Sprintf("gen: %v", err), 1)

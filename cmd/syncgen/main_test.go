@@ -580,6 +580,11 @@ func TestStdinCommands(t *testing.T) {
 			t.Errorf("syncgen %s: exit %d, stdout %q, stderr %q; want %d, %q, %q", strings.Join(c.args, " "), code, out, errOut, c.code, c.stdout, c.stderr)
 		}
 	}
+	// A plan from standard input is named after gen's directory, not
+	// "<stdin>".
+	if src, err := os.ReadFile(filepath.Join(dir, "gen", "main.go")); err != nil || !strings.Contains(string(src), `Name:    "gen"`) {
+		t.Errorf("gen -o DIR/gen -: the program is not named gen (%v):\n%s", err, src)
+	}
 	if code, _, errOut := syncgenStdin(t, "tensor a f32[\n", "fmt", "-"); code != 1 || !strings.Contains(errOut, "<stdin>:1:") {
 		t.Errorf("fmt - of a broken plan: exit %d, stderr %q; want 1 and a diagnostic naming <stdin>", code, errOut)
 	}
