@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -582,7 +583,7 @@ func TestStdinCommands(t *testing.T) {
 	}
 	// A plan from standard input is named after gen's directory, not
 	// "<stdin>".
-	if src, err := os.ReadFile(filepath.Join(dir, "gen", "main.go")); err != nil || !strings.Contains(string(src), `Name:    "gen"`) {
+	if src, err := os.ReadFile(filepath.Join(dir, "gen", "main.go")); err != nil || !regexp.MustCompile(`\bName:\s+"gen",`).Match(src) {
 		t.Errorf("gen -o DIR/gen -: the program is not named gen (%v):\n%s", err, src)
 	}
 	if code, _, errOut := syncgenStdin(t, "tensor a f32[\n", "fmt", "-"); code != 1 || !strings.Contains(errOut, "<stdin>:1:") {
