@@ -76,7 +76,7 @@ in docs/runtime.md (or ./hello_sync --help).`,
 		// topic for 'x'" and exit status 3. It cannot return an error, so it
 		// leaves a note for run.
 		CommandNotFound: func(c *cli.Context, name string) {
-			fmt.Fprintf(c.App.ErrWriter, "syncgen: unknown command %q: the commands are check, fmt, gen, build and run (syncgen --help)\n", name)
+			fmt.Fprintf(c.App.ErrWriter, "syncgen: unknown command %q: the commands are check, fmt, gen, build, run and help (syncgen --help)\n", name)
 			c.App.Metadata["unknown command"] = true
 		},
 		Commands: []*cli.Command{
@@ -85,6 +85,7 @@ in docs/runtime.md (or ./hello_sync --help).`,
 			genCommand(),
 			buildCommand(),
 			runCommand(),
+			helpCommand(),
 		},
 		OnUsageError: usageError,
 	}
@@ -109,4 +110,32 @@ func usageError(c *cli.Context, err error, _ bool) error {
 		return cli.Exit(msg, 2)
 	}
 	return cli.Exit(fmt.Sprintf("%v; see 'syncgen --help'", err), 2)
+}
+
+// helpCommand is `syncgen help [COMMAND]`, what a new user types first. It
+// replaces urfave/cli's own help command, which is hidden because it
+// answered an unknown topic with exit status 3.
+func helpCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "help",
+		Usage:     "show the help of syncgen or of one command",
+		ArgsUsage: "[COMMAND]",
+		Action: func(c *cli.Context) error {
+			switch c.NArg() {
+			case 0:
+				return cli.ShowAppHelp(c)
+			case 1:
+				name := c.Args().First()
+				cmd := c.App.Command(name)
+				if cmd == nil {
+					return cli.Exit(fmt.Sprintf("help: unknown command %q: the commands are check, fmt, gen, build, run and help", name), 2)
+				}
+				// What `syncgen NAME --help` prints. (cli.ShowCommandHelp
+				// looks among the help command's own subcommands.)
+				cli.HelpPrinter(c.App.Writer, cli.CommandHelpTemplate, cmd)
+				return nil
+			}
+			return cli.Exit("help: give at most one command; usage: syncgen help [COMMAND]", 2)
+		},
+	}
 }

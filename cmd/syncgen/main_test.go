@@ -379,6 +379,26 @@ func TestUnknownCommand(t *testing.T) {
 	}
 }
 
+// syncgen help [COMMAND] is what a new user types first.
+func TestHelpCommand(t *testing.T) {
+	for _, c := range []struct {
+		args           []string
+		code           int
+		stdout, stderr string
+	}{
+		{[]string{"help"}, 0, "COMMANDS:", ""},
+		{[]string{"help", "build"}, 0, "build checks the plan, generates its Go program", ""},
+		{[]string{"help", "fmt"}, 0, "syncgen fmt -w model.sync", ""},
+		{[]string{"help", "biuld"}, 2, "", `help: unknown command "biuld"`},
+		{[]string{"help", "build", "run"}, 2, "", "give at most one command"},
+	} {
+		code, out, errOut := syncgen(t, c.args...)
+		if code != c.code || !strings.Contains(out, c.stdout) || !strings.Contains(errOut, c.stderr) {
+			t.Errorf("syncgen %s: exit %d, stdout %q, stderr %q; want %d, %q, %q", strings.Join(c.args, " "), code, out, errOut, c.code, c.stdout, c.stderr)
+		}
+	}
+}
+
 func TestFmtFlagsCombine(t *testing.T) {
 	dir := t.TempDir()
 	p := writeFile(t, dir, "m.sync", "tensor a f32[ 4 ]\ntensor b f32[4]\n")
