@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/syncgen/syncgen/ir"
 )
@@ -175,6 +176,9 @@ func (c *checker) tensorHint(p pattern, owner []*bucketInfo) string {
 	if !p.literal {
 		return ""
 	}
+	if h := c.prefixHint(p.text); h != "" {
+		return h
+	}
 	var free []string
 	for i, t := range c.prog.Tensors {
 		if !t.Frozen && (i >= len(owner) || owner[i] == nil) {
@@ -185,6 +189,29 @@ func (c *checker) tensorHint(p pattern, owner []*bucketInfo) string {
 		return h
 	}
 	return didYouMean(p.text, c.tensorNames())
+}
+
+// prefixHint suggests a glob for a name that is no tensor but begins
+// tensor names: `ln_f` for ln_f.weight and ln_f.bias is `ln_f.*`, the way
+// a module's name stands for its parameters elsewhere.
+func (c *checker) prefixHint(name string) string {
+	var first string
+	n := 0
+	for _, t := range c.prog.Tensors {
+		if strings.HasPrefix(t.Name, name+".") {
+			if n == 0 {
+				first = t.Name
+			}
+			n++
+		}
+	}
+	switch {
+	case n == 1:
+		return fmt.Sprintf("no tensor is named %s, but %s is: name it, or write %s for every tensor under %s", code(name), code(first), code(name+".*"), code(name+"."))
+	case n > 1:
+		return fmt.Sprintf("no tensor is named %s, but %d tensors start with %s (%s, ...): write %s to take them all", code(name), n, code(name+"."), code(first), code(name+".*"))
+	}
+	return ""
 }
 
 // noMatchHint says what to do about a pattern that matches no tensor when

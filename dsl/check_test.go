@@ -876,3 +876,18 @@ func TestUnknownNameReportedOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestPrefixHints checks that a name that is no tensor but begins tensor
+// names (a module's name, as frameworks print it) suggests the glob.
+func TestPrefixHints(t *testing.T) {
+	const decls = "tensor wte f32[4]\ntensor ln_f.weight f32[4]\ntensor ln_f.bias f32[4]\ntensor head.w f32[4]\n"
+	checkHints(t, []hintCase{
+		{decls + "bucket g { wte, ln_f }\n", "pattern `ln_f` matches no tensor",
+			"no tensor is named `ln_f`, but 2 tensors start with `ln_f.` (`ln_f.weight`, ...): write `ln_f.*` to take them all"},
+		{decls + "step { allreduce ln_f }\n", "no bucket or tensor `ln_f`", "write `ln_f.*` to take them all"},
+		{decls + "bucket g { head }\n", "pattern `head` matches no tensor",
+			"no tensor is named `head`, but `head.w` is: name it, or write `head.*` for every tensor under `head.`"},
+		// Not a prefix up to a dot: no glob suggested.
+		{decls + "bucket g { ln }\n", "pattern `ln` matches no tensor", "fix the pattern or remove it"},
+	})
+}

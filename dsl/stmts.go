@@ -348,6 +348,9 @@ func (c *checker) targetHint(p pattern) string {
 	if h := didYouMean(p.text, append(keys(c.buckets), c.tensorNames()...)); h != "" {
 		return h
 	}
+	if h := c.prefixHint(p.text); h != "" {
+		return h
+	}
 	switch {
 	case len(c.buckets) > 0:
 		return "declared buckets: " + c.bucketList() + "; " + what
