@@ -313,7 +313,7 @@ func printReport(w io.Writer, e *engine, rep *report, opts *options) {
 		}
 	}
 	if len(rep.stepTimes) > 0 {
-		fmt.Fprintf(w, "# step time p50 %s, p90 %s, mean %s; compute %s; exposed communication %s; communication %s, %.1f%% overlapped with compute\n",
+		fmt.Fprintf(w, "# step time p50 %s, p90 %s, mean %s; compute %s; exposed communication (mean step - compute) %s; communication %s, %.1f%% overlapped with compute\n",
 			formatDur(rep.p50), formatDur(rep.p90), formatDur(rep.mean), formatDur(rep.compute), formatDur(rep.exposed), formatDur(rep.comm), rep.overlap)
 	}
 	var parts []string
