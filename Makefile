@@ -10,8 +10,14 @@ BIN     := bin
 SYNCGEN := $(BIN)/syncgen
 # Extra flags for the generated program, e.g. make run ARGS="--steps 50 --trace trace.json"
 ARGS    ?=
-# How long each fuzz target runs in `make test` (CI runs them briefly).
-FUZZTIME ?= 10s
+# How long each fuzz target runs in `make test` (CI runs them briefly): a
+# count of inputs, not a duration. With a duration, Go before 1.27 can fail
+# a target at the deadline with "context deadline exceeded" and no failing
+# input (a race in its fuzzing coordinator, go.dev/issue/75804).
+FUZZTIME ?= 60000x
+# How hard a new input is minimised: Go's default (60s each) stalled the
+# short runs for most of their time.
+FUZZMINIMIZETIME ?= 50x
 
 .PHONY: all setup syncgen run test fuzz golden bench bench-gpu gpu-build gpu-check ptx fmt vet clean
 
@@ -32,11 +38,11 @@ test: setup vet
 	$(GO) test -count=1 -timeout 20m ./...
 	$(MAKE) fuzz
 
-# Each fuzz target of the front end, briefly; longer runs: make fuzz FUZZTIME=5m
+# Each fuzz target of the front end, briefly; longer runs: make fuzz FUZZTIME=2000000x
 fuzz:
 	@for t in FuzzParse FuzzCheck FuzzFormat; do \
 		echo "fuzz $$t ($(FUZZTIME))"; \
-		$(GO) test ./dsl -run='^$$' -fuzz="^$$t\$$" -fuzztime=$(FUZZTIME) || exit 1; \
+		$(GO) test ./dsl -run='^$$' -fuzz="^$$t\$$" -fuzztime=$(FUZZTIME) -fuzzminimizetime=$(FUZZMINIMIZETIME) || exit 1; \
 	done
 
 # Regenerate the golden files of code generation; review the diff like code.

@@ -227,16 +227,17 @@ func formatKeeps(path string, src, out []byte) error {
 	return nil
 }
 
-// filePos matches a position inside a message ("first declared at
-// t.sync:2:8", "first on line 3"), which formatting may move.
-var filePos = regexp.MustCompile(`:\d+:\d+|line \d+`)
+// filePos matches a position inside a message or hint ("first declared
+// at t.sync:2:8", "first on line 3", "lines 4 to 9"), which formatting may
+// move.
+var filePos = regexp.MustCompile(`:\d+:\d+|lines? \d+( to \d+)?`)
 
 // diagnosticKeys returns the diagnostics without their positions, sorted
 // (formatting puts options in canonical order, and so their errors).
 func diagnosticKeys(diags Diagnostics) []string {
 	var keys []string
 	for _, d := range diags {
-		keys = append(keys, d.Severity.String()+": "+filePos.ReplaceAllString(d.Message, "POS")+" / "+d.Hint)
+		keys = append(keys, d.Severity.String()+": "+filePos.ReplaceAllString(d.Message, "POS")+" / "+filePos.ReplaceAllString(d.Hint, "POS"))
 	}
 	slices.Sort(keys)
 	return keys
