@@ -238,9 +238,15 @@ func (p *printer) emptyBlockOnOneLine(open, close *fmtItem, c token) bool {
 // commentText returns a comment as the formatter prints it. In a file
 // with CRLF line endings a line comment runs up to the \n and so ends
 // with the \r, and a block comment has \r\n inside; the output's lines
-// end with \n alone, and a stray \r would mix the two.
+// end with \n alone, and a stray \r would mix the two. Every \r at a
+// line's end goes, not one: "\r\r\n" left as "\r\n" changed again on the
+// next run, and formatting must be idempotent.
 func commentText(c string) string {
-	return strings.ReplaceAll(strings.TrimSuffix(c, "\r"), "\r\n", "\n")
+	lines := strings.Split(c, "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, "\r")
+	}
+	return strings.Join(lines, "\n")
 }
 
 // line is one line of output before alignment.
