@@ -57,15 +57,9 @@ Examples:
 // about what it did.
 func buildPlan(c *cli.Context, path, out string, noCache bool) (*build.Result, error) {
 	start := time.Now()
-	if path == "-" && out == "" {
-		return nil, cli.Exit("build: a plan on standard input has no file name to name the program after; pass -o PATH", 2)
-	}
-	prog, err := loadOrReport(c, path)
+	prog, err := loadForOutput(c, "build", path, out, "program", "-o PATH")
 	if err != nil {
 		return nil, err
-	}
-	if path == "-" {
-		prog.Name = nameFromOutput(out)
 	}
 	files, err := codegen.Generate(prog)
 	if err != nil {

@@ -180,6 +180,24 @@ func displayName(path string) string {
 	return path
 }
 
+// loadForOutput loads the plan at path for gen or build (cmd), which name
+// what they write (what: "output directory", "program") after the plan's
+// file. A plan on standard input has none: it needs -o (flag: "-o DIR"),
+// and is named after it.
+func loadForOutput(c *cli.Context, cmd, path, out, what, flag string) (*ir.Program, error) {
+	if path == "-" && out == "" {
+		return nil, cli.Exit(fmt.Sprintf("%s: a plan on standard input has no file name to name the %s after; pass %s", cmd, what, flag), 2)
+	}
+	prog, err := loadOrReport(c, path)
+	if err != nil {
+		return nil, err
+	}
+	if path == "-" {
+		prog.Name = nameFromOutput(out)
+	}
+	return prog, nil
+}
+
 // nameFromOutput names a plan read from standard input, which has no file
 // stem, after where gen or build writes it: -o bin/resnet names it resnet
 // (and bin/resnet_sync too), so that the program's help and reports do not

@@ -37,15 +37,9 @@ Examples:
 				return cli.Exit("gen: give exactly one .sync file; usage: syncgen gen FILE.sync [-o DIR]", 2)
 			}
 			path := c.Args().First()
-			if path == "-" && c.String("o") == "" {
-				return cli.Exit("gen: a plan on standard input has no file name to name the output directory after; pass -o DIR", 2)
-			}
-			prog, err := loadOrReport(c, path)
+			prog, err := loadForOutput(c, "gen", path, c.String("o"), "output directory", "-o DIR")
 			if err != nil {
 				return err
-			}
-			if path == "-" {
-				prog.Name = nameFromOutput(c.String("o"))
 			}
 			files, err := codegen.Generate(prog)
 			if err != nil {

@@ -76,7 +76,7 @@ in docs/runtime.md (or ./hello_sync --help).`,
 		// topic for 'x'" and exit status 3. It cannot return an error, so it
 		// leaves a note for run.
 		CommandNotFound: func(c *cli.Context, name string) {
-			fmt.Fprintf(c.App.ErrWriter, "syncgen: unknown command %q: the commands are check, fmt, gen, build, run and help (syncgen --help)\n", name)
+			fmt.Fprintf(c.App.ErrWriter, "syncgen: unknown command %q: the commands are %s (syncgen --help)\n", name, commandNames(c.App))
 			c.App.Metadata["unknown command"] = true
 		},
 		Commands: []*cli.Command{
@@ -128,7 +128,7 @@ func helpCommand() *cli.Command {
 				name := c.Args().First()
 				cmd := c.App.Command(name)
 				if cmd == nil {
-					return cli.Exit(fmt.Sprintf("help: unknown command %q: the commands are check, fmt, gen, build, run and help", name), 2)
+					return cli.Exit(fmt.Sprintf("help: unknown command %q: the commands are %s", name, commandNames(c.App)), 2)
 				}
 				// What `syncgen NAME --help` prints. (cli.ShowCommandHelp
 				// looks among the help command's own subcommands.)
@@ -138,4 +138,19 @@ func helpCommand() *cli.Command {
 			return cli.Exit("help: give at most one command; usage: syncgen help [COMMAND]", 2)
 		},
 	}
+}
+
+// commandNames lists the app's commands for messages: "check, fmt, gen,
+// build, run and help".
+func commandNames(app *cli.App) string {
+	var names []string
+	for _, c := range app.Commands {
+		if !c.Hidden {
+			names = append(names, c.Name)
+		}
+	}
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }

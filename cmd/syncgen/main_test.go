@@ -381,18 +381,35 @@ func TestUnknownCommand(t *testing.T) {
 
 // syncgen help [COMMAND] is what a new user types first.
 func TestHelpCommand(t *testing.T) {
-	for _, c := range []struct {
-		args           []string
-		code           int
-		stdout, stderr string
-	}{
+	checkCLI(t, "", []cliCase{
 		{[]string{"help"}, 0, "COMMANDS:", ""},
 		{[]string{"help", "build"}, 0, "build checks the plan, generates its Go program", ""},
 		{[]string{"help", "fmt"}, 0, "syncgen fmt -w model.sync", ""},
 		{[]string{"help", "biuld"}, 2, "", `help: unknown command "biuld"`},
 		{[]string{"help", "build", "run"}, 2, "", "give at most one command"},
-	} {
-		code, out, errOut := syncgen(t, c.args...)
+	})
+}
+
+// cliCase is one run of syncgen: its arguments, and the exit status and
+// parts of stdout and stderr it must give.
+type cliCase struct {
+	args           []string
+	code           int
+	stdout, stderr string
+}
+
+// checkCLI runs each case, with stdin on standard input when it is not
+// empty.
+func checkCLI(t *testing.T, stdin string, cases []cliCase) {
+	t.Helper()
+	for _, c := range cases {
+		var code int
+		var out, errOut string
+		if stdin != "" {
+			code, out, errOut = syncgenStdin(t, stdin, c.args...)
+		} else {
+			code, out, errOut = syncgen(t, c.args...)
+		}
 		if code != c.code || !strings.Contains(out, c.stdout) || !strings.Contains(errOut, c.stderr) {
 			t.Errorf("syncgen %s: exit %d, stdout %q, stderr %q; want %d, %q, %q", strings.Join(c.args, " "), code, out, errOut, c.code, c.stdout, c.stderr)
 		}
@@ -582,11 +599,7 @@ func TestStdinCommands(t *testing.T) {
 	dir := t.TempDir()
 	messy := "tensor w f32[64,64]\ntensor b f32[64]\nbucket grads { * }\nstep {\nallreduce grads\n}\n"
 	want := "tensor w f32[64, 64]\ntensor b f32[64]\nbucket grads { * }\nstep {\n    allreduce grads\n}\n"
-	for _, c := range []struct {
-		args           []string
-		code           int
-		stdout, stderr string
-	}{
+	checkCLI(t, messy, []cliCase{
 		{[]string{"fmt", "-"}, 0, want, ""},
 		{[]string{"fmt", "-l", "-"}, 0, "<stdin>\n", ""},
 		{[]string{"fmt", "-d", "-"}, 0, "+    allreduce grads", ""},
@@ -595,12 +608,7 @@ func TestStdinCommands(t *testing.T) {
 		{[]string{"gen", "-o", filepath.Join(dir, "gen"), "-"}, 0, "wrote " + filepath.Join(dir, "gen", "main.go"), ""},
 		{[]string{"build", "-"}, 2, "", "pass -o PATH"},
 		{[]string{"build", "-o", dir + string(filepath.Separator), "-"}, 2, "", "is a directory"},
-	} {
-		code, out, errOut := syncgenStdin(t, messy, c.args...)
-		if code != c.code || !strings.Contains(out, c.stdout) || !strings.Contains(errOut, c.stderr) {
-			t.Errorf("syncgen %s: exit %d, stdout %q, stderr %q; want %d, %q, %q", strings.Join(c.args, " "), code, out, errOut, c.code, c.stdout, c.stderr)
-		}
-	}
+	})
 	// A plan from standard input is named after gen's directory, not
 	// "<stdin>".
 	if src, err := os.ReadFile(filepath.Join(dir, "gen", "main.go")); err != nil || !regexp.MustCompile(`\bName:\s+"gen",`).Match(src) {
