@@ -679,7 +679,7 @@ func (c *checker) warnOverwrittenBy(colls []*Stmt, line int) {
 	}
 	more := ""
 	if n := len(colls) - 1; n == 1 {
-		more = " (and so is that of the collective on line " + fmt.Sprint(colls[1].Pos.Line) + ")"
+		more = fmt.Sprintf(" (and so is that of the collective on line %d)", colls[1].Pos.Line)
 	} else if n > 1 {
 		more = fmt.Sprintf(" (and so are those of the %d other collectives before it, lines %d to %d)", n, colls[1].Pos.Line, colls[n].Pos.Line)
 	}
