@@ -39,14 +39,21 @@ type runInfo struct {
 	procNote string
 	maxprocs []int // per rank
 	numCPU   []int
-	env      []KV // NCCL_*, OMPI_*, SYNCGEN_*, CUDA_VISIBLE_DEVICES on rank 0
-	goVer    string
-	warnings []string
+	env      []KV // NCCL_*, OMPI_*, SYNCGEN_*, CUDA_VISIBLE_DEVICES on rank 0, as the user set them
+	// transport is the MPI parameters the runtime set (transport.go).
+	transport []KV
+	goVer     string
+	warnings  []string
 }
 
 // gatherInfo collects the run's environment (collective).
 func gatherInfo(h *mpiHost, be Backend, why, procNote string, tune cpuTuning) *runInfo {
-	info := &runInfo{backend: be.Name(), why: why, versions: be.Versions(), procNote: procNote, goVer: goruntime.Version()}
+	info := &runInfo{backend: be.Name(), why: why, versions: be.Versions(), procNote: procNote, goVer: goruntime.Version(),
+		transport: h.transport}
+	setByRuntime := map[string]bool{}
+	for _, kv := range h.transport {
+		setByRuntime["OMPI_MCA_"+kv.Key] = true
+	}
 	// Each rank's figures, host and MPI library: the library must be the
 	// same everywhere, or collectives may not match.
 	rec := make([]byte, 512)
@@ -76,6 +83,9 @@ func gatherInfo(h *mpiHost, be Backend, why, procNote string, tune cpuTuning) *r
 	}
 	for _, kv := range os.Environ() {
 		k, v, _ := strings.Cut(kv, "=")
+		if setByRuntime[k] {
+			continue
+		}
 		if strings.HasPrefix(k, "NCCL_") || strings.HasPrefix(k, "OMPI_") || strings.HasPrefix(k, "SYNCGEN_") ||
 			k == "CUDA_VISIBLE_DEVICES" || k == "GOMAXPROCS" {
 			info.env = append(info.env, KV{k, v})

@@ -19,6 +19,7 @@ type jsonReport struct {
 	Why       string            `json:"backend_reason"`
 	Versions  map[string]string `json:"versions"`
 	Env       map[string]string `json:"env"`
+	Transport map[string]string `json:"mpi_transport,omitempty"`
 	GoVersion string            `json:"go_version"`
 	MaxProcs  []int             `json:"gomaxprocs"`
 	NumCPU    []int             `json:"num_cpu"`
@@ -106,6 +107,12 @@ func makeJSON(e *engine, rep *report, info *runInfo) jsonReport {
 	}
 	for _, kv := range info.env {
 		j.Env[kv.Key] = kv.Value
+	}
+	if len(info.transport) > 0 {
+		j.Transport = map[string]string{}
+		for _, kv := range info.transport {
+			j.Transport[kv.Key] = kv.Value
+		}
 	}
 	// Empty lists are [] rather than null: a plan whose step has no
 	// collective still has a list of buckets, and --steps 0 a list of

@@ -40,6 +40,9 @@ type mpiHost struct {
 	host                 string
 	library              string
 	local                mpi.Comm
+	// transport is the shared-memory transport's parameters the runtime
+	// set (transport.go), as MPI reports them after MPI_Init.
+	transport []KV
 }
 
 // startMPI starts the owner goroutine and initialises MPI on it.
@@ -68,10 +71,15 @@ func (h *mpiHost) init() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	want := mpiThreadLevelFromEnv()
+	params, err := setTransportDefaults()
+	if err != nil {
+		return fmt.Errorf("initialising MPI: %w", err)
+	}
 	level, err := mpi.Init(want)
 	if err != nil {
 		return fmt.Errorf("initialising MPI: %w", err)
 	}
+	h.transport = readTransport(params)
 	h.level = level
 	if level < want {
 		return fmt.Errorf("initialising MPI: asked for %s, the library granted only %s; the runtime's streams call MPI from several threads (one at a time)",

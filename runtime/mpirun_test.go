@@ -805,6 +805,76 @@ func TestMPIThreadLevel(t *testing.T) {
 	}
 }
 
+// The runtime sets Open MPI's shared-memory eager limit and fast boxes
+// (transport.go), MPI reads them back, and the report says so; a value the
+// user sets wins, SYNCGEN_MPI_TUNING=off keeps Open MPI's defaults, and a
+// bad value of it is an error.
+func TestMPITransport(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		env      []string
+		want     []string // the parameters set, without the component's prefix
+		userSets string   // a parameter the user set, without the prefix
+	}{
+		{"default", nil, []string{"eager_limit", "fbox_size"}, ""},
+		{"user", []string{"OMPI_MCA_btl_vader_eager_limit=8192"}, []string{"fbox_size"}, "eager_limit"},
+		{"off", []string{"SYNCGEN_MPI_TUNING=off"}, nil, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "out.json")
+			r := mpirun(t, 2, c.env, 90*time.Second, "basic", "--steps", "2", "--json", path)
+			if r.code != 0 || !strings.Contains(r.out, "# 0 wrong") {
+				t.Fatalf("exit %d:\n%s", r.code, r.out)
+			}
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var j struct {
+				Versions  map[string]string `json:"versions"`
+				Env       map[string]string `json:"env"`
+				Transport map[string]string `json:"mpi_transport"`
+			}
+			if err := json.Unmarshal(data, &j); err != nil {
+				t.Fatal(err)
+			}
+			// btl/vader was renamed btl/sm in Open MPI 5.
+			component := "vader"
+			if m := regexp.MustCompile(`Open MPI v(\d+)\.`).FindStringSubmatch(j.Versions["MPI"]); m == nil {
+				t.Fatalf("not Open MPI: %q", j.Versions["MPI"])
+			} else if major, _ := strconv.Atoi(m[1]); major >= 5 {
+				component = "sm"
+			}
+			want := map[string]string{}
+			for _, p := range c.want {
+				want["btl_"+component+"_"+p] = "32768"
+			}
+			if len(j.Transport) != len(want) {
+				t.Errorf("mpi_transport %v, want %v", j.Transport, want)
+			}
+			for k, v := range want {
+				if j.Transport[k] != v {
+					t.Errorf("mpi_transport %v, want %v", j.Transport, want)
+				}
+				if _, ok := j.Env["OMPI_MCA_"+k]; ok {
+					t.Errorf("env lists OMPI_MCA_%s, which the runtime set, not the user", k)
+				}
+			}
+			if c.userSets != "" && j.Env["OMPI_MCA_btl_vader_"+c.userSets] != "8192" {
+				t.Errorf("env %v lacks the user's OMPI_MCA_btl_vader_%s", j.Env, c.userSets)
+			}
+			if got := strings.Contains(r.out, "MPI transport: "); got != (len(want) > 0) {
+				t.Errorf("header line \"MPI transport\" shown %v, want %v:\n%s", got, len(want) > 0, r.out)
+			}
+		})
+	}
+	r := mpirun(t, 2, []string{"SYNCGEN_MPI_TUNING=yes"}, 90*time.Second, "basic", "--steps", "1")
+	if r.code == 0 {
+		t.Fatalf("SYNCGEN_MPI_TUNING=yes: exit status 0:\n%s", r.out)
+	}
+	mustContain(t, r, `SYNCGEN_MPI_TUNING="yes": want on or off`)
+}
+
 // The ranks settle before the measured steps (settle.go) for as long as
 // SYNCGEN_SETTLE says, and not at all when there are no measured steps; a
 // value that is not a duration is reported and the default used.

@@ -241,6 +241,14 @@ func printHeader(w io.Writer, p *Plan, e *engine, opts *options, info *runInfo) 
 	for _, kv := range info.versions {
 		fmt.Fprintf(w, "#   %s: %s\n", kv.Key, kv.Value)
 	}
+	if len(info.transport) > 0 {
+		var parts []string
+		for _, kv := range info.transport {
+			parts = append(parts, kv.Key+"="+kv.Value)
+		}
+		fmt.Fprintf(w, "#   MPI transport: %s (syncgen's defaults for small buckets; %s=off keeps Open MPI's)\n",
+			strings.Join(parts, " "), transportTuningEnv)
+	}
 	if info.procNote != "" {
 		fmt.Fprintf(w, "#   note: %s\n", info.procNote)
 	}

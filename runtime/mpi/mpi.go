@@ -143,6 +143,25 @@ func StandardVersion() (major, minor int) {
 	return int(a), int(b)
 }
 
+// ControlVar reads an MPI_T control variable (for Open MPI, an MCA
+// parameter such as "btl_vader_eager_limit") and returns its value as
+// text; ok is false when the library has no variable of that name, or one
+// of a type other than a number or a string. Component parameters exist
+// once MPI_Init has opened their component.
+func ControlVar(name string) (value string, ok bool, err error) {
+	cname := C.CString(name)
+	defer C.free(unsafe.Pointer(cname))
+	var buf [256]C.char
+	rc := C.sg_control_var(cname, &buf[0], C.int(len(buf)))
+	switch {
+	case rc == -1:
+		return "", false, nil
+	case rc != C.MPI_SUCCESS:
+		return "", false, &Error{Call: "MPI_T control variable " + name, Code: int(rc), Msg: ErrorString(int(rc))}
+	}
+	return C.GoString(&buf[0]), true, nil
+}
+
 // ProcessorName returns MPI_Get_processor_name (the host name).
 func ProcessorName() string {
 	var buf [C.MPI_MAX_PROCESSOR_NAME + 1]C.char

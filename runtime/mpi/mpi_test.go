@@ -17,6 +17,8 @@ func TestSingleRank(t *testing.T) {
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	// A parameter set in the environment, for ControlVar to read back.
+	t.Setenv("OMPI_MCA_mpi_leave_pinned", "0")
 	level, err := Init(ThreadSerialized)
 	if err != nil {
 		t.Fatal(err)
@@ -35,6 +37,12 @@ func TestSingleRank(t *testing.T) {
 	}
 	if LibraryVersion() == "unknown" || ProcessorName() == "unknown" {
 		t.Errorf("version %q, host %q", LibraryVersion(), ProcessorName())
+	}
+	if v, ok, err := ControlVar("mpi_leave_pinned"); err != nil || !ok || v != "0" {
+		t.Errorf(`ControlVar("mpi_leave_pinned") = %q, %v, %v; want "0", true, nil`, v, ok, err)
+	}
+	if v, ok, err := ControlVar("no_such_parameter"); err != nil || ok {
+		t.Errorf(`ControlVar("no_such_parameter") = %q, %v, %v; want not found`, v, ok, err)
 	}
 	c, err := w.Dup()
 	if err != nil {

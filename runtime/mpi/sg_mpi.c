@@ -1,5 +1,6 @@
 #include "sg_mpi.h"
 #include <string.h>
+#include <stdio.h>
 #include <time.h>
 
 MPI_Comm sg_comm_world(void) { return MPI_COMM_WORLD; }
@@ -314,4 +315,64 @@ int sg_run(sg_cmd *cmds, int n) {
 		if (rc != MPI_SUCCESS) return i;
 	}
 	return n;
+}
+
+// sg_control_var reads the MPI_T control variable name as text into out
+// (NUL-terminated, at most outlen bytes). It returns MPI_SUCCESS, -1 when
+// the library has no such variable or its type is not one read here, or
+// the MPI error code of the call that failed.
+int sg_control_var(const char *name, char *out, int outlen) {
+	int provided, idx, count, rc;
+	out[0] = 0;
+	rc = MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
+	if (rc != MPI_SUCCESS) return rc;
+	rc = MPI_T_cvar_get_index(name, &idx);
+	if (rc != MPI_SUCCESS) {
+		MPI_T_finalize();
+		return rc == MPI_T_ERR_INVALID_NAME ? -1 : rc;
+	}
+	char vname[256], desc[1024];
+	int nlen = sizeof vname, dlen = sizeof desc, verbosity, bind, scope;
+	MPI_Datatype dt;
+	MPI_T_enum enumtype;
+	rc = MPI_T_cvar_get_info(idx, vname, &nlen, &verbosity, &dt, &enumtype, desc, &dlen, &bind, &scope);
+	if (rc != MPI_SUCCESS) {
+		MPI_T_finalize();
+		return rc;
+	}
+	MPI_T_cvar_handle h;
+	rc = MPI_T_cvar_handle_alloc(idx, NULL, &h, &count);
+	if (rc != MPI_SUCCESS) {
+		MPI_T_finalize();
+		return rc;
+	}
+	// Numbers are one element; a string up to its count of chars.
+	union {
+		int i;
+		unsigned u;
+		unsigned long ul;
+		unsigned long long ull;
+		long long ll;
+		double d;
+		char s[4096];
+	} v;
+	memset(&v, 0, sizeof v);
+	if (dt == MPI_CHAR && count >= (int)sizeof v.s) {
+		rc = -1;
+	} else {
+		rc = MPI_T_cvar_read(h, &v);
+	}
+	if (rc == MPI_SUCCESS) {
+		if (dt == MPI_INT) snprintf(out, outlen, "%d", v.i);
+		else if (dt == MPI_UNSIGNED) snprintf(out, outlen, "%u", v.u);
+		else if (dt == MPI_UNSIGNED_LONG) snprintf(out, outlen, "%lu", v.ul);
+		else if (dt == MPI_UNSIGNED_LONG_LONG) snprintf(out, outlen, "%llu", v.ull);
+		else if (dt == MPI_LONG_LONG) snprintf(out, outlen, "%lld", v.ll);
+		else if (dt == MPI_DOUBLE) snprintf(out, outlen, "%g", v.d);
+		else if (dt == MPI_CHAR) snprintf(out, outlen, "%s", v.s);
+		else rc = -1;
+	}
+	MPI_T_cvar_handle_free(&h);
+	MPI_T_finalize();
+	return rc;
 }

@@ -68,4 +68,7 @@ typedef struct {
 int sg_run(sg_cmd *cmds, int n);
 int64_t sg_monotonic_ns(void);
 
+// sg_control_var is mpi.ControlVar.
+int sg_control_var(const char *name, char *out, int outlen);
+
 #endif
