@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/syncgen/syncgen/ir"
@@ -60,6 +61,12 @@ func Check(filename string, src []byte) (*ir.Program, Diagnostics) {
 	if diags.HasErrors() {
 		return nil, diags
 	}
+	for _, m := range c.modules {
+		if m != main && !m.inStdlib {
+			prog.Imports = append(prog.Imports, m.file.name)
+		}
+	}
+	sort.Strings(prog.Imports)
 	return prog, diags
 }
 

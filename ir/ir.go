@@ -115,6 +115,12 @@ type Program struct {
 	Step []Stmt
 	// Run holds the defaults of the `run` declaration.
 	Run Run
+	// Imports are the files on disk that the main file imports, directly
+	// or through other imports, named as the loader opened them (the
+	// embedded standard library is not on disk and not listed). The
+	// generated code does not use them; the CLI does, to never write a
+	// program over a plan's file.
+	Imports []string
 }
 
 // Tensor is one parameter tensor.

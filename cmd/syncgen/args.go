@@ -11,6 +11,11 @@ import (
 // model.sync`. urfave/cli, like Go's flag package, stops parsing flags at
 // the first argument that is not one. Everything after "--" is left alone:
 // it belongs to the generated program.
+//
+// A -h or --help among a command's flags asks for the command's help, and
+// only it is kept: urfave/cli takes the arguments that follow --help for a
+// help topic, so that `syncgen build model.sync --help` answered "unknown
+// command model.sync". (`syncgen help build -h` keeps its topic.)
 func permuteArgs(app *cli.App, args []string) []string {
 	if len(args) < 2 {
 		return args
@@ -43,8 +48,11 @@ func permuteArgs(app *cli.App, args []string) []string {
 			positional = append(positional, a)
 			continue
 		}
-		flags = append(flags, a)
 		name := strings.TrimLeft(a, "-")
+		if (name == "h" || name == "help") && cmd.Name != "help" {
+			return []string{args[0], args[1], a}
+		}
+		flags = append(flags, a)
 		if strings.Contains(name, "=") {
 			continue
 		}

@@ -27,6 +27,9 @@ and Open MPI's development files (Debian/Ubuntu: openmpi-bin libopenmpi-dev).
 Binaries are cached by everything that goes into them ($SYNCGEN_CACHE, else
 the user cache directory), so rebuilding an unchanged plan is instant.
 
+build never writes the program over the plan's file or a file it imports:
+an -o that names one (through any path or link) is a usage error.
+
 Then run it:
    mpirun -np 4 ./NAME_sync [--steps N --warmup N --check N|off --backend auto|cpu|nccl
                              --json FILE --trace FILE --timeout DUR --quiet]
@@ -61,6 +64,7 @@ func buildPlan(c *cli.Context, path, out string, noCache bool) (*build.Result, e
 	if err != nil {
 		return nil, err
 	}
+	flagO := out // -o as given; out becomes the program's path below
 	files, err := codegen.Generate(prog)
 	if err != nil {
 		return nil, cli.Exit(fmt.Sprintf("build: %v", err), 1)
@@ -77,6 +81,9 @@ func buildPlan(c *cli.Context, path, out string, noCache bool) (*build.Result, e
 			return nil, cli.Exit(fmt.Sprintf("build: -o %s is a directory, and a plan on standard input has no file name to name the program after; pass -o %s", out, filepath.Join(out, "NAME")), 2)
 		}
 		out = filepath.Join(out, stem(path)+"_sync")
+	}
+	if err := checkOutputNotPlan(c.Command.Name, path, prog.Imports, out, flagO); err != nil {
+		return nil, err
 	}
 	res, err := build.Build(files, build.Options{Output: out, NoCache: noCache})
 	if err != nil {
@@ -96,4 +103,51 @@ func buildPlan(c *cli.Context, path, out string, noCache bool) (*build.Result, e
 	fmt.Fprintf(c.App.Writer, "built %s from %s (%s, %s, %s)\n", res.Output, displayName(path), summary(prog), how,
 		time.Since(start).Round(time.Millisecond))
 	return res, nil
+}
+
+// checkOutputNotPlan refuses to write the program at out over the plan's
+// own file or over a file that it imports, directly or through other
+// imports (imports, as the loader lists them): the program would silently
+// replace the source. cmd is the command (build or run), plan the FILE
+// argument ("-" for standard input) and flagO the -o flag as given (""
+// when out is the default). The files are compared with os.SameFile, so
+// another spelling of the path, a symbolic link to the file and a hard
+// link are refused too. The exit status is 2, as for the other -o that
+// does not fit FILE.
+func checkOutputNotPlan(cmd, plan string, imports []string, out, flagO string) error {
+	outInfo, err := os.Stat(out)
+	if err != nil {
+		// Nothing there yet, so nothing of the plan's to overwrite.
+		return nil
+	}
+	where := out
+	if flagO != "" {
+		where = "-o " + flagO
+		if filepath.Clean(flagO) != filepath.Clean(out) {
+			where += " (" + out + ")"
+		}
+	}
+	fix := "pass -o PATH to write the program elsewhere"
+	if flagO != "" {
+		fix = "give -o another path"
+	}
+	// refuse names the file as the plan has it when out spells it
+	// otherwise (or is a link to it).
+	refuse := func(what, file string) error {
+		if filepath.Clean(file) != filepath.Clean(out) {
+			what += " (" + file + ")"
+		}
+		return cli.Exit(fmt.Sprintf("%s: %s is %s: the program would overwrite it; %s", cmd, where, what, fix), 2)
+	}
+	if plan != "-" {
+		if fi, err := os.Stat(plan); err == nil && os.SameFile(outInfo, fi) {
+			return refuse("the plan's own file", plan)
+		}
+	}
+	for _, file := range imports {
+		if fi, err := os.Stat(file); err == nil && os.SameFile(outInfo, fi) {
+			return refuse("a file the plan imports", file)
+		}
+	}
+	return nil
 }

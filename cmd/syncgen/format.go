@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -28,7 +29,9 @@ Formatting formatted output changes nothing.
    syncgen fmt -l *.sync           # list the files that are not formatted
    syncgen fmt - < model.sync      # format standard input (an editor's buffer)
 
-Exit status: 0, or 1 when a file has syntax errors (it is then left alone).`,
+Exit status: 0; 1 when a file cannot be read or has syntax errors (it is
+then left alone); 2 for a usage error (no file given, an unknown flag, -w
+with - for standard input, which has nowhere to be written back).`,
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "w", Usage: "write the result back to the file"},
 			&cli.BoolFlag{Name: "d", Usage: "print a diff instead of the formatted file"},
@@ -37,6 +40,11 @@ Exit status: 0, or 1 when a file has syntax errors (it is then left alone).`,
 		Action: func(c *cli.Context) error {
 			if c.NArg() == 0 {
 				return cli.Exit("fmt: no files given; usage: syncgen fmt [-w|-d|-l] FILE.sync...", 2)
+			}
+			// A usage error like the others: refused before any file is
+			// rewritten.
+			if c.Bool("w") && slices.Contains(c.Args().Slice(), "-") {
+				return cli.Exit("fmt: -w cannot write back standard input; give the file's path instead of -, or leave out -w to print the result", 2)
 			}
 			failed := false
 			for _, path := range c.Args().Slice() {
@@ -54,10 +62,9 @@ Exit status: 0, or 1 when a file has syntax errors (it is then left alone).`,
 	}
 }
 
+// formatFile formats the file at path, or standard input for "-" (never
+// with -w: the command refuses that first), as the flags say.
 func formatFile(c *cli.Context, path string) error {
-	if path == "-" && c.Bool("w") {
-		return fmt.Errorf("fmt: -w cannot write back standard input; give the file's path instead of -")
-	}
 	src, err := readSource(c, path)
 	if err != nil {
 		if fi, e := os.Stat(path); e == nil && fi.IsDir() {

@@ -69,6 +69,11 @@ in docs/runtime.md (or ./hello_sync --help).`,
 		Writer:          stdout,
 		ErrWriter:       stderr,
 		HideHelpCommand: true,
+		// urfave/cli gives the app its --help flag only when the app has
+		// no command named help; ours replaces urfave/cli's, so without
+		// this `syncgen --help` and `syncgen -h` failed with "flag: help
+		// requested". The commands get the flag from urfave/cli.
+		Flags: []cli.Flag{cli.HelpFlag},
 		// The commands print their own errors; keep urfave/cli from
 		// printing them a second time and exiting behind our back.
 		ExitErrHandler: func(*cli.Context, error) {},

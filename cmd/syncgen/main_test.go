@@ -390,6 +390,57 @@ func TestHelpCommand(t *testing.T) {
 	})
 }
 
+// TestHelpFlags: --help and -h show the help of syncgen or of a command on
+// standard output, exit status 0, like `syncgen help [COMMAND]`, wherever
+// they are among the command's flags and files. `syncgen --help` used to
+// fail with "flag: help requested", and `syncgen build model.sync --help`
+// took model.sync for a help topic.
+func TestHelpFlags(t *testing.T) {
+	_, appHelp, _ := syncgen(t, "help")
+	for _, flag := range []string{"--help", "-h", "-help"} {
+		if code, out, errOut := syncgen(t, flag); code != 0 || out != appHelp || errOut != "" {
+			t.Errorf("syncgen %s: exit %d, stdout %q, stderr %q; want 0 and the help of `syncgen help`", flag, code, out, errOut)
+		}
+	}
+	cases := []cliCase{
+		{[]string{"--help", "build"}, 0, "build checks the plan, generates its Go program", ""},
+		{[]string{"-h", "biuld"}, 2, "", `unknown command "biuld"`},
+		{[]string{"build", "model.sync", "--help"}, 0, "build checks the plan, generates its Go program", ""},
+		{[]string{"build", "-o", "bin/x", "model.sync", "-h"}, 0, "build checks the plan, generates its Go program", ""},
+		{[]string{"run", "-np", "2", "model.sync", "-h", "--", "--steps", "3"}, 0, "run builds the plan like 'syncgen build'", ""},
+		{[]string{"check", "a.sync", "b.sync", "--help"}, 0, "check reads each plan", ""},
+		{[]string{"help", "fmt", "-h"}, 0, "syncgen fmt -w model.sync", ""},
+	}
+	for _, cmd := range newApp(&bytes.Buffer{}, &bytes.Buffer{}).Commands {
+		for _, flag := range []string{"--help", "-h"} {
+			cases = append(cases, cliCase{[]string{cmd.Name, flag}, 0, "USAGE:\n   syncgen ", ""})
+		}
+	}
+	checkCLI(t, "", cases)
+}
+
+// TestHelpHints runs the help that error messages point at ("see 'syncgen
+// build --help'", "(syncgen --help)"): it must show help, not fail as
+// `syncgen --help` once did.
+func TestHelpHints(t *testing.T) {
+	hint := regexp.MustCompile(`syncgen(?: [a-z]+)? --help`)
+	for _, args := range [][]string{
+		{"nosuch"}, {"-x"}, {"check", "--bogus", "x.sync"}, {"fmt", "-z"}, {"gen", "-z", "x.sync"},
+		{"build", "-o"}, {"run", "--np", "x", "x.sync"}, {"help", "-z"},
+	} {
+		_, _, errOut := syncgen(t, args...)
+		h := hint.FindString(errOut)
+		if h == "" {
+			t.Errorf("syncgen %s: stderr %q points at no --help", strings.Join(args, " "), errOut)
+			continue
+		}
+		code, out, errOut := syncgen(t, strings.Fields(h)[1:]...)
+		if code != 0 || !strings.Contains(out, "USAGE:") || errOut != "" {
+			t.Errorf("syncgen %s points at `%s`, which gives exit %d, stdout %q, stderr %q; want 0 and the help", strings.Join(args, " "), h, code, out, errOut)
+		}
+	}
+}
+
 // cliCase is one run of syncgen: its arguments, and the exit status and
 // parts of stdout and stderr it must give.
 type cliCase struct {
@@ -458,6 +509,81 @@ func TestBuildOntoGenDirectory(t *testing.T) {
 	if code != 1 || !strings.Contains(errOut, "is a directory") || !strings.Contains(errOut, "-o PATH") {
 		t.Errorf("build onto gen's directory: exit %d, stderr %q; want 1 and a clear message", code, errOut)
 	}
+}
+
+// TestBuildOntoPlan: build and run refuse, as a usage error, to write the
+// program over the plan's own file or over a file it imports, directly or
+// through a file that only imports another, however -o spells the path:
+// through .., a symbolic link, a hard link, or a directory the program
+// goes into. The plan's files are left as they were. They used to be
+// silently replaced by the program.
+func TestBuildOntoPlan(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("SYNCGEN_CACHE", filepath.Join(dir, "cache"))
+	lib := filepath.Join(dir, "lib")
+	if err := os.Mkdir(lib, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	plan := "import \"./lib/common.sync\"\n" + helloPlan
+	p := writeFile(t, dir, "h.sync", plan)
+	// common.sync declares nothing: nothing in the program comes from it.
+	common := writeFile(t, lib, "common.sync", "// not ./notes.sync, which holds notes:\n// import \"./notes.sync\"\nimport \"./leaf.sync\"\n")
+	leaf := writeFile(t, lib, "leaf.sync", "tensor extra f32[4]\n")
+	// lib/other_sync, a plan file without .sync, is where `build -o lib/
+	// other.sync` would put the program.
+	other := writeFile(t, dir, "other.sync", "import \"./lib/other_sync\"\n"+helloPlan)
+	otherSync := writeFile(t, lib, "other_sync", "tensor other f32[4]\n")
+	files := []string{p, common, leaf, other, otherSync}
+	before := map[string]string{}
+	for _, f := range files {
+		text, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before[f] = string(text)
+	}
+	link := filepath.Join(dir, "link.sync")
+	if err := os.Symlink(p, link); err != nil {
+		t.Fatal(err)
+	}
+	hard := filepath.Join(dir, "hard.sync")
+	if err := os.Link(p, hard); err != nil {
+		t.Fatal(err)
+	}
+	launcher := writeFile(t, dir, "fake-mpirun", "#!/bin/sh\nexit 0\n")
+	if err := os.Chmod(launcher, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	own := func(file string) string {
+		return " is the plan's own file (" + file + "): the program would overwrite it; give -o another path"
+	}
+	checkCLI(t, "", []cliCase{
+		{[]string{"build", p, "-o", p}, 2, "", "syncgen: build: -o " + p + " is the plan's own file: the program would overwrite it; give -o another path\n"},
+		{[]string{"build", p, "-o", filepath.Join(lib, "..", "h.sync")}, 2, "", "is the plan's own file: "},
+		{[]string{"build", p, "-o", link}, 2, "", "build: -o " + link + own(p)},
+		{[]string{"build", p, "-o", hard}, 2, "", "build: -o " + hard + own(p)},
+		{[]string{"build", link, "-o", p}, 2, "", "build: -o " + p + own(link)},
+		{[]string{"build", p, "-o", common}, 2, "", "build: -o " + common + " is a file the plan imports: the program would overwrite it"},
+		{[]string{"build", p, "-o", leaf}, 2, "", "build: -o " + leaf + " is a file the plan imports: "},
+		{[]string{"build", other, "-o", lib + string(filepath.Separator)}, 2, "", "build: -o " + lib + string(filepath.Separator) + " (" + otherSync + ") is a file the plan imports: "},
+		{[]string{"run", p, "--mpirun", launcher, "-o", common}, 2, "", "run: -o " + common + " is a file the plan imports: "},
+	})
+	// A plan on standard input imports from the current directory.
+	t.Chdir(dir)
+	checkCLI(t, plan, []cliCase{
+		{[]string{"build", "-o", filepath.Join("lib", "common.sync"), "-"}, 2, "", "build: -o " + filepath.Join("lib", "common.sync") + " is a file the plan imports: "},
+	})
+	for _, f := range files {
+		if got, err := os.ReadFile(f); err != nil || string(got) != before[f] {
+			t.Errorf("%s changed (%v): %q, was %q", f, err, got, before[f])
+		}
+	}
+	// A file that the plan does not import, only names in a comment, is
+	// overwritten as asked: this build gets past the check, to where it
+	// needs Go.
+	notes := writeFile(t, lib, "notes.sync", "notes\n")
+	t.Setenv("PATH", t.TempDir())
+	checkCLI(t, "", []cliCase{{[]string{"build", p, "-o", notes}, 1, "", "Go toolchain"}})
 }
 
 func TestBuildIntoDirectory(t *testing.T) {
@@ -603,7 +729,7 @@ func TestStdinCommands(t *testing.T) {
 		{[]string{"fmt", "-"}, 0, want, ""},
 		{[]string{"fmt", "-l", "-"}, 0, "<stdin>\n", ""},
 		{[]string{"fmt", "-d", "-"}, 0, "+    allreduce grads", ""},
-		{[]string{"fmt", "-w", "-"}, 1, "", "-w cannot write back standard input"},
+		{[]string{"fmt", "-w", "-"}, 2, "", "-w cannot write back standard input"},
 		{[]string{"gen", "-"}, 2, "", "pass -o DIR"},
 		{[]string{"gen", "-o", filepath.Join(dir, "gen"), "-"}, 0, "wrote " + filepath.Join(dir, "gen", "main.go"), ""},
 		{[]string{"build", "-"}, 2, "", "pass -o PATH"},
@@ -678,7 +804,23 @@ func TestFmtErrorsPrefixed(t *testing.T) {
 		t.Errorf("fmt %s: exit %d, stderr %q; want 1 and %q", missing, code, errOut, want)
 	}
 	code, _, errOut = syncgen(t, "fmt", "-w", "-")
-	if want := "syncgen: fmt: -w cannot write back standard input"; code != 1 || !strings.HasPrefix(errOut, want) {
-		t.Errorf("fmt -w -: exit %d, stderr %q; want 1 and %q...", code, errOut, want)
+	if want := "syncgen: fmt: -w cannot write back standard input"; code != 2 || !strings.HasPrefix(errOut, want) {
+		t.Errorf("fmt -w -: exit %d, stderr %q; want 2 and %q...", code, errOut, want)
+	}
+}
+
+// TestFmtWriteStdin: -w with - is a usage error, exit status 2 like the
+// others (README.md, "The CLI"): standard input has nowhere to be written
+// back. It is refused before any file is rewritten.
+func TestFmtWriteStdin(t *testing.T) {
+	messy := "tensor   a f32[4]\n"
+	p := writeFile(t, t.TempDir(), "messy.sync", messy)
+	checkCLI(t, messy, []cliCase{
+		{[]string{"fmt", "-w", "-"}, 2, "", "syncgen: fmt: -w cannot write back standard input; give the file's path instead of -"},
+		{[]string{"fmt", "-", "-w"}, 2, "", "-w cannot write back standard input"},
+		{[]string{"fmt", "-w", p, "-"}, 2, "", "-w cannot write back standard input"},
+	})
+	if got, _ := os.ReadFile(p); string(got) != messy {
+		t.Errorf("fmt -w %s - rewrote %s before refusing -: %q", p, p, got)
 	}
 }
