@@ -248,6 +248,9 @@ func (c *checker) compileName(f *sourceFile, p *Name) (pattern, bool) {
 		}
 		return compilePattern(s, false), true
 	}
+	if c.badRangeError(f, p) {
+		return pattern{}, false
+	}
 	if !barePatternRE.MatchString(p.Bare) {
 		c.errorf(f, sp, "quote names with characters other than letters, digits, _ and dots: \""+p.Bare+"\"", "invalid pattern %s", code(p.Bare))
 		return pattern{}, false

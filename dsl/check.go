@@ -15,7 +15,10 @@ import (
 // checker turns the declarations of a program's files into an
 // ir.Program, collecting every error on the way.
 type checker struct {
-	diags     Diagnostics
+	diags Diagnostics
+	// nameBytes counts the bytes of the tensor names that brace ranges
+	// have expanded to so far (maxNameBytes).
+	nameBytes int64
 	fileOrder map[string]int
 	modules   map[string]*module
 	main      *module
@@ -46,6 +49,9 @@ type checker struct {
 	// inBucket marks the tensors that a bucket declaration took (even
 	// when an error kept the bucket from being laid out).
 	inBucket []bool
+	// targeted marks the tensors that a collective's target matched, even
+	// one with an error: they are not "in no collective".
+	targeted []bool
 	// implicitBucket maps a tensor index to its implicit bucket.
 	implicitBucket map[int]int
 	// badTensorDecl marks the tensor declarations that had an error: no
@@ -163,6 +169,7 @@ func (c *checker) check(filename string) *ir.Program {
 	c.declareTensors()
 	c.declareStreams()
 	c.declareBuckets()
+	c.targeted = make([]bool, len(c.prog.Tensors))
 	if c.initBlock != nil {
 		c.prog.Init = c.resolveBlock(c.initBlock)
 	}
@@ -282,6 +289,9 @@ func (c *checker) expandTensorName(f *sourceFile, n *Name) []string {
 		}
 		return []string{s}
 	}
+	if c.badRangeError(f, n) {
+		return nil
+	}
 	if !isBareName(n.Bare) {
 		hint := "a bare name is dot-separated letters, digits and _ (brace ranges like {0..3} allowed); quote other names: \"" + n.Bare + "\""
 		if isGlob(n.Bare) {
@@ -295,11 +305,38 @@ func (c *checker) expandTensorName(f *sourceFile, n *Name) []string {
 		c.errorf(f, sp, rangeHint, "%s", msg)
 		return nil
 	}
-	if expansionCount(rs) < 0 {
+	count := expansionCount(rs)
+	if count < 0 {
 		c.errorf(f, sp, "one declaration declares at most 100000 tensors; split it into several", "%s stands for more than %d tensors", code(n.Bare), maxExpansion)
 		return nil
 	}
+	// A long name times a wide range would take gigabytes: bound the bytes
+	// too (each number adds at most 19 digits to the name's length).
+	bytes := count * int64(len(n.Bare)+19*len(rs))
+	if c.nameBytes+bytes > maxNameBytes {
+		c.errorf(f, sp, "shorten the names or declare fewer tensors",
+			"the tensor names of this program would take more than %d MiB", maxNameBytes>>20)
+		return nil
+	}
+	c.nameBytes += bytes
 	return expand(n.Bare, rs)
+}
+
+// badRangeError reports braces in a bare name or pattern that are not a
+// brace range (`c.{a..b}`, `c.{0..}`, `c.{-1..3}`), pointing at them, and
+// returns whether it did.
+func (c *checker) badRangeError(f *sourceFile, n *Name) bool {
+	start, end, ok := badRange(n.Bare)
+	if !ok {
+		return false
+	}
+	hint := rangeSyntaxHint
+	if !rangeRE.MatchString(n.Bare) {
+		// Quoting would also make the name's valid ranges literal.
+		hint += "; a quoted name takes braces literally: " + strconv.Quote(n.Bare)
+	}
+	c.errorf(f, span{n.Pos.Offset + start, n.Pos.Offset + end}, hint, "invalid brace range %s", code(n.Bare[start:end]))
+	return true
 }
 
 // dtypeAliases are the names other tools give the dtypes (PyTorch's
@@ -421,10 +458,20 @@ func dimensionHint(text string) string {
 		}
 		return "dimensions are decimal numbers"
 	case exponentRE.MatchString(text):
-		if full, ok := withoutExponent(text); ok {
-			return writeInFull(full)
+		full, ok := withoutExponent(text)
+		if !ok {
+			return noExponent
 		}
-		return noExponent
+		// Only a dimension that is valid written in full (`1e19` is too
+		// large, `1e-1` not whole, `0e3` zero).
+		n, msg := parseInt64(full, "dimension")
+		switch {
+		case msg == "" && n >= 1:
+			return writeInFull(full)
+		case isDigits(full) && msg != "":
+			return noExponent + ", and " + code(text) + " is too large: a dimension is at most 2^63-1 (9223372036854775807)"
+		}
+		return noExponent + "; a dimension counts elements: a whole number of at least 1, e.g. `f32[2, 3]`"
 	case fractionalRE.MatchString(text):
 		return "a dimension counts elements, so it is a whole number of at least 1, e.g. `f32[2, 3]`"
 	case productRE.MatchString(text):
@@ -595,8 +642,10 @@ func (c *checker) resolveRun() {
 }
 
 // warnUncovered warns about non-frozen tensors that no bucket holds and no
-// collective names: their gradients are never synchronised. One warning
-// per declaration; many declarations are summarised in one warning.
+// collective names: their gradients are never synchronised. A tensor that
+// a collective's target matches is named, even when the target has an
+// error (the error says what is wrong with it). One warning per
+// declaration; many declarations are summarised in one warning.
 func (c *checker) warnUncovered() {
 	type group struct {
 		decl  declIn[*TensorDecl]
@@ -606,7 +655,7 @@ func (c *checker) warnUncovered() {
 	byDecl := map[*TensorDecl]*group{}
 	for i, t := range c.prog.Tensors {
 		d := c.tensorDecl[i]
-		if t.Frozen || t.Bucket >= 0 || c.inBucket[i] || c.badTensorDecl[d.decl] {
+		if t.Frozen || t.Bucket >= 0 || c.inBucket[i] || c.targeted[i] || c.badTensorDecl[d.decl] {
 			continue
 		}
 		g := byDecl[d.decl]

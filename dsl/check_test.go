@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math/big"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -336,6 +338,45 @@ func TestBraceRanges(t *testing.T) {
 	if !slices.Equal(p.Buckets[0].Tensors, []int{3, 2}) {
 		t.Errorf("g holds %v, want [3 2]", p.Buckets[0].Tensors)
 	}
+	// Zero padding as in bash: an endpoint written with a leading zero
+	// pads every number to the width of the wider endpoint.
+	for _, tc := range []struct {
+		name string
+		want []string
+	}{
+		{"g.{01..03}", []string{"g.01", "g.02", "g.03"}},
+		{"g.{08..11}", []string{"g.08", "g.09", "g.10", "g.11"}},
+		{"g.{1..010}", []string{"g.001", "g.002", "g.003", "g.004", "g.005", "g.006", "g.007", "g.008", "g.009", "g.010"}},
+		{"g.{00..2}", []string{"g.00", "g.01", "g.02"}},
+		{"g.{0..2}", []string{"g.0", "g.1", "g.2"}},
+		{"g.{8..10}", []string{"g.8", "g.9", "g.10"}},
+		{"g{0..1}.{9..010}", []string{"g0.009", "g0.010", "g1.009", "g1.010"}},
+	} {
+		p := mustCheck(t, "tensor "+tc.name+" f32[1]\nbucket r { * }\n")
+		var got []string
+		for _, tn := range p.Tensors {
+			got = append(got, tn.Name)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s expanded to %q, want %q", tc.name, got, tc.want)
+		}
+	}
+	// The QA case: the padded names are the ones declared, for a bucket
+	// that lists them and for a pattern with the same range.
+	mustCheck(t, "tensor g.{01..03} f32[1]\nbucket b { g.01, g.02, g.03 }\n")
+	// `{4..12}` matches 10 to 12 among g.01 .. g.12, `{04..09}` 04 to 09.
+	p = mustCheck(t, "tensor g.{01..12} f32[1]\nbucket b { g.{01..03} }\nbucket c { g.{4..12} }\nbucket d { g.{04..09} }\n")
+	for i, want := range []int{3, 3, 6} {
+		if got := len(p.Buckets[i].Tensors); got != want {
+			t.Errorf("bucket %s holds %d tensors, want %d", p.Buckets[i].Name, got, want)
+		}
+	}
+	if msgs := checkErrors("tensor g.{01..03} f32[1]\nbucket b { g.1 }\n"); len(msgs) != 1 || msgs[0] != "pattern `g.1` matches no tensor" {
+		t.Errorf("g.1 among g.01 .. g.03: %q", msgs)
+	}
+	if msgs := checkErrors("tensor a.{03..1} f32[1]\n"); len(msgs) != 1 || msgs[0] != "range `{03..1}` is descending; write {1..03}" {
+		t.Errorf("descending padded range: %q", msgs)
+	}
 	if msgs := checkErrors("tensor a.{0..99999999} f32[1]\n"); len(msgs) != 1 || !strings.Contains(msgs[0], "too large") {
 		t.Errorf("huge range: %q", msgs)
 	}
@@ -526,6 +567,16 @@ func TestGlob(t *testing.T) {
 		{"a{1..12}", "a1", true}, {"a{1..12}", "a12", true}, {"a{1..12}", "a13", false}, {"a{0..3}", "a0", true},
 		{"*{2..3}", "x23", true}, {"*{20..30}*", "a255b", true}, {"{0..99999}.*", "7.w", true},
 		{"a.{0..1}", "a.{0..1}", false},
+		// A zero-padded range matches its numbers as it writes them.
+		{"g.{01..03}", "g.02", true}, {"g.{01..03}", "g.2", false}, {"g.{01..03}", "g.002", false},
+		{"g.{1..010}", "g.005", true}, {"g.{1..010}", "g.010", true}, {"g.{1..010}", "g.5", false}, {"g.{1..010}", "g.011", false},
+		{"g.{08..11}", "g.09", true}, {"g.{08..11}", "g.10", true}, {"g.{08..11}", "g.9", false}, {"g.{08..11}", "g.07", false},
+		{"g.{00..1}x", "g.00x", true}, {"g.{00..1}x", "g.0x", false}, {"{01..02}{3..4}", "024", true}, {"{01..02}{3..4}", "0204", false},
+		{"*{01..03}*", "a02b", true}, {"*{01..03}*", "a2b", false},
+		// Numbers beyond int64 do not overflow into the range.
+		{"{9223372036854775800..9223372036854775807}", "99999999999999999999", false},
+		{"{9223372036854775800..9223372036854775807}", "9223372036854775801", true},
+		{"{09223372036854775800..9223372036854775807}", "99999999999999999999", false},
 	}
 	for _, c := range cases {
 		p := compilePattern(c.pat, true)
@@ -756,7 +807,78 @@ func TestNumberHints(t *testing.T) {
 		{"tensor a f32[4]\nbucket g { a }\nstep { reduce g to root }\n", "root rank must be an integer, not `root`", "write a whole number, e.g. `to 0`; ranks count from 0"},
 		{"tensor a f32[4]\nbucket g { a }\nstep { broadcast g from 99999999999 }\n", "root rank `99999999999` is too large", "the largest is 2147483647"},
 		{"tensor a f32[4]\nbucket g { a } cap 1KiB\nstep { allreduce g[x] }\n", "piece index must be an integer, not `x`", "e.g. `g[0]`; pieces count from 0"},
+		// A hint never suggests a value that is rejected in turn: too
+		// large, or not a whole number of nanoseconds or bytes.
+		{"step { compute 999999999h }\n", "unknown unit `h` in duration `999999999h`", "`999999999h` is too large: the largest duration is about 9223372036s (2^63-1 nanoseconds); units are us, ms, s"},
+		{"step { compute 999999999 h }\n", "unexpected `h`: a number and its unit are written without a space between them", "`999999999h` is too large: the largest duration"},
+		{"step { compute 0.5ns }\n", "unknown unit `ns` in duration `0.5ns`", "`0.5ns` is not a whole number of nanoseconds; units are"},
+		{"step { compute 1.0000000000001ns }\n", "unknown unit `ns` in duration `1.0000000000001ns`", "`1.0000000000001ns` is not a whole number of nanoseconds"},
+		{"tensor a f32[4]\nbucket g { a } cap 99999999999gib\n", "unknown unit `gib` in size `99999999999gib`", "`99999999999gib` is too large: the largest size is about 8589934591GiB"},
+		{"tensor a f32[4]\nbucket g { a } cap 99999999999TiB\n", "unknown unit `TiB` in size `99999999999TiB`", "`99999999999TiB` is too large"},
+		{"tensor a f32[4]\nbucket g { a } cap 99999999999999M\n", "unknown unit `M` in size `99999999999999M`", "`99999999999999M` is too large"},
+		{"tensor a f32[4]\nbucket g { a } cap 0.001M\n", "unknown unit `M` in size `0.001M`", "did you mean `0.001MB` (powers of 1000; `0.001MiB` is not a whole number of bytes)?"},
+		{"tensor a f32[4]\nbucket g { a } cap 99999999999999999999.5B\n", "size `99999999999999999999.5B` is too large", "the largest size is about 8589934591GiB"},
+		{"step { compute 1e18s }\n", "invalid duration `1e18s`", "numbers are written without an exponent, and `1e18s` is too large: the largest duration"},
+		{"step { compute 1e18 }\n", "invalid duration `1e18`", "numbers are written without an exponent, and `1e18` is too large"},
+		{"tensor a f32[4]\nbucket g { a } cap 1e-1KiB\n", "invalid size `1e-1KiB`", "numbers are written without an exponent, and `1e-1KiB` is not a whole number of bytes"},
+		{"run steps 1e10\n", "steps must be an integer, not `1e10`", "numbers are written without an exponent, and `1e10` is too large: the largest is 2147483647"},
+		{"run steps 1e-1\n", "steps must be an integer, not `1e-1`", "numbers are written without an exponent; write a whole number, e.g. `steps 10`"},
+		{"tensor a f32[9.3e18]\n", "dimension must be an integer, not `9.3e18`", "numbers are written without an exponent, and `9.3e18` is too large"},
+		{"tensor a f32[1e-1]\n", "dimension must be an integer, not `1e-1`", "numbers are written without an exponent; a dimension counts elements"},
+		{"tensor a f32[0e3]\n", "dimension must be an integer, not `0e3`", "numbers are written without an exponent; a dimension counts elements"},
 	})
+}
+
+// TestUnitHintsAreValid checks docs/language.md's promise that a hint only
+// ever gives the same value, which is then accepted: every quantity that a
+// hint about an unknown unit or an exponent suggests parses, and one in
+// place of a unit that is a multiple of the language's (`h`, `TiB`) stands
+// for the value written.
+func TestUnitHintsAreValid(t *testing.T) {
+	nums := []string{"0", "1", "5", "0.5", "1.5", "60", "999999999", "99999999999", "9999999999999",
+		"8796093022207", "1.0000000000001", "0.0000001", "9223372036", "9223372037", "8589934591", "8589934592"}
+	suffixes := []string{"h", "hr", "min", "ns", "nsec", "sec", "msec", "usec", "S", "MS", "US", "TiB", "TB", "M", "K", "G", "m", "k",
+		"gib", "MIB", "kb", "b", "bytes", "byte", "e3", "e18", "e-9", "e10", "e18s", "e-1KiB", "e18GiB", "e9ms", "e-9s"}
+	// The quantities a hint suggests (not those it explains).
+	suggestionRE := regexp.MustCompile("(?:did you mean |write | or )`([^`]*)`")
+	for _, q := range []struct {
+		what  string
+		units map[string]int64
+		list  string
+	}{{"size", sizeUnits, sizeUnitList}, {"duration", durationUnits, durationUnitList}} {
+		for _, num := range nums {
+			for _, suffix := range suffixes {
+				text := num + suffix
+				_, msg, hint := parseQuantity(text, q.what, q.units, q.list)
+				if msg == "" {
+					continue
+				}
+				for _, m := range suggestionRE.FindAllStringSubmatch(hint, -1) {
+					suggested := m[1]
+					parts := numberUnit.FindStringSubmatch(suggested)
+					if parts == nil || suggested == text {
+						continue // not a quantity, or the text itself
+					}
+					if _, known := q.units[parts[2]]; !known {
+						continue // a unit named in passing (`ms` is a unit of time)
+					}
+					got, smsg, _ := parseQuantity(suggested, q.what, q.units, q.list)
+					if smsg != "" {
+						t.Errorf("%s %q: hint %q suggests %q, which is rejected: %s", q.what, text, hint, suggested, smsg)
+						continue
+					}
+					if a, ok := unitAliases[q.what][suffix]; ok {
+						want, _ := new(big.Rat).SetString(num)
+						want.Mul(want, a.factor)
+						want.Mul(want, new(big.Rat).SetInt64(q.units[a.unit]))
+						if new(big.Rat).SetInt64(got).Cmp(want) != 0 {
+							t.Errorf("%s %q: hint %q suggests %q, which is %d, not %v", q.what, text, hint, suggested, got, want)
+						}
+					}
+				}
+			}
+		}
+	}
 }
 
 // TestCheckHints checks the hints of errors that once had none: each says
@@ -890,4 +1012,39 @@ func TestPrefixHints(t *testing.T) {
 		// Not a prefix up to a dot: no glob suggested.
 		{decls + "bucket g { ln }\n", "pattern `ln` matches no tensor", "fix the pattern or remove it"},
 	})
+}
+
+// TestDecimalText checks that decimalText writes a number exactly, with
+// as many decimals as it has, and refuses one without a finite decimal
+// expansion.
+func TestDecimalText(t *testing.T) {
+	for _, tc := range []struct {
+		num, den int64
+		want     string
+	}{
+		{1024, 1, "1024"}, {5, 1000, "0.005"}, {0, 1, "0"}, {10000000000001, 10000000000000000, "0.0010000000000001"},
+		{1, 1 << 40, "0.0000000000009094947017729282379150390625"}, {-3, 2, "-1.5"},
+	} {
+		got, ok := decimalText(big.NewRat(tc.num, tc.den))
+		if !ok || got != tc.want {
+			t.Errorf("decimalText(%d/%d) = %q, %v; want %q", tc.num, tc.den, got, ok, tc.want)
+		}
+	}
+	if got, ok := decimalText(big.NewRat(1, 3)); ok {
+		t.Errorf("decimalText(1/3) = %q, want none", got)
+	}
+}
+
+// Brace ranges over long names are bounded in bytes as well as in count:
+// 100000 names of 3000 bytes would be 300 MB.
+func TestExpandedNameBytesBounded(t *testing.T) {
+	src := "tensor " + strings.Repeat("a", 3000) + ".{0..99999} f32[1]\n"
+	_, diags := Check("big.sync", []byte(src))
+	if len(diags) != 1 || !strings.Contains(diags[0].Message, "would take more than 256 MiB") {
+		t.Fatalf("diagnostics %v, want the names-too-large error", diags)
+	}
+	src = "tensor " + strings.Repeat("a", 100) + ".{0..99999} f32[1]\n"
+	if _, diags := Check("ok.sync", []byte(src)); diags.HasErrors() {
+		t.Fatalf("100000 names of 100 bytes: %v", diags)
+	}
 }

@@ -23,6 +23,13 @@ var inlineSeeds = []string{
 	"tensor a.{5..1} f32[1]\ntensor \"\" f32[1]\n\"unterminated\n/* open",
 	// Shapes that do not parse, and brackets where nothing opened them.
 	"[4]\n", "][4]\n", "tensor a f32[- 4][4]\ntensor b f32[4 * 4,]\ntensor c f32[4][4]\n",
+	// Zero-padded brace ranges, braces that are not a range, hints whose
+	// value would be rejected, and a collective naming a tensor whose
+	// implicit bucket would clash.
+	"tensor g.{01..03} f32[1]\ntensor h.{1..010} f32[1]\nbucket b { g.01, g.{02..03}, h.{005..9} }\nstep { allreduce b, h.{1..4}, g.{1..3} }\n",
+	"tensor c.{a..b}.{0..}{-1..3} f32[1]\ntensor {x..y} f32[1]\nbucket b { c{1...2} }\n",
+	"step { compute 999999999h; compute 1e18s; compute 0.5ns; compute 5 h }\nrun steps 1e10\nbucket b { a } cap 0.001M first 99999999999gib\n",
+	"tensor foo f32[4]\nbucket foo { bar }\nstep { backward 1ms; allreduce fo?, foo[0] after ready; wait comm }\n",
 }
 
 // addSeeds adds the inline seeds, every example and stdlib module, and the

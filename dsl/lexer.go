@@ -27,13 +27,20 @@ import (
 //
 //	Comment     //[^\n]*  |  /\*(?:[^*]|\*+[^*/])*\*+/
 //	String      "(?:\\.|[^"\\\n])*"
-//	Word        (?:[A-Za-z0-9_*?\-]|\{[0-9]+\.\.[0-9]+\})(?:[A-Za-z0-9_*?.\-]|\{[0-9]+\.\.[0-9]+\})*
+//	Word        (?:[A-Za-z0-9_*?\-]|\{[0-9]+\.\.[0-9]+\})(?:[A-Za-z0-9_*?.\-]|\{[A-Za-z0-9_*?.\-]*\.\.[A-Za-z0-9_*?.\-]*\})*
 //	            (a Keyword when it is one of reservedWords)
 //	Punct       [{}\[\],;]
 //	Whitespace  [ \t\r\n]+
 //	BadString   "(?:\\.|[^"\\\n])*        an unterminated string
 //	BadComment  /\*(?s:.*)                an unterminated block comment
 //	Invalid     (?s:.)                    any other character
+//
+// Inside a word, braces around word characters with `..` in them are part
+// of the word even when they are not a brace range (`c.{a..b}`, `c.{0..}`,
+// `c.{-1..3}`), so that the checker can say what a range is, pointing at
+// it, instead of the parser stumbling on a `{`. Nothing valid changes: a
+// `{` glued to a word opens a bucket's patterns or a block, and neither a
+// pattern nor a statement is a lone word with `..` in it.
 //
 // The bad-token rules never appear in the grammar: they let the lexer go
 // on past a lexical error, so that one pass reports all of them (see
@@ -127,7 +134,7 @@ func scan(s string, i int) (string, int) {
 		for j < len(s) {
 			if isWordByte(s[j]) {
 				j++
-			} else if n := braceRangeLen(s, j); n > 0 {
+			} else if n := braceGroupLen(s, j); n > 0 {
 				j += n
 			} else {
 				break
@@ -209,6 +216,23 @@ func braceRangeLen(s string, i int) int {
 	return j + 1 - i
 }
 
+// braceGroupLen returns the length of braces at s[i:] that hold word
+// characters with `..` among them, or 0: a brace range {N..M}, or braces
+// that look like one but are not (`{a..b}`, `{0..}`, `{-1..3}`).
+func braceGroupLen(s string, i int) int {
+	if i >= len(s) || s[i] != '{' {
+		return 0
+	}
+	j := i + 1
+	for j < len(s) && isWordByte(s[j]) {
+		j++
+	}
+	if j >= len(s) || s[j] != '}' || !strings.Contains(s[i+1:j], "..") {
+		return 0
+	}
+	return j + 1 - i
+}
+
 // definition is the lexer definition participle builds the grammar with.
 // The parser is always fed tokens that lex already produced (see
 // parseTokens); Lex is there to satisfy participle's interface.
@@ -259,31 +283,170 @@ func (l *tokenLexer) Next() (lexer.Token, error) {
 }
 
 // lexErrors reports the lexical errors of src, at most maxSyntaxErrors of
-// them: unterminated strings and block comments, and characters that
-// start no token (adjacent invalid characters are reported once).
+// them, and then, when there are more, how many more (as Render does past
+// its limit): unterminated strings and block comments, and characters
+// that start no token (adjacent invalid characters are reported once).
 func lexErrors(f *sourceFile, toks []token) Diagnostics {
 	var diags Diagnostics
-	for i := 0; i < len(toks) && len(diags) < maxSyntaxErrors; i++ {
+	more, moreAt := 0, 0 // the errors past the limit, and where the first is
+	// add reports an error, or counts it past the limit (without making a
+	// diagnostic, which copies the source line).
+	add := func(start, end int, msg, hint string) {
+		if len(diags) < maxSyntaxErrors {
+			diags = append(diags, f.errorAt(start, end, msg, hint))
+			return
+		}
+		if more == 0 {
+			moreAt = start
+		}
+		more++
+	}
+	sc := &lexScan{toks: toks}
+	for i := 0; i < len(toks); i++ {
 		t := toks[i]
 		switch t.Type {
 		case tokBadString:
-			diags = append(diags, f.errorAt(t.Pos.Offset, t.end(), "unterminated string", "a string ends with `\"` on the same line"))
+			add(t.Pos.Offset, t.end(), "unterminated string", "a string ends with `\"` on the same line")
 		case tokBadComment:
-			diags = append(diags, f.errorAt(t.Pos.Offset, t.Pos.Offset+2, "unterminated block comment", "close it with `*/`"))
+			add(t.Pos.Offset, t.Pos.Offset+2, "unterminated block comment", "close it with `*/`")
 		case tokInvalid:
 			j := i
 			for j+1 < len(toks) && toks[j+1].Type == tokInvalid && toks[j+1].Value != "\n" {
 				j++
 			}
 			text := f.text(t.Pos.Offset, toks[j].end())
-			hint, nameEnd := invalidHint(toks, i, j)
-			diags = append(diags, f.errorAt(t.Pos.Offset, toks[j].end(), "unexpected character "+quoteText(text), hint))
+			hint, nameEnd := sc.invalidHint(i, j)
+			add(t.Pos.Offset, toks[j].end(), "unexpected character "+quoteText(text), hint)
 			// When the hint quotes a whole name, the name's other invalid
 			// characters (`tensor ü.λ`) need no error of their own.
 			i = max(j, nameEnd)
 		}
 	}
+	if more > 0 {
+		// Where the errors that are not shown start, without the source
+		// line: it is not about one of them.
+		d := f.errorAt(moreAt, moreAt, fmt.Sprintf("... and %d more lexical errors from here on (a file reports at most %d; fix the ones above first)", more, maxSyntaxErrors), "")
+		d.snippet = ""
+		diags = append(diags, d)
+	}
 	return diags
+}
+
+// lexScan finds the hints of a file's lexical errors (invalidHint). It
+// remembers what it found out about the run of glued tokens and the line
+// of the last error, so that a file with errors all along one long line
+// (a pasted base64 blob) takes linear time however many there are: the
+// errors are visited in order, and each token is looked at a bounded
+// number of times.
+type lexScan struct {
+	toks []token
+	// run is the glued run of the last error that needed one (none when
+	// its text is empty).
+	run gluedRun
+	// bracketAt is the first token that bracketOpen has not taken into
+	// account, on line bracketLine: whether a `[` is open on that line.
+	bracketAt, bracketLine int
+	bracketOpen            bool
+	// No `)` of the line of toks[parenFrom] is in toks(parenFrom,
+	// parenAt); toks[parenAt] is the first `)` after it on that line, or
+	// not a `)` at all (another line or the end of the file).
+	parenFrom, parenAt int
+}
+
+// gluedRun is a run of Word, Keyword and Invalid tokens with no space
+// between them, toks[a..b]: the name or value that invalid characters are
+// part of.
+type gluedRun struct {
+	a, b    int
+	text    string
+	letters bool // isLetters(text)
+	globs   bool // text has `*`, `?` or `{`
+	prev    int  // the significant token before the run, or -1
+}
+
+// isGlued reports whether toks[k] can be part of a glued run.
+func isGlued(toks []token, k int) bool {
+	return k >= 0 && k < len(toks) && (toks[k].Type == tokWord || toks[k].Type == tokKeyword || toks[k].Type == tokInvalid)
+}
+
+// gluedRunOf returns the glued run that holds toks[i].
+func (sc *lexScan) gluedRunOf(i int) gluedRun {
+	if r := sc.run; r.a <= i && i <= r.b && r.text != "" {
+		return r
+	}
+	toks := sc.toks
+	a, b := i, i
+	for isGlued(toks, a-1) {
+		a--
+	}
+	for isGlued(toks, b+1) {
+		b++
+	}
+	var whole strings.Builder
+	for _, t := range toks[a : b+1] {
+		whole.WriteString(t.Value)
+	}
+	prev := a - 1
+	for prev >= 0 && (toks[prev].Type == tokWhitespace || toks[prev].Type == tokComment) {
+		prev--
+	}
+	text := whole.String()
+	sc.run = gluedRun{a: a, b: b, text: text, letters: isLetters(text), globs: strings.ContainsAny(text, "*?{"), prev: prev}
+	return sc.run
+}
+
+// inBrackets reports whether toks[i] is between a `[` and its `]` on the
+// same line, like the function inBrackets, for i that never decrease from
+// one call to the next.
+func (sc *lexScan) inBrackets(i int) bool {
+	if i < sc.bracketAt {
+		return inBrackets(sc.toks, i)
+	}
+	for ; sc.bracketAt < i; sc.bracketAt++ {
+		t := sc.toks[sc.bracketAt]
+		if t.Pos.Line != sc.bracketLine {
+			sc.bracketLine, sc.bracketOpen = t.Pos.Line, false
+		}
+		switch t.Value {
+		case "[":
+			sc.bracketOpen = true
+		case "]":
+			sc.bracketOpen = false
+		}
+	}
+	return sc.toks[i].Pos.Line == sc.bracketLine && sc.bracketOpen
+}
+
+// closingParen returns the index of the first `)` after toks[j] on the
+// same line, or j, remembering how far it looked.
+func (sc *lexScan) closingParen(j int) int {
+	toks := sc.toks
+	if !(sc.parenFrom <= j && j < sc.parenAt) {
+		k := j + 1
+		for k < len(toks) && toks[k].Pos.Line == toks[j].Pos.Line && !(toks[k].Type == tokInvalid && toks[k].Value == ")") {
+			k++
+		}
+		sc.parenFrom, sc.parenAt = j, k
+	}
+	if k := sc.parenAt; k < len(toks) && toks[k].Pos.Line == toks[j].Pos.Line && toks[k].Type == tokInvalid && toks[k].Value == ")" {
+		return k
+	}
+	return j
+}
+
+// punctuationHint says what the invalid characters text, ending at
+// toks[j], are written as if they are another language's punctuation, or
+// returns "". It returns the index of the last token the hint covers.
+func (sc *lexScan) punctuationHint(text string, j int) (string, int) {
+	h, ok := punctuationHints[text[:1]]
+	if !ok {
+		return "", j
+	}
+	if text[0] == '(' {
+		// `f32(4)`: one error for the pair.
+		j = sc.closingParen(j)
+	}
+	return h, j
 }
 
 // isOddSpace reports whether r is a Unicode space other than the ASCII
@@ -308,64 +471,49 @@ func isLetters(s string) bool {
 // that needs quotes (`import models/resnet50`, `tensor attn/0 f32[4]`,
 // `tensor ünï f32[4]`). When it quotes a name, nameEnd is the index of the
 // name's last token; otherwise it is j.
-func invalidHint(toks []token, i, j int) (hint string, nameEnd int) {
-	var text strings.Builder
+func (sc *lexScan) invalidHint(i, j int) (hint string, nameEnd int) {
+	toks := sc.toks
+	var b strings.Builder
 	for _, t := range toks[i : j+1] {
-		text.WriteString(t.Value)
+		b.WriteString(t.Value)
 	}
-	space := strings.IndexFunc(text.String(), isOddSpace)
+	text := b.String()
+	space := strings.IndexFunc(text, isOddSpace)
 	switch {
-	case toks[i].Pos.Offset == 0 && strings.HasPrefix(text.String(), "\ufeff"):
+	case toks[i].Pos.Offset == 0 && strings.HasPrefix(text, "\ufeff"):
 		return "remove the byte order mark (BOM) at the start of the file: save it as UTF-8 without BOM", j
-	case !utf8.ValidString(text.String()):
+	case !utf8.ValidString(text):
 		return "this is not UTF-8 text: save the file as UTF-8", j
 	case space >= 0:
-		r, _ := utf8.DecodeRuneInString(text.String()[space:])
+		r, _ := utf8.DecodeRuneInString(text[space:])
 		return fmt.Sprintf("U+%04X is not an ordinary space (a non-breaking, zero-width or other Unicode space, often pasted from a web page); replace it with a space or delete it", r), j
-	case strings.ContainsAny(text.String(), typographicQuotes):
+	case strings.ContainsAny(text, typographicQuotes):
 		return typographicQuoteHint(toks, i), lineEnd(toks, i)
 	}
 	// The run of tokens with no space between them that holds the
 	// characters, and the token before it.
-	glued := func(k int) bool {
-		return k >= 0 && k < len(toks) && (toks[k].Type == tokWord || toks[k].Type == tokKeyword || toks[k].Type == tokInvalid)
-	}
-	a, b := i, j
-	for glued(a - 1) {
-		a--
-	}
-	for glued(b + 1) {
-		b++
-	}
-	var whole strings.Builder
-	for _, t := range toks[a : b+1] {
-		whole.WriteString(t.Value)
-	}
-	if a == i && text.String() == "+" && isDigits(strings.TrimPrefix(whole.String(), "+")) && inBrackets(toks, i) {
+	run := sc.gluedRunOf(i)
+	if run.a == i && text == "+" && isDigits(strings.TrimPrefix(run.text, "+")) && sc.inBrackets(i) {
 		// `f32[4, +4]`: a dimension with a sign, not a name.
-		return punctuationHint(toks, text.String(), j)
+		return sc.punctuationHint(text, j)
 	}
-	prev := a - 1
-	for prev >= 0 && (toks[prev].Type == tokWhitespace || toks[prev].Type == tokComment) {
-		prev--
-	}
-	if prev < 0 {
-		return punctuationHint(toks, text.String(), j)
+	if run.prev < 0 {
+		return sc.punctuationHint(text, j)
 	}
 	// A name: the invalid characters are glued to name characters (on
 	// either side: `attn/0`, `ünï`), after a keyword or punctuation that
 	// a name follows.
-	switch p := toks[prev]; {
-	case p.Type == tokKeyword && (p.Value == "bucket" || p.Value == "stream") && isLetters(whole.String()):
-		return p.Value + " names are identifiers: ASCII letters, digits and _, not starting with a digit", b
+	switch p := toks[run.prev]; {
+	case p.Type == tokKeyword && (p.Value == "bucket" || p.Value == "stream") && run.letters:
+		return p.Value + " names are identifiers: ASCII letters, digits and _, not starting with a digit", run.b
 	case p.Type == tokKeyword && p.Value == "import":
-		return "an import path is a quoted string: import " + strconv.Quote(whole.String()), b
-	case (a < i || b > j || isLetters(whole.String())) && !strings.ContainsAny(whole.String(), "*?{") &&
+		return "an import path is a quoted string: import " + strconv.Quote(run.text), run.b
+	case (run.a < i || run.b > j || run.letters) && !run.globs &&
 		(p.Type == tokKeyword && (p.Value == "tensor" || isCollective(p.Value)) ||
 			p.Type == tokPunct && (p.Value == "{" || p.Value == ",")):
-		return "names with characters other than ASCII letters, digits, _ and dots are written in quotes: " + strconv.Quote(whole.String()), b
+		return "names with characters other than ASCII letters, digits, _ and dots are written in quotes: " + strconv.Quote(run.text), run.b
 	}
-	return punctuationHint(toks, text.String(), j)
+	return sc.punctuationHint(text, j)
 }
 
 // inBrackets reports whether toks[i] is between a `[` and its `]` on the
@@ -417,30 +565,4 @@ var punctuationHints = map[string]string{
 	"(": "a shape is written in square brackets, e.g. `f32[4, 4]`, and a block in braces, `step { ... }`",
 	")": "a shape is written in square brackets, e.g. `f32[4, 4]`, and a block in braces, `step { ... }`",
 	"+": "numbers are written without a `+` sign, e.g. `f32[4]`, `steps 10`",
-}
-
-// punctuationHint says what the invalid characters text, ending at
-// toks[j], are written as if they are another language's punctuation, or
-// returns "". It returns the index of the last token the hint covers.
-func punctuationHint(toks []token, text string, j int) (string, int) {
-	h, ok := punctuationHints[text[:1]]
-	if !ok {
-		return "", j
-	}
-	if text[0] == '(' {
-		// `f32(4)`: one error for the pair.
-		j = closingParen(toks, j)
-	}
-	return h, j
-}
-
-// closingParen returns the index of the first `)` after toks[j] on the
-// same line, or j.
-func closingParen(toks []token, j int) int {
-	for k := j + 1; k < len(toks) && toks[k].Pos.Line == toks[j].Pos.Line; k++ {
-		if toks[k].Type == tokInvalid && toks[k].Value == ")" {
-			return k
-		}
-	}
-	return j
 }

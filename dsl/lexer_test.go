@@ -40,6 +40,10 @@ func TestLexTokens(t *testing.T) {
 		{`tensor "odd name/with:chars" f16[10]`, `Keyword:tensor String:"odd name/with:chars" Word:f16 Punct:[ Word:10 Punct:]`},
 		{`x @ "open`, `Word:x Invalid:@ BadString:"open`},
 		{"/* open\n", `BadComment:/* open` + "\n"},
+		// Braces with `..` inside a word are part of it, range or not;
+		// other braces are punctuation.
+		{`tensor c.{a..b}.w c{-1..3} c{0..} c{01..10}`, `Keyword:tensor Word:c.{a..b}.w Word:c{-1..3} Word:c{0..} Word:c{01..10}`},
+		{`bucket b{a,b} b{ a..b } {a..b}`, `Keyword:bucket Word:b Punct:{ Word:a Punct:, Word:b Punct:} Word:b Punct:{ Word:a..b Punct:} Punct:{ Word:a..b Punct:}`},
 	}
 	for _, c := range cases {
 		got := strings.Join(significant(c.src), " ")
@@ -79,7 +83,7 @@ func TestLexErrorsAll(t *testing.T) {
 var referenceLexer = lexer.MustSimple([]lexer.SimpleRule{
 	{Name: tokComment, Pattern: `//[^\n]*|/\*(?:[^*]|\*+[^*/])*\*+/`},
 	{Name: tokString, Pattern: `"(?:\\.|[^"\\\n])*"`},
-	{Name: tokWord, Pattern: `(?:[A-Za-z0-9_*?\-]|\{[0-9]+\.\.[0-9]+\})(?:[A-Za-z0-9_*?.\-]|\{[0-9]+\.\.[0-9]+\})*`},
+	{Name: tokWord, Pattern: `(?:[A-Za-z0-9_*?\-]|\{[0-9]+\.\.[0-9]+\})(?:[A-Za-z0-9_*?.\-]|\{[A-Za-z0-9_*?.\-]*\.\.[A-Za-z0-9_*?.\-]*\})*`},
 	{Name: tokPunct, Pattern: `[{}\[\],;]`},
 	{Name: tokWhitespace, Pattern: `[ \t\r\n]+`},
 	{Name: tokBadString, Pattern: `"(?:\\.|[^"\\\n])*`},
@@ -140,6 +144,7 @@ func TestLexMatchesRules(t *testing.T) {
 	srcs := []string{
 		"", "a", "-", ".", "..", "{", "{0..1}", "{0..}", "a{0..1}b.{2..3}", "/", "/*/", "/**/", "/***/ x", "/* a */ b",
 		"\"\\", "\"\\\n\"", "\"a\\\"b\"", "\"é\" ü \xff", "x\r\n\ty", "a..b", "1.5MiB", "-1", "grads[3]",
+		"c.{a..b}", "c.{0..}x", "c{-1..3}", "c{..}", "c{.}", "c{a,b..c}", "c{x..y", "c{1..2}{3..}", "c{{1..2}}", "{a..b}", "c{a..b }",
 	}
 	for _, g := range []string{"../examples/*.sync", "../stdlib/models/*.sync", "testdata/*/*.sync"} {
 		files, _ := filepath.Glob(g)
@@ -158,7 +163,7 @@ func TestLexMatchesRules(t *testing.T) {
 
 // FuzzLex checks the hand-written lexer against the reference rules.
 func FuzzLex(f *testing.F) {
-	for _, s := range []string{"tensor h.{0..3}.w f32[1] // c", "\"a\\\"\" /* x */ {1..2}", "a/b", "\"\\\n"} {
+	for _, s := range []string{"tensor h.{0..3}.w f32[1] // c", "\"a\\\"\" /* x */ {1..2}", "a/b", "\"\\\n", "c.{a..b}{0..}x{-1..3}", "{01..10}"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, src string) {
@@ -217,6 +222,40 @@ func TestLexErrorHints(t *testing.T) {
 		}
 		if got := diags[0].Hint; tc.hint == "" && got != "" || !strings.Contains(got, tc.hint) {
 			t.Errorf("%q: hint %q, want one containing %q", tc.src, got, tc.hint)
+		}
+	}
+}
+
+// TestLexScanMatchesScans checks that lexScan's incremental inBrackets and
+// closingParen agree with scanning the line, for indices in increasing
+// order as lexErrors asks.
+func TestLexScanMatchesScans(t *testing.T) {
+	closingParen := func(toks []token, j int) int {
+		for k := j + 1; k < len(toks) && toks[k].Pos.Line == toks[j].Pos.Line; k++ {
+			if toks[k].Type == tokInvalid && toks[k].Value == ")" {
+				return k
+			}
+		}
+		return j
+	}
+	for _, src := range []string{
+		"tensor a f32[+4, +4] +4 [\n+4 ] [ +4\n(a(b)c) (d\n) (e)",
+		"x [a] (b [c ( d ) ] e) (f\n[g (h) ]",
+		"",
+	} {
+		toks := lex("t.sync", []byte(src))
+		// Every index, and every second or third one (lexErrors skips
+		// the tokens between errors).
+		for step := 1; step <= 3; step++ {
+			sc := &lexScan{toks: toks}
+			for i := 0; i < len(toks); i += step {
+				if got, want := sc.inBrackets(i), inBrackets(toks, i); got != want {
+					t.Errorf("%q: inBrackets(%d) = %v, want %v", src, i, got, want)
+				}
+				if got, want := sc.closingParen(i), closingParen(toks, i); got != want {
+					t.Errorf("%q: closingParen(%d) = %d, want %d", src, i, got, want)
+				}
+			}
 		}
 	}
 }

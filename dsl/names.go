@@ -54,9 +54,13 @@ var rangeRE = regexp.MustCompile(`\{([0-9]+)\.\.([0-9]+)\}`)
 // one brace-range name stands for, so that `{0..999999999}` is an error,
 // not minutes of work and an out-of-memory. Real models have hundreds to
 // tens of thousands of parameter tensors.
+// maxNameBytes bounds the bytes of the names that brace ranges expand to,
+// over the whole program: a 500 KB name with `{0..99999}` would otherwise
+// ask for 50 GB.
 const (
 	maxTensors   = 1 << 20
 	maxExpansion = 100_000
+	maxNameBytes = 256 << 20
 )
 
 // unquoted returns the name as the program means it: a bare name as
@@ -116,27 +120,75 @@ func (n *Name) source() string {
 type braceRange struct {
 	start, end int // byte range of the braces in the name
 	lo, hi     int64
+	// width is the number of digits every number of the range is written
+	// with, zero-padded, or 0 for numbers without leading zeros: as in
+	// bash, an endpoint written with a leading zero pads every number to
+	// the width of the wider endpoint ({08..11} is 08 09 10 11).
+	width int
 }
 
 // rangeHint is the hint for an invalid brace range.
 const rangeHint = "a brace range {N..M} runs from N up to M (N <= M) and stands for at most 100000 names"
+
+// rangeSyntaxHint is the hint for braces that are not a brace range.
+const rangeSyntaxHint = "a brace range is {FIRST..LAST} with non-negative integers FIRST <= LAST, e.g. {0..3} or {00..15}"
+
+// parseRange interprets the endpoints of a brace range, lo and hi as
+// written (decimal digits), and returns the range; msg says why it is
+// invalid: descending, or too large. text is the range as written, for
+// messages.
+func parseRange(text, loText, hiText string) (braceRange, string) {
+	lo, err1 := strconv.ParseInt(loText, 10, 64)
+	hi, err2 := strconv.ParseInt(hiText, 10, 64)
+	if err1 != nil || err2 != nil || hi-lo >= maxExpansion {
+		return braceRange{}, fmt.Sprintf("range %s is too large (at most %d names)", code(text), maxExpansion)
+	}
+	if lo > hi {
+		return braceRange{}, fmt.Sprintf("range %s is descending; write {%s..%s}", code(text), hiText, loText)
+	}
+	r := braceRange{lo: lo, hi: hi}
+	if hasLeadingZero(loText) || hasLeadingZero(hiText) {
+		r.width = max(len(loText), len(hiText))
+	}
+	return r, ""
+}
+
+// hasLeadingZero reports whether a number is written with a leading zero
+// (`01`, `00`; not `0`).
+func hasLeadingZero(digits string) bool { return len(digits) > 1 && digits[0] == '0' }
 
 // ranges returns the brace ranges of a bare name, or an error message for
 // a descending or oversized range.
 func ranges(name string) ([]braceRange, string) {
 	var out []braceRange
 	for _, m := range rangeRE.FindAllStringSubmatchIndex(name, -1) {
-		lo, err1 := strconv.ParseInt(name[m[2]:m[3]], 10, 64)
-		hi, err2 := strconv.ParseInt(name[m[4]:m[5]], 10, 64)
-		if err1 != nil || err2 != nil || hi-lo >= maxExpansion {
-			return nil, fmt.Sprintf("range %s is too large (at most %d names)", code(name[m[0]:m[1]]), maxExpansion)
+		r, msg := parseRange(name[m[0]:m[1]], name[m[2]:m[3]], name[m[4]:m[5]])
+		if msg != "" {
+			return nil, msg
 		}
-		if lo > hi {
-			return nil, fmt.Sprintf("range %s is descending; write {%d..%d}", code(name[m[0]:m[1]]), hi, lo)
-		}
-		out = append(out, braceRange{m[0], m[1], lo, hi})
+		r.start, r.end = m[0], m[1]
+		out = append(out, r)
 	}
 	return out, ""
+}
+
+// badRange returns the byte range in a bare name of the first braces that
+// are not a brace range (`{a..b}`, `{0..}`, `{-1..3}`: the lexer makes
+// them part of the name so that they can be reported as such), or ok false.
+func badRange(name string) (start, end int, ok bool) {
+	for i := 0; i < len(name); i++ {
+		if name[i] != '{' {
+			continue
+		}
+		if n := braceRangeLen(name, i); n > 0 {
+			i += n - 1
+			continue
+		}
+		if n := braceGroupLen(name, i); n > 0 {
+			return i, i + n, true
+		}
+	}
+	return 0, 0, false
 }
 
 // expansionCount returns how many names a name with these ranges stands
@@ -153,8 +205,9 @@ func expansionCount(rs []braceRange) int64 {
 }
 
 // expand returns the names a bare name stands for, the leftmost range
-// varying slowest (h.{0..1}.x{0..1}: h.0.x0 h.0.x1 h.1.x0 h.1.x1). The
-// caller has checked the count with expansionCount.
+// varying slowest (h.{0..1}.x{0..1}: h.0.x0 h.0.x1 h.1.x0 h.1.x1), each
+// number zero-padded to its range's width. The caller has checked the
+// count with expansionCount.
 func expand(name string, rs []braceRange) []string {
 	if len(rs) == 0 {
 		return []string{name}
@@ -166,7 +219,7 @@ func expand(name string, rs []braceRange) []string {
 		next := make([]string, 0, len(out)*int(r.hi-r.lo+1))
 		for _, p := range out {
 			for i := r.lo; i <= r.hi; i++ {
-				next = append(next, p+lit+strconv.FormatInt(i, 10))
+				next = append(next, p+lit+r.format(i))
 			}
 		}
 		out = next
@@ -177,6 +230,16 @@ func expand(name string, rs []braceRange) []string {
 		out[i] += tail
 	}
 	return out
+}
+
+// format writes a number of the range as the range expands it: in
+// decimal, zero-padded to the range's width.
+func (r braceRange) format(i int64) string {
+	s := strconv.FormatInt(i, 10)
+	if len(s) < r.width {
+		s = strings.Repeat("0", r.width-len(s)) + s
+	}
+	return s
 }
 
 // isGlob reports whether a pattern has glob characters.

@@ -160,6 +160,9 @@ func syntaxDiagnostic(f *sourceFile, toks []token, end int, err error) Diagnosti
 	if d, ok := missingTensorPart(f, toks, off); ok {
 		return d
 	}
+	if d, ok := badRangeAtStart(f, toks, off); ok {
+		return d
+	}
 	if d, ok := shapeSyntax(f, toks, off); ok {
 		return d
 	}

@@ -1,9 +1,11 @@
 package dsl
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 func mustParse(t *testing.T, src string) *File {
@@ -169,12 +171,59 @@ func TestParseBinaryFile(t *testing.T) {
 }
 
 // TestLexErrorsCapped checks that a file full of invalid characters gets
-// at most maxSyntaxErrors lexical errors.
+// at most maxSyntaxErrors lexical errors, and then one that says how many
+// more there are and where they start.
 func TestLexErrorsCapped(t *testing.T) {
 	src := strings.Repeat("tensor a@ f32[1]\n", 3*maxSyntaxErrors)
 	_, diags := parseFile(newSourceFile("t.sync", []byte(src)))
-	if len(diags) != maxSyntaxErrors {
-		t.Errorf("got %d lexical errors, want %d", len(diags), maxSyntaxErrors)
+	if len(diags) != maxSyntaxErrors+1 {
+		t.Fatalf("got %d lexical errors, want %d and a count of the others", len(diags), maxSyntaxErrors)
+	}
+	last := diags[maxSyntaxErrors]
+	want := fmt.Sprintf("... and %d more lexical errors from here on (a file reports at most %d; fix the ones above first)", 2*maxSyntaxErrors, maxSyntaxErrors)
+	if last.Message != want || last.Pos.Line != maxSyntaxErrors+1 || last.Pos.Col != 9 || last.Severity != Error {
+		t.Errorf("last diagnostic %v, want %d:9: %s", last, maxSyntaxErrors+1, want)
+	}
+	var b bytes.Buffer
+	diags[maxSyntaxErrors:].Render(&b)
+	if got := b.String(); got != fmt.Sprintf("t.sync:%d:9: error: %s\n", maxSyntaxErrors+1, want) {
+		t.Errorf("rendered as %q", got)
+	}
+	// Exactly maxSyntaxErrors errors: nothing more to say.
+	src = strings.Repeat("tensor a@ f32[1]\n", maxSyntaxErrors)
+	if _, diags := parseFile(newSourceFile("t.sync", []byte(src))); len(diags) != maxSyntaxErrors {
+		t.Errorf("got %d diagnostics for %d lexical errors", len(diags), maxSyntaxErrors)
+	}
+	// The count is of the errors as they would be reported: the invalid
+	// characters of one name (`a$b$c`, after `tensor`) are one error.
+	src = strings.Repeat("x @\n", maxSyntaxErrors) + "tensor a$b$c f32[1]\n\"open\n/* open"
+	if _, diags := parseFile(newSourceFile("t.sync", []byte(src))); len(diags) != maxSyntaxErrors+1 ||
+		!strings.HasPrefix(diags[maxSyntaxErrors].Message, "... and 3 more lexical errors") {
+		t.Errorf("got %v, want 3 more lexical errors", diags[len(diags)-1])
+	}
+}
+
+// TestLexErrorsLinear checks that counting the lexical errors of a long
+// line full of them (a pasted base64 blob, a shape of 50000 signed
+// dimensions) takes linear time: the hints of those past the limit must
+// not each scan the line.
+func TestLexErrorsLinear(t *testing.T) {
+	for _, line := range []string{
+		"x " + strings.Repeat("ab+/", 50000),
+		"tensor a f32[" + strings.Repeat("+4, ", 50000) + "4]",
+		"x " + strings.Repeat("(a", 50000),
+		"bucket " + strings.Repeat("éa$a", 50000),
+		"tensor a*" + strings.Repeat("$a", 50000),
+	} {
+		f := newSourceFile("t.sync", []byte(line))
+		start := time.Now()
+		diags := lexErrors(f, lex(f.name, f.src))
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("%.20q...: %v to find the lexical errors", line, d)
+		}
+		if len(diags) != maxSyntaxErrors+1 {
+			t.Errorf("%.20q...: %d diagnostics", line, len(diags))
+		}
 	}
 }
 
@@ -189,6 +238,10 @@ func TestSyntaxErrorExplanations(t *testing.T) {
 		{"tensor a [4]\n", "1:10", "tensor `a`: missing the element type (f32, bf16, ...) before the shape", "e.g. `tensor a f32[4]`"},
 		{"tensor \"x y\" [2, 3] frozen\n", "1:14", "tensor `\"x y\"`: missing the element type (f32, bf16, ...) before the shape", "`tensor \"x y\" f32[2, 3]`"},
 		{"tensor [4]\n", "1:8", "tensor declaration: missing the tensor's name and element type before the shape", "`tensor NAME DTYPE[DIMS]`"},
+		// Braces that are not a brace range, where a name starts (inside
+		// a name, the checker reports them).
+		{"tensor {a..b} f32[1]\n", "1:8", "invalid brace range `{a..b}`", "a brace range is {FIRST..LAST} with non-negative integers"},
+		{"tensor a f32[1]\nstep { allreduce {-1..0} }\n", "2:18", "invalid brace range `{-1..0}`", "{FIRST..LAST}"},
 		// A shape that does not parse: dimensions are positive integers
 		// separated by commas.
 		{"tensor a f32[- 4]\n", "1:14", "dimension `- 4` is not a positive integer", "a whole number of at least 1, with no sign"},

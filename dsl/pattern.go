@@ -1,14 +1,15 @@
 package dsl
 
 import (
-	"strconv"
+	"math"
 	"unicode/utf8"
 )
 
 // pattern is a compiled tensor name pattern: literal characters, `*` (any
 // run of characters, dots included), `?` (one character) and, in bare
 // patterns, brace ranges {lo..hi} (a decimal number in the range, written
-// without leading zeros, as brace expansion of tensor names writes it).
+// as brace expansion of tensor names writes it: without leading zeros, or
+// zero-padded to the range's width when an endpoint has a leading zero).
 // Patterns are matched directly rather than by expanding their ranges, so
 // `h.{0..99999}.*` costs no more than `h.*`.
 type pattern struct {
@@ -27,6 +28,7 @@ type patPart struct {
 	kind   byte // 'c' character, '*', '?', 'r' range
 	r      rune
 	lo, hi int64
+	width  int // of a range: its numbers' zero-padded width, or 0
 }
 
 // compilePattern compiles a pattern; withRanges interprets brace ranges
@@ -38,9 +40,8 @@ func compilePattern(s string, withRanges bool) pattern {
 		if withRanges {
 			if n := braceRangeLen(s, i); n > 0 {
 				m := rangeRE.FindStringSubmatch(s[i : i+n])
-				lo, _ := strconv.ParseInt(m[1], 10, 64)
-				hi, _ := strconv.ParseInt(m[2], 10, 64)
-				p.parts = append(p.parts, patPart{kind: 'r', lo: lo, hi: hi})
+				r, _ := parseRange(m[0], m[1], m[2])
+				p.parts = append(p.parts, patPart{kind: 'r', lo: r.lo, hi: r.hi, width: r.width})
 				p.literal = false
 				p.simple = false
 				i += n
@@ -95,28 +96,41 @@ func (p *pattern) match(name string) bool {
 			}
 		case 'r':
 			for j := 0; j < len(rs); j++ {
-				if !ok[j] {
-					continue
-				}
-				// A number without leading zeros (or "0"), in [lo, hi].
-				var v int64
-				for k := j; k < len(rs) && rs[k] >= '0' && rs[k] <= '9' && k-j < 19; k++ {
-					if k > j && rs[j] == '0' {
-						break
-					}
-					v = v*10 + int64(rs[k]-'0')
-					if v > part.hi {
-						break
-					}
-					if v >= part.lo {
-						next[k+1] = true
-					}
+				if ok[j] {
+					part.matchNumbers(rs, j, next)
 				}
 			}
 		}
 		ok, next = next, ok
 	}
 	return ok[len(rs)]
+}
+
+// matchNumbers sets next[k] for every k such that rs[j:k] is a number of
+// the range part, written as the range writes it: with exactly width
+// digits for a zero-padded range, otherwise without leading zeros (or
+// "0").
+func (part patPart) matchNumbers(rs []rune, j int, next []bool) {
+	var v int64
+	for k := j; k < len(rs) && rs[k] >= '0' && rs[k] <= '9'; k++ {
+		if part.width == 0 && k > j && rs[j] == '0' {
+			return // a leading zero
+		}
+		if part.width > 0 && k-j == part.width {
+			return // wider than the range writes its numbers
+		}
+		d := int64(rs[k] - '0')
+		if v > (math.MaxInt64-d)/10 {
+			return // beyond any range's hi
+		}
+		v = v*10 + d
+		if v > part.hi {
+			return
+		}
+		if v >= part.lo && (part.width == 0 || k+1-j == part.width) {
+			next[k+1] = true
+		}
+	}
 }
 
 // starMatch matches a pattern whose only special character is `*`, byte by

@@ -381,6 +381,11 @@ func (c *checker) resolveTargets(cs *CollectiveStmt) ([]int, bool) {
 		info := c.buckets[name]
 		if t.Index != nil {
 			if info == nil {
+				if ti, isTensor := c.tensorIndex[name]; isTensor {
+					// `a[0]` for a tensor `a`: the error says to drop the
+					// index; the tensor is named all the same.
+					c.targeted[ti] = true
+				}
 				if !c.incomplete && !c.badNames[name] {
 					c.errorOnce("target "+name, usedTimes, f, nameSpan(tn), c.pieceHint(name), "no bucket %s", code(name))
 				}
@@ -435,6 +440,9 @@ func (c *checker) targetTensors(f *sourceFile, t *Target, set map[int]bool) bool
 		return false
 	}
 	matched := c.matchTensors(pat)
+	for _, ti := range matched {
+		c.targeted[ti] = true
+	}
 	n := 0
 	for _, ti := range matched {
 		tn := &c.prog.Tensors[ti]

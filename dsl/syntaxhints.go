@@ -56,6 +56,27 @@ func missingTensorPart(f *sourceFile, all []token, off int) (Diagnostic, bool) {
 	return Diagnostic{}, false
 }
 
+// badRangeAtStart explains a syntax error at a `{` that starts a name
+// with braces that are not a brace range (`tensor {a..b} f32[1]`): the
+// lexer takes a valid range there as the start of a word, an invalid one
+// not. Braces inside a name are part of its word, and the checker's
+// (badRangeError).
+func badRangeAtStart(f *sourceFile, all []token, off int) (Diagnostic, bool) {
+	toks, at, ok := tokenAt(all, off)
+	if !ok || toks[at].Value != "{" || at+2 >= len(toks) {
+		return Diagnostic{}, false
+	}
+	inner, closing := toks[at+1], toks[at+2]
+	if inner.Type != tokWord || inner.Pos.Offset != toks[at].end() || closing.Value != "}" || closing.Pos.Offset != inner.end() {
+		return Diagnostic{}, false
+	}
+	text := f.text(toks[at].Pos.Offset, closing.end())
+	if braceGroupLen(text, 0) != len(text) {
+		return Diagnostic{}, false
+	}
+	return f.errorAt(toks[at].Pos.Offset, closing.end(), "invalid brace range "+code(text), rangeSyntaxHint), true
+}
+
 // shapeSyntax explains a syntax error inside the shape of a tensor
 // declaration (`tensor a f32[- 4]`, `f32[4 4]`, `f32[4 * 4]`, `f32[4,]`),
 // where the parser only sees an unexpected token: it says what is wrong

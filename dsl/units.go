@@ -39,7 +39,10 @@ func parseQuantity(text, what string, units map[string]int64, unitList string) (
 		hint := "write a number and a unit (" + unitList + "), e.g. " + example(what)
 		if full, ok := withoutExponent(text); ok {
 			hint = writeInFull(full)
-			if strings.TrimLeft(full, "0123456789.") == "" {
+			if p := fullQuantityProblem(full, what, units); p != "" {
+				// Written in full, it would still be rejected.
+				hint = noExponent + ", and " + code(text) + " " + p
+			} else if strings.TrimLeft(full, "0123456789.") == "" {
 				hint += " and a unit (" + unitList + ")"
 			}
 		} else if exponentRE.MatchString(text) {
@@ -64,6 +67,11 @@ func parseQuantity(text, what string, units map[string]int64, unitList string) (
 		return 0, fmt.Sprintf("invalid %s %s", what, code(text)), ""
 	}
 	r.Mul(r, new(big.Rat).SetInt64(mult))
+	if r.Cmp(maxQuantity) > 0 {
+		// Before the whole-number check: a rounded value would be too
+		// large too.
+		return 0, fmt.Sprintf("%s %s is too large", what, code(text)), largestHint(what, units)
+	}
 	if !r.IsInt() {
 		if what == "duration" {
 			return 0, fmt.Sprintf("%s %s is not a whole number of nanoseconds", what, code(text)),
@@ -71,10 +79,56 @@ func parseQuantity(text, what string, units map[string]int64, unitList string) (
 		}
 		return 0, fmt.Sprintf("%s %s is not a whole number of bytes", what, code(text)), fractionalSizeHint(r, num, unit)
 	}
-	if !r.Num().IsInt64() {
-		return 0, fmt.Sprintf("%s %s is too large", what, code(text)), largestHint(what, units)
-	}
 	return r.Num().Int64(), "", ""
+}
+
+// maxQuantity is the largest size in bytes and duration in nanoseconds.
+var maxQuantity = new(big.Rat).SetInt64(math.MaxInt64)
+
+// quantityProblem says why a quantity of value bytes or nanoseconds
+// cannot be written: it is too large, or not a whole number. It returns
+// "" when it can. A hint must never suggest a value that is rejected in
+// turn.
+func quantityProblem(value *big.Rat, what string, units map[string]int64) string {
+	switch {
+	case value.Cmp(maxQuantity) > 0:
+		return "is too large: " + largestHint(what, units)
+	case !value.IsInt():
+		if what == "duration" {
+			return "is not a whole number of nanoseconds"
+		}
+		return "is not a whole number of bytes"
+	}
+	return ""
+}
+
+// fullQuantityProblem says why full, a number written without an exponent
+// and its unit, if any, would be rejected, or returns "". A number without
+// a unit is rejected when it is too large even in the smallest unit.
+func fullQuantityProblem(full, what string, units map[string]int64) string {
+	m := numberUnit.FindStringSubmatch(full)
+	if m == nil {
+		return "" // an unknown unit: its own error will say so
+	}
+	r, ok := new(big.Rat).SetString(m[1])
+	if !ok {
+		return ""
+	}
+	if m[2] == "" {
+		smallest := int64(math.MaxInt64)
+		for _, mult := range units {
+			smallest = min(smallest, mult)
+		}
+		if r.Mul(r, new(big.Rat).SetInt64(smallest)).Cmp(maxQuantity) > 0 {
+			return "is too large: " + largestHint(what, units)
+		}
+		return ""
+	}
+	mult, ok := units[m[2]]
+	if !ok {
+		return ""
+	}
+	return quantityProblem(r.Mul(r, new(big.Rat).SetInt64(mult)), what, units)
 }
 
 // exponentRE matches a number in scientific notation (`1e6`, `2.5E-3ms`),
@@ -102,7 +156,11 @@ func withoutExponent(text string) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	return decimalText(r) + m[3], true
+	full, ok := decimalText(r)
+	if !ok {
+		return "", false
+	}
+	return full + m[3], true
 }
 
 // intHint says how to write an integer, text, that parseInt rejected with
@@ -112,7 +170,15 @@ func intHint(text, msg, example string) string {
 		return fmt.Sprintf("the largest is %d", math.MaxInt32)
 	}
 	if full, ok := withoutExponent(text); ok {
-		return writeInFull(full)
+		// Only a number that parseInt takes: `1e10` in full is too large,
+		// `1e-1` is not whole.
+		switch _, fullMsg := parseInt(full, "number"); {
+		case fullMsg == "":
+			return writeInFull(full)
+		case isDigits(full):
+			return fmt.Sprintf("%s, and %s is too large: the largest is %d", noExponent, code(text), math.MaxInt32)
+		}
+		return noExponent + "; write a whole number, e.g. " + code(example)
 	}
 	return "write a whole number, e.g. " + code(example)
 }
@@ -147,23 +213,56 @@ var unitAliases = map[string]map[string]unitAlias{
 // the same unit in other letter case (`25mib`, `60S`), a spelling of it
 // (`60sec`, `10bytes`), or the number converted (`1TiB` is `1024GiB`,
 // `5ns` is `0.005us`). Nearest-spelling guesses would change the value a
-// thousandfold (`5ns` is not `5ms`, nor `1TiB` `1GiB`).
+// thousandfold (`5ns` is not `5ms`, nor `1TiB` `1GiB`). Nor does it suggest
+// a value that would be rejected in turn (`999999999h` is more than the
+// largest duration): it says what is wrong with the value instead.
 func unitSuggestion(num, unit, what string, units map[string]int64) string {
+	n, ok := new(big.Rat).SetString(num)
+	if !ok {
+		return ""
+	}
+	// problem says what is wrong with num in units of factor times mult
+	// (bytes or nanoseconds), or "".
+	problem := func(factor *big.Rat, mult int64) string {
+		v := new(big.Rat).Mul(n, factor)
+		return quantityProblem(v.Mul(v, new(big.Rat).SetInt64(mult)), what, units)
+	}
+	one := big.NewRat(1, 1)
 	for _, u := range keys(units) {
 		if strings.EqualFold(u, unit) {
+			if p := problem(one, units[u]); p != "" {
+				return code(num+unit) + " " + p + ";"
+			}
 			return "did you mean " + code(num+u) + "?"
 		}
 	}
 	if a, ok := unitAliases[what][unit]; ok {
-		if r, ok := new(big.Rat).SetString(num); ok {
-			return "did you mean " + code(decimalText(r.Mul(r, a.factor))+a.unit) + "?"
+		if p := problem(a.factor, units[a.unit]); p != "" {
+			return code(num+unit) + " " + p + ";"
 		}
+		if text, ok := decimalText(new(big.Rat).Mul(n, a.factor)); ok {
+			return "did you mean " + code(text+a.unit) + "?"
+		}
+		return ""
 	}
 	switch strings.ToUpper(unit) {
 	case "K", "M", "G":
 		if what == "size" {
 			u := strings.ToUpper(unit)
-			return "did you mean " + code(num+u+"iB") + " (powers of 1024) or " + code(num+u+"B") + " (powers of 1000)?"
+			binary, decimal := num+u+"iB", num+u+"B"
+			pb, pd := problem(one, units[u+"iB"]), problem(one, units[u+"B"])
+			switch {
+			case pb == "" && pd == "":
+				return "did you mean " + code(binary) + " (powers of 1024) or " + code(decimal) + " (powers of 1000)?"
+			case pd == "":
+				// Only one of them: say briefly what is wrong with the other.
+				short, _, _ := strings.Cut(pb, ":")
+				return "did you mean " + code(decimal) + " (powers of 1000; " + code(binary) + " " + short + ")?"
+			case pb == "":
+				short, _, _ := strings.Cut(pd, ":")
+				return "did you mean " + code(binary) + " (powers of 1024; " + code(decimal) + " " + short + ")?"
+			}
+			return code(num+unit) + " " + pd + ";"
 		}
 	}
 	other, is, isNot := durationUnits, "time", "size"
@@ -176,12 +275,33 @@ func unitSuggestion(num, unit, what string, units map[string]int64) string {
 	return ""
 }
 
-// decimalText writes r, which has a finite decimal expansion, as a
-// decimal number without trailing zeros: 1024, 0.005.
-func decimalText(r *big.Rat) string {
-	s := r.FloatString(12)
-	s = strings.TrimRight(s, "0")
-	return strings.TrimSuffix(s, ".")
+// decimalText writes r exactly as a decimal number without trailing
+// zeros (1024, 0.005), or returns false when r has no finite decimal
+// expansion (its denominator has a prime factor other than 2 and 5).
+func decimalText(r *big.Rat) (string, bool) {
+	// r has as many decimals as the larger power of 2 or 5 in its
+	// denominator.
+	d := new(big.Int).Set(r.Denom())
+	twos := int(d.TrailingZeroBits())
+	d.Rsh(d, uint(twos))
+	fives := 0
+	five, q, m := big.NewInt(5), new(big.Int), new(big.Int)
+	for {
+		q.QuoRem(d, five, m)
+		if m.Sign() != 0 {
+			break
+		}
+		d.Set(q)
+		fives++
+	}
+	if d.Cmp(big.NewInt(1)) != 0 {
+		return "", false
+	}
+	s := r.FloatString(max(twos, fives))
+	if strings.Contains(s, ".") {
+		s = strings.TrimSuffix(strings.TrimRight(s, "0"), ".")
+	}
+	return s, true
 }
 
 // fractionalSizeHint says how to write a size that is not a whole number
