@@ -154,8 +154,8 @@ for line in open(sys.argv[1]):
             r["per_round_ratio"] = float(f[1])
         elif "(plain Go calling MPI_Allreduce" in line:
             r["plain_go_busbw_gbs"], r["syncgen_over_plain_go"] = float(f[1]), float(f[3])
-        elif "(C with the runtime's shared-memory settings" in line:
-            r["mpi_runtime_transport_busbw_gbs"], r["syncgen_over_mpi_runtime_transport"] = float(f[1]), float(f[3])
+        elif "(C with the runtime's MPI settings" in line:
+            r["mpi_runtime_settings_busbw_gbs"], r["syncgen_over_mpi_runtime_settings"] = float(f[1]), float(f[3])
         elif "(C with glibc's mmap and trim thresholds raised" in line:
             r["mpi_mmap_threshold_busbw_gbs"], r["syncgen_over_mpi_mmap_threshold"] = float(f[1]), float(f[3])
     except (ValueError, IndexError):

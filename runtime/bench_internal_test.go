@@ -101,9 +101,9 @@ func BenchmarkAvgDivide(b *testing.B) {
 	}
 }
 
-// BenchmarkCheck measures the checker's work for one tensor on one rank of
-// 4 after an allreduce, as checkTensor does it (all cores), per element of
-// the tensor.
+// BenchmarkCheck measures the checker's work for one large tensor on one
+// rank of 4 after an allreduce, as checkBucket does it (all cores), per
+// element of the tensor.
 func BenchmarkCheck(b *testing.B) {
 	for _, c := range []struct {
 		tdt, wire DType
@@ -122,12 +122,39 @@ func BenchmarkCheck(b *testing.B) {
 			b.SetBytes(int64(len(host)))
 			t := startTimer(b)
 			for i := 0; i < b.N; i++ {
-				r := e.model.checkTensor(0, host)
+				r := e.model.checkHost([]int{0}, []int64{0}, host)
 				if r.wrong == 0 {
 					b.Fatal("a zero buffer passed the check")
 				}
 			}
 			t.report(b, n)
+		})
+	}
+}
+
+// BenchmarkCheckTensors measures checkBucket on a bucket of many small f32
+// tensors (one rank of 4, after an allreduce avg), per tensor: what a check
+// costs beyond its elements. It includes the copies to the host.
+func BenchmarkCheckTensors(b *testing.B) {
+	for _, c := range []struct {
+		tensors int
+		elems   int64
+	}{{10000, 1}, {1000, 100}, {100, 10000}} {
+		b.Run(fmt.Sprintf("%dx%d", c.tensors, c.elems), func(b *testing.B) {
+			dts, elems := make([]DType, c.tensors), make([]int64, c.tensors)
+			for i := range dts {
+				dts[i], elems[i] = F32, c.elems
+			}
+			e, _ := bucketEngine(dts, elems, F32, Avg, 4, 1)
+			t := startTimer(b)
+			for i := 0; i < b.N; i++ {
+				if _, err := e.model.checkBucket(0); err != nil {
+					b.Fatal(err)
+				}
+			}
+			n := float64(b.N * c.tensors)
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/n, "ns/tensor")
+			b.ReportMetric(float64((cpuTime()-t.cpu0).Nanoseconds())/n, "cpu-ns/tensor")
 		})
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"math"
 	goruntime "runtime"
 	"sync"
+	"sync/atomic"
 )
 
 // maxChain bounds the collectives remembered per tensor between fills; a
@@ -33,10 +34,30 @@ type model struct {
 	fill   []uint32
 	chain  [][]stmt
 	broken []bool
-	// host receives the tensor being checked. It is kept from tensor to
-	// tensor and from check to check: fresh memory costs a page fault per
-	// page, which on virtual machines cost more than the check itself.
-	host []byte
+	// host receives the tensors being checked, a batch at a time. It, the
+	// batch's lists and the workers are kept from batch to batch and from
+	// check to check: fresh memory costs a page fault per page, which on
+	// virtual machines cost more than the check itself, and when every
+	// tensor had goroutines, buffers and a simulator of its own, a bucket
+	// of one-element tensors took over 100 µs a tensor to check.
+	host    []byte
+	batch   []int   // tensors of the batch
+	offs    []int64 // their byte offsets in host
+	pieces  []piece
+	jobs    []int
+	workers []*checkWorker
+	// avgTabs caches the tables of averages (see sim.avgTab), which are
+	// the same for every tensor of a pattern shape and wire dtype: computed
+	// per tensor, they cost thousands of roundings each.
+	avgMu   sync.Mutex
+	avgTabs map[avgKey][]float64
+}
+
+// avgKey names a table of averages: the base's range and the wire dtype
+// (the world size is the engine's).
+type avgKey struct {
+	lo, hi int32
+	wire   DType
 }
 
 func newModel(e *engine) *model {
@@ -82,26 +103,60 @@ type checkResult struct {
 	first string
 }
 
+// checkBatchBytes bounds the host copy of a batch of tensors: a bucket's
+// tensors are copied and checked a batch at a time, so that the copy is
+// no larger than this or the bucket's largest tensor (as when tensors were
+// copied one at a time), whatever the bucket's size. A variable so that
+// tests can cut buckets into many batches.
+var checkBatchBytes int64 = 64 << 20
+
 // checkBucket compares every element of bucket b's tensors on this rank
-// with the model. The streams must have drained. Large tensors are checked
-// by several goroutines (the host's cores are idle between steps).
+// with the model. The streams must have drained. The tensors are copied
+// to the host in batches, and each batch is checked by several goroutines
+// (the host's cores are idle between steps).
 func (m *model) checkBucket(b int) (checkResult, error) {
 	var res checkResult
 	e := m.e
-	for _, t := range e.plan.Buckets[b].Tensors {
-		tm := &e.tensors[t]
-		if int64(cap(m.host)) < tm.store.Bytes() {
-			m.host = make([]byte, tm.store.Bytes())
+	tensors := e.plan.Buckets[b].Tensors
+	for k := 0; k < len(tensors); {
+		// The next batch: tensors up to checkBatchBytes of copies, at
+		// least one. A tensor that is no longer checked is counted, not
+		// copied.
+		m.batch, m.offs = m.batch[:0], m.offs[:0]
+		var size int64
+		for ; k < len(tensors); k++ {
+			t := tensors[k]
+			if m.broken[t] {
+				res.unchecked += e.tensors[t].elems
+				continue
+			}
+			n := e.tensors[t].store.Bytes()
+			// Each run of tensors that are copied together starts 8-byte
+			// aligned, so that every element is aligned for loadAll.
+			off := size
+			if len(m.batch) == 0 || !m.continues(m.batch[len(m.batch)-1], t) {
+				off = (size + 7) &^ 7
+			}
+			if len(m.batch) > 0 && off+n > checkBatchBytes {
+				break
+			}
+			m.batch = append(m.batch, t)
+			m.offs = append(m.offs, off)
+			size = off + n
 		}
-		host := m.host[:tm.store.Bytes()]
-		if err := e.be.CopyToHost(host, tm.store); err != nil {
-			return res, fmt.Errorf("reading %q: %w", e.plan.Tensors[t].Name, err)
-		}
-		if m.broken[t] {
-			res.unchecked += tm.elems
+		if len(m.batch) == 0 {
 			continue
 		}
-		r := m.checkTensor(t, host)
+		if int64(cap(m.host)) < size {
+			// At least 64 bytes, so that Go's allocator aligns it to 8
+			// (it packs smaller ones more tightly).
+			m.host = make([]byte, (size+63)&^63)
+		}
+		host := m.host[:size]
+		if err := m.copyBatch(host); err != nil {
+			return res, err
+		}
+		r := m.checkHost(m.batch, m.offs, host)
 		res.wrong += r.wrong
 		res.unchecked += r.unchecked
 		if res.first == "" {
@@ -111,70 +166,218 @@ func (m *model) checkBucket(b int) (checkResult, error) {
 	return res, nil
 }
 
-// checkTensor compares tensor t's elements (host holds them) with the
-// model, in blocks spread over the available cores.
-func (m *model) checkTensor(t int, host []byte) checkResult {
+// continues reports whether tensor t's gradient follows tensor prev's in
+// memory: both are views of the same bucket's wire buffer, t right after
+// prev. A batch places such neighbours side by side in its host copy too,
+// and copies them in one piece.
+func (m *model) continues(prev, t int) bool {
+	a, b := &m.e.tensors[prev], &m.e.tensors[t]
+	return a.inPlace && b.inPlace && m.e.plan.Tensors[prev].Bucket == m.e.plan.Tensors[t].Bucket &&
+		a.store.Off+a.store.N == b.store.Off
+}
+
+// copyBatch copies the batch's tensors into host at their offsets, one
+// CopyToHost per run of neighbours (see continues) rather than per tensor:
+// on the GPU each copy is a cudaMemcpy of its own.
+func (m *model) copyBatch(host []byte) error {
 	e := m.e
-	dt := e.plan.Tensors[t].DType
-	elems := e.tensors[t].elems
-	blocks := (elems + checkBlock - 1) / checkBlock
-	workers := int64(max(min(goruntime.GOMAXPROCS(0), 8), 1))
-	workers = min(workers, blocks)
-	var mu sync.Mutex
-	var res checkResult
-	firstAt := int64(-1)
-	var wg sync.WaitGroup
-	for w := int64(0); w < workers; w++ {
-		wg.Add(1)
-		go func(w int64) {
-			defer wg.Done()
-			got := make([]float64, checkBlock)
-			want := make([]float64, checkBlock)
-			s := m.newSim(t)
-			var wrong, unchecked int64
-			bad := int64(-1)
-			var badGot, badWant float64
-			for blk := w; blk < blocks; blk += workers {
-				i0 := blk * checkBlock
-				n := min(checkBlock, elems-i0)
-				loadAll(got[:n], host[i0*dt.Size():(i0+n)*dt.Size()], dt)
-				s.run(i0, want[:n])
-				for j := int64(0); j < n; j++ {
-					w := want[j]
-					switch {
-					case math.IsInf(w, 1):
-						// Undefined by the collective's semantics.
-					case math.IsNaN(w):
-						unchecked++
-					case got[j] != w:
-						wrong++
-						if bad < 0 {
-							bad, badGot, badWant = i0+j, got[j], w
-						}
-					}
-				}
+	for i := 0; i < len(m.batch); {
+		j := i + 1
+		for j < len(m.batch) && m.continues(m.batch[j-1], m.batch[j]) {
+			j++
+		}
+		first, last := &e.tensors[m.batch[i]], &e.tensors[m.batch[j-1]]
+		span := first.store
+		span.N = last.store.Off + last.store.N - first.store.Off
+		if err := e.be.CopyToHost(host[m.offs[i]:m.offs[i]+span.Bytes()], span); err != nil {
+			name := e.plan.Tensors[m.batch[i]].Name
+			if j-i > 1 {
+				return fmt.Errorf("reading %q and the %d tensors after it: %w", name, j-i-1, err)
 			}
-			mu.Lock()
-			defer mu.Unlock()
-			res.wrong += wrong
-			res.unchecked += unchecked
-			if bad >= 0 && (firstAt < 0 || bad < firstAt) {
-				firstAt = bad
-				res.first = fmt.Sprintf("tensor %q element %d: got %v, want %v", e.plan.Tensors[t].Name, bad, badGot, badWant)
-			}
-		}(w)
+			return fmt.Errorf("reading %q: %w", name, err)
+		}
+		i = j
 	}
-	wg.Wait()
+	return nil
+}
+
+// piece is a run of elements of one tensor that a worker checks at once.
+type piece struct {
+	t    int   // the tensor
+	i0   int64 // its first element
+	n    int   // elements, at most the block length
+	host int64 // the byte offset of element i0 in the host copy
+}
+
+// pieceCost is what a piece costs beyond its elements, in elements: the
+// set-up of a tensor's simulation and the per-block passes over every
+// rank's values. Jobs are cut at about a block's worth of cost, so that a
+// job of one-element tensors holds a few hundred of them, not thousands.
+const pieceCost = 32
+
+// checkHost compares the elements of tensors ts with the model; host holds
+// them, tensor ts[k] from byte offs[k] on. The work is cut into pieces of
+// at most a block of one tensor, and the pieces into jobs of about a
+// block's worth of work, which the workers take in order: the cost is
+// proportional to the elements, plus a small constant per tensor, and a
+// batch of many small tensors is spread over the cores as well as one
+// large tensor is.
+func (m *model) checkHost(ts []int, offs []int64, host []byte) checkResult {
+	e := m.e
+	block := checkBlockFor(e.size)
+	m.pieces, m.jobs = m.pieces[:0], m.jobs[:0]
+	cost := 0
+	for k, t := range ts {
+		size := e.plan.Tensors[t].DType.Size()
+		elems := e.tensors[t].elems
+		for i0 := int64(0); i0 < elems; i0 += int64(block) {
+			n := int(min(int64(block), elems-i0))
+			if cost == 0 {
+				m.jobs = append(m.jobs, len(m.pieces))
+			}
+			m.pieces = append(m.pieces, piece{t: t, i0: i0, n: n, host: offs[k] + i0*size})
+			cost += n + pieceCost
+			if cost >= block {
+				cost = 0
+			}
+		}
+	}
+	m.jobs = append(m.jobs, len(m.pieces))
+	jobs := len(m.jobs) - 1
+	if jobs == 0 {
+		return checkResult{} // only tensors without elements
+	}
+	workers := min(max(min(goruntime.GOMAXPROCS(0), 8), 1), jobs)
+	for len(m.workers) < workers {
+		m.workers = append(m.workers, &checkWorker{})
+	}
+	var next atomic.Int64
+	if workers <= 1 {
+		// One job, or one core: on this goroutine, without starting any.
+		m.workers[0].run(m, host, &next)
+	} else {
+		var wg sync.WaitGroup
+		for _, w := range m.workers[1:workers] {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				w.run(m, host, &next)
+			}()
+		}
+		m.workers[0].run(m, host, &next)
+		wg.Wait()
+	}
+	// Every worker takes its jobs in order, so its first wrong element is
+	// its earliest; the earliest of all is the batch's first.
+	var res checkResult
+	var first *checkWorker
+	for _, w := range m.workers[:workers] {
+		res.wrong += w.wrong
+		res.unchecked += w.unchecked
+		if w.bad >= 0 && (first == nil || w.bad < first.bad || w.bad == first.bad && w.badAt < first.badAt) {
+			first = w
+		}
+	}
+	if first != nil {
+		p := &m.pieces[first.bad]
+		res.first = fmt.Sprintf("tensor %q element %d: got %v, want %v",
+			e.plan.Tensors[p.t].Name, p.i0+int64(first.badAt), first.badGot, first.badWant)
+	}
 	return res
 }
 
-// checkBlock is how many elements the checker simulates at a time.
+// checkWorker is one goroutine's share of a check and what it keeps for
+// the next: its buffers and its simulator.
+type checkWorker struct {
+	got, want []float64
+	sim       sim
+	// The counts of the current batch, and its first wrong element: piece
+	// bad, element badAt of the piece (bad is -1 without one).
+	wrong, unchecked int64
+	bad, badAt       int
+	badGot, badWant  float64
+}
+
+// run checks the jobs of m.pieces that it takes from next until none are
+// left.
+func (w *checkWorker) run(m *model, host []byte, next *atomic.Int64) {
+	e := m.e
+	w.wrong, w.unchecked, w.bad = 0, 0, -1
+	w.sim.t = -1 // the model has changed since the last batch
+	jobs := int64(len(m.jobs) - 1)
+	for k := next.Add(1) - 1; k < jobs; k = next.Add(1) - 1 {
+		for pi := m.jobs[k]; pi < m.jobs[k+1]; pi++ {
+			p := &m.pieces[pi]
+			if w.sim.t != p.t {
+				w.sim.load(m, p.t)
+			}
+			dt := e.plan.Tensors[p.t].DType
+			w.got, w.want = grow(w.got, p.n), grow(w.want, p.n)
+			got, want := w.got[:p.n], w.want[:p.n]
+			loadAll(got, host[p.host:p.host+int64(p.n)*dt.Size()], dt)
+			w.sim.run(p.i0, want)
+			for j, x := range want {
+				switch {
+				case math.IsInf(x, 1):
+					// Undefined by the collective's semantics.
+				case math.IsNaN(x):
+					w.unchecked++
+				case got[j] != x:
+					w.wrong++
+					if w.bad < 0 {
+						w.bad, w.badAt, w.badGot, w.badWant = pi, j, got[j], x
+					}
+				}
+			}
+		}
+	}
+}
+
+// grow returns b with a length of at least n, reallocated only when it is
+// too short.
+func grow(b []float64, n int) []float64 {
+	if len(b) < n {
+		return make([]float64, n)
+	}
+	return b
+}
+
+// checkBlock is the most elements the checker simulates at a time.
 const checkBlock = 8192
 
-// sim replays one tensor's history for blocks of elements.
+// checkBlockFor is how many elements the checker simulates at a time in a
+// world of size ranks: checkBlock, fewer from 9 ranks on, so that a
+// worker's values of every rank (8 bytes each) stay within 512 KiB and
+// the cache; a large world made tens of megabytes a worker otherwise.
+func checkBlockFor(size int) int {
+	return max(min(checkBlock, (512<<10)/8/max(size, 1)), 256)
+}
+
+// avgTable returns the average of the first collective for every base in
+// [lo, hi] (see sim.avgTab), computed once per range and wire dtype.
+func (m *model) avgTable(lo, hi int32, wire DType) []float64 {
+	m.avgMu.Lock()
+	defer m.avgMu.Unlock()
+	key := avgKey{lo, hi, wire}
+	if tab, ok := m.avgTabs[key]; ok {
+		return tab
+	}
+	tab := make([]float64, int64(hi)-int64(lo)+1)
+	for k := range tab {
+		tab[k] = AvgOf(float64(m.e.size)*float64(int64(lo)+int64(k)), wire, m.e.size)
+	}
+	if m.avgTabs == nil {
+		m.avgTabs = map[avgKey][]float64{}
+	}
+	m.avgTabs[key] = tab
+	return tab
+}
+
+// sim replays one tensor's history for blocks of elements. Its buffers are
+// kept when it moves on to another tensor (load).
 type sim struct {
 	m      *model
-	t      int
+	t      int // the tensor loaded, -1 for none
 	params []FillParams
 	vals   [][]float64 // [rank][element of block]
 	tdt    DType
@@ -191,25 +394,34 @@ type sim struct {
 	// replayed is the first.
 	fillExact, sumFirst, baseOnly, first bool
 	// avgTab[a-Lo] is the average of the first collective for base a,
-	// when baseOnly holds for an avg.
+	// when baseOnly holds for an avg (shared, read only: model.avgTable).
 	avgTab []float64
 	ints   []int32
 	base   []int32 // the avg pattern's base and deviation (fill)
 	dev    []int32
 	red    []float64
+	col    []float64 // one element's values over the ranks (reduceBlock)
 }
 
+// newSim returns a simulator of tensor t.
 func (m *model) newSim(t int) *sim {
+	s := &sim{}
+	s.load(m, t)
+	return s
+}
+
+// load points the simulator at tensor t as the model has it now.
+func (s *sim) load(m *model, t int) {
 	e := m.e
 	pt := &e.plan.Tensors[t]
-	s := &sim{m: m, t: t, tdt: pt.DType, wire: pt.DType, chain: m.chain[t]}
-	s.params = make([]FillParams, e.size)
-	for r := range s.params {
-		s.params[r] = e.shapes[t].Params(r, e.size, m.fill[t], t)
+	s.m, s.t, s.tdt, s.wire, s.chain = m, t, pt.DType, pt.DType, m.chain[t]
+	s.off, s.slice = 0, 0
+	s.params = s.params[:0]
+	for r := 0; r < e.size; r++ {
+		s.params = append(s.params, e.shapes[t].Params(r, e.size, m.fill[t], t))
 	}
-	s.vals = make([][]float64, e.size)
-	for r := range s.vals {
-		s.vals[r] = make([]float64, checkBlock)
+	if len(s.vals) != e.size {
+		s.vals = make([][]float64, e.size) // each grown by run
 	}
 	if pt.Bucket >= 0 {
 		s.wire = e.plan.Buckets[pt.Bucket].Wire
@@ -218,6 +430,7 @@ func (m *model) newSim(t int) *sim {
 	}
 	s.limit = float64(s.wire.ExactLimit())
 	s.fillExact = true
+	s.sumFirst, s.baseOnly, s.first, s.avgTab = false, false, false, nil
 	allAvg := true
 	var bound int64 // of any sum of one value per rank
 	for r := range s.params {
@@ -235,13 +448,9 @@ func (m *model) newSim(t int) *sim {
 		p := &s.params[0]
 		if s.baseOnly && first.op == Avg && int64(p.Hi)-int64(p.Lo) < 1<<16 {
 			// The average is a function of the base: tabulate it.
-			s.avgTab = make([]float64, int64(p.Hi)-int64(p.Lo)+1)
-			for k := range s.avgTab {
-				s.avgTab[k] = AvgOf(float64(e.size)*float64(int64(p.Lo)+int64(k)), s.wire, e.size)
-			}
+			s.avgTab = m.avgTable(p.Lo, p.Hi, s.wire)
 		}
 	}
-	return s
 }
 
 // exactIn reports whether every integer in [lo, hi] is exactly
@@ -266,6 +475,9 @@ func (s *sim) run(i0 int64, out []float64) {
 		s.base = make([]int32, n)
 		s.dev = make([]int32, n)
 		s.red = make([]float64, n)
+	}
+	for r := range s.vals {
+		s.vals[r] = grow(s.vals[r], n)
 	}
 	if s.baseOnly {
 		fillBase(s.base[:n], &s.params[0], i0) // all the first collective needs
@@ -415,7 +627,10 @@ func (s *sim) reduceBlock(op RedOp, n int) []float64 {
 		}
 		return red
 	}
-	col := make([]float64, len(s.vals))
+	if len(s.col) < len(s.vals) {
+		s.col = make([]float64, len(s.vals))
+	}
+	col := s.col[:len(s.vals)]
 	if (op == Sum || op == Avg) && len(s.vals) <= 16 {
 		// The common cases without the per-element column copy.
 		for j := range red {

@@ -1,8 +1,11 @@
 package runtime
 
 import (
+	"fmt"
 	"math"
 	"math/rand"
+	goruntime "runtime"
+	"strings"
 	"testing"
 	"time"
 )
@@ -279,6 +282,231 @@ func TestCheckerInitChainExact(t *testing.T) {
 				}
 				if got != want[i] {
 					t.Fatalf("%s on %s wire, init %s over %d ranks: element %d: arithmetic gives %v, checker expects %v", c.tdt, c.wire, c.init, size, i, got, want[i])
+				}
+			}
+		}
+	}
+}
+
+// hostBackend is just enough of a backend for checkBucket: buffers in Go
+// memory and CopyToHost, which it counts.
+type hostBackend struct {
+	Backend // nil: any other method panics
+	copies  int
+}
+
+type hostBuffer struct {
+	dt DType
+	b  []byte
+}
+
+func (h *hostBuffer) DType() DType { return h.dt }
+func (h *hostBuffer) Elems() int64 { return int64(len(h.b)) / h.dt.Size() }
+
+func (h *hostBackend) CopyToHost(dst []byte, src Span) error {
+	h.copies++
+	b := src.Buf.(*hostBuffer).b
+	copy(dst, b[src.Off*src.DType.Size():(src.Off+src.N)*src.DType.Size()])
+	return nil
+}
+
+// bucketEngine builds an engine whose bucket 0 (wire dtype wire) holds
+// tensors of the given dtypes and element counts, in memory of a
+// hostBackend: tensors of the wire dtype are views of the bucket's buffer,
+// the others live in one buffer per dtype, 64-byte aligned, as the engine
+// lays them out. The step is a backward and an allreduce of op.
+func bucketEngine(dts []DType, elems []int64, wire DType, op RedOp, size, rank int) (*engine, *hostBackend) {
+	p := &Plan{Streams: []Stream{{Name: "comm"}}}
+	b := Bucket{Name: "b", Wire: wire}
+	for i, dt := range dts {
+		p.Tensors = append(p.Tensors, Tensor{Name: fmt.Sprintf("t%d", i), DType: dt, Shape: []int64{elems[i]}, Bucket: 0, Offset: b.Elems})
+		b.Tensors = append(b.Tensors, i)
+		b.Elems += elems[i]
+	}
+	p.Buckets = []Bucket{b}
+	prog := &program{step: []stmt{{kind: sBackward}, {kind: sColl, coll: CollAllReduce, op: op, buckets: []int{0}}}}
+	be := &hostBackend{}
+	e := &engine{plan: p, prog: prog, rank: rank, size: size, be: be}
+	e.shapes = choosePatterns(p, prog, size)
+	bucket := &hostBuffer{dt: wire, b: make([]byte, b.Elems*wire.Size())}
+	e.buckets = []bucketMem{{buf: bucket, elems: b.Elems}}
+	arenas := map[DType]*hostBuffer{}
+	for i, dt := range dts {
+		tm := tensorMem{elems: elems[i]}
+		if dt == wire {
+			tm.store, tm.inPlace = Span{Buf: bucket, Off: p.Tensors[i].Offset, N: elems[i], DType: dt}, true
+		} else {
+			a := arenas[dt]
+			if a == nil {
+				a = &hostBuffer{dt: dt}
+				arenas[dt] = a
+			}
+			off := (a.Elems()*dt.Size() + 63) &^ 63 / dt.Size()
+			a.b = append(a.b, make([]byte, (off+elems[i])*dt.Size()-int64(len(a.b)))...)
+			tm.store = Span{Buf: a, Off: off, N: elems[i], DType: dt}
+		}
+		e.tensors = append(e.tensors, tm)
+		e.backOrder = append(e.backOrder, i)
+	}
+	e.model = newModel(e)
+	e.model.apply(prog.step, 5)
+	return e, be
+}
+
+// storeBytes returns the bytes of tensor t's gradient in e's hostBackend.
+func storeBytes(e *engine, t int) []byte {
+	s := e.tensors[t].store
+	return s.Buf.(*hostBuffer).b[s.Off*s.DType.Size() : (s.Off+s.N)*s.DType.Size()]
+}
+
+// TestCheckBucketFindsEveryWrongElement: a bucket of tensors of every size
+// around the checker's block (none, one element, thousands, tens of
+// thousands), some cast to the wire dtype and some not, checked in one
+// batch and in many small ones, by several workers: with every element as
+// brute force computes it the check finds nothing wrong; with elements
+// changed it counts exactly those and names the first in the bucket's
+// order, and tensors past the chain limit are counted unchecked.
+func TestCheckBucketFindsEveryWrongElement(t *testing.T) {
+	defer goruntime.GOMAXPROCS(goruntime.GOMAXPROCS(8)) // several workers even on a small machine
+	defer func(b int64) { checkBatchBytes = b }(checkBatchBytes)
+	var dts []DType
+	var elems []int64
+	add := func(dt DType, n ...int64) {
+		for _, x := range n {
+			dts, elems = append(dts, dt), append(elems, x)
+		}
+	}
+	add(F32, 1, 1, 3, 0, 8191, 8192, 8193)
+	add(F16, 5, 9000)
+	add(F32, 20000, 2)
+	add(BF16, 1)
+	add(I32, 300)
+	for i := 0; i < 700; i++ {
+		add(F32, int64(1+i%3))
+	}
+	const size, rank = 3, 1
+	for _, op := range []RedOp{Sum, Avg, Max} {
+		e, be := bucketEngine(dts, elems, F32, op, size, rank)
+		// Every element as brute force computes it: the fill values of
+		// every rank, cast to the wire, reduced, cast back.
+		for ti, dt := range dts {
+			vals := make([]float64, elems[ti])
+			for i := range vals {
+				in := make([]float64, size)
+				for r := range in {
+					p := e.shapes[ti].Params(r, size, 5, ti)
+					in[r] = RoundTo(RoundTo(float64(FillValue(&p, int64(i))), dt), F32)
+				}
+				vals[i] = RoundTo(reduceInOrder(in, rng0(size), op, F32), dt)
+			}
+			storeAll(storeBytes(e, ti), dt, vals)
+		}
+		for _, batch := range []int64{64 << 20, 1000} {
+			checkBatchBytes = batch
+			be.copies = 0
+			r, err := e.model.checkBucket(0)
+			if err != nil || r.wrong != 0 || r.unchecked != 0 || r.first != "" {
+				t.Fatalf("%s, batches of %d bytes: %+v, %v; want nothing wrong", op, batch, r, err)
+			}
+			// One copy for each run of neighbouring tensors of the wire
+			// dtype and for each other tensor, in one batch.
+			if runs := 7; batch > 1000 && be.copies != runs {
+				t.Errorf("%s: %d copies to the host, want %d", op, be.copies, runs)
+			}
+		}
+		// Change elements, from the last tensor to the first: the first
+		// in the bucket's order is element 4096 of t5, the block's middle.
+		changed := [][2]int64{{len64(dts) - 1, 0}, {401, 1}, {12, 299}, {9, 19999}, {8, 8999}, {6, 8192}, {5, 4096}}
+		for _, c := range changed {
+			b := storeBytes(e, int(c[0]))
+			dt := dts[c[0]]
+			v := make([]float64, elems[c[0]])
+			loadAll(v, b, dt)
+			v[c[1]]++
+			storeAll(b, dt, v)
+		}
+		for _, batch := range []int64{64 << 20, 1000} {
+			checkBatchBytes = batch
+			r, err := e.model.checkBucket(0)
+			if err != nil || r.wrong != int64(len(changed)) || r.unchecked != 0 {
+				t.Fatalf("%s, batches of %d bytes: %+v, %v; want %d wrong", op, batch, r, err, len(changed))
+			}
+			if !strings.HasPrefix(r.first, `tensor "t5" element 4096:`) {
+				t.Errorf("%s, batches of %d bytes: first %q, want t5's element 4096", op, batch, r.first)
+			}
+		}
+		// Tensors past the chain limit are counted, not checked.
+		e.model.broken[5], e.model.broken[6] = true, true
+		r, err := e.model.checkBucket(0)
+		if err != nil || r.unchecked != elems[5]+elems[6] || r.wrong != int64(len(changed)-2) || !strings.HasPrefix(r.first, `tensor "t8" element 8999:`) {
+			t.Errorf("%s with t5 and t6 unchecked: %+v, %v", op, r, err)
+		}
+	}
+}
+
+func len64[T any](s []T) int64 { return int64(len(s)) }
+
+// TestCheckCostPerTensor: checking a bucket of thousands of one-element
+// tensors allocates nothing once the checker's buffers exist; each tensor
+// used to start goroutines and allocate buffers and a simulator of its
+// own (80 µs a tensor).
+func TestCheckCostPerTensor(t *testing.T) {
+	const n = 5000
+	dts, elems := make([]DType, n), make([]int64, n)
+	for i := range dts {
+		dts[i], elems[i] = F32, 1
+	}
+	e, _ := bucketEngine(dts, elems, F32, Avg, 4, 1)
+	if _, err := e.model.checkBucket(0); err != nil {
+		t.Fatal(err)
+	}
+	// The workers' goroutines and the result's message allocate a little
+	// per check, not per tensor.
+	allocs := testing.AllocsPerRun(5, func() {
+		r, _ := e.model.checkBucket(0)
+		if r.wrong < n/2 {
+			t.Fatalf("%d wrong of %d elements in a zero bucket", r.wrong, n)
+		}
+	})
+	if allocs > 50 {
+		t.Errorf("%.0f allocations to check %d tensors, want a few per check", allocs, n)
+	}
+}
+
+// TestProdAfterReductionUnchecked pins what docs/runtime.md says of a prod
+// after another reduction: the product multiplies values of the first
+// reduction's range (up to k, n·k after a sum), which stay exact only
+// while the product of n of them stays within L, so most elements are
+// unchecked from 2 ranks on with the 16-bit floats and the 8-bit
+// integers, from 3 with f32, 4 with i32 and 6 with f64 and i64; below,
+// none are, except after a sum, some one rank earlier.
+func TestProdAfterReductionUnchecked(t *testing.T) {
+	from := map[DType]int{F16: 2, BF16: 2, I8: 2, U8: 2, F32: 3, I32: 4, F64: 6, I64: 6}
+	for dt, most := range from {
+		for _, first := range []RedOp{Min, Max, Sum, Avg} {
+			share := func(size int) float64 {
+				chain := []stmt{{kind: sColl, coll: CollAllReduce, op: first, buckets: []int{0}}, {kind: sColl, coll: CollAllReduce, op: Prod, buckets: []int{0}}}
+				const n = 2000
+				e := testEngine(dt, dt, n, size, 0, chain)
+				want := make([]float64, n)
+				e.model.newSim(0).run(0, want)
+				nan := 0
+				for _, w := range want {
+					if math.IsNaN(w) {
+						nan++
+					}
+				}
+				return float64(nan) / n
+			}
+			if s := share(most); s < 0.5 {
+				t.Errorf("%s, %s then prod over %d ranks: %.0f%% unchecked, want most", dt, first, most, 100*s)
+			}
+			if s := share(most - 1); s > 0 && (first != Sum || s >= 0.5) {
+				t.Errorf("%s, %s then prod over %d ranks: %.0f%% unchecked, want none", dt, first, most-1, 100*s)
+			}
+			if most > 2 {
+				if s := share(most - 2); s > 0 {
+					t.Errorf("%s, %s then prod over %d ranks: %.0f%% unchecked, want none", dt, first, most-2, 100*s)
 				}
 			}
 		}

@@ -40,19 +40,20 @@ type runInfo struct {
 	maxprocs []int // per rank
 	numCPU   []int
 	env      []KV // NCCL_*, OMPI_*, SYNCGEN_*, CUDA_VISIBLE_DEVICES on rank 0, as the user set them
-	// transport is the MPI parameters the runtime set (transport.go).
-	transport []KV
-	goVer     string
-	warnings  []string
+	// mpiSettings is what the runtime set of MPI's parameters
+	// (mpisettings.go).
+	mpiSettings []KV
+	goVer       string
+	warnings    []string
 }
 
 // gatherInfo collects the run's environment (collective).
 func gatherInfo(h *mpiHost, be Backend, why, procNote string, tune cpuTuning) *runInfo {
 	info := &runInfo{backend: be.Name(), why: why, versions: be.Versions(), procNote: procNote, goVer: goruntime.Version(),
-		transport: h.transport}
+		mpiSettings: h.settings}
 	setByRuntime := map[string]bool{}
-	for _, kv := range h.transport {
-		setByRuntime["OMPI_MCA_"+kv.Key] = true
+	for _, p := range h.setParams {
+		setByRuntime["OMPI_MCA_"+p] = true
 	}
 	// Each rank's figures, host and MPI library: the library must be the
 	// same everywhere, or collectives may not match.

@@ -2,7 +2,10 @@ package runtime
 
 import (
 	"fmt"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // formatBytes renders n bytes with a binary unit ("1.5 MiB").
@@ -42,4 +45,94 @@ func formatDur(d time.Duration) string {
 		return fmt.Sprintf("%.1f us", float64(d)/1e3)
 	}
 	return fmt.Sprintf("%.2f ms", float64(d)/1e6)
+}
+
+// The report's table is read on a terminal, where a name's width is what
+// lines its columns up: Go's fmt pads to a number of runes, but an East
+// Asian wide character takes two columns, a combining mark none, and a
+// bidirectional control (U+202E) reorders the rest of the line. Names may
+// hold any of them (quoted names in .sync are any UTF-8 text without C0
+// and C1 controls). The table escapes what does not print, as
+// strconv.Quote and the compiler's messages do, and pads by columns; the
+// JSON file keeps the names as they are.
+
+// runeColumns is how many terminal columns r takes when printed: 2 for the
+// East Asian wide and fullwidth ranges (Hangul Jamo, CJK, Hangul
+// syllables, CJK compatibility, fullwidth forms, the emoji blocks, the
+// supplementary ideographic planes), 0 for combining marks, 1 otherwise.
+// The ranges are the compiler's (dsl/diag.go), which the runtime does not
+// import, plus the emoji.
+func runeColumns(r rune) int {
+	switch {
+	case r >= 0x1100 && r <= 0x115f, r >= 0x2e80 && r <= 0xa4cf && r != 0x303f,
+		r >= 0xac00 && r <= 0xd7a3, r >= 0xf900 && r <= 0xfaff, r >= 0xfe30 && r <= 0xfe4f,
+		r >= 0xff00 && r <= 0xff60, r >= 0xffe0 && r <= 0xffe6,
+		r >= 0x1f300 && r <= 0x1f64f, r >= 0x1f900 && r <= 0x1f9ff, r >= 0x20000 && r <= 0x3fffd:
+		return 2
+	case unicode.In(r, unicode.Mn, unicode.Me):
+		return 0
+	}
+	return 1
+}
+
+// textColumns is how many terminal columns s takes (s printable, see
+// printable).
+func textColumns(s string) int {
+	n := 0
+	for _, r := range s {
+		n += runeColumns(r)
+	}
+	return n
+}
+
+// escapeRune returns r as it shows in the table: itself when it prints,
+// else an escape (\u202e, \U000e0001, or \xff for a byte that is not
+// UTF-8), so that control and format characters neither act on the
+// terminal nor hide.
+func escapeRune(r rune, size int, s string) string {
+	switch {
+	case r == utf8.RuneError && size == 1:
+		return fmt.Sprintf(`\x%02x`, s[0])
+	case unicode.IsGraphic(r):
+		return s[:size]
+	case r < 0x10000:
+		return fmt.Sprintf(`\u%04x`, r)
+	}
+	return fmt.Sprintf(`\U%08x`, r)
+}
+
+// printable returns s with every character that does not print escaped
+// (see escapeRune).
+func printable(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		b.WriteString(escapeRune(r, size, s[i:]))
+		i += size
+	}
+	return b.String()
+}
+
+// tableCell returns s printable (see printable) and padded with spaces to
+// width terminal columns; longer than width, it is cut to width-3 columns
+// or fewer, between characters or escapes, and ends in "...".
+func tableCell(s string, width int) string {
+	p := printable(s)
+	if textColumns(p) > width {
+		var b strings.Builder
+		cols := 0
+		for i := 0; i < len(s); {
+			r, size := utf8.DecodeRuneInString(s[i:])
+			e := escapeRune(r, size, s[i:])
+			if cols+textColumns(e) > width-3 {
+				break
+			}
+			b.WriteString(e)
+			cols += textColumns(e)
+			i += size
+		}
+		b.WriteString("...")
+		p = b.String()
+	}
+	return p + strings.Repeat(" ", max(width-textColumns(p), 0))
 }

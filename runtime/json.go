@@ -19,7 +19,7 @@ type jsonReport struct {
 	Why       string            `json:"backend_reason"`
 	Versions  map[string]string `json:"versions"`
 	Env       map[string]string `json:"env"`
-	Transport map[string]string `json:"mpi_transport,omitempty"`
+	Settings  map[string]string `json:"mpi_settings,omitempty"`
 	GoVersion string            `json:"go_version"`
 	MaxProcs  []int             `json:"gomaxprocs"`
 	NumCPU    []int             `json:"num_cpu"`
@@ -39,7 +39,9 @@ type jsonReport struct {
 // GB/s (1e9 bytes per second). time_us is the maximum over ranks of each
 // rank's mean, which the bandwidths use (as nccl-tests); time_median_us the
 // maximum over ranks of each rank's median, which says how much of the mean
-// is a tail of slow steps.
+// is a tail of slow steps. wrong and unchecked count the bucket's elements
+// over all checks and ranks, on its last row (unchecked only when not 0,
+// so that the summary's unchecked elements can be found).
 type jsonRow struct {
 	Bucket     string  `json:"bucket"`
 	Src        string  `json:"src"`
@@ -56,6 +58,7 @@ type jsonRow struct {
 	AlgBW      float64 `json:"algbw_gbs"`
 	BusBW      float64 `json:"busbw_gbs"`
 	Wrong      *int64  `json:"wrong,omitempty"`
+	Unchecked  int64   `json:"unchecked,omitempty"`
 }
 
 // jsonSummary holds the summary figures (milliseconds).
@@ -108,10 +111,10 @@ func makeJSON(e *engine, rep *report, info *runInfo) jsonReport {
 	for _, kv := range info.env {
 		j.Env[kv.Key] = kv.Value
 	}
-	if len(info.transport) > 0 {
-		j.Transport = map[string]string{}
-		for _, kv := range info.transport {
-			j.Transport[kv.Key] = kv.Value
+	if len(info.mpiSettings) > 0 {
+		j.Settings = map[string]string{}
+		for _, kv := range info.mpiSettings {
+			j.Settings[kv.Key] = kv.Value
 		}
 	}
 	// Empty lists are [] rather than null: a plan whose step has no
@@ -133,6 +136,7 @@ func makeJSON(e *engine, rep *report, info *runInfo) jsonReport {
 		if r.showWrong && rep.checks > 0 {
 			w := r.wrong
 			jr.Wrong = &w
+			jr.Unchecked = r.unchecked
 		}
 		j.Buckets = append(j.Buckets, jr)
 	}

@@ -40,9 +40,10 @@ type mpiHost struct {
 	host                 string
 	library              string
 	local                mpi.Comm
-	// transport is the shared-memory transport's parameters the runtime
-	// set (transport.go), as MPI reports them after MPI_Init.
-	transport []KV
+	// setParams are the MCA parameters the runtime set before MPI_Init
+	// (mpisettings.go), settings what MPI reports of them after it.
+	setParams []string
+	settings  []KV
 }
 
 // startMPI starts the owner goroutine and initialises MPI on it.
@@ -71,15 +72,17 @@ func (h *mpiHost) init() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	want := mpiThreadLevelFromEnv()
-	params, err := setTransportDefaults()
+	params, cleanup, err := applyMPISettings()
 	if err != nil {
 		return fmt.Errorf("initialising MPI: %w", err)
 	}
 	level, err := mpi.Init(want)
+	cleanup()
 	if err != nil {
 		return fmt.Errorf("initialising MPI: %w", err)
 	}
-	h.transport = readTransport(params)
+	h.setParams = params
+	h.settings = readMPISettings(params)
 	h.level = level
 	if level < want {
 		return fmt.Errorf("initialising MPI: asked for %s, the library granted only %s; the runtime's streams call MPI from several threads (one at a time)",

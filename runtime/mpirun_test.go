@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -805,20 +806,24 @@ func TestMPIThreadLevel(t *testing.T) {
 	}
 }
 
-// The runtime sets Open MPI's shared-memory eager limit and fast boxes
-// (transport.go), MPI reads them back, and the report says so; a value the
-// user sets wins, SYNCGEN_MPI_TUNING=off keeps Open MPI's defaults, and a
-// bad value of it is an error.
-func TestMPITransport(t *testing.T) {
+// The runtime sets Open MPI's shared-memory eager limit and fast boxes,
+// and on Open MPI 4 an allreduce rule (mpisettings.go); MPI reads them
+// back, and the report says so. A value the user sets wins,
+// SYNCGEN_MPI_TUNING=off keeps Open MPI's defaults, and a bad value of it
+// is an error.
+func TestMPISettings(t *testing.T) {
 	for _, c := range []struct {
-		name     string
-		env      []string
-		want     []string // the parameters set, without the component's prefix
-		userSets string   // a parameter the user set, without the prefix
+		name      string
+		env       []string
+		want      []string // the transport parameters set, without the component's prefix
+		wantRule  bool     // on Open MPI 4
+		userSets  string   // a parameter the user set
+		userValue string
 	}{
-		{"default", nil, []string{"eager_limit", "fbox_size"}, ""},
-		{"user", []string{"OMPI_MCA_btl_vader_eager_limit=8192"}, []string{"fbox_size"}, "eager_limit"},
-		{"off", []string{"SYNCGEN_MPI_TUNING=off"}, nil, ""},
+		{"default", nil, []string{"eager_limit", "fbox_size"}, true, "", ""},
+		{"user", []string{"OMPI_MCA_btl_vader_eager_limit=8192"}, []string{"fbox_size"}, true, "OMPI_MCA_btl_vader_eager_limit", "8192"},
+		{"user rules", []string{"OMPI_MCA_coll_tuned_use_dynamic_rules=0"}, []string{"eager_limit", "fbox_size"}, false, "OMPI_MCA_coll_tuned_use_dynamic_rules", "0"},
+		{"off", []string{"SYNCGEN_MPI_TUNING=off"}, nil, false, "", ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "out.json")
@@ -831,40 +836,50 @@ func TestMPITransport(t *testing.T) {
 				t.Fatal(err)
 			}
 			var j struct {
-				Versions  map[string]string `json:"versions"`
-				Env       map[string]string `json:"env"`
-				Transport map[string]string `json:"mpi_transport"`
+				Versions map[string]string `json:"versions"`
+				Env      map[string]string `json:"env"`
+				Settings map[string]string `json:"mpi_settings"`
 			}
 			if err := json.Unmarshal(data, &j); err != nil {
 				t.Fatal(err)
 			}
-			// btl/vader was renamed btl/sm in Open MPI 5.
+			// btl/vader was renamed btl/sm in Open MPI 5, which gets no
+			// allreduce rule.
 			component := "vader"
-			if m := regexp.MustCompile(`Open MPI v(\d+)\.`).FindStringSubmatch(j.Versions["MPI"]); m == nil {
+			m := regexp.MustCompile(`Open MPI v(\d+)\.`).FindStringSubmatch(j.Versions["MPI"])
+			if m == nil {
 				t.Fatalf("not Open MPI: %q", j.Versions["MPI"])
-			} else if major, _ := strconv.Atoi(m[1]); major >= 5 {
+			}
+			major, _ := strconv.Atoi(m[1])
+			if major >= 5 {
 				component = "sm"
 			}
 			want := map[string]string{}
 			for _, p := range c.want {
 				want["btl_"+component+"_"+p] = "32768"
 			}
-			if len(j.Transport) != len(want) {
-				t.Errorf("mpi_transport %v, want %v", j.Transport, want)
+			if c.wantRule && major == 4 {
+				want["allreduce rule"] = "2 ranks, 4096 to 8191 bytes: recursive doubling"
 			}
-			for k, v := range want {
-				if j.Transport[k] != v {
-					t.Errorf("mpi_transport %v, want %v", j.Transport, want)
+			if !reflect.DeepEqual(j.Settings, want) && len(j.Settings)+len(want) > 0 {
+				t.Errorf("mpi_settings %v, want %v", j.Settings, want)
+			}
+			for k := range j.Env {
+				if strings.HasPrefix(k, "OMPI_MCA_btl_") || strings.HasPrefix(k, "OMPI_MCA_coll_") {
+					if k != c.userSets {
+						t.Errorf("env lists %s, which the user did not set", k)
+					}
 				}
-				if _, ok := j.Env["OMPI_MCA_"+k]; ok {
-					t.Errorf("env lists OMPI_MCA_%s, which the runtime set, not the user", k)
-				}
 			}
-			if c.userSets != "" && j.Env["OMPI_MCA_btl_vader_"+c.userSets] != "8192" {
-				t.Errorf("env %v lacks the user's OMPI_MCA_btl_vader_%s", j.Env, c.userSets)
+			if c.userSets != "" && j.Env[c.userSets] != c.userValue {
+				t.Errorf("env %v lacks the user's %s=%s", j.Env, c.userSets, c.userValue)
 			}
-			if got := strings.Contains(r.out, "MPI transport: "); got != (len(want) > 0) {
-				t.Errorf("header line \"MPI transport\" shown %v, want %v:\n%s", got, len(want) > 0, r.out)
+			if got := strings.Contains(r.out, "MPI settings: "); got != (len(want) > 0) {
+				t.Errorf("header line \"MPI settings\" shown %v, want %v:\n%s", got, len(want) > 0, r.out)
+			}
+			// The rules file is gone once MPI has read it.
+			if left, _ := filepath.Glob(filepath.Join(os.TempDir(), "syncgen-allreduce-rules-*")); len(left) > 0 {
+				t.Errorf("rules files left behind: %v", left)
 			}
 		})
 	}
@@ -932,5 +947,44 @@ func TestStepsAllocateNothing(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The JSON rows say which bucket the unchecked elements are in. In the
+// init plan, bucket "frozen" holds a frozen tensor that no backward
+// refills and that every step all-reduces again: from its 64th collective
+// since the init block's fill on, its 50 elements are unchecked on every
+// rank (steps 63 to 69 of 70: 7 checks, 2 ranks, 700 element-ranks).
+func TestUncheckedPerBucketInJSON(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out.json")
+	r := mpirun(t, 2, nil, 90*time.Second, "init", "--steps", "70", "--warmup", "0", "--check", "1", "--json", path, "--quiet")
+	if r.code != 0 {
+		t.Fatalf("exit %d:\n%s", r.code, r.out)
+	}
+	mustContain(t, r, "# 0 wrong, 700 unchecked")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var j struct {
+		Buckets []map[string]any `json:"buckets"`
+		Summary struct {
+			Unchecked int64 `json:"unchecked"`
+		} `json:"summary"`
+	}
+	if err := json.Unmarshal(data, &j); err != nil {
+		t.Fatal(err)
+	}
+	if j.Summary.Unchecked != 700 {
+		t.Errorf("summary: %d unchecked, want 700", j.Summary.Unchecked)
+	}
+	for _, row := range j.Buckets {
+		want := any(nil) // omitted when 0
+		if row["bucket"] == "frozen" {
+			want = 700.0
+		}
+		if row["unchecked"] != want {
+			t.Errorf("bucket %v: unchecked %v, want %v", row["bucket"], row["unchecked"], want)
+		}
 	}
 }

@@ -1,28 +1,37 @@
 package runtime
 
-// Open MPI's shared-memory transport, set up for gradient buckets.
+// Open MPI's settings for gradient buckets: the shared-memory transport
+// and one allreduce algorithm choice, both set before MPI_Init.
 //
-// Between two ranks of one host, Open MPI (btl/vader in 4.x, btl/sm from
-// 5.0) sends a message in one of two ways. Up to the eager limit (4 KiB by
-// default, its header included) the sender copies it into shared memory
-// and goes on. Above it, the two ranks first exchange a rendezvous
-// handshake, and the receiver then copies the data from the sender's
-// memory (CMA). For a few KiB the handshake costs more than the two
-// copies, so Open MPI's collectives fall off a cliff just above 4 KiB: on
-// a 16-core host a 2-rank allreduce of 8 KiB took 6.2 µs with the
-// defaults and 4.1 µs with a 32 KiB eager limit, and a 4-rank allreduce of
-// 4 KiB 8.2 and 5.4 µs (docs/runtime.md, "The shared-memory transport").
-// The small buckets of a plan (biases and norms, DDP's first bucket, a
-// per-tensor plan's many collectives) sit exactly there.
+// The transport. Between two ranks of one host, Open MPI (btl/vader in
+// 4.x, btl/sm from 5.0) sends a message of up to the eager limit (4 KiB by
+// default, its header included) by copying it into shared memory and going
+// on. Above it, the two ranks first exchange a rendezvous handshake, and
+// the receiver then copies the data from the sender's memory (CMA). For a
+// few KiB the handshake costs more than the two copies, so Open MPI's
+// collectives fall off a cliff just above 4 KiB: on a 16-core host a
+// 2-rank allreduce of 8 KiB took 6.2 µs with the defaults and 4.1 µs with
+// a 32 KiB eager limit, and a 4-rank allreduce of 4 KiB 8.2 and 5.4 µs
+// (docs/runtime.md, "Open MPI's settings"). The small buckets of a plan
+// (biases and norms, DDP's first bucket, a per-tensor plan's many
+// collectives) sit exactly there. So the runtime raises the eager limit
+// and the size of the fast boxes (per-peer buffers that messages up to
+// their size use once two ranks have exchanged a few) to 32 KiB.
 //
-// So before MPI_Init the runtime raises the eager limit and the size of
-// the fast boxes (per-peer buffers that messages up to their size use once
-// two ranks have exchanged a few) to 32 KiB. It leaves alone any parameter
-// the user has set in the environment, which is where `mpirun --mca NAME
-// VALUE` and `mpirun -x OMPI_MCA_NAME=VALUE` put it, and
-// SYNCGEN_MPI_TUNING=off leaves Open MPI's defaults. (A value in an Open
-// MPI parameter file is overridden: the environment comes first.) After
-// MPI_Init it reads the values back through MPI_T for the report.
+// The algorithm. Open MPI 4's fixed decision for an allreduce between 2
+// ranks leaves recursive doubling at 4096 bytes: on the same host a 4 KiB
+// allreduce took 3.3 to 3.6 µs, and 2.1 to 2.3 µs with recursive doubling
+// forced (4000 bytes, still recursive doubling, 2.2 to 2.6 µs). From 8 KiB
+// on the two were level. The runtime gives Open MPI 4's coll/tuned a rules
+// file that picks recursive doubling for 2 ranks from 4096 to 8191 bytes
+// and leaves every other size and communicator to the fixed decision.
+//
+// A parameter the user has set in the environment (where `mpirun --mca
+// NAME VALUE` and `mpirun -x OMPI_MCA_NAME=VALUE` put it) is left alone,
+// and SYNCGEN_MPI_TUNING=off leaves all of Open MPI's defaults. (A value in
+// an Open MPI parameter file is overridden: the environment comes first.)
+// After MPI_Init the runtime reads the values back through MPI_T for the
+// report.
 
 import (
 	"fmt"
@@ -33,83 +42,162 @@ import (
 	"github.com/syncgen/syncgen/runtime/mpi"
 )
 
-// transportTuningEnv turns the settings off when it is "off".
-const transportTuningEnv = "SYNCGEN_MPI_TUNING"
+// mpiTuningEnv turns the settings off when it is "off".
+const mpiTuningEnv = "SYNCGEN_MPI_TUNING"
 
-// transportParams are the parameters the runtime sets, without the
-// component's prefix, and their values.
+// transportParams are the shared-memory parameters the runtime sets,
+// without the component's prefix, and their values.
 var transportParams = []KV{
 	{"eager_limit", "32768"},
 	{"fbox_size", "32768"},
 }
 
+// allreduceRules is a coll/tuned rules file (Open MPI 4's format: the
+// number of collectives; then for each its id (allreduce is 2) and number
+// of communicator sizes; for each size, the number of message sizes and,
+// for each, "bytes algorithm fan-in/out segment-size"). A rule applies
+// from its communicator size and message size up to the next; algorithm 0
+// leaves the choice to the fixed decision, 3 is recursive doubling.
+const allreduceRules = `1
+2 2
+2 3
+0 0 0 0
+4096 3 0 0
+8192 0 0 0
+3 1
+0 0 0 0
+`
+
+// allreduceRuleText says what allreduceRules does, for the report.
+const allreduceRuleText = "2 ranks, 4096 to 8191 bytes: recursive doubling"
+
+// collRulesParams are the parameters that ask coll/tuned for a rules file;
+// a user who sets any of them, or forces an allreduce algorithm, keeps
+// theirs.
+var collRulesParams = []string{"coll_tuned_use_dynamic_rules", "coll_tuned_dynamic_rules_filename", "coll_tuned_allreduce_algorithm"}
+
 var openMPIVersion = regexp.MustCompile(`Open MPI v(\d+)\.`)
 
-// sharedMemoryComponent returns the name of Open MPI's shared-memory
-// component for library (MPI_Get_library_version's text), or "" for
-// another MPI.
-func sharedMemoryComponent(library string) string {
+// openMPIMajor returns the major version of Open MPI from library
+// (MPI_Get_library_version's text), or 0 for another MPI.
+func openMPIMajor(library string) int {
 	m := openMPIVersion.FindStringSubmatch(library)
 	if m == nil {
-		return ""
+		return 0
 	}
-	if major, _ := strconv.Atoi(m[1]); major >= 5 {
-		return "sm"
-	}
-	return "vader"
+	major, _ := strconv.Atoi(m[1])
+	return major
 }
 
-// transportSettings returns the environment variables the runtime sets for
-// library, given the environment getenv reads: those of transportParams
-// that the user has not set under either component's name, none for
-// another MPI or when SYNCGEN_MPI_TUNING is "off".
-func transportSettings(library string, getenv func(string) string) ([]KV, error) {
-	switch v := getenv(transportTuningEnv); v {
+// mpiSettings is what the runtime sets before MPI_Init.
+type mpiSettings struct {
+	// env are the environment variables to set.
+	env []KV
+	// allreduceRules is whether to write allreduceRules to a file and set
+	// the two variables that make coll/tuned read it.
+	allreduceRules bool
+}
+
+// chooseMPISettings returns the settings for library, given the
+// environment getenv reads: those of transportParams that the user has
+// not set under either component's name, and the allreduce rules on Open
+// MPI 4 unless the user has set a collRulesParams; none for another MPI or
+// when SYNCGEN_MPI_TUNING is "off".
+func chooseMPISettings(library string, getenv func(string) string) (mpiSettings, error) {
+	var s mpiSettings
+	switch v := getenv(mpiTuningEnv); v {
 	case "", "on":
 	case "off":
-		return nil, nil
+		return s, nil
 	default:
-		return nil, fmt.Errorf("%s=%q: want on or off", transportTuningEnv, v)
+		return s, fmt.Errorf("%s=%q: want on or off", mpiTuningEnv, v)
 	}
-	component := sharedMemoryComponent(library)
-	if component == "" {
-		return nil, nil
+	major := openMPIMajor(library)
+	if major == 0 {
+		return s, nil
 	}
-	var set []KV
+	component := "vader"
+	if major >= 5 {
+		component = "sm"
+	}
 	for _, p := range transportParams {
 		if getenv("OMPI_MCA_btl_vader_"+p.Key) != "" || getenv("OMPI_MCA_btl_sm_"+p.Key) != "" {
 			continue
 		}
-		set = append(set, KV{"OMPI_MCA_btl_" + component + "_" + p.Key, p.Value})
+		s.env = append(s.env, KV{"OMPI_MCA_btl_" + component + "_" + p.Key, p.Value})
 	}
-	return set, nil
+	// Measured with Open MPI 4.1 only; 5.0 reworked coll/tuned's rules.
+	s.allreduceRules = major == 4
+	for _, p := range collRulesParams {
+		if getenv("OMPI_MCA_"+p) != "" {
+			s.allreduceRules = false
+		}
+	}
+	return s, nil
 }
 
-// setTransportDefaults sets the environment variables of
-// transportSettings; it must run before MPI_Init. It returns the MCA
-// parameters it set (without OMPI_MCA_).
-func setTransportDefaults() ([]string, error) {
-	set, err := transportSettings(mpi.LibraryVersion(), os.Getenv)
+// applyMPISettings makes the settings of chooseMPISettings; it must run
+// before MPI_Init. It returns the MCA parameters it set (without
+// OMPI_MCA_), to be read back, and a function that removes the rules file
+// once MPI_Init has read it. The rules are skipped if their file cannot
+// be written.
+func applyMPISettings() (params []string, cleanup func(), err error) {
+	cleanup = func() {}
+	s, err := chooseMPISettings(mpi.LibraryVersion(), os.Getenv)
 	if err != nil {
-		return nil, err
+		return nil, cleanup, err
 	}
-	var params []string
-	for _, kv := range set {
+	env := s.env
+	if s.allreduceRules {
+		if path, err := writeRules(); err == nil {
+			cleanup = func() { os.Remove(path) }
+			env = append(env, KV{"OMPI_MCA_coll_tuned_use_dynamic_rules", "1"}, KV{"OMPI_MCA_coll_tuned_dynamic_rules_filename", path})
+		}
+	}
+	for _, kv := range env {
 		if err := os.Setenv(kv.Key, kv.Value); err != nil {
-			return nil, fmt.Errorf("setting %s: %w", kv.Key, err)
+			return nil, cleanup, fmt.Errorf("setting %s: %w", kv.Key, err)
 		}
 		params = append(params, kv.Key[len("OMPI_MCA_"):])
 	}
-	return params, nil
+	return params, cleanup, nil
 }
 
-// readTransport reads the parameters back from MPI after MPI_Init, as
-// "name=value" pairs for the report; a parameter MPI does not know is
-// left out.
-func readTransport(params []string) []KV {
+// writeRules writes allreduceRules to a temporary file and returns its
+// path.
+func writeRules() (string, error) {
+	f, err := os.CreateTemp("", "syncgen-allreduce-rules-*.conf")
+	if err != nil {
+		return "", err
+	}
+	_, err = f.WriteString(allreduceRules)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return "", err
+	}
+	return f.Name(), nil
+}
+
+// readMPISettings reads the parameters back from MPI after MPI_Init, for
+// the report. A parameter MPI does not know is left out. The rules file
+// (deleted by then) is shown as what it does, when MPI took it.
+func readMPISettings(params []string) []KV {
 	var out []KV
 	for _, p := range params {
-		if v, ok, err := mpi.ControlVar(p); err == nil && ok {
+		v, ok, err := mpi.ControlVar(p)
+		if err != nil || !ok {
+			continue
+		}
+		switch p {
+		case "coll_tuned_dynamic_rules_filename":
+		case "coll_tuned_use_dynamic_rules":
+			if v == "true" {
+				out = append(out, KV{"allreduce rule", allreduceRuleText})
+			}
+		default:
 			out = append(out, KV{p, v})
 		}
 	}

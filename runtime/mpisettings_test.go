@@ -1,31 +1,38 @@
 package runtime
 
 import (
+	"fmt"
+	"os"
 	"reflect"
+	"strings"
 	"testing"
 )
 
-func TestTransportSettings(t *testing.T) {
+func TestChooseMPISettings(t *testing.T) {
 	const v4 = "Open MPI v4.1.4, package: Debian OpenMPI, ident: 4.1.4, repo rev: v4.1.4, May 26, 2022"
 	const v5 = "Open MPI v5.0.7, package: Debian OpenMPI, ident: 5.0.7, repo rev: v5.0.7, Feb 14, 2025"
+	vader := []KV{{"OMPI_MCA_btl_vader_eager_limit", "32768"}, {"OMPI_MCA_btl_vader_fbox_size", "32768"}}
 	for _, c := range []struct {
-		name    string
-		library string
-		env     map[string]string
-		want    []KV
-		wantErr string
+		name      string
+		library   string
+		env       map[string]string
+		wantEnv   []KV
+		wantRules bool
+		wantErr   string
 	}{
-		{"open mpi 4", v4, nil, []KV{{"OMPI_MCA_btl_vader_eager_limit", "32768"}, {"OMPI_MCA_btl_vader_fbox_size", "32768"}}, ""},
-		{"open mpi 5", v5, nil, []KV{{"OMPI_MCA_btl_sm_eager_limit", "32768"}, {"OMPI_MCA_btl_sm_fbox_size", "32768"}}, ""},
-		{"on", v4, map[string]string{"SYNCGEN_MPI_TUNING": "on"}, []KV{{"OMPI_MCA_btl_vader_eager_limit", "32768"}, {"OMPI_MCA_btl_vader_fbox_size", "32768"}}, ""},
-		{"user's eager limit", v4, map[string]string{"OMPI_MCA_btl_vader_eager_limit": "4096"}, []KV{{"OMPI_MCA_btl_vader_fbox_size", "32768"}}, ""},
-		{"user's name of the other component", v5, map[string]string{"OMPI_MCA_btl_vader_fbox_size": "4096"}, []KV{{"OMPI_MCA_btl_sm_eager_limit", "32768"}}, ""},
-		{"off", v4, map[string]string{"SYNCGEN_MPI_TUNING": "off"}, nil, ""},
-		{"another MPI", "MPICH Version: 4.0.2", nil, nil, ""},
-		{"bad value", v4, map[string]string{"SYNCGEN_MPI_TUNING": "0"}, nil, `SYNCGEN_MPI_TUNING="0": want on or off`},
+		{"open mpi 4", v4, nil, vader, true, ""},
+		{"open mpi 5", v5, nil, []KV{{"OMPI_MCA_btl_sm_eager_limit", "32768"}, {"OMPI_MCA_btl_sm_fbox_size", "32768"}}, false, ""},
+		{"on", v4, map[string]string{"SYNCGEN_MPI_TUNING": "on"}, vader, true, ""},
+		{"user's eager limit", v4, map[string]string{"OMPI_MCA_btl_vader_eager_limit": "4096"}, []KV{{"OMPI_MCA_btl_vader_fbox_size", "32768"}}, true, ""},
+		{"user's name of the other component", v5, map[string]string{"OMPI_MCA_btl_vader_fbox_size": "4096"}, []KV{{"OMPI_MCA_btl_sm_eager_limit", "32768"}}, false, ""},
+		{"user's rules", v4, map[string]string{"OMPI_MCA_coll_tuned_use_dynamic_rules": "0"}, vader, false, ""},
+		{"user's algorithm", v4, map[string]string{"OMPI_MCA_coll_tuned_allreduce_algorithm": "4"}, vader, false, ""},
+		{"off", v4, map[string]string{"SYNCGEN_MPI_TUNING": "off"}, nil, false, ""},
+		{"another MPI", "MPICH Version: 4.0.2", nil, nil, false, ""},
+		{"bad value", v4, map[string]string{"SYNCGEN_MPI_TUNING": "0"}, nil, false, `SYNCGEN_MPI_TUNING="0": want on or off`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got, err := transportSettings(c.library, func(k string) string { return c.env[k] })
+			got, err := chooseMPISettings(c.library, func(k string) string { return c.env[k] })
 			if c.wantErr != "" {
 				if err == nil || err.Error() != c.wantErr {
 					t.Fatalf("error %v, want %q", err, c.wantErr)
@@ -35,9 +42,36 @@ func TestTransportSettings(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !reflect.DeepEqual(got, c.want) {
-				t.Errorf("got %v, want %v", got, c.want)
+			if !reflect.DeepEqual(got.env, c.wantEnv) || got.allreduceRules != c.wantRules {
+				t.Errorf("got %v rules %v, want %v rules %v", got.env, got.allreduceRules, c.wantEnv, c.wantRules)
 			}
 		})
+	}
+}
+
+// The rules file holds what allreduceRules says, and its numbers are what
+// Open MPI 4's reader expects: 1 collective (id 2), 2 communicator sizes
+// with 3 and 1 message sizes of 4 numbers each.
+func TestWriteRules(t *testing.T) {
+	path, err := writeRules()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(path)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nums []int
+	for _, f := range strings.Fields(string(data)) {
+		var n int
+		if _, err := fmt.Sscan(f, &n); err != nil {
+			t.Fatalf("field %q is not a number", f)
+		}
+		nums = append(nums, n)
+	}
+	want := []int{1, 2, 2, 2, 3, 0, 0, 0, 0, 4096, 3, 0, 0, 8192, 0, 0, 0, 3, 1, 0, 0, 0, 0}
+	if !reflect.DeepEqual(nums, want) {
+		t.Errorf("rules %v, want %v", nums, want)
 	}
 }

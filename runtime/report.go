@@ -43,6 +43,10 @@ type rowReport struct {
 	busbw     float64
 	wrong     int64
 	showWrong bool
+	// unchecked counts the bucket's elements that its checks could not
+	// predict exactly, over all checks and ranks; on the bucket's last
+	// row, like wrong.
+	unchecked int64
 }
 
 // busFactor is nccl-tests' factor from algorithm to bus bandwidth.
@@ -132,7 +136,7 @@ func buildReport(p *Plan, prog *program, bufElems []int64, res *results, all [][
 		rep.wrong += rep.bucketBad[b]
 		rep.unchecked += rep.bucketUnc[b]
 	}
-	// The wrong count of a bucket goes on its last row.
+	// The wrong and unchecked counts of a bucket go on its last row.
 	lastRow := map[int]int{}
 	for i, r := range res.rows {
 		lastRow[r.bucket] = i
@@ -162,6 +166,7 @@ func buildReport(p *Plan, prog *program, bufElems []int64, res *results, all [][
 		}
 		if lastRow[r.bucket] == i {
 			rr.wrong, rr.showWrong = rep.bucketBad[r.bucket], true
+			rr.unchecked = rep.bucketUnc[r.bucket]
 		}
 		rep.rows = append(rep.rows, rr)
 	}
@@ -236,18 +241,18 @@ func printHeader(w io.Writer, p *Plan, e *engine, opts *options, info *runInfo) 
 	if len(hash) > 12 {
 		hash = hash[:12]
 	}
-	fmt.Fprintf(w, "# syncgen: %s (%s), plan %s\n", p.Name, p.Source, hash)
+	fmt.Fprintf(w, "# syncgen: %s (%s), plan %s\n", printable(p.Name), printable(p.Source), hash)
 	fmt.Fprintf(w, "# ranks %d on %d host%s; backend %s (%s)\n", e.size, info.distinctHosts(), plural(info.distinctHosts()), info.backend, info.why)
 	for _, kv := range info.versions {
 		fmt.Fprintf(w, "#   %s: %s\n", kv.Key, kv.Value)
 	}
-	if len(info.transport) > 0 {
+	if len(info.mpiSettings) > 0 {
 		var parts []string
-		for _, kv := range info.transport {
+		for _, kv := range info.mpiSettings {
 			parts = append(parts, kv.Key+"="+kv.Value)
 		}
-		fmt.Fprintf(w, "#   MPI transport: %s (syncgen's defaults for small buckets; %s=off keeps Open MPI's)\n",
-			strings.Join(parts, " "), transportTuningEnv)
+		fmt.Fprintf(w, "#   MPI settings: %s (syncgen's defaults for small buckets; %s=off keeps Open MPI's)\n",
+			strings.Join(parts, ", "), mpiTuningEnv)
 	}
 	if info.procNote != "" {
 		fmt.Fprintf(w, "#   note: %s\n", info.procNote)
@@ -278,10 +283,9 @@ func printReport(w io.Writer, e *engine, rep *report, opts *options) {
 		groups := false
 		for _, r := range rep.rows {
 			b := e.plan.Buckets[r.bucket]
-			name := b.Name
-			if len(name) > 24 {
-				name = name[:21] + "..."
-			}
+			// Padded by terminal columns, with what does not print
+			// escaped: fmt's %-24s counts runes.
+			name := tableCell(b.Name, 24)
 			coll := r.coll.String()
 			if r.coll == CollBroadcast || r.coll == CollReduce {
 				coll = fmt.Sprintf("%s(%d)", coll, r.root)
@@ -308,7 +312,7 @@ func printReport(w io.Writer, e *engine, rep *report, opts *options) {
 				tm = fmt.Sprintf("%.1f", float64(r.time)/1e3)
 				alg, bus = fmt.Sprintf("%.3f", r.algbw), fmt.Sprintf("%.3f", r.busbw)
 			}
-			fmt.Fprintf(w, "  %-24s %7d %12d %5s %-14s %-5s %12s %10s %10s %7s\n",
+			fmt.Fprintf(w, "  %s %7d %12d %5s %-14s %-5s %12s %10s %10s %7s\n",
 				name, len(b.Tensors), r.bytes, b.Wire, coll, op, tm, alg, bus, wrong)
 		}
 		fmt.Fprintf(w, "# time: the maximum over ranks of each rank's mean over %d measured steps; busbw as nccl-tests (allreduce 2(n-1)/n, allgather and reducescatter (n-1)/n, broadcast and reduce 1)\n",

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 )
 
 // reportPlan is a small plan for the report's tests: two f32 buckets of
@@ -343,5 +344,144 @@ func TestTraceFileIsJSON(t *testing.T) {
 	}
 	if tr.OtherData["program"] != "odd\x01name" || tr.OtherData["ranks"] != 3.0 || len(tr.TraceEvents) != 2 {
 		t.Errorf("trace: %+v", tr)
+	}
+}
+
+// namesPlan is a plan whose buckets have names that fmt's padding, which
+// counts runes, misaligns: East Asian wide characters (two columns each),
+// a bidirectional override and an escape sequence (which act on the
+// terminal), a combining mark (no column), and a wide name too long for
+// the column. Each bucket holds one f32 tensor of 10 elements and is
+// all-reduced once a step.
+func namesPlan(t *testing.T, names ...string) (*Plan, *program) {
+	t.Helper()
+	p := &Plan{Name: "n", Source: "n.sync", Streams: []Stream{{Name: "comm"}}, Run: Run{Steps: 1, CheckEvery: 1}}
+	for i, name := range names {
+		p.Tensors = append(p.Tensors, Tensor{Name: name, DType: F32, Shape: []int64{10}, Bucket: i})
+		p.Buckets = append(p.Buckets, Bucket{Name: name, Wire: F32, Elems: 10, Tensors: []int{i}})
+	}
+	p.Step = func(s *Step) {
+		for i := range names {
+			s.AllReduce(Src(fmt.Sprintf("n.sync:%d:1", i+1)), 0, Sum, After{}, i)
+		}
+	}
+	prog, err := record(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, prog
+}
+
+// TestReportTableNames: the table pads names to 24 terminal columns, not
+// runes, escapes characters that do not print (as \u202e), and cuts a name
+// wider than the column between characters; the JSON file keeps the
+// names as they are.
+func TestReportTableNames(t *testing.T) {
+	names := []string{"日本語テンソル", "a\u202eb", "\x1b[31mred", "e\u0301", "日本語テンソル日本語テンソル", "plain"}
+	p, prog := namesPlan(t, names...)
+	res := newResults(p, prog)
+	res.checked = 1
+	for i := range res.rows {
+		res.rows[i].bytes, res.rows[i].times = 40, []time.Duration{time.Millisecond}
+	}
+	res.steps = []stepStats{{step: 2 * time.Millisecond}}
+	rep := buildReport(p, prog, []int64{10, 10, 10, 10, 10, 10}, res, [][]byte{encodeFigures(res, len(p.Buckets))})
+	var out bytes.Buffer
+	printReport(&out, &engine{plan: p, prog: prog, size: 1}, rep, &options{checkEvery: 1})
+	text := out.String()
+	// Each cell as a terminal shows it: 24 columns, then the tensor count.
+	for _, cell := range []string{
+		"  日本語テンソル" + strings.Repeat(" ", 24-14) + "       1 ",
+		"  a\\u202eb" + strings.Repeat(" ", 24-8) + "       1 ",
+		"  \\u001b[31mred" + strings.Repeat(" ", 24-13) + "       1 ",
+		"  e\u0301" + strings.Repeat(" ", 24-1) + "       1 ",
+		"  日本語テンソル日本語..." + strings.Repeat(" ", 24-23) + "       1 ",
+		"  plain" + strings.Repeat(" ", 24-5) + "       1 ",
+	} {
+		if !strings.Contains(text, cell) {
+			t.Errorf("the table lacks the row that starts %q:\n%s", cell, text)
+		}
+	}
+	for _, r := range text {
+		if r != '\n' && !unicode.IsGraphic(r) {
+			t.Errorf("the report prints %U raw:\n%s", r, text)
+		}
+	}
+	e := &engine{plan: p, prog: prog, size: 1, opts: &options{checkEvery: 1}}
+	data, err := json.Marshal(makeJSON(e, rep, &runInfo{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var j struct {
+		Buckets []struct {
+			Bucket string `json:"bucket"`
+		} `json:"buckets"`
+	}
+	if err := json.Unmarshal(data, &j); err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range j.Buckets {
+		if r.Bucket != names[i] {
+			t.Errorf("JSON row %d: bucket %q, want %q", i, r.Bucket, names[i])
+		}
+	}
+}
+
+// TestTableCell pins the padding and the cut of tableCell.
+func TestTableCell(t *testing.T) {
+	for _, c := range []struct {
+		in    string
+		width int
+		want  string
+	}{
+		{"abc", 5, "abc  "},
+		{"abcdef", 5, "ab..."},
+		{"日本", 5, "日本 "},
+		{"日本語", 5, "日..."}, // 6 columns: cut before the second wide character
+		{"a\u202e", 8, `a\u202e `},
+		{"ab\u202ecd", 6, "ab... "}, // an escape is not cut in two
+		{"x\xffy", 7, `x\xffy `},
+		{"\U000e0001", 10, `\U000e0001`},
+	} {
+		if got := tableCell(c.in, c.width); got != c.want {
+			t.Errorf("tableCell(%q, %d) = %q, want %q", c.in, c.width, got, c.want)
+		}
+	}
+}
+
+// TestReportUncheckedPerBucket: a bucket's unchecked elements, summed over
+// ranks, go on its last row and into its JSON row; a bucket without any
+// has no unchecked field.
+func TestReportUncheckedPerBucket(t *testing.T) {
+	p, prog := reportPlan(t)
+	var all [][]byte
+	for rank := 0; rank < 2; rank++ {
+		res := newResults(p, prog)
+		res.checked = 2
+		res.unchecked[1] = int64(3 + rank) // bucket b: 3 on rank 0, 4 on rank 1
+		all = append(all, encodeFigures(res, len(p.Buckets)))
+	}
+	res := newResults(p, prog)
+	res.checked = 2
+	rep := buildReport(p, prog, []int64{10, 12}, res, all)
+	if rep.unchecked != 7 || rep.rows[1].unchecked != 7 || rep.rows[0].unchecked != 0 || rep.rows[2].unchecked != 0 {
+		t.Errorf("unchecked: total %d, rows %d %d %d; want 7 on b's row (the allgather) only",
+			rep.unchecked, rep.rows[0].unchecked, rep.rows[1].unchecked, rep.rows[2].unchecked)
+	}
+	e := &engine{plan: p, prog: prog, size: 2, opts: &options{checkEvery: 1}}
+	data, err := json.Marshal(makeJSON(e, rep, &runInfo{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var j struct {
+		Buckets []map[string]any `json:"buckets"`
+	}
+	if err := json.Unmarshal(data, &j); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []any{nil, 7.0, nil} {
+		if got := j.Buckets[i]["unchecked"]; got != want {
+			t.Errorf("JSON row %d (bucket %v): unchecked %v, want %v", i, j.Buckets[i]["bucket"], got, want)
+		}
 	}
 }

@@ -145,8 +145,9 @@ func StandardVersion() (major, minor int) {
 
 // ControlVar reads an MPI_T control variable (for Open MPI, an MCA
 // parameter such as "btl_vader_eager_limit") and returns its value as
-// text; ok is false when the library has no variable of that name, or one
-// of a type other than a number or a string. Component parameters exist
+// text (a boolean as true or false); ok is false when the library has no
+// variable of that name, or one of a type other than a number, a boolean
+// or a string. Component parameters exist
 // once MPI_Init has opened their component.
 func ControlVar(name string) (value string, ok bool, err error) {
 	cname := C.CString(name)

@@ -41,6 +41,9 @@ func TestSingleRank(t *testing.T) {
 	if v, ok, err := ControlVar("mpi_leave_pinned"); err != nil || !ok || v != "0" {
 		t.Errorf(`ControlVar("mpi_leave_pinned") = %q, %v, %v; want "0", true, nil`, v, ok, err)
 	}
+	if v, ok, err := ControlVar("mpi_param_check"); err != nil || !ok || (v != "true" && v != "false") {
+		t.Errorf(`ControlVar("mpi_param_check") = %q, %v, %v; want a boolean`, v, ok, err)
+	}
 	if v, ok, err := ControlVar("no_such_parameter"); err != nil || ok {
 		t.Errorf(`ControlVar("no_such_parameter") = %q, %v, %v; want not found`, v, ok, err)
 	}

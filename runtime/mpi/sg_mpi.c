@@ -354,6 +354,7 @@ int sg_control_var(const char *name, char *out, int outlen) {
 		unsigned long long ull;
 		long long ll;
 		double d;
+		_Bool b;
 		char s[4096];
 	} v;
 	memset(&v, 0, sizeof v);
@@ -369,6 +370,7 @@ int sg_control_var(const char *name, char *out, int outlen) {
 		else if (dt == MPI_UNSIGNED_LONG_LONG) snprintf(out, outlen, "%llu", v.ull);
 		else if (dt == MPI_LONG_LONG) snprintf(out, outlen, "%lld", v.ll);
 		else if (dt == MPI_DOUBLE) snprintf(out, outlen, "%g", v.d);
+		else if (dt == MPI_C_BOOL) snprintf(out, outlen, "%s", v.b ? "true" : "false");
 		else if (dt == MPI_CHAR) snprintf(out, outlen, "%s", v.s);
 		else rc = -1;
 	}
