@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/syncgen/syncgen/ir"
@@ -223,7 +224,46 @@ func (c *checker) noMatchHint(p pattern, owner []*bucketInfo) string {
 	if len(c.prog.Tensors) == 0 {
 		return "the program declares no tensors: declare them with `tensor` or import a model (`import \"models/NAME\"`)"
 	}
+	if h := c.paddingHint(p); h != "" {
+		return h
+	}
 	return "fix the pattern or remove it; `*` matches any run of characters, dots included (`layer1.*`)"
+}
+
+// paddingHint suggests the pattern with its brace ranges written with
+// another number of digits, when that matches tensors: a range matches
+// numbers written as it writes them, so `h.{5..10}.w` does not match
+// `h.005.w` (declared with `{000..012}`), and `g.{01..03}` not `g.1`.
+func (c *checker) paddingHint(p pattern) string {
+	hasRange := false
+	for _, part := range p.parts {
+		hasRange = hasRange || part.kind == 'r'
+	}
+	if !hasRange {
+		return ""
+	}
+	for width := 0; width <= 19; width++ {
+		if width == 1 {
+			continue // the same as no padding
+		}
+		text := rangeRE.ReplaceAllStringFunc(p.text, func(r string) string {
+			m := rangeRE.FindStringSubmatch(r)
+			lo, _ := strconv.ParseInt(m[1], 10, 64)
+			hi, _ := strconv.ParseInt(m[2], 10, 64)
+			w := braceRange{width: width}
+			return "{" + w.format(lo) + ".." + w.format(hi) + "}"
+		})
+		if text == p.text {
+			continue
+		}
+		alt := compilePattern(text, true)
+		for _, t := range c.prog.Tensors {
+			if alt.match(t.Name) {
+				return fmt.Sprintf("did you mean %s? A brace range matches numbers written with as many digits as it has (%s is a tensor)", code(text), code(t.Name))
+			}
+		}
+	}
+	return ""
 }
 
 // tensorNames returns every tensor name, for suggestions.

@@ -1048,3 +1048,27 @@ func TestExpandedNameBytesBounded(t *testing.T) {
 		t.Fatalf("100000 names of 100 bytes: %v", diags)
 	}
 }
+
+// A brace range in a pattern that matches nothing, but would with its
+// numbers written with another number of digits, gets that as a hint.
+func TestPaddingHint(t *testing.T) {
+	for _, c := range []struct{ src, hint string }{
+		{"tensor h.{000..012}.w f32[4]\nbucket b { h.{5..10}.w }\n", "did you mean `h.{005..010}.w`?"},
+		{"tensor g.{1..3} f32[4]\nbucket b { g.{01..03} }\n", "did you mean `g.{1..3}`?"},
+		{"tensor g.{1..3} f32[4]\nbucket b { x.{1..3} }\n", "fix the pattern or remove it"},
+	} {
+		_, diags := Check("p.sync", []byte(c.src+"step { backward 1ms; allreduce b }\n"))
+		found := false
+		for _, d := range diags {
+			if d.Severity == Error && strings.Contains(d.Message, "matches no tensor") {
+				found = true
+				if !strings.Contains(d.Hint, c.hint) {
+					t.Errorf("%q: hint %q, want it to contain %q", c.src, d.Hint, c.hint)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("%q: no \"matches no tensor\" error in %v", c.src, diags)
+		}
+	}
+}
