@@ -242,7 +242,10 @@ func (c *checker) paddingHint(p pattern) string {
 	if !hasRange {
 		return ""
 	}
-	for width := 0; width <= 19; width++ {
+	// Widths up to 8 digits, and a bounded number of matches: a hint must
+	// not make an error path slow on a program of a million tensors.
+	budget := 1 << 20
+	for width := 0; width <= 8 && budget > 0; width++ {
 		if width == 1 {
 			continue // the same as no padding
 		}
@@ -258,6 +261,9 @@ func (c *checker) paddingHint(p pattern) string {
 		}
 		alt := compilePattern(text, true)
 		for _, t := range c.prog.Tensors {
+			if budget--; budget < 0 {
+				break
+			}
 			if alt.match(t.Name) {
 				return fmt.Sprintf("did you mean %s? A brace range matches numbers written with as many digits as it has (%s is a tensor)", code(text), code(t.Name))
 			}
