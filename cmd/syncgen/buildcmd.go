@@ -27,8 +27,9 @@ and Open MPI's development files (Debian/Ubuntu: openmpi-bin libopenmpi-dev).
 Binaries are cached by everything that goes into them ($SYNCGEN_CACHE, else
 the user cache directory), so rebuilding an unchanged plan is instant.
 
-build never writes the program over the plan's file or a file it imports:
-an -o that names one (through any path or link) is a usage error.
+build never writes the program over the plan's file or a file it imports,
+nor over anything that is not a regular file (/dev/null, a named pipe): an
+-o that names one (through any path or link) is a usage error.
 
 Then run it:
    mpirun -np 4 ./NAME_sync [--steps N --warmup N --check N|off --backend auto|cpu|nccl
@@ -65,6 +66,9 @@ func buildPlan(c *cli.Context, path, out string, noCache bool) (*build.Result, e
 		return nil, err
 	}
 	flagO := out // -o as given; out becomes the program's path below
+	if flagO == "-" {
+		return nil, cli.Exit(fmt.Sprintf("%s: -o - would name the program \"-\": a program cannot go to standard output; give -o a file path", c.Command.Name), 2)
+	}
 	files, err := codegen.Generate(prog)
 	if err != nil {
 		return nil, cli.Exit(fmt.Sprintf("build: %v", err), 1)
@@ -139,10 +143,19 @@ func checkOutputNotPlan(cmd, plan string, imports []string, out, flagO string) e
 		}
 		return cli.Exit(fmt.Sprintf("%s: %s is %s: the program would overwrite it; %s", cmd, where, what, fix), 2)
 	}
+	if !outInfo.Mode().IsRegular() {
+		// Writing the program means replacing what is there: a device
+		// such as /dev/null, a named pipe or a socket would be gone.
+		return cli.Exit(fmt.Sprintf("%s: %s is %s, not a regular file: the program would replace it; give -o the path of a file", cmd, where, fileKind(outInfo.Mode())), 2)
+	}
 	if plan != "-" {
 		if fi, err := os.Stat(plan); err == nil && os.SameFile(outInfo, fi) {
 			return refuse("the plan's own file", plan)
 		}
+	} else if fi, err := os.Stdin.Stat(); err == nil && fi.Mode().IsRegular() && os.SameFile(outInfo, fi) {
+		// `build - -o model.sync < model.sync`: standard input is the
+		// file. (A pipe cannot be traced back to a file.)
+		return refuse("the plan's own file (on standard input)", out)
 	}
 	for _, file := range imports {
 		if fi, err := os.Stat(file); err == nil && os.SameFile(outInfo, fi) {
@@ -150,4 +163,19 @@ func checkOutputNotPlan(cmd, plan string, imports []string, out, flagO string) e
 		}
 	}
 	return nil
+}
+
+// fileKind names what a file that is not a regular file is, for messages.
+func fileKind(m os.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&os.ModeDevice != 0:
+		return "a device"
+	case m&os.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	}
+	return "a special file"
 }

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/syncgen/syncgen/build"
@@ -822,5 +823,50 @@ func TestFmtWriteStdin(t *testing.T) {
 	})
 	if got, _ := os.ReadFile(p); string(got) != messy {
 		t.Errorf("fmt -w %s - rewrote %s before refusing -: %q", p, p, got)
+	}
+}
+
+// build and run never replace what is not a regular file (a device such as
+// /dev/null, a named pipe, a directory where the program would go), never
+// write a program named "-", and never write over a plan file given on
+// standard input.
+func TestBuildOntoSpecialFiles(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("SYNCGEN_CACHE", filepath.Join(dir, "cache"))
+	p := writeFile(t, dir, "h.sync", helloPlan)
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "out", "h_sync"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	checkCLI(t, "", []cliCase{
+		{[]string{"build", p, "-o", os.DevNull}, 2, "", "build: -o " + os.DevNull + " is a device, not a regular file: the program would replace it; give -o the path of a file"},
+		{[]string{"build", p, "-o", fifo}, 2, "", "build: -o " + fifo + " is a named pipe, not a regular file"},
+		{[]string{"build", p, "-o", filepath.Join(dir, "out") + "/"}, 2, "", "is a directory, not a regular file"},
+		{[]string{"build", p, "-o", "-"}, 2, "", `build: -o - would name the program "-"`},
+	})
+	if fi, err := os.Stat(os.DevNull); err != nil || fi.Mode()&os.ModeDevice == 0 {
+		t.Fatalf("%s is no longer a device: %v %v", os.DevNull, fi.Mode(), err)
+	}
+	if fi, err := os.Stat(fifo); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+		t.Fatalf("the named pipe was replaced: %v %v", fi.Mode(), err)
+	}
+	// `syncgen build - -o h.sync < h.sync`: standard input is the file.
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	old := os.Stdin
+	os.Stdin = f
+	code, _, errOut := syncgen(t, "build", "-", "-o", p)
+	os.Stdin = old
+	if code != 2 || !strings.Contains(errOut, "is the plan's own file (on standard input)") {
+		t.Errorf("build - -o h.sync < h.sync: exit %d, stderr %q", code, errOut)
+	}
+	if got, _ := os.ReadFile(p); string(got) != helloPlan {
+		t.Errorf("h.sync changed: %q", got)
 	}
 }
