@@ -72,12 +72,11 @@ func (h *mpiHost) init() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	want := mpiThreadLevelFromEnv()
-	params, cleanup, err := applyMPISettings()
+	params, err := applyMPISettings()
 	if err != nil {
 		return fmt.Errorf("initialising MPI: %w", err)
 	}
 	level, err := mpi.Init(want)
-	cleanup()
 	if err != nil {
 		return fmt.Errorf("initialising MPI: %w", err)
 	}

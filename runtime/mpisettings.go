@@ -36,8 +36,10 @@ package runtime
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 
 	"github.com/syncgen/syncgen/runtime/mpi"
 )
@@ -57,7 +59,8 @@ var transportParams = []KV{
 // of communicator sizes; for each size, the number of message sizes and,
 // for each, "bytes algorithm fan-in/out segment-size"). A rule applies
 // from its communicator size and message size up to the next; algorithm 0
-// leaves the choice to the fixed decision, 3 is recursive doubling.
+// leaves the choice to the fixed decision, 3 is recursive doubling. A
+// change to it needs a new file name in rulesFile.
 const allreduceRules = `1
 2 2
 2 3
@@ -105,9 +108,9 @@ type mpiSettings struct {
 // when SYNCGEN_MPI_TUNING is "off".
 func chooseMPISettings(library string, getenv func(string) string) (mpiSettings, error) {
 	var s mpiSettings
-	switch v := getenv(mpiTuningEnv); v {
-	case "", "on":
-	case "off":
+	switch v := getenv(mpiTuningEnv); strings.ToLower(v) {
+	case "", "on", "yes", "true", "1":
+	case "off", "no", "false", "0":
 		return s, nil
 	default:
 		return s, fmt.Errorf("%s=%q: want on or off", mpiTuningEnv, v)
@@ -138,35 +141,49 @@ func chooseMPISettings(library string, getenv func(string) string) (mpiSettings,
 
 // applyMPISettings makes the settings of chooseMPISettings; it must run
 // before MPI_Init. It returns the MCA parameters it set (without
-// OMPI_MCA_), to be read back, and a function that removes the rules file
-// once MPI_Init has read it. The rules are skipped if their file cannot
+// OMPI_MCA_), to be read back. The rules are skipped if their file cannot
 // be written.
-func applyMPISettings() (params []string, cleanup func(), err error) {
-	cleanup = func() {}
+func applyMPISettings() (params []string, err error) {
 	s, err := chooseMPISettings(mpi.LibraryVersion(), os.Getenv)
 	if err != nil {
-		return nil, cleanup, err
+		return nil, err
 	}
 	env := s.env
 	if s.allreduceRules {
-		if path, err := writeRules(); err == nil {
-			cleanup = func() { os.Remove(path) }
+		if path, err := rulesFile(); err == nil {
 			env = append(env, KV{"OMPI_MCA_coll_tuned_use_dynamic_rules", "1"}, KV{"OMPI_MCA_coll_tuned_dynamic_rules_filename", path})
 		}
 	}
 	for _, kv := range env {
 		if err := os.Setenv(kv.Key, kv.Value); err != nil {
-			return nil, cleanup, fmt.Errorf("setting %s: %w", kv.Key, err)
+			return nil, fmt.Errorf("setting %s: %w", kv.Key, err)
 		}
 		params = append(params, kv.Key[len("OMPI_MCA_"):])
 	}
-	return params, cleanup, nil
+	return params, nil
 }
 
-// writeRules writes allreduceRules to a temporary file and returns its
-// path.
-func writeRules() (string, error) {
-	f, err := os.CreateTemp("", "syncgen-allreduce-rules-*.conf")
+// rulesFile returns the path of a file that holds allreduceRules, in the
+// user's cache directory (syncgen/ under $XDG_CACHE_HOME or ~/.cache),
+// writing it when it is missing or differs. One file serves every run: a
+// temporary file per run could not always be removed, because Open MPI
+// reads it inside MPI_Init, which ends the process when it fails. The
+// ranks of a host may write it at the same time, so each writes its own
+// temporary file and renames it into place.
+func rulesFile() (string, error) {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return "", err
+	}
+	dir = filepath.Join(dir, "syncgen")
+	path := filepath.Join(dir, "openmpi-allreduce-rules-1.conf")
+	if b, err := os.ReadFile(path); err == nil && string(b) == allreduceRules {
+		return path, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	f, err := os.CreateTemp(dir, "openmpi-allreduce-rules-*.tmp")
 	if err != nil {
 		return "", err
 	}
@@ -174,16 +191,19 @@ func writeRules() (string, error) {
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
 	if err != nil {
 		os.Remove(f.Name())
 		return "", err
 	}
-	return f.Name(), nil
+	return path, nil
 }
 
 // readMPISettings reads the parameters back from MPI after MPI_Init, for
 // the report. A parameter MPI does not know is left out. The rules file
-// (deleted by then) is shown as what it does, when MPI took it.
+// is shown as what it does, when MPI took it.
 func readMPISettings(params []string) []KV {
 	var out []KV
 	for _, p := range params {

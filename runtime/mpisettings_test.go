@@ -3,6 +3,7 @@ package runtime
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -23,13 +24,15 @@ func TestChooseMPISettings(t *testing.T) {
 		{"open mpi 4", v4, nil, vader, true, ""},
 		{"open mpi 5", v5, nil, []KV{{"OMPI_MCA_btl_sm_eager_limit", "32768"}, {"OMPI_MCA_btl_sm_fbox_size", "32768"}}, false, ""},
 		{"on", v4, map[string]string{"SYNCGEN_MPI_TUNING": "on"}, vader, true, ""},
+		{"OFF", v4, map[string]string{"SYNCGEN_MPI_TUNING": "OFF"}, nil, false, ""},
+		{"0", v4, map[string]string{"SYNCGEN_MPI_TUNING": "0"}, nil, false, ""},
 		{"user's eager limit", v4, map[string]string{"OMPI_MCA_btl_vader_eager_limit": "4096"}, []KV{{"OMPI_MCA_btl_vader_fbox_size", "32768"}}, true, ""},
 		{"user's name of the other component", v5, map[string]string{"OMPI_MCA_btl_vader_fbox_size": "4096"}, []KV{{"OMPI_MCA_btl_sm_eager_limit", "32768"}}, false, ""},
 		{"user's rules", v4, map[string]string{"OMPI_MCA_coll_tuned_use_dynamic_rules": "0"}, vader, false, ""},
 		{"user's algorithm", v4, map[string]string{"OMPI_MCA_coll_tuned_allreduce_algorithm": "4"}, vader, false, ""},
 		{"off", v4, map[string]string{"SYNCGEN_MPI_TUNING": "off"}, nil, false, ""},
 		{"another MPI", "MPICH Version: 4.0.2", nil, nil, false, ""},
-		{"bad value", v4, map[string]string{"SYNCGEN_MPI_TUNING": "0"}, nil, false, `SYNCGEN_MPI_TUNING="0": want on or off`},
+		{"bad value", v4, map[string]string{"SYNCGEN_MPI_TUNING": "bogus"}, nil, false, `SYNCGEN_MPI_TUNING="bogus": want on or off`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got, err := chooseMPISettings(c.library, func(k string) string { return c.env[k] })
@@ -51,13 +54,14 @@ func TestChooseMPISettings(t *testing.T) {
 
 // The rules file holds what allreduceRules says, and its numbers are what
 // Open MPI 4's reader expects: 1 collective (id 2), 2 communicator sizes
-// with 3 and 1 message sizes of 4 numbers each.
-func TestWriteRules(t *testing.T) {
-	path, err := writeRules()
+// with 3 and 1 message sizes of 4 numbers each. It is written once, in the
+// user's cache directory, and a file that differs is replaced.
+func TestRulesFile(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	path, err := rulesFile()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer os.Remove(path)
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -73,5 +77,18 @@ func TestWriteRules(t *testing.T) {
 	want := []int{1, 2, 2, 2, 3, 0, 0, 0, 0, 4096, 3, 0, 0, 8192, 0, 0, 0, 3, 1, 0, 0, 0, 0}
 	if !reflect.DeepEqual(nums, want) {
 		t.Errorf("rules %v, want %v", nums, want)
+	}
+	if err := os.WriteFile(path, []byte("1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	again, err := rulesFile()
+	if err != nil || again != path {
+		t.Fatalf("second call: %q, %v; want %q", again, err, path)
+	}
+	if data, _ := os.ReadFile(path); string(data) != allreduceRules {
+		t.Errorf("a changed file was not rewritten: %q", data)
+	}
+	if left, _ := filepath.Glob(filepath.Join(filepath.Dir(path), "*.tmp")); len(left) > 0 {
+		t.Errorf("temporary files left: %v", left)
 	}
 }
