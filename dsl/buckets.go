@@ -301,8 +301,8 @@ func (c *checker) compileName(f *sourceFile, p *Name) (pattern, bool) {
 		c.errorf(f, sp, "quote names with characters other than letters, digits, _ and dots: \""+p.Bare+"\"", "invalid pattern %s", code(p.Bare))
 		return pattern{}, false
 	}
-	if _, msg := ranges(p.Bare); msg != "" {
-		c.errorf(f, sp, rangeHint, "%s", msg)
+	if _, bad := ranges(p.Bare); bad != nil {
+		c.reportRangeError(f, p, bad)
 		return pattern{}, false
 	}
 	return compilePattern(p.Bare, true), true

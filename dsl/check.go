@@ -300,9 +300,9 @@ func (c *checker) expandTensorName(f *sourceFile, n *Name) []string {
 		c.errorf(f, sp, hint, "invalid tensor name %s", code(n.Bare))
 		return nil
 	}
-	rs, msg := ranges(n.Bare)
-	if msg != "" {
-		c.errorf(f, sp, rangeHint, "%s", msg)
+	rs, bad := ranges(n.Bare)
+	if bad != nil {
+		c.reportRangeError(f, n, bad)
 		return nil
 	}
 	count := expansionCount(rs)
@@ -337,6 +337,12 @@ func (c *checker) badRangeError(f *sourceFile, n *Name) bool {
 	}
 	c.errorf(f, span{n.Pos.Offset + start, n.Pos.Offset + end}, hint, "invalid brace range %s", code(n.Bare[start:end]))
 	return true
+}
+
+// reportRangeError reports a descending or oversized brace range of the
+// bare name n, pointing at its braces.
+func (c *checker) reportRangeError(f *sourceFile, n *Name, e *rangeError) {
+	c.errorf(f, span{n.Pos.Offset + e.start, n.Pos.Offset + e.end}, rangeHint, "%s", e.msg)
 }
 
 // dtypeAliases are the names other tools give the dtypes (PyTorch's

@@ -3,7 +3,10 @@ package dsl
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/syncgen/syncgen/ir"
 )
@@ -30,6 +33,10 @@ var inlineSeeds = []string{
 	"tensor c.{a..b}.{0..}{-1..3} f32[1]\ntensor {x..y} f32[1]\nbucket b { c{1...2} }\n",
 	"step { compute 999999999h; compute 1e18s; compute 0.5ns; compute 5 h }\nrun steps 1e10\nbucket b { a } cap 0.001M first 99999999999gib\n",
 	"tensor foo f32[4]\nbucket foo { bar }\nstep { backward 1ms; allreduce fo?, foo[0] after ready; wait comm }\n",
+	// Names with emoji, combining and zero-width characters, bidi
+	// controls, a tab; a long name of wide characters; bad ranges.
+	"tensor \"😀😀\" f32[1]\nbucket b { \"😀\u200b\", \"e\u0301\", nosuch }\ntensor \"bidi\u202eevil\" f32[1]\nbucket \"b\u2066idi\" { x }\ntensor \"tab\tx\" f32[1]\n",
+	"bucket 非常に長い名前のバケットです非常に長い名前 { * }\ntensor c.{0..1}.d{5..2} f32[1]\ntensor c.{0..100000} f32[1]\n",
 }
 
 // addSeeds adds the inline seeds, every example and stdlib module, and the
@@ -39,7 +46,7 @@ func addSeeds(f *testing.F) {
 	for _, s := range inlineSeeds {
 		f.Add(s)
 	}
-	for _, g := range []string{"../examples/*.sync", "../stdlib/models/*.sync", "../testdata/golden/*.sync", "testdata/errors/*.sync", "testdata/format/*.sync"} {
+	for _, g := range []string{"../examples/*.sync", "../stdlib/models/*.sync", "../testdata/golden/*.sync", "testdata/errors/*.sync", "testdata/format/*.sync", "testdata/render/*.sync"} {
 		files, _ := filepath.Glob(g)
 		for _, path := range files {
 			if b, err := os.ReadFile(path); err == nil {
@@ -50,9 +57,21 @@ func addSeeds(f *testing.F) {
 }
 
 // checkDiagPositions fails when a diagnostic about the fuzzed file points
-// outside it, or any diagnostic has no line.
+// outside it, or any diagnostic has no line, or the rendered diagnostics
+// hold a character that does not print (a control or format character
+// of the source, a byte that is not UTF-8).
 func checkDiagPositions(t *testing.T, name, src string, diags Diagnostics) {
 	t.Helper()
+	var b strings.Builder
+	diags.Render(&b)
+	if !utf8.ValidString(b.String()) {
+		t.Fatalf("rendered diagnostics are not UTF-8:\n%q", b.String())
+	}
+	for _, r := range b.String() {
+		if r != '\n' && !unicode.IsGraphic(r) {
+			t.Fatalf("rendered diagnostics hold %q:\n%s", r, b.String())
+		}
+	}
 	for _, d := range diags {
 		if d.Pos.Line == 0 && d.Pos == d.End && d.Message != "" {
 			continue // about the whole file (no step block)

@@ -74,7 +74,7 @@ func Check(filename string, src []byte) (*ir.Program, Diagnostics) {
 // or a plan without a step block): no line to point at.
 func fileDiag(sev Severity, name, msg, hint string) Diagnostic {
 	at := ir.Pos{File: name}
-	return Diagnostic{Severity: sev, Pos: at, End: at, Message: msg, Hint: hint}
+	return Diagnostic{Severity: sev, Pos: at, End: at, Message: printable(msg), Hint: printable(hint)}
 }
 
 func unwrapPathError(err error) error {

@@ -157,19 +157,26 @@ func parseRange(text, loText, hiText string) (braceRange, string) {
 // (`01`, `00`; not `0`).
 func hasLeadingZero(digits string) bool { return len(digits) > 1 && digits[0] == '0' }
 
-// ranges returns the brace ranges of a bare name, or an error message for
-// a descending or oversized range.
-func ranges(name string) ([]braceRange, string) {
+// rangeError is a descending or oversized brace range of a name: why, and
+// the byte range of its braces in the name, for the caret.
+type rangeError struct {
+	msg        string
+	start, end int
+}
+
+// ranges returns the brace ranges of a bare name, or the first descending
+// or oversized range.
+func ranges(name string) ([]braceRange, *rangeError) {
 	var out []braceRange
 	for _, m := range rangeRE.FindAllStringSubmatchIndex(name, -1) {
 		r, msg := parseRange(name[m[0]:m[1]], name[m[2]:m[3]], name[m[4]:m[5]])
 		if msg != "" {
-			return nil, msg
+			return nil, &rangeError{msg: msg, start: m[0], end: m[1]}
 		}
 		r.start, r.end = m[0], m[1]
 		out = append(out, r)
 	}
-	return out, ""
+	return out, nil
 }
 
 // badRange returns the byte range in a bare name of the first braces that

@@ -631,8 +631,5 @@ func tokenText(t token) string {
 	if t.Type == tokString {
 		return "string " + quoteText(t.Value)
 	}
-	if len(t.Value) > 40 {
-		return code(t.Value[:40] + "...")
-	}
-	return code(t.Value)
+	return code(cutText(t.Value, 40))
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files of TestRender in testdata/render")
@@ -47,8 +48,8 @@ func TestRender(t *testing.T) {
 }
 
 // TestRenderControlCharacters checks that control characters of a source
-// line are not written to the terminal as they are, and that the caret
-// stays under the subject.
+// line are not written to the terminal as they are but escaped, and that
+// the caret stays under the subject, its escape.
 func TestRenderControlCharacters(t *testing.T) {
 	_, diags := Check("t.sync", []byte("tensor a f32[4] \x1b[31m\n"))
 	var b bytes.Buffer
@@ -57,7 +58,7 @@ func TestRenderControlCharacters(t *testing.T) {
 	if strings.ContainsAny(got, "\x1b") {
 		t.Fatalf("rendered diagnostics hold a control character:\n%q", got)
 	}
-	want := "t.sync:1:17: error: unexpected character \"\\x1b\"\n    tensor a f32[4] \ufffd[31m\n                    ^\n"
+	want := "t.sync:1:17: error: unexpected character \"\\x1b\"\n    tensor a f32[4] \\x1b[31m\n                    ^^^^\n"
 	if !strings.HasPrefix(got, want) {
 		t.Errorf("rendered\n%s\nwant it to start with\n%s", got, want)
 	}
@@ -90,5 +91,157 @@ func TestCaretUnderWideCharacters(t *testing.T) {
 	lines := strings.Split(b.String(), "\n")
 	if len(lines) < 3 || lines[2] != "    "+strings.Repeat(" ", len("tensor \"\" f32[4] ")+4)+"^^^^^" {
 		t.Fatalf("caret not under `extra`:\n%s", b.String())
+	}
+}
+
+// runeColumns counts East Asian wide characters, emoji included, as two
+// columns and zero-width characters as none.
+func TestRuneColumns(t *testing.T) {
+	tests := []struct {
+		r    rune
+		want int
+	}{
+		{'a', 1}, {'é', 1}, {'梯', 2}, {'한', 2}, {'Ａ', 2}, {'\u303f', 1},
+		{'😀', 2}, {'🌀', 2}, {'🤖', 2}, {'🚀', 2}, {'⚡', 2}, {'✅', 2}, {'⭐', 2},
+		{'☺', 1}, {'✓', 1}, {'🌡', 1},
+		{'\u0301', 0}, {'\u20dd', 0}, {'\u200b', 0}, {'\u200d', 0}, {'\u200f', 0}, {'\ufeff', 0},
+	}
+	for _, tt := range tests {
+		if got := runeColumns(tt.r); got != tt.want {
+			t.Errorf("runeColumns(%U) = %d, want %d", tt.r, got, tt.want)
+		}
+	}
+}
+
+// printable escapes what does not print, as strconv.Quote writes it, and
+// leaves the rest, wide and combining characters included, as it is.
+func TestPrintable(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"plain.name", "plain.name"},
+		{"梯度😀é", "梯度😀é"},
+		{"bidi\u202eevil", `bidi\u202eevil`},
+		{"\u202a\u202b\u202c\u202d\u2066\u2067\u2068\u2069\u200e\u200f", `\u202a\u202b\u202c\u202d\u2066\u2067\u2068\u2069\u200e\u200f`},
+		{"tab\tx", `tab\tx`},
+		{"a\nb\rc\x1b\x7f\u0085", `a\nb\rc\x1b\x7f\u0085`},
+		{"zw\u200bsp\ufeff", `zw\u200bsp\ufeff`},
+		{"tag\U000e0001", `tag\U000e0001`},
+		{"bad\xffbyte", `bad\xffbyte`},
+		{`back\slash`, `back\slash`},
+	}
+	for _, tt := range tests {
+		if got := printable(tt.in); got != tt.want {
+			t.Errorf("printable(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+	// The snippet counts an escape's columns without making it.
+	for _, s := range []string{"\a", "\t", "\n", "\v", "\x00", "\x1b", "\x7f", "\u0085", "\u200b", "\u202e", "\ufeff", "\U000e0001", "\xff", "\xc3"} {
+		r, size := utf8.DecodeRuneInString(s)
+		if e := escapeRune(r, s[:size]); len(e) != escapeLen(r, size) {
+			t.Errorf("escapeLen(%q) = %d, want len(%s)", s, escapeLen(r, size), e)
+		}
+	}
+}
+
+// Names cut for a message are cut between characters, never inside one.
+func TestCutText(t *testing.T) {
+	long := "非常に長い名前のバケットです非常に長い名前"
+	tests := []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"short", 40, "short"},
+		{strings.Repeat("a", 41), 40, strings.Repeat("a", 40) + "..."},
+		{long, 40, "非常に長い名前のバケットで..."},
+		{"ab😀", 5, "ab..."},
+		{"\xff\xfe\xfd", 2, "\xff\xfe..."},
+	}
+	for _, tt := range tests {
+		if got := cutText(tt.in, tt.n); got != tt.want {
+			t.Errorf("cutText(%q, %d) = %q, want %q", tt.in, tt.n, got, tt.want)
+		}
+	}
+	for _, s := range []string{quoteText(long), tokenText(token{Value: long}), shortText(long), code(strings.Repeat("名", 200))} {
+		if !utf8.ValidString(s) {
+			t.Errorf("%q is cut inside a character", s)
+		}
+	}
+}
+
+// Messages, hints and snippets show control and format characters of
+// names escaped, and the caret stays under its subject after an escape,
+// an emoji or a zero-width character.
+func TestRenderEscapesNames(t *testing.T) {
+	tests := []struct{ src, want string }{
+		{"tensor \"😀\u200b\" f32[1] extra\n",
+			"    tensor \"😀\\u200b\" f32[1] extra\n" +
+				"    " + strings.Repeat(" ", len(`tensor "\u200b" f32[1] `)+2) + "^^^^^\n"},
+		{"tensor \"tab\tx\" f32[1]\n",
+			"error: invalid quoted name \"tab\\tx\"\n    tensor \"tab    x\" f32[1]\n           ^^^^^^^^^^\n"},
+		{"tensor \"bidi\u202eevil\" f32[1]\n",
+			"warning: tensor `bidi\\u202eevil` is in no bucket and no collective synchronises it\n" +
+				"    tensor \"bidi\\u202eevil\" f32[1]\n           ^^^^^^^^^^^^^^^^\n"},
+		{"tensor a f32[1]\nbucket \"b\u2067idi\" { a }\n",
+			"error: invalid bucket name `\"b\\u2067idi\"`\n    bucket \"b\\u2067idi\" { a }\n           ^^^^^^^^^^^^\n"},
+	}
+	for _, tt := range tests {
+		_, ds := Check("plan.sync", []byte(tt.src))
+		var b strings.Builder
+		ds.Render(&b)
+		got := b.String()
+		for _, bad := range []string{"\u202e", "\u2067", "\u200b", "\t"} {
+			if strings.Contains(got, bad) {
+				t.Errorf("rendered diagnostics hold %q:\n%s", bad, got)
+			}
+		}
+		if !strings.Contains(got, tt.want) {
+			t.Errorf("rendered\n%s\nwant it to contain\n%s", got, tt.want)
+		}
+		js, err := ds.JSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.ContainsAny(string(js), "\u202e\u2067\u200b") {
+			t.Errorf("JSON diagnostics hold a raw format character:\n%s", js)
+		}
+	}
+}
+
+// A line too long for the terminal is cut to a window of at most
+// maxSnippetWidth columns, between characters and escapes, and the caret
+// stays under the subject.
+func TestSnippetWindowColumns(t *testing.T) {
+	pre := strings.Repeat("\"😀\u202e\", ", 30)
+	src := "bucket b { " + pre + "nosuch, " + pre + "}\n"
+	_, ds := Check("plan.sync", []byte(src))
+	var b strings.Builder
+	ds.Render(&b)
+	out := b.String()
+	i := strings.Index(out, "`nosuch`")
+	if i < 0 {
+		t.Fatalf("no error about nosuch:\n%s", out)
+	}
+	lines := strings.Split(out[i:], "\n")
+	if len(lines) < 3 {
+		t.Fatalf("no snippet:\n%s", out)
+	}
+	line, caret := strings.TrimPrefix(lines[1], "    "), strings.TrimPrefix(lines[2], "    ")
+	cols := 0
+	for _, r := range line {
+		cols += runeColumns(r)
+	}
+	if cols > maxSnippetWidth+6 || !strings.HasPrefix(line, "...") || !strings.HasSuffix(line, "...") {
+		t.Errorf("window of %d columns, want at most %d and cut on both sides:\n%s", cols, maxSnippetWidth+6, line)
+	}
+	if strings.Contains(line, "...u202e") || strings.Contains(line, "\\u20...") || strings.Contains(line, "\\u202...") {
+		t.Errorf("window cuts an escape:\n%s", line)
+	}
+	pad := len(caret) - len(strings.TrimLeft(caret, " "))
+	before := 0
+	for _, r := range line[:strings.Index(line, "nosuch")] {
+		before += runeColumns(r)
+	}
+	if pad != before || strings.TrimLeft(caret, " ") != "^^^^^^" {
+		t.Errorf("caret not under nosuch:\n%s\n%s", line, caret)
 	}
 }

@@ -57,11 +57,13 @@ func (f *sourceFile) text(a, b int) string {
 	return string(f.src[a:b])
 }
 
-// diag builds a diagnostic about the bytes [start, end) of the file.
+// diag builds a diagnostic about the bytes [start, end) of the file. The
+// message and hint quote names and source, which may hold characters that
+// do not print: they are escaped (see printable).
 func (f *sourceFile) diag(sev Severity, start, end int, msg, hint string) Diagnostic {
 	p := f.pos(start)
 	e := f.pos(max(start, end))
-	return Diagnostic{Severity: sev, Pos: p, End: e, Message: msg, Hint: hint, snippet: f.lineText(p.Line)}
+	return Diagnostic{Severity: sev, Pos: p, End: e, Message: printable(msg), Hint: printable(hint), snippet: f.lineText(p.Line)}
 }
 
 func (f *sourceFile) errorAt(start, end int, msg, hint string) Diagnostic {
@@ -79,18 +81,17 @@ func spanOf(pos, end lexer.Position) span {
 	return span{pos.Offset, end.Offset}
 }
 
-// quoteText quotes a piece of source for a message.
+// quoteText quotes a piece of source for a message, cut to 40 bytes or
+// fewer between two characters.
 func quoteText(s string) string {
-	if len(s) > 40 {
-		s = s[:40] + "..."
-	}
-	return strconv.Quote(s)
+	return strconv.Quote(cutText(s, 40))
 }
 
 // maxCodeRunes bounds what code shows of a name or piece of source.
 const maxCodeRunes = 80
 
-// code formats a name for a message: `name`. A very long one (a generated
+// code formats a name for a message: `name`, with the characters that do
+// not print escaped (see printable). A very long one (a generated
 // name, a line without spaces) is cut: the caret shows where it is, and
 // a message thousands of characters wide would hide everything else. The
 // cut is in the middle: long names tend to differ at their ends
@@ -101,5 +102,5 @@ func code(s string) string {
 		tail := (maxCodeRunes - 3) * 3 / 8
 		s = string(r[:maxCodeRunes-3-tail]) + "..." + string(r[len(r)-tail:])
 	}
-	return "`" + s + "`"
+	return "`" + printable(s) + "`"
 }

@@ -247,12 +247,10 @@ func shapeText(f *sourceFile, toks []token, at int) string {
 	return "[DIMS]"
 }
 
-// shortText shortens a long name for a message.
+// shortText shortens a long name for a message to 40 bytes or fewer,
+// cut between two characters.
 func shortText(s string) string {
-	if len(s) > 40 {
-		return s[:40] + "..."
-	}
-	return s
+	return cutText(s, 40)
 }
 
 // missingTargetComma explains a syntax error at a name right after the
