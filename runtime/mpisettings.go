@@ -39,7 +39,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"strings"
 
 	"github.com/syncgen/syncgen/runtime/mpi"
 )
@@ -108,11 +107,10 @@ type mpiSettings struct {
 // when SYNCGEN_MPI_TUNING is "off".
 func chooseMPISettings(library string, getenv func(string) string) (mpiSettings, error) {
 	var s mpiSettings
-	switch v := getenv(mpiTuningEnv); strings.ToLower(v) {
-	case "", "on", "yes", "true", "1":
-	case "off", "no", "false", "0":
+	switch v := getenv(mpiTuningEnv); {
+	case isOff(v):
 		return s, nil
-	default:
+	case !isOn(v):
 		return s, fmt.Errorf("%s=%q: want on or off", mpiTuningEnv, v)
 	}
 	major := openMPIMajor(library)
@@ -207,12 +205,14 @@ func rulesFile() (string, error) {
 func readMPISettings(params []string) []KV {
 	var out []KV
 	for _, p := range params {
+		if p == "coll_tuned_dynamic_rules_filename" {
+			continue // shown as the rule, below
+		}
 		v, ok, err := mpi.ControlVar(p)
 		if err != nil || !ok {
 			continue
 		}
 		switch p {
-		case "coll_tuned_dynamic_rules_filename":
 		case "coll_tuned_use_dynamic_rules":
 			if v == "true" {
 				out = append(out, KV{"allreduce rule", allreduceRuleText})

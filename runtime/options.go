@@ -51,8 +51,7 @@ func (c checkFlag) String() string {
 }
 
 func (c checkFlag) Set(s string) error {
-	switch strings.ToLower(s) {
-	case "off", "no", "false", "0":
+	if isOff(s) {
 		*c.every = 0
 		return nil
 	}
@@ -62,6 +61,26 @@ func (c checkFlag) Set(s string) error {
 	}
 	*c.every = n
 	return nil
+}
+
+// isOff reports whether s turns something off: off, no, false or 0, in
+// any case (--check, SYNCGEN_MPI_TUNING).
+func isOff(s string) bool {
+	switch strings.ToLower(s) {
+	case "off", "no", "false", "0":
+		return true
+	}
+	return false
+}
+
+// isOn reports whether s leaves something on: empty (the default), on,
+// yes, true or 1, in any case.
+func isOn(s string) bool {
+	switch strings.ToLower(s) {
+	case "", "on", "yes", "true", "1":
+		return true
+	}
+	return false
 }
 
 // durationFlag parses --timeout. The flag package's own duration flag says

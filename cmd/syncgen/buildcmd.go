@@ -61,14 +61,14 @@ Examples:
 // about what it did.
 func buildPlan(c *cli.Context, path, out string, noCache bool) (*build.Result, error) {
 	start := time.Now()
+	if out == "-" {
+		return nil, cli.Exit(fmt.Sprintf("%s: -o - would name the program \"-\": a program cannot go to standard output; give -o a file path", c.Command.Name), 2)
+	}
 	prog, err := loadForOutput(c, "build", path, out, "program", "-o PATH")
 	if err != nil {
 		return nil, err
 	}
 	flagO := out // -o as given; out becomes the program's path below
-	if flagO == "-" {
-		return nil, cli.Exit(fmt.Sprintf("%s: -o - would name the program \"-\": a program cannot go to standard output; give -o a file path", c.Command.Name), 2)
-	}
 	files, err := codegen.Generate(prog)
 	if err != nil {
 		return nil, cli.Exit(fmt.Sprintf("build: %v", err), 1)
@@ -109,10 +109,11 @@ func buildPlan(c *cli.Context, path, out string, noCache bool) (*build.Result, e
 	return res, nil
 }
 
-// checkOutputNotPlan refuses to write the program at out over the plan's
-// own file or over a file that it imports, directly or through other
-// imports (imports, as the loader lists them): the program would silently
-// replace the source. cmd is the command (build or run), plan the FILE
+// checkOutputNotPlan refuses to write the program at out over anything
+// that is not a regular file (a device such as /dev/null, a named pipe),
+// over the plan's own file (also when it comes on standard input) or over
+// a file that it imports, directly or through other imports (imports, as
+// the loader lists them): the program would silently replace it. cmd is the command (build or run), plan the FILE
 // argument ("-" for standard input) and flagO the -o flag as given (""
 // when out is the default). The files are compared with os.SameFile, so
 // another spelling of the path, a symbolic link to the file and a hard
@@ -124,16 +125,12 @@ func checkOutputNotPlan(cmd, plan string, imports []string, out, flagO string) e
 		// Nothing there yet, so nothing of the plan's to overwrite.
 		return nil
 	}
-	where := out
+	where, fix := out, "pass -o PATH to write the program elsewhere"
 	if flagO != "" {
-		where = "-o " + flagO
+		where, fix = "-o "+flagO, "give -o another path"
 		if filepath.Clean(flagO) != filepath.Clean(out) {
 			where += " (" + out + ")"
 		}
-	}
-	fix := "pass -o PATH to write the program elsewhere"
-	if flagO != "" {
-		fix = "give -o another path"
 	}
 	// refuse names the file as the plan has it when out spells it
 	// otherwise (or is a link to it).

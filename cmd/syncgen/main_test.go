@@ -767,12 +767,16 @@ func syncgenStdin(t *testing.T, src string, args ...string) (int, string, string
 		w.WriteString(src)
 		w.Close()
 	}()
+	defer r.Close()
+	return syncgenFromFile(t, r, args...)
+}
+
+// syncgenFromFile runs syncgen with f as its standard input.
+func syncgenFromFile(t *testing.T, f *os.File, args ...string) (int, string, string) {
+	t.Helper()
 	old := os.Stdin
-	os.Stdin = r
-	defer func() {
-		os.Stdin = old
-		r.Close()
-	}()
+	os.Stdin = f
+	defer func() { os.Stdin = old }()
 	return syncgen(t, args...)
 }
 
@@ -859,10 +863,7 @@ func TestBuildOntoSpecialFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	old := os.Stdin
-	os.Stdin = f
-	code, _, errOut := syncgen(t, "build", "-", "-o", p)
-	os.Stdin = old
+	code, _, errOut := syncgenFromFile(t, f, "build", "-", "-o", p)
 	if code != 2 || !strings.Contains(errOut, "is the plan's own file (on standard input)") {
 		t.Errorf("build - -o h.sync < h.sync: exit %d, stderr %q", code, errOut)
 	}
