@@ -1,5 +1,10 @@
 package runtime
 
+import (
+	"github.com/syncgen/syncgen/runtime/internal/elem"
+	"github.com/syncgen/syncgen/runtime/internal/plan"
+)
+
 // Choosing each tensor's fill pattern so that the collectives of a step
 // give exact results that the checker can predict.
 //
@@ -36,14 +41,14 @@ package runtime
 const maxAmplitude = 1000
 
 // choosePatterns returns the pattern shape of every tensor.
-func choosePatterns(p *Plan, prog *program, size int) []PatternShape {
-	shapes := make([]PatternShape, len(p.Tensors))
+func choosePatterns(p *plan.Plan, prog *plan.Program, size int) []elem.PatternShape {
+	shapes := make([]elem.PatternShape, len(p.Tensors))
 	chains, firstChains := bucketChains(p, prog)
 	for i := range p.Tensors {
 		t := &p.Tensors[i]
 		limit := t.DType.ExactLimit()
 		unsigned := t.DType.Unsigned()
-		var chain, firstChain []stmt
+		var chain, firstChain []plan.Stmt
 		if t.Bucket >= 0 {
 			w := p.Buckets[t.Bucket].Wire
 			limit = min(limit, w.ExactLimit())
@@ -57,16 +62,16 @@ func choosePatterns(p *Plan, prog *program, size int) []PatternShape {
 
 // chainOps returns the first reduction of chain (NoOp for none) and the
 // growth of the values through it.
-func chainOps(chain []stmt, size int) (first RedOp, growth float64) {
+func chainOps(chain []plan.Stmt, size int) (first RedOp, growth float64) {
 	first, growth = NoOp, 1.0
 	for _, s := range chain {
-		if !s.coll.Reduces() {
+		if !s.Coll.Reduces() {
 			continue
 		}
 		if first == NoOp {
-			first = s.op
+			first = s.Op
 		}
-		if s.op == Sum || s.op == Avg {
+		if s.Op == Sum || s.Op == Avg {
 			growth *= float64(size)
 		}
 	}
@@ -75,7 +80,7 @@ func chainOps(chain []stmt, size int) (first RedOp, growth float64) {
 
 // patternFor picks the pattern for a tensor whose bucket sees chain
 // between two backward passes and firstChain after its first fill.
-func patternFor(chain, firstChain []stmt, limit int64, unsigned bool, size int) PatternShape {
+func patternFor(chain, firstChain []plan.Stmt, limit int64, unsigned bool, size int) elem.PatternShape {
 	first, growth := chainOps(chain, size)
 	initFirst, initGrowth := chainOps(firstChain, size)
 	if first == NoOp {
@@ -96,19 +101,19 @@ func patternFor(chain, firstChain []stmt, limit int64, unsigned bool, size int) 
 	case Avg:
 		if unsigned {
 			k := amp(3 * growth)
-			return PatternShape{Kind: FillAvg, Lo: k, Hi: 2 * k, Dev: k}
+			return elem.PatternShape{Kind: elem.FillAvg, Lo: k, Hi: 2 * k, Dev: k}
 		}
 		k := amp(2 * growth)
-		return PatternShape{Kind: FillAvg, Lo: -k, Hi: k, Dev: k}
+		return elem.PatternShape{Kind: elem.FillAvg, Lo: -k, Hi: k, Dev: k}
 	case Prod:
 		two := size < 62 && int64(1)<<size <= limit
-		return PatternShape{Kind: FillProd, Two: two, Neg: !unsigned}
+		return elem.PatternShape{Kind: elem.FillProd, Two: two, Neg: !unsigned}
 	default:
 		k := amp(growth)
 		if unsigned {
-			return PatternShape{Kind: FillUniform, Lo: 0, Hi: k}
+			return elem.PatternShape{Kind: elem.FillUniform, Lo: 0, Hi: k}
 		}
-		return PatternShape{Kind: FillUniform, Lo: -k, Hi: k}
+		return elem.PatternShape{Kind: elem.FillUniform, Lo: -k, Hi: k}
 	}
 }
 
@@ -118,32 +123,32 @@ func patternFor(chain, firstChain []stmt, limit int64, unsigned bool, size int) 
 // touch it after the first fill: the init block, then the statements before
 // the step's first backward. Without a backward in the step, the chain is
 // the init block and one step, and there is no other.
-func bucketChains(p *Plan, prog *program) (chains, firstChains [][]stmt) {
-	steps := flat(prog.step)
+func bucketChains(p *plan.Plan, prog *plan.Program) (chains, firstChains [][]plan.Stmt) {
+	steps := plan.Flat(prog.Step)
 	first, last := -1, -1
 	for i, s := range steps {
-		if s.kind == sBackward {
+		if s.Kind == plan.StmtBackward {
 			if first < 0 {
 				first = i
 			}
 			last = i
 		}
 	}
-	var seq, firstSeq []stmt
+	var seq, firstSeq []plan.Stmt
 	if last >= 0 {
 		seq = append(seq, steps[last+1:]...)
 		seq = append(seq, steps[:first]...)
-		firstSeq = append(flat(prog.init), steps[:first]...)
+		firstSeq = append(plan.Flat(prog.Init), steps[:first]...)
 	} else {
-		seq = append(flat(prog.init), steps...)
+		seq = append(plan.Flat(prog.Init), steps...)
 	}
-	byBucket := func(seq []stmt) [][]stmt {
-		out := make([][]stmt, len(p.Buckets))
+	byBucket := func(seq []plan.Stmt) [][]plan.Stmt {
+		out := make([][]plan.Stmt, len(p.Buckets))
 		for _, s := range seq {
-			if s.kind != sColl {
+			if s.Kind != plan.StmtColl {
 				continue
 			}
-			for _, b := range s.buckets {
+			for _, b := range s.Buckets {
 				if b >= 0 && b < len(out) {
 					out[b] = append(out[b], s)
 				}

@@ -21,8 +21,10 @@ package runtime
 // error string).
 
 import (
-	"fmt"
 	"time"
+
+	"github.com/syncgen/syncgen/runtime/internal/elem"
+	"github.com/syncgen/syncgen/runtime/internal/plan"
 )
 
 // Backend executes stream-ordered work on one kind of device.
@@ -127,7 +129,7 @@ type BackendStream interface {
 	// gets FillValue(p, i) converted to dst.DType (exactly: the pattern's
 	// values are small integers that every dtype represents). See
 	// pattern.go for the formula that a device kernel must reproduce.
-	Fill(dst Span, p FillParams) error
+	Fill(dst Span, p elem.FillParams) error
 
 	// Cast converts src into dst element by element (dst.N == src.N),
 	// rounding to nearest, ties to even, where dst cannot hold a value
@@ -188,51 +190,11 @@ type Span struct {
 // Bytes returns the span's size in bytes.
 func (s Span) Bytes() int64 { return s.N * s.DType.Size() }
 
-// Coll names a collective operation.
-type Coll uint8
-
-// The collectives. All work in place on one buffer, as NCCL's in-place
-// forms do.
-const (
-	CollNone Coll = iota
-	// CollAllReduce: every rank ends with the reduction of all ranks'
-	// buffers.
-	CollAllReduce
-	// CollBroadcast: every rank ends with Root's buffer.
-	CollBroadcast
-	// CollReduce: Root ends with the reduction; the others' buffers are
-	// unchanged.
-	CollReduce
-	// CollAllGather: the buffer is size slices of Count/size elements;
-	// every rank ends with slice r of rank r in slice r, for every r.
-	CollAllGather
-	// CollReduceScatter: rank r ends with the reduction of slice r of all
-	// ranks in its slice r (the slice stays where it is, as in
-	// ncclReduceScatter with recvbuff = sendbuff + r*Count/size); the other
-	// slices are undefined afterwards.
-	CollReduceScatter
-)
-
-var collNames = [...]string{"none", "allreduce", "broadcast", "reduce", "allgather", "reducescatter"}
-
-// String returns the collective's keyword in the .sync language.
-func (c Coll) String() string {
-	if int(c) < len(collNames) {
-		return collNames[c]
-	}
-	return fmt.Sprintf("coll(%d)", c)
-}
-
-// Reduces reports whether the collective applies a reduction operator.
-func (c Coll) Reduces() bool {
-	return c == CollAllReduce || c == CollReduce || c == CollReduceScatter
-}
-
 // CollOp is one collective of a group.
 type CollOp struct {
 	// Stream runs the collective (and selects its communicator).
 	Stream BackendStream
-	Coll   Coll
+	Coll   plan.Coll
 	// Op is the reduction for CollAllReduce, CollReduce and
 	// CollReduceScatter. Avg is the sum divided by the number of ranks:
 	// NCCL's ncclAvg; the CPU backend sums and then divides each element in
@@ -273,7 +235,7 @@ type BackendEnv struct {
 	LocalRank, LocalSize int // among the ranks of this host
 	Host                 string
 	Boot                 Bootstrap
-	Plan                 *Plan
+	Plan                 *plan.Plan
 }
 
 // BackendFactory registers a backend with the runtime.

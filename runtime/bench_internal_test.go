@@ -5,6 +5,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/syncgen/syncgen/runtime/internal/elem"
+	"github.com/syncgen/syncgen/runtime/internal/plan"
 )
 
 // benchElems is the size of the buffers of the element-wise benchmarks:
@@ -37,19 +40,19 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// BenchmarkFill measures the CPU backend's gradient fill (fillBytes) for
+// BenchmarkFill measures the CPU backend's gradient fill (elem.FillBytes) for
 // each dtype and pattern kind that big models use.
 func BenchmarkFill(b *testing.B) {
 	for _, c := range []struct {
 		dt    DType
-		shape PatternShape
+		shape elem.PatternShape
 	}{
-		{F32, PatternShape{Kind: FillUniform, Lo: -100, Hi: 100}},
-		{F32, PatternShape{Kind: FillAvg, Lo: -32, Hi: 32, Dev: 32}},
-		{BF16, PatternShape{Kind: FillUniform, Lo: -64, Hi: 64}},
-		{F16, PatternShape{Kind: FillAvg, Lo: -256, Hi: 256, Dev: 256}},
-		{F64, PatternShape{Kind: FillUniform, Lo: -1000, Hi: 1000}},
-		{I8, PatternShape{Kind: FillProd, Two: true, Neg: true}},
+		{F32, elem.PatternShape{Kind: elem.FillUniform, Lo: -100, Hi: 100}},
+		{F32, elem.PatternShape{Kind: elem.FillAvg, Lo: -32, Hi: 32, Dev: 32}},
+		{BF16, elem.PatternShape{Kind: elem.FillUniform, Lo: -64, Hi: 64}},
+		{F16, elem.PatternShape{Kind: elem.FillAvg, Lo: -256, Hi: 256, Dev: 256}},
+		{F64, elem.PatternShape{Kind: elem.FillUniform, Lo: -1000, Hi: 1000}},
+		{I8, elem.PatternShape{Kind: elem.FillProd, Two: true, Neg: true}},
 	} {
 		b.Run(fmt.Sprintf("%s/%s", c.dt, c.shape.Kind), func(b *testing.B) {
 			buf := make([]byte, benchElems*c.dt.Size())
@@ -57,7 +60,7 @@ func BenchmarkFill(b *testing.B) {
 			b.SetBytes(int64(len(buf)))
 			t := startTimer(b)
 			for i := 0; i < b.N; i++ {
-				fillBytes(buf, c.dt, &p)
+				elem.FillBytes(buf, c.dt, &p)
 			}
 			t.report(b, benchElems)
 		})
@@ -70,13 +73,13 @@ func BenchmarkCast(b *testing.B) {
 	for _, c := range [][2]DType{{F32, BF16}, {BF16, F32}, {F32, F16}, {F16, F32}} {
 		b.Run(fmt.Sprintf("%s-%s", c[0], c[1]), func(b *testing.B) {
 			src := make([]byte, benchElems*c[0].Size())
-			p := PatternShape{Kind: FillUniform, Lo: -100, Hi: 100}.Params(0, 4, 1, 1)
-			fillBytes(src, c[0], &p)
+			p := elem.PatternShape{Kind: elem.FillUniform, Lo: -100, Hi: 100}.Params(0, 4, 1, 1)
+			elem.FillBytes(src, c[0], &p)
 			dst := make([]byte, benchElems*c[1].Size())
 			b.SetBytes(int64(len(src)))
 			t := startTimer(b)
 			for i := 0; i < b.N; i++ {
-				castBytes(dst, c[1], src, c[0])
+				elem.CastBytes(dst, c[1], src, c[0])
 			}
 			t.report(b, benchElems)
 		})
@@ -89,12 +92,12 @@ func BenchmarkAvgDivide(b *testing.B) {
 	for _, dt := range []DType{F32, BF16, F16} {
 		b.Run(dt.String(), func(b *testing.B) {
 			buf := make([]byte, benchElems*dt.Size())
-			p := PatternShape{Kind: FillUniform, Lo: -100, Hi: 100}.Params(0, 4, 1, 1)
-			fillBytes(buf, dt, &p)
+			p := elem.PatternShape{Kind: elem.FillUniform, Lo: -100, Hi: 100}.Params(0, 4, 1, 1)
+			elem.FillBytes(buf, dt, &p)
 			b.SetBytes(int64(len(buf)))
 			t := startTimer(b)
 			for i := 0; i < b.N; i++ {
-				avgDivide(buf, dt, 4) // the values shrink, the work does not
+				elem.AvgDivide(buf, dt, 4) // the values shrink, the work does not
 			}
 			t.report(b, benchElems)
 		})
@@ -114,7 +117,7 @@ func BenchmarkCheck(b *testing.B) {
 		{BF16, BF16, Sum},
 	} {
 		b.Run(fmt.Sprintf("%s-on-%s/%s", c.tdt, c.wire, c.op), func(b *testing.B) {
-			chain := []stmt{{kind: sColl, coll: CollAllReduce, op: c.op, buckets: []int{0}}}
+			chain := []plan.Stmt{{Kind: plan.StmtColl, Coll: plan.CollAllReduce, Op: c.op, Buckets: []int{0}}}
 			const n = 2 << 20
 			e := testEngine(c.tdt, c.wire, n, 4, 1, chain)
 			e.tensors = []tensorMem{{elems: n}}

@@ -21,6 +21,9 @@ import (
 	goruntime "runtime"
 	"sync"
 	"sync/atomic"
+
+	"github.com/syncgen/syncgen/runtime/internal/elem"
+	"github.com/syncgen/syncgen/runtime/internal/plan"
 )
 
 // maxChain bounds the collectives remembered per tensor between fills; a
@@ -32,7 +35,7 @@ const maxChain = 64
 type model struct {
 	e      *engine
 	fill   []uint32
-	chain  [][]stmt
+	chain  [][]plan.Stmt
 	broken []bool
 	// host receives the tensors being checked, a batch at a time. It, the
 	// batch's lists and the workers are kept from batch to batch and from
@@ -62,27 +65,27 @@ type avgKey struct {
 
 func newModel(e *engine) *model {
 	n := len(e.plan.Tensors)
-	m := &model{e: e, fill: make([]uint32, n), chain: make([][]stmt, n), broken: make([]bool, n)}
+	m := &model{e: e, fill: make([]uint32, n), chain: make([][]plan.Stmt, n), broken: make([]bool, n)}
 	for i := range m.fill {
-		m.fill[i] = InitStep
+		m.fill[i] = elem.InitStep
 	}
 	return m
 }
 
 // apply advances the model over one block of statements (groups expanded,
-// see flat) run with fill step seed.
-func (m *model) apply(block []stmt, seed uint32) {
+// see plan.Flat) run with fill step seed.
+func (m *model) apply(block []plan.Stmt, seed uint32) {
 	p := m.e.plan
 	for _, s := range block {
-		switch s.kind {
-		case sBackward:
+		switch s.Kind {
+		case plan.StmtBackward:
 			for _, t := range m.e.backOrder {
 				m.fill[t] = seed
 				m.chain[t] = m.chain[t][:0]
 				m.broken[t] = false
 			}
-		case sColl:
-			for _, b := range s.buckets {
+		case plan.StmtColl:
+			for _, b := range s.Buckets {
 				for _, t := range p.Buckets[b].Tensors {
 					if len(m.chain[t]) >= maxChain {
 						m.broken[t] = true
@@ -132,7 +135,7 @@ func (m *model) checkBucket(b int) (checkResult, error) {
 			}
 			n := e.tensors[t].store.Bytes()
 			// Each run of tensors that are copied together starts 8-byte
-			// aligned, so that every element is aligned for loadAll.
+			// aligned, so that every element is aligned for elem.LoadAll.
 			off := size
 			if len(m.batch) == 0 || !m.continues(m.batch[len(m.batch)-1], t) {
 				off = (size + 7) &^ 7
@@ -314,7 +317,7 @@ func (w *checkWorker) run(m *model, host []byte, next *atomic.Int64) {
 			dt := e.plan.Tensors[p.t].DType
 			w.got, w.want = grow(w.got, p.n), grow(w.want, p.n)
 			got, want := w.got[:p.n], w.want[:p.n]
-			loadAll(got, host[p.host:p.host+int64(p.n)*dt.Size()], dt)
+			elem.LoadAll(got, host[p.host:p.host+int64(p.n)*dt.Size()], dt)
 			w.sim.run(p.i0, want)
 			for j, x := range want {
 				switch {
@@ -364,7 +367,7 @@ func (m *model) avgTable(lo, hi int32, wire DType) []float64 {
 	}
 	tab := make([]float64, int64(hi)-int64(lo)+1)
 	for k := range tab {
-		tab[k] = AvgOf(float64(m.e.size)*float64(int64(lo)+int64(k)), wire, m.e.size)
+		tab[k] = elem.AvgOf(float64(m.e.size)*float64(int64(lo)+int64(k)), wire, m.e.size)
 	}
 	if m.avgTabs == nil {
 		m.avgTabs = map[avgKey][]float64{}
@@ -378,13 +381,13 @@ func (m *model) avgTable(lo, hi int32, wire DType) []float64 {
 type sim struct {
 	m      *model
 	t      int // the tensor loaded, -1 for none
-	params []FillParams
+	params []elem.FillParams
 	vals   [][]float64 // [rank][element of block]
 	tdt    DType
 	wire   DType
 	off    int64 // the tensor's offset in its bucket
 	slice  int64 // elements per rank slice of the padded bucket
-	chain  []stmt
+	chain  []plan.Stmt
 	limit  float64
 	// fillExact: every value of every rank's pattern is exact in the wire
 	// dtype (see applyBlock). sumFirst: the first collective sums or
@@ -434,19 +437,19 @@ func (s *sim) load(m *model, t int) {
 	allAvg := true
 	var bound int64 // of any sum of one value per rank
 	for r := range s.params {
-		lo, hi := s.params[r].valueRange()
+		lo, hi := s.params[r].ValueRange()
 		s.fillExact = s.fillExact && exactIn(lo, hi, s.wire)
-		allAvg = allAvg && s.params[r].Kind == FillAvg
+		allAvg = allAvg && s.params[r].Kind == elem.FillAvg
 		bound += max(-lo, hi)
 	}
 	if len(s.chain) > 0 {
 		first := &s.chain[0]
-		s.sumFirst = s.fillExact && first.coll.Reduces() && (first.op == Sum || first.op == Avg) &&
+		s.sumFirst = s.fillExact && first.Coll.Reduces() && (first.Op == Sum || first.Op == Avg) &&
 			float64(bound) <= s.limit
 		// A reduce's other ranks keep their values, so it needs them all.
-		s.baseOnly = s.sumFirst && allAvg && first.coll != CollReduce
+		s.baseOnly = s.sumFirst && allAvg && first.Coll != plan.CollReduce
 		p := &s.params[0]
-		if s.baseOnly && first.op == Avg && int64(p.Hi)-int64(p.Lo) < 1<<16 {
+		if s.baseOnly && first.Op == Avg && int64(p.Hi)-int64(p.Lo) < 1<<16 {
 			// The average is a function of the base: tabulate it.
 			s.avgTab = m.avgTable(p.Lo, p.Hi, s.wire)
 		}
@@ -480,7 +483,7 @@ func (s *sim) run(i0 int64, out []float64) {
 		s.vals[r] = grow(s.vals[r], n)
 	}
 	if s.baseOnly {
-		fillBase(s.base[:n], &s.params[0], i0) // all the first collective needs
+		elem.FillBase(s.base[:n], &s.params[0], i0) // all the first collective needs
 	} else {
 		s.fill(i0, n)
 	}
@@ -499,13 +502,13 @@ func (s *sim) run(i0 int64, out []float64) {
 // an element instead of 8.
 func (s *sim) fill(i0 int64, n int) {
 	ints := s.ints[:n]
-	if len(s.params) > 1 && s.params[0].Kind == FillAvg {
+	if len(s.params) > 1 && s.params[0].Kind == elem.FillAvg {
 		base, dev := s.base[:n], s.dev[:n]
-		fillBase(base, &s.params[0], i0)
+		elem.FillBase(base, &s.params[0], i0)
 		for r := range s.vals {
 			p := &s.params[r]
 			if r == 0 || p.SeedB != s.params[r-1].SeedB {
-				fillDev(dev, p, i0)
+				elem.FillDev(dev, p, i0)
 			}
 			v := s.vals[r][:n]
 			for j := range v {
@@ -516,7 +519,7 @@ func (s *sim) fill(i0 int64, n int) {
 	}
 	for r := range s.vals {
 		v := s.vals[r][:n]
-		fillInts(ints, &s.params[r], i0)
+		elem.FillInts(ints, &s.params[r], i0)
 		for j := range v {
 			v[j] = float64(ints[j])
 		}
@@ -552,7 +555,7 @@ func (s *sim) castAll(dt DType, n int) {
 				continue
 			}
 			if known(x) {
-				v[j] = RoundTo(x, dt)
+				v[j] = elem.RoundTo(x, dt)
 			}
 		}
 	}
@@ -562,30 +565,30 @@ func (s *sim) castAll(dt DType, n int) {
 // The cast to the wire dtype is skipped for the first collective after the
 // fill when every value of the pattern is exact in the wire dtype (always,
 // with the ranges choosePatterns picks): it would change nothing.
-func (s *sim) applyBlock(op *stmt, i0 int64, n int) {
+func (s *sim) applyBlock(op *plan.Stmt, i0 int64, n int) {
 	cast := s.tdt != s.wire
 	if cast && !(s.fillExact && len(s.chain) > 0 && op == &s.chain[0]) {
 		s.castAll(s.wire, n)
 	}
 	vals := s.vals
-	switch op.coll {
-	case CollAllReduce:
-		red := s.reduceBlock(op.op, n)
+	switch op.Coll {
+	case plan.CollAllReduce:
+		red := s.reduceBlock(op.Op, n)
 		for r := range vals {
 			copy(vals[r][:n], red)
 		}
-	case CollReduce:
-		copy(vals[op.root][:n], s.reduceBlock(op.op, n))
-	case CollBroadcast:
+	case plan.CollReduce:
+		copy(vals[op.Root][:n], s.reduceBlock(op.Op, n))
+	case plan.CollBroadcast:
 		for r := range vals {
-			if r != op.root {
-				copy(vals[r][:n], vals[op.root][:n])
+			if r != op.Root {
+				copy(vals[r][:n], vals[op.Root][:n])
 			}
 		}
-	case CollAllGather, CollReduceScatter:
+	case plan.CollAllGather, plan.CollReduceScatter:
 		var red []float64
-		if op.coll == CollReduceScatter {
-			red = s.reduceBlock(op.op, n)
+		if op.Coll == plan.CollReduceScatter {
+			red = s.reduceBlock(op.Op, n)
 		}
 		last := int64(len(vals) - 1)
 		for j := 0; j < n; j++ {
@@ -622,7 +625,7 @@ func (s *sim) reduceBlock(op RedOp, n int) []float64 {
 		s.sumFilled(red)
 		if op == Avg {
 			for j, x := range red {
-				red[j] = AvgOf(x, s.wire, len(s.vals))
+				red[j] = elem.AvgOf(x, s.wire, len(s.vals))
 			}
 		}
 		return red
@@ -654,7 +657,7 @@ func (s *sim) reduceBlock(op RedOp, n int) []float64 {
 			case bound > s.limit:
 				red[j] = math.NaN()
 			case op == Avg:
-				red[j] = AvgOf(sum, s.wire, len(s.vals))
+				red[j] = elem.AvgOf(sum, s.wire, len(s.vals))
 			default:
 				red[j] = sum
 			}
@@ -720,7 +723,7 @@ func (s *sim) reduce(op RedOp, x []float64) float64 {
 			return math.NaN()
 		}
 		if op == Avg {
-			return AvgOf(sum, s.wire, len(x))
+			return elem.AvgOf(sum, s.wire, len(x))
 		}
 		return sum
 	case Prod:

@@ -8,17 +8,20 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/syncgen/syncgen/runtime/internal/elem"
+	"github.com/syncgen/syncgen/runtime/internal/plan"
 )
 
 // testEngine builds just enough of an engine for the checker: one tensor of
 // tdt in one bucket of wire dtype, n elements, seen by chain.
-func testEngine(tdt, wire DType, n int64, size, rank int, chain []stmt) *engine {
-	p := &Plan{
+func testEngine(tdt, wire DType, n int64, size, rank int, chain []plan.Stmt) *engine {
+	p := &plan.Plan{
 		Tensors: []Tensor{{Name: "t", DType: tdt, Shape: []int64{n}, Bucket: 0}},
 		Buckets: []Bucket{{Name: "b", Wire: wire, Elems: n, Tensors: []int{0}}},
 		Streams: []Stream{{Name: "comm"}},
 	}
-	prog := &program{step: append([]stmt{{kind: sBackward}}, chain...)}
+	prog := &plan.Program{Step: append([]plan.Stmt{{Kind: plan.StmtBackward}}, chain...)}
 	e := &engine{plan: p, prog: prog, rank: rank, size: size}
 	e.shapes = choosePatterns(p, prog, size)
 	padded := n
@@ -28,7 +31,7 @@ func testEngine(tdt, wire DType, n int64, size, rank int, chain []stmt) *engine 
 	e.buckets = []bucketMem{{elems: padded}}
 	e.backOrder = []int{0}
 	e.model = newModel(e)
-	e.model.apply(prog.step, 5)
+	e.model.apply(prog.Step, 5)
 	return e
 }
 
@@ -40,9 +43,9 @@ func reduceInOrder(vals []float64, order []int, op RedOp, dt DType) float64 {
 		v := vals[i]
 		switch op {
 		case Sum, Avg:
-			acc = RoundTo(acc+v, dt)
+			acc = elem.RoundTo(acc+v, dt)
 		case Prod:
-			acc = RoundTo(acc*v, dt)
+			acc = elem.RoundTo(acc*v, dt)
 		case Min:
 			acc = math.Min(acc, v)
 		case Max:
@@ -50,7 +53,7 @@ func reduceInOrder(vals []float64, order []int, op RedOp, dt DType) float64 {
 		}
 	}
 	if op == Avg {
-		acc = AvgOf(acc, dt, len(vals))
+		acc = elem.AvgOf(acc, dt, len(vals))
 	}
 	return acc
 }
@@ -66,7 +69,7 @@ func TestCheckerPredictsAnyOrder(t *testing.T) {
 			for op := Sum; op <= Prod; op++ {
 				for size := 1; size <= 8; size++ {
 					const n = 300
-					chain := []stmt{{kind: sColl, coll: CollAllReduce, op: op, buckets: []int{0}}}
+					chain := []plan.Stmt{{Kind: plan.StmtColl, Coll: plan.CollAllReduce, Op: op, Buckets: []int{0}}}
 					e := testEngine(tdt, wire, n, size, 0, chain)
 					want := make([]float64, n)
 					e.model.newSim(0).run(0, want)
@@ -76,9 +79,9 @@ func TestCheckerPredictsAnyOrder(t *testing.T) {
 						vals := make([]float64, size)
 						for r := range vals {
 							p := e.shapes[0].Params(r, size, 5, 0)
-							vals[r] = RoundTo(RoundTo(float64(FillValue(&p, i)), tdt), wire)
+							vals[r] = elem.RoundTo(elem.RoundTo(float64(elem.FillValue(&p, i)), tdt), wire)
 						}
-						got := RoundTo(reduceInOrder(vals, rng.Perm(size), op, wire), tdt)
+						got := elem.RoundTo(reduceInOrder(vals, rng.Perm(size), op, wire), tdt)
 						if math.IsNaN(want[i]) {
 							t.Fatalf("%s on %s wire, %s over %d ranks: element %d unchecked", tdt, wire, op, size, i)
 						}
@@ -99,7 +102,7 @@ func TestSimSemantics(t *testing.T) {
 	for r := 0; r < 4; r++ {
 		s.vals = append(s.vals, make([]float64, 1))
 	}
-	apply := func(op *stmt, x []float64, pos int64) {
+	apply := func(op *plan.Stmt, x []float64, pos int64) {
 		for r := range x {
 			s.vals[r][0] = x[r]
 		}
@@ -110,22 +113,22 @@ func TestSimSemantics(t *testing.T) {
 		}
 	}
 	x := []float64{1, 2, 3, 4}
-	apply(&stmt{coll: CollReduce, op: Sum, root: 2}, x, 0)
+	apply(&plan.Stmt{Coll: plan.CollReduce, Op: Sum, Root: 2}, x, 0)
 	if x[2] != 10 || x[0] != 1 || x[3] != 4 {
 		t.Errorf("reduce to 2: %v", x)
 	}
 	x = []float64{1, 2, 3, 4}
-	apply(&stmt{coll: CollBroadcast, root: 3}, x, 0)
+	apply(&plan.Stmt{Coll: plan.CollBroadcast, Root: 3}, x, 0)
 	if x[0] != 4 || x[2] != 4 {
 		t.Errorf("broadcast from 3: %v", x)
 	}
 	x = []float64{1, 2, 3, 4}
-	apply(&stmt{coll: CollAllGather}, x, 7) // position 7: slice 2
+	apply(&plan.Stmt{Coll: plan.CollAllGather}, x, 7) // position 7: slice 2
 	if x[0] != 3 || x[3] != 3 {
 		t.Errorf("allgather at slice 2: %v", x)
 	}
 	x = []float64{1, 2, 3, 4}
-	apply(&stmt{coll: CollReduceScatter, op: Max}, x, 4) // slice 1
+	apply(&plan.Stmt{Coll: plan.CollReduceScatter, Op: Max}, x, 4) // slice 1
 	if x[1] != 4 || !math.IsInf(x[0], 1) || !math.IsInf(x[2], 1) {
 		t.Errorf("reducescatter at slice 1: %v", x)
 	}
@@ -166,7 +169,7 @@ func TestPercentile(t *testing.T) {
 // Beyond the documented limits the checker says "unchecked" instead of
 // guessing: bf16 sums over 600 ranks cannot stay exact.
 func TestCheckerGivesUpBeyondLimits(t *testing.T) {
-	chain := []stmt{{kind: sColl, coll: CollAllReduce, op: Sum, buckets: []int{0}}}
+	chain := []plan.Stmt{{Kind: plan.StmtColl, Coll: plan.CollAllReduce, Op: Sum, Buckets: []int{0}}}
 	e := testEngine(BF16, BF16, 200, 600, 0, chain)
 	want := make([]float64, 200)
 	e.model.newSim(0).run(0, want)
@@ -189,8 +192,8 @@ func TestCheckerReduceScatterAndReduce(t *testing.T) {
 	for _, c := range []struct{ tdt, wire DType }{{F32, BF16}, {BF16, BF16}, {F16, F16}, {I32, I32}} {
 		for _, op := range []RedOp{Sum, Avg} {
 			for size := 2; size <= 5; size++ {
-				for _, coll := range []Coll{CollReduceScatter, CollReduce} {
-					chain := []stmt{{kind: sColl, coll: coll, op: op, root: size - 1, buckets: []int{0}}}
+				for _, coll := range []plan.Coll{plan.CollReduceScatter, plan.CollReduce} {
+					chain := []plan.Stmt{{Kind: plan.StmtColl, Coll: coll, Op: op, Root: size - 1, Buckets: []int{0}}}
 					const n = 403
 					for rank := 0; rank < size; rank++ {
 						e := testEngine(c.tdt, c.wire, n, size, rank, chain)
@@ -201,14 +204,14 @@ func TestCheckerReduceScatterAndReduce(t *testing.T) {
 							vals := make([]float64, size)
 							for r := range vals {
 								p := e.shapes[0].Params(r, size, 5, 0)
-								vals[r] = RoundTo(RoundTo(float64(FillValue(&p, i)), c.tdt), c.wire)
+								vals[r] = elem.RoundTo(elem.RoundTo(float64(elem.FillValue(&p, i)), c.tdt), c.wire)
 							}
-							red := RoundTo(reduceInOrder(vals, rng0(size), op, c.wire), c.tdt)
-							exp := RoundTo(vals[rank], c.tdt) // reduce: the others keep theirs
+							red := elem.RoundTo(reduceInOrder(vals, rng0(size), op, c.wire), c.tdt)
+							exp := elem.RoundTo(vals[rank], c.tdt) // reduce: the others keep theirs
 							switch {
-							case coll == CollReduceScatter && min(i/slice, int64(size-1)) == int64(rank):
+							case coll == plan.CollReduceScatter && min(i/slice, int64(size-1)) == int64(rank):
 								exp = red
-							case coll == CollReduceScatter:
+							case coll == plan.CollReduceScatter:
 								exp = math.Inf(1) // undefined
 							case rank == size-1:
 								exp = red
@@ -253,30 +256,30 @@ func TestCheckerInitChainExact(t *testing.T) {
 	} {
 		for size := 1; size <= 8; size++ {
 			const n = 300
-			p := &Plan{
+			p := &plan.Plan{
 				Tensors: []Tensor{{Name: "t", DType: c.tdt, Shape: []int64{n}, Bucket: 0}},
 				Buckets: []Bucket{{Name: "b", Wire: c.wire, Elems: n, Tensors: []int{0}}},
 				Streams: []Stream{{Name: "comm"}},
 			}
-			prog := &program{init: []stmt{{kind: sColl, coll: CollAllReduce, op: c.init, buckets: []int{0}}}, step: []stmt{{kind: sBackward}}}
+			prog := &plan.Program{Init: []plan.Stmt{{Kind: plan.StmtColl, Coll: plan.CollAllReduce, Op: c.init, Buckets: []int{0}}}, Step: []plan.Stmt{{Kind: plan.StmtBackward}}}
 			for _, op := range c.step {
-				prog.step = append(prog.step, stmt{kind: sColl, coll: CollAllReduce, op: op, buckets: []int{0}})
+				prog.Step = append(prog.Step, plan.Stmt{Kind: plan.StmtColl, Coll: plan.CollAllReduce, Op: op, Buckets: []int{0}})
 			}
 			e := &engine{plan: p, prog: prog, rank: 0, size: size}
 			e.shapes = choosePatterns(p, prog, size)
 			e.buckets = []bucketMem{{elems: n}}
 			e.backOrder = []int{0}
 			e.model = newModel(e)
-			e.model.apply(prog.init, InitStep)
+			e.model.apply(prog.Init, elem.InitStep)
 			want := make([]float64, n)
 			e.model.newSim(0).run(0, want)
 			for i := int64(0); i < n; i++ {
 				vals := make([]float64, size)
 				for r := range vals {
-					fp := e.shapes[0].Params(r, size, InitStep, 0)
-					vals[r] = RoundTo(RoundTo(float64(FillValue(&fp, i)), c.tdt), c.wire)
+					fp := e.shapes[0].Params(r, size, elem.InitStep, 0)
+					vals[r] = elem.RoundTo(elem.RoundTo(float64(elem.FillValue(&fp, i)), c.tdt), c.wire)
 				}
-				got := RoundTo(reduceInOrder(vals, rng.Perm(size), c.init, c.wire), c.tdt)
+				got := elem.RoundTo(reduceInOrder(vals, rng.Perm(size), c.init, c.wire), c.tdt)
 				if math.IsNaN(want[i]) {
 					t.Fatalf("%s on %s wire, init %s then step %v over %d ranks: element %d unchecked", c.tdt, c.wire, c.init, c.step, size, i)
 				}
@@ -316,7 +319,7 @@ func (h *hostBackend) CopyToHost(dst []byte, src Span) error {
 // the others live in one buffer per dtype, 64-byte aligned, as the engine
 // lays them out. The step is a backward and an allreduce of op.
 func bucketEngine(dts []DType, elems []int64, wire DType, op RedOp, size, rank int) (*engine, *hostBackend) {
-	p := &Plan{Streams: []Stream{{Name: "comm"}}}
+	p := &plan.Plan{Streams: []Stream{{Name: "comm"}}}
 	b := Bucket{Name: "b", Wire: wire}
 	for i, dt := range dts {
 		p.Tensors = append(p.Tensors, Tensor{Name: fmt.Sprintf("t%d", i), DType: dt, Shape: []int64{elems[i]}, Bucket: 0, Offset: b.Elems})
@@ -324,7 +327,7 @@ func bucketEngine(dts []DType, elems []int64, wire DType, op RedOp, size, rank i
 		b.Elems += elems[i]
 	}
 	p.Buckets = []Bucket{b}
-	prog := &program{step: []stmt{{kind: sBackward}, {kind: sColl, coll: CollAllReduce, op: op, buckets: []int{0}}}}
+	prog := &plan.Program{Step: []plan.Stmt{{Kind: plan.StmtBackward}, {Kind: plan.StmtColl, Coll: plan.CollAllReduce, Op: op, Buckets: []int{0}}}}
 	be := &hostBackend{}
 	e := &engine{plan: p, prog: prog, rank: rank, size: size, be: be}
 	e.shapes = choosePatterns(p, prog, size)
@@ -349,7 +352,7 @@ func bucketEngine(dts []DType, elems []int64, wire DType, op RedOp, size, rank i
 		e.backOrder = append(e.backOrder, i)
 	}
 	e.model = newModel(e)
-	e.model.apply(prog.step, 5)
+	e.model.apply(prog.Step, 5)
 	return e, be
 }
 
@@ -395,11 +398,11 @@ func TestCheckBucketFindsEveryWrongElement(t *testing.T) {
 				in := make([]float64, size)
 				for r := range in {
 					p := e.shapes[ti].Params(r, size, 5, ti)
-					in[r] = RoundTo(RoundTo(float64(FillValue(&p, int64(i))), dt), F32)
+					in[r] = elem.RoundTo(elem.RoundTo(float64(elem.FillValue(&p, int64(i))), dt), F32)
 				}
-				vals[i] = RoundTo(reduceInOrder(in, rng0(size), op, F32), dt)
+				vals[i] = elem.RoundTo(reduceInOrder(in, rng0(size), op, F32), dt)
 			}
-			storeAll(storeBytes(e, ti), dt, vals)
+			elem.StoreAll(storeBytes(e, ti), dt, vals)
 		}
 		for _, batch := range []int64{64 << 20, 1000} {
 			checkBatchBytes = batch
@@ -421,9 +424,9 @@ func TestCheckBucketFindsEveryWrongElement(t *testing.T) {
 			b := storeBytes(e, int(c[0]))
 			dt := dts[c[0]]
 			v := make([]float64, elems[c[0]])
-			loadAll(v, b, dt)
+			elem.LoadAll(v, b, dt)
 			v[c[1]]++
-			storeAll(b, dt, v)
+			elem.StoreAll(b, dt, v)
 		}
 		for _, batch := range []int64{64 << 20, 1000} {
 			checkBatchBytes = batch
@@ -485,7 +488,7 @@ func TestProdAfterReductionUnchecked(t *testing.T) {
 	for dt, most := range from {
 		for _, first := range []RedOp{Min, Max, Sum, Avg} {
 			share := func(size int) float64 {
-				chain := []stmt{{kind: sColl, coll: CollAllReduce, op: first, buckets: []int{0}}, {kind: sColl, coll: CollAllReduce, op: Prod, buckets: []int{0}}}
+				chain := []plan.Stmt{{Kind: plan.StmtColl, Coll: plan.CollAllReduce, Op: first, Buckets: []int{0}}, {Kind: plan.StmtColl, Coll: plan.CollAllReduce, Op: Prod, Buckets: []int{0}}}
 				const n = 2000
 				e := testEngine(dt, dt, n, size, 0, chain)
 				want := make([]float64, n)

@@ -16,6 +16,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/syncgen/syncgen/runtime/internal/text"
 	"github.com/syncgen/syncgen/runtime/mpi"
 )
 
@@ -59,9 +60,9 @@ func (t cpuTuning) String() string {
 	case t.chunkBytes == math.MaxInt64:
 		s = "collectives not split"
 	case t.autoChunk:
-		s = "pieces of " + formatBytes(t.chunkBytes)
+		s = "pieces of " + text.Bytes(t.chunkBytes)
 	default:
-		s = "pieces of " + formatBytes(t.chunkBytes) + " (SYNCGEN_CPU_CHUNK)"
+		s = "pieces of " + text.Bytes(t.chunkBytes) + " (SYNCGEN_CPU_CHUNK)"
 	}
 	if t.nonblocking {
 		s += fmt.Sprintf(", %d in flight", t.inflight)
@@ -104,7 +105,7 @@ func (b *cpuBackend) describe() string {
 	}
 	s := "blocking MPI calls in issue order, " + b.tune.String()
 	if b.tune.autoChunk && b.prog == nil && !b.piecesSized {
-		s += fmt.Sprintf(" (up to %s if the warm-up's are quick)", formatBytes(maxPiece))
+		s += fmt.Sprintf(" (up to %s if the warm-up's are quick)", text.Bytes(maxPiece))
 	}
 	return s
 }
@@ -116,7 +117,7 @@ func (b *cpuBackend) pieceNote() string {
 		return ""
 	}
 	return fmt.Sprintf("pieces of large collectives: %s in the measured steps (a %s piece took %s in the warm-up, the quickest on the slowest rank; SYNCGEN_CPU_CHUNK fixes the size)",
-		formatBytes(b.tune.chunkBytes), formatBytes(defaultCPUChunk), formatDur(b.pieceTime))
+		text.Bytes(b.tune.chunkBytes), text.Bytes(defaultCPUChunk), text.Dur(b.pieceTime))
 }
 
 func (b *cpuBackend) NewStream(index int, name string, prio Priority) (BackendStream, error) {
@@ -203,7 +204,7 @@ func (b *cpuBackend) Close() error {
 		buf.p = nil
 	}
 	b.bufs = nil
-	return joinErrors(errs)
+	return text.JoinErrors(errs)
 }
 
 // cpuBuffer is C memory.

@@ -29,14 +29,15 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/syncgen/syncgen/runtime/internal/plan"
 	"github.com/syncgen/syncgen/runtime/mpi"
 )
 
 // batchable says whether the blocking CPU backend runs collective c in a
 // batch; allgather and reduce-scatter pieces need Go code between their MPI
 // calls (cpu_coll.go).
-func batchable(c Coll) bool {
-	return c == CollAllReduce || c == CollBroadcast || c == CollReduce
+func batchable(c plan.Coll) bool {
+	return c == plan.CollAllReduce || c == plan.CollBroadcast || c == plan.CollReduce
 }
 
 // runBatch runs ops[first:] up to the end of one batch, starting at the
@@ -165,11 +166,11 @@ func (s *cpuStream) addPiece(op *cpuOp) (last bool) {
 		Size:  s.b.h.size,
 	}
 	switch c.Coll {
-	case CollAllReduce:
+	case plan.CollAllReduce:
 		s.batch.Allreduce(x)
-	case CollBroadcast:
+	case plan.CollBroadcast:
 		s.batch.Bcast(x)
-	case CollReduce:
+	case plan.CollReduce:
 		s.batch.Reduce(x)
 	}
 	return last

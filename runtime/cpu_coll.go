@@ -47,6 +47,8 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/syncgen/syncgen/runtime/internal/elem"
+	"github.com/syncgen/syncgen/runtime/internal/plan"
 	"github.com/syncgen/syncgen/runtime/mpi"
 )
 
@@ -102,7 +104,7 @@ func (b *cpuBackend) Collectives(ops []CollOp) error {
 		if _, err := spanBytes(op.Buf); err != nil && op.Buf.N > 0 {
 			return fmt.Errorf("%s %q: %w", op.Coll, op.Name, err)
 		}
-		if (op.Coll == CollAllGather || op.Coll == CollReduceScatter) && op.Buf.N%int64(b.h.size) != 0 {
+		if (op.Coll == plan.CollAllGather || op.Coll == plan.CollReduceScatter) && op.Buf.N%int64(b.h.size) != 0 {
 			return fmt.Errorf("%s %q: %d elements do not split into %d ranks", op.Coll, op.Name, op.Buf.N, b.h.size)
 		}
 		if b.prog == nil && batchable(op.Coll) {
@@ -143,7 +145,7 @@ func (b *cpuBackend) run(s *cpuStream, op *CollOp) error {
 	if n == 0 {
 		return nil
 	}
-	if op.Coll != CollAllGather && op.Coll != CollReduceScatter {
+	if op.Coll != plan.CollAllGather && op.Coll != plan.CollReduceScatter {
 		return fmt.Errorf("%s is not run piecewise", op.Coll)
 	}
 	dt := op.Buf.DType
@@ -159,7 +161,7 @@ func (b *cpuBackend) run(s *cpuStream, op *CollOp) error {
 	for off := int64(0); off < per; off += piece {
 		cnt := min(piece, per-off)
 		var err error
-		if op.Coll == CollAllGather {
+		if op.Coll == plan.CollAllGather {
 			b.h.mu.Lock()
 			err = s.comm.AllgatherStrided(unsafe.Add(base, off*esz), int(cnt), per, mpi.DType(dt))
 			b.h.mu.Unlock()
@@ -171,9 +173,9 @@ func (b *cpuBackend) run(s *cpuStream, op *CollOp) error {
 		}
 		s.yieldIfDue()
 	}
-	if op.Coll == CollReduceScatter && op.Op == Avg {
+	if op.Coll == plan.CollReduceScatter && op.Op == Avg {
 		mine := unsafe.Slice((*byte)(unsafe.Add(base, int64(b.h.rank)*per*esz)), per*esz)
-		avgDivide(mine, dt, b.h.size)
+		elem.AvgDivide(mine, dt, b.h.size)
 	}
 	return nil
 }
@@ -187,7 +189,7 @@ func (b *cpuBackend) blocks(s *cpuStream, op *CollOp, base unsafe.Pointer, per i
 	dt := op.Buf.DType
 	b.h.mu.Lock()
 	defer b.h.mu.Unlock()
-	if op.Coll == CollAllGather {
+	if op.Coll == plan.CollAllGather {
 		return s.comm.Allgather(base, int(per), mpi.DType(dt))
 	}
 	if err := s.comm.ReduceScatterBlock(base, int(per), mpi.DType(dt), mpi.Op(op.Op)); err != nil {
@@ -202,7 +204,7 @@ func (b *cpuBackend) blocks(s *cpuStream, op *CollOp, base unsafe.Pointer, per i
 		copy(mine, unsafe.Slice((*byte)(base), per*esz))
 	}
 	if op.Op == Avg {
-		avgDivide(mine, dt, b.h.size)
+		elem.AvgDivide(mine, dt, b.h.size)
 	}
 	return nil
 }

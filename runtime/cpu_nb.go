@@ -20,6 +20,8 @@ import (
 	"runtime"
 	"unsafe"
 
+	"github.com/syncgen/syncgen/runtime/internal/elem"
+	"github.com/syncgen/syncgen/runtime/internal/plan"
 	"github.com/syncgen/syncgen/runtime/mpi"
 )
 
@@ -175,7 +177,7 @@ func (p *progressThread) start(j *nbJob, set *mpi.RequestSet, owner map[int]*nbJ
 	base := spanPtr(op.Buf)
 	rank := p.h.rank
 	switch op.Coll {
-	case CollAllGather, CollReduceScatter:
+	case plan.CollAllGather, plan.CollReduceScatter:
 		if j.next == 0 && n > 0 {
 			j.next = n
 			per := n / int64(p.h.size)
@@ -186,7 +188,7 @@ func (p *progressThread) start(j *nbJob, set *mpi.RequestSet, owner map[int]*nbJ
 			unlock := lock()
 			var r mpi.Request
 			var err error
-			if op.Coll == CollAllGather {
+			if op.Coll == plan.CollAllGather {
 				r, err = j.s.comm.Iallgather(base, int(per), mpi.DType(dt))
 			} else {
 				r, err = j.s.comm.IreduceScatterBlock(base, int(per), mpi.DType(dt), mpi.Op(op.Op))
@@ -203,11 +205,11 @@ func (p *progressThread) start(j *nbJob, set *mpi.RequestSet, owner map[int]*nbJ
 			var r mpi.Request
 			var err error
 			switch op.Coll {
-			case CollAllReduce:
+			case plan.CollAllReduce:
 				r, err = j.s.comm.Iallreduce(ptr, int(cnt), mpi.DType(dt), mpi.Op(op.Op))
-			case CollBroadcast:
+			case plan.CollBroadcast:
 				r, err = j.s.comm.Ibcast(ptr, int(cnt), mpi.DType(dt), op.Root)
-			case CollReduce:
+			case plan.CollReduce:
 				r, err = j.s.comm.Ireduce(ptr, int(cnt), mpi.DType(dt), mpi.Op(op.Op), op.Root, rank)
 			default:
 				err = fmt.Errorf("unknown collective %d", op.Coll)
@@ -235,18 +237,18 @@ func (p *progressThread) finish(j *nbJob) {
 		return
 	}
 	switch op.Coll {
-	case CollReduceScatter:
+	case plan.CollReduceScatter:
 		per := int64(len(all)) / int64(size)
 		mine := all[int64(rank)*per : int64(rank+1)*per]
 		if rank != 0 {
 			copy(mine, all[:per])
 		}
 		if op.Op == Avg {
-			avgDivide(mine, op.Buf.DType, size)
+			elem.AvgDivide(mine, op.Buf.DType, size)
 		}
-	case CollAllReduce, CollReduce:
-		if op.Op == Avg && (op.Coll == CollAllReduce || rank == op.Root) {
-			avgDivide(all, op.Buf.DType, size)
+	case plan.CollAllReduce, plan.CollReduce:
+		if op.Op == Avg && (op.Coll == plan.CollAllReduce || rank == op.Root) {
+			elem.AvgDivide(all, op.Buf.DType, size)
 		}
 	}
 	j.fin <- nil

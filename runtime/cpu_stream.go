@@ -8,6 +8,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/syncgen/syncgen/runtime/internal/elem"
 	"github.com/syncgen/syncgen/runtime/mpi"
 )
 
@@ -108,7 +109,7 @@ type cpuOp struct {
 type elemOp struct {
 	dst, src     []byte
 	dtype, srcDT DType
-	fill         FillParams
+	fill         elem.FillParams
 }
 
 // opKind says what a cpuOp is.
@@ -302,13 +303,13 @@ func (s *cpuStream) run(op *cpuOp) (err error) {
 	case opFill:
 		t0 := time.Now()
 		if e := &op.elem; e.fill.Unchecked {
-			clearBytes(e.dst)
+			elem.ClearBytes(e.dst)
 		} else {
-			fillBytes(e.dst, e.dtype, &e.fill)
+			elem.FillBytes(e.dst, e.dtype, &e.fill)
 		}
 		s.debt += time.Since(t0)
 	case opCast:
-		castBytes(op.elem.dst, op.elem.dtype, op.elem.src, op.elem.srcDT)
+		elem.CastBytes(op.elem.dst, op.elem.dtype, op.elem.src, op.elem.srcDT)
 	case opCollGo:
 		s.b.seq.wait(op.ticket)
 		defer s.b.seq.done()
@@ -332,7 +333,7 @@ func (s *cpuStream) close() {
 	s.batch.Free()
 }
 
-func (s *cpuStream) Fill(dst Span, p FillParams) error {
+func (s *cpuStream) Fill(dst Span, p elem.FillParams) error {
 	b, err := spanBytes(dst)
 	if err != nil {
 		return fmt.Errorf("fill: %w", err)

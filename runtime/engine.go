@@ -10,23 +10,30 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/syncgen/syncgen/runtime/internal/elem"
+	"github.com/syncgen/syncgen/runtime/internal/plan"
+	"github.com/syncgen/syncgen/runtime/internal/text"
 )
 
 // engine runs one plan on one rank.
 type engine struct {
-	plan *Plan
-	prog *program
-	opts *options
-	h    *mpiHost
-	rank int
-	size int
+	plan *plan.Plan
+	prog *plan.Program
+	// runInit runs the plan's init block (nil without one), runStep one
+	// step: the generated functions, issuing their statements here.
+	runInit, runStep func()
+	opts             *options
+	h                *mpiHost
+	rank             int
+	size             int
 
 	be      Backend
 	streams []BackendStream
 
 	buckets []bucketMem
 	tensors []tensorMem
-	shapes  []PatternShape
+	shapes  []elem.PatternShape
 	// backOrder lists the non-frozen tensors in the order backward makes
 	// their gradients ready (reverse declaration order); lastOf[t] is the
 	// bucket whose last gradient t is, or -1.
@@ -55,15 +62,14 @@ type engine struct {
 	ready       []readyMark
 	cursor      int // index into the recorded flat statements, for the sanity check
 	hangAt      int // test hook: stop before this statement (-1: never)
-	flatStep    []stmt
+	flatStep    []plan.Stmt
 	collected   []timed    // collect's result, reused from step to step
 	itemBuf     []collItem // a statement's buckets, reused (step.go)
 	opBuf       []CollOp   // a statement's collectives, reused (step.go)
 	groupBuf    []collItem // a group's buckets, reused (step.go)
 	// What the steps reuse so that they allocate nothing once warm (see
-	// cpuEvent.record for why that matters): the Step handed to the plan,
-	// each stream's "wait NAME" record name, the intervals of stepStatsOf.
-	step      Step
+	// cpuEvent.record for why that matters): each stream's
+	// "wait NAME" record name, the intervals of stepStatsOf.
 	waitNames []string
 	stats     intervalScratch
 
@@ -127,7 +133,7 @@ type timed struct {
 	name   string
 	bucket int
 	id     int // collective statement id, for table rows
-	coll   Coll
+	coll   plan.Coll
 	op     RedOp
 	bytes  int64
 	group  bool
@@ -140,14 +146,13 @@ type timed struct {
 }
 
 // newEngine allocates everything the plan needs on backend be.
-func newEngine(p *Plan, prog *program, opts *options, h *mpiHost, be Backend) (*engine, error) {
+func newEngine(p *plan.Plan, prog *plan.Program, opts *options, h *mpiHost, be Backend) (*engine, error) {
 	e := &engine{plan: p, prog: prog, opts: opts, h: h, rank: h.rank, size: h.size, be: be}
-	e.step = Step{e: e}
 	for _, s := range p.Streams {
 		e.waitNames = append(e.waitNames, "wait "+s.Name)
 	}
 	e.tracing = opts.tracing
-	e.flatStep = flat(prog.step)
+	e.flatStep = plan.Flat(prog.Step)
 	for i, s := range p.Streams {
 		st, err := be.NewStream(i, s.Name, s.Priority)
 		if err != nil {
@@ -162,8 +167,8 @@ func newEngine(p *Plan, prog *program, opts *options, h *mpiHost, be Backend) (*
 	e.ready = make([]readyMark, len(p.Buckets))
 	e.lastRec = make([]Event, len(e.streams))
 	for _, s := range e.flatStep {
-		if s.kind == sColl {
-			e.alignStream = s.stream
+		if s.Kind == plan.StmtColl {
+			e.alignStream = s.Stream
 			break
 		}
 	}
@@ -187,7 +192,7 @@ func (e *engine) allocate() error {
 		}
 		buf, err := e.be.Alloc(b.Wire, max(n, 1))
 		if err != nil {
-			return fmt.Errorf("bucket %q (%s of %s): %w", b.Name, formatCount(n), b.Wire, err)
+			return fmt.Errorf("bucket %q (%s of %s): %w", b.Name, text.Count(n), b.Wire, err)
 		}
 		e.buckets[i] = bucketMem{buf: buf, elems: n, span: Span{Buf: buf, Off: 0, N: n, DType: b.Wire}}
 	}
@@ -198,7 +203,7 @@ func (e *engine) allocate() error {
 	for i := range p.Tensors {
 		t := &p.Tensors[i]
 		tm := &e.tensors[i]
-		tm.elems = tensorElems(t)
+		tm.elems = t.Elems()
 		if t.Bucket >= 0 {
 			b := &e.buckets[t.Bucket]
 			tm.wire = Span{Buf: b.buf, Off: t.Offset, N: tm.elems, DType: p.Buckets[t.Bucket].Wire}
@@ -222,7 +227,7 @@ func (e *engine) allocate() error {
 	for _, dt := range dtypes {
 		buf, err := e.be.Alloc(dt, arenaSize[dt])
 		if err != nil {
-			return fmt.Errorf("storage of the %s tensors (%s): %w", dt, formatCount(arenaSize[dt]), err)
+			return fmt.Errorf("storage of the %s tensors (%s): %w", dt, text.Count(arenaSize[dt]), err)
 		}
 		arenas[dt] = buf
 	}
@@ -237,7 +242,7 @@ func (e *engine) allocate() error {
 	// Initial values, on the first stream.
 	st := e.streams[0]
 	for i := range p.Tensors {
-		if err := st.Fill(e.tensors[i].store, e.shapes[i].Params(e.rank, e.size, InitStep, i)); err != nil {
+		if err := st.Fill(e.tensors[i].store, e.shapes[i].Params(e.rank, e.size, elem.InitStep, i)); err != nil {
 			return fmt.Errorf("initial fill of %q: %w", p.Tensors[i].Name, err)
 		}
 		if !e.tensors[i].inPlace && p.Tensors[i].Bucket >= 0 {
@@ -251,12 +256,12 @@ func (e *engine) allocate() error {
 
 // paddedBuckets reports which of the n buckets an allgather or
 // reducescatter touches anywhere in the program.
-func paddedBuckets(prog *program, n int) []bool {
+func paddedBuckets(prog *plan.Program, n int) []bool {
 	out := make([]bool, n)
-	for _, ss := range [][]stmt{flat(prog.init), flat(prog.step)} {
+	for _, ss := range [][]plan.Stmt{plan.Flat(prog.Init), plan.Flat(prog.Step)} {
 		for _, s := range ss {
-			if s.kind == sColl && (s.coll == CollAllGather || s.coll == CollReduceScatter) {
-				for _, b := range s.buckets {
+			if s.Kind == plan.StmtColl && (s.Coll == plan.CollAllGather || s.Coll == plan.CollReduceScatter) {
+				for _, b := range s.Buckets {
 					out[b] = true
 				}
 			}

@@ -9,6 +9,8 @@ import (
 	goruntime "runtime"
 	"sort"
 	"strings"
+
+	"github.com/syncgen/syncgen/runtime/internal/text"
 )
 
 // adjustGOMAXPROCS makes sure Go has at least two threads to run on. Under
@@ -76,7 +78,7 @@ func gatherInfo(h *mpiHost, be Backend, why, procNote string, tune cpuTuning) *r
 		if len(libs) > 1 {
 			var parts []string
 			for lib, rs := range libs {
-				parts = append(parts, fmt.Sprintf("%s: %s", rankList(rs), lib))
+				parts = append(parts, fmt.Sprintf("%s: %s", text.RankList(rs), lib))
 			}
 			sort.Strings(parts)
 			info.warnings = append(info.warnings, "the ranks run different MPI libraries ("+strings.Join(parts, "; ")+")")

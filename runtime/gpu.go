@@ -23,6 +23,8 @@ import (
 	"time"
 
 	"github.com/syncgen/syncgen/runtime/cuda"
+	"github.com/syncgen/syncgen/runtime/internal/elem"
+	"github.com/syncgen/syncgen/runtime/internal/plan"
 	"github.com/syncgen/syncgen/runtime/nccl"
 )
 
@@ -428,11 +430,11 @@ func (b *gpuBackend) Collectives(ops []CollOp) error {
 		st := op.Stream.(*gpuStream)
 		span := op.Buf
 		switch op.Coll {
-		case CollReduce:
+		case plan.CollReduce:
 			if rank != op.Root {
 				continue
 			}
-		case CollReduceScatter:
+		case plan.CollReduceScatter:
 			span.N /= int64(size)
 			span.Off += int64(rank) * span.N
 		}
@@ -478,15 +480,15 @@ func (b *gpuBackend) queue(op *CollOp) error {
 		}
 	}
 	switch op.Coll {
-	case CollAllReduce:
+	case plan.CollAllReduce:
 		err = st.comm.AllReduce(base, base, n, dt, redop, st.s)
-	case CollBroadcast:
+	case plan.CollBroadcast:
 		err = st.comm.Broadcast(base, base, n, dt, op.Root, st.s)
-	case CollReduce:
+	case plan.CollReduce:
 		err = st.comm.Reduce(base, base, n, dt, redop, op.Root, st.s)
-	case CollAllGather:
+	case plan.CollAllGather:
 		err = st.comm.AllGather(sliceAddr, base, slice, dt, st.s)
-	case CollReduceScatter:
+	case plan.CollReduceScatter:
 		err = st.comm.ReduceScatter(base, sliceAddr, slice, dt, redop, st.s)
 	default:
 		err = fmt.Errorf("unknown collective %d", op.Coll)
@@ -690,7 +692,7 @@ const (
 
 func (s *gpuStream) Name() string { return s.name }
 
-func (s *gpuStream) Fill(dst Span, p FillParams) error {
+func (s *gpuStream) Fill(dst Span, p elem.FillParams) error {
 	ptr, err := addr(dst)
 	if err != nil {
 		return err

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/syncgen/syncgen/runtime/cuda"
+	"github.com/syncgen/syncgen/runtime/internal/elem"
+	"github.com/syncgen/syncgen/runtime/internal/plan"
 	"github.com/syncgen/syncgen/runtime/nccl"
 )
 
@@ -43,11 +45,11 @@ func TestGPUBench(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	p0 := FillParams{Kind: FillUniform, SeedA: 1, Lo: 0, Hi: 9}
+	p0 := elem.FillParams{Kind: elem.FillUniform, SeedA: 1, Lo: 0, Hi: 9}
 	fmt.Printf("# syncgen runtime allreduce: NCCL %d, %d GPU(s), dtype f32, in place\n", nccl.Version(), b.env.Size)
 	fmt.Printf("# %-12s %8s %12s %12s %10s %10s\n", "bytes", "iters", "host_us", "dev_us", "algbw", "busbw")
 	for bytes := int64(4); bytes <= maxBytes; bytes *= 2 {
-		op := []CollOp{{Stream: comm, Coll: CollAllReduce, Op: Sum, Buf: Span{Buf: buf, N: bytes / 4, DType: F32}, Name: "bench"}}
+		op := []CollOp{{Stream: comm, Coll: plan.CollAllReduce, Op: Sum, Buf: Span{Buf: buf, N: bytes / 4, DType: F32}, Name: "bench"}}
 		for w := 0; w < 5; w++ {
 			must(b.Collectives(op))
 		}
@@ -73,7 +75,7 @@ func TestGPUBench(t *testing.T) {
 	// program pays around every collective (events for timing and
 	// dependencies) on top of NCCL's own call.
 	const calls = 20000
-	tiny := []CollOp{{Stream: comm, Coll: CollAllReduce, Op: Sum, Buf: Span{Buf: buf, N: 1, DType: F32}, Name: "bench"}}
+	tiny := []CollOp{{Stream: comm, Coll: plan.CollAllReduce, Op: Sum, Buf: Span{Buf: buf, N: 1, DType: F32}, Name: "bench"}}
 	one := Span{Buf: buf, N: 1, DType: F32}
 	fmt.Printf("# host time per call, us (%d calls each, then one synchronisation)\n", calls)
 	cost := func(name string, st *gpuStream, f func() error) {
@@ -115,7 +117,7 @@ func TestGPUBench(t *testing.T) {
 	f16 := Span{Buf: half, N: f32.N, DType: F16}
 	dst := mustAlloc(t, b, F32, f32.N)
 	d32 := Span{Buf: dst, N: f32.N, DType: F32}
-	p := FillParams{Kind: FillAvg, SeedA: 1, SeedB: 2, Lo: -100, Hi: 100, Dev: 7, Sign: 1}
+	p := elem.FillParams{Kind: elem.FillAvg, SeedA: 1, SeedB: 2, Lo: -100, Hi: 100, Dev: 7, Sign: 1}
 	timeIt := func(name string, bytesMoved int64, work func() error) float64 {
 		for w := 0; w < 2; w++ {
 			must(work())

@@ -13,6 +13,9 @@ import (
 	goruntime "runtime"
 	"testing"
 	"time"
+
+	"github.com/syncgen/syncgen/runtime/internal/elem"
+	"github.com/syncgen/syncgen/runtime/internal/plan"
 )
 
 // soloBoot is the bootstrap of a one-rank job, for tests without MPI.
@@ -72,18 +75,18 @@ func hostCopy(t testing.TB, b Backend, s Span) []byte {
 var allDTypes = []DType{F64, F32, F16, BF16, I64, I32, I8, U8}
 
 // fillCases are parameters of every kind, in ranges every dtype holds.
-func fillCases(dt DType) []FillParams {
+func fillCases(dt DType) []elem.FillParams {
 	lo, hi := int32(-100), int32(100)
 	if dt == U8 {
 		lo, hi = 0, 200
 	}
-	return []FillParams{
-		{Kind: FillUniform, SeedA: Seed(1, 0, 7, 3), Lo: lo, Hi: hi},
-		{Kind: FillUniform, SeedA: 12345, Lo: 5, Hi: 5},
-		{Kind: FillAvg, SeedA: Seed(2, 7, 3), SeedB: Seed(3, 0, 7, 3), Lo: 10, Hi: 50, Dev: 9, Sign: 1},
-		{Kind: FillAvg, SeedA: 99, SeedB: 98, Lo: 10, Hi: 50, Dev: 9, Sign: -1},
-		{Kind: FillProd, SeedA: 4242, Two: true, Neg: dt != U8},
-		{Kind: FillProd, SeedA: 4243},
+	return []elem.FillParams{
+		{Kind: elem.FillUniform, SeedA: elem.Seed(1, 0, 7, 3), Lo: lo, Hi: hi},
+		{Kind: elem.FillUniform, SeedA: 12345, Lo: 5, Hi: 5},
+		{Kind: elem.FillAvg, SeedA: elem.Seed(2, 7, 3), SeedB: elem.Seed(3, 0, 7, 3), Lo: 10, Hi: 50, Dev: 9, Sign: 1},
+		{Kind: elem.FillAvg, SeedA: 99, SeedB: 98, Lo: 10, Hi: 50, Dev: 9, Sign: -1},
+		{Kind: elem.FillProd, SeedA: 4242, Two: true, Neg: dt != U8},
+		{Kind: elem.FillProd, SeedA: 4243},
 	}
 }
 
@@ -103,7 +106,7 @@ func TestGPUFillMatchesGo(t *testing.T) {
 			}
 			got := hostCopy(t, b, span)
 			want := make([]byte, len(got))
-			fillBytes(want, dt, &p)
+			elem.FillBytes(want, dt, &p)
 			if i := firstDiff(got, want, int(dt.Size())); i >= 0 {
 				t.Errorf("%s fill case %d: element %d is %x, want %x", dt, ci, i, got[i*int(dt.Size()):(i+1)*int(dt.Size())], want[i*int(dt.Size()):(i+1)*int(dt.Size())])
 			}
@@ -185,8 +188,8 @@ func sameElems(got, want []byte, dt DType) int {
 	n := len(got) / int(dt.Size())
 	g := make([]float64, n)
 	w := make([]float64, n)
-	loadAll(g, got, dt)
-	loadAll(w, want, dt)
+	elem.LoadAll(g, got, dt)
+	elem.LoadAll(w, want, dt)
 	size := int(dt.Size())
 	for i := 0; i < n; i++ {
 		if bytes.Equal(got[i*size:(i+1)*size], want[i*size:(i+1)*size]) {
@@ -211,7 +214,7 @@ func TestGPUCastMatchesGo(t *testing.T) {
 				continue
 			}
 			want := make([]byte, n*ddt.Size())
-			castBytes(want, ddt, src, sdt)
+			elem.CastBytes(want, ddt, src, sdt)
 			// Offsets 0 (the vectorised kernels' case) and 1 (unaligned).
 			for _, off := range []int64{0, 1} {
 				sb := mustAlloc(t, b, sdt, n+1)
@@ -246,7 +249,7 @@ func TestGPUDivideMatchesGo(t *testing.T) {
 		for _, size := range []int{3, 6, 7} {
 			buf := mustAlloc(t, b, dt, n)
 			span := Span{Buf: buf, N: n, DType: dt}
-			p := FillParams{Kind: FillUniform, SeedA: uint32(size), Lo: -120, Hi: 120}
+			p := elem.FillParams{Kind: elem.FillUniform, SeedA: uint32(size), Lo: -120, Hi: 120}
 			if dt == U8 {
 				p.Lo = 0
 			}
@@ -267,8 +270,8 @@ func TestGPUDivideMatchesGo(t *testing.T) {
 			}
 			got := hostCopy(t, b, span)
 			want := make([]byte, len(got))
-			fillBytes(want, dt, &p)
-			avgDivide(want, dt, size)
+			elem.FillBytes(want, dt, &p)
+			elem.AvgDivide(want, dt, size)
 			if i := firstDiff(got, want, int(dt.Size())); i >= 0 {
 				t.Errorf("%s / %d: element %d differs", dt, size, i)
 			}
@@ -285,17 +288,17 @@ func TestGPUCollectives(t *testing.T) {
 	for _, dt := range allDTypes {
 		buf := mustAlloc(t, b, dt, n)
 		span := Span{Buf: buf, N: n, DType: dt}
-		p := FillParams{Kind: FillUniform, SeedA: 5, Lo: 1, Hi: 100}
+		p := elem.FillParams{Kind: elem.FillUniform, SeedA: 5, Lo: 1, Hi: 100}
 		want := make([]byte, span.Bytes())
-		fillBytes(want, dt, &p)
+		elem.FillBytes(want, dt, &p)
 		var ops []CollOp
-		for _, c := range []Coll{CollAllReduce, CollReduce, CollReduceScatter} {
+		for _, c := range []plan.Coll{plan.CollAllReduce, plan.CollReduce, plan.CollReduceScatter} {
 			for _, op := range []RedOp{Sum, Avg, Min, Max, Prod} {
 				ops = append(ops, CollOp{Stream: s2, Coll: c, Op: op, Buf: span, Name: "b"})
 			}
 		}
-		ops = append(ops, CollOp{Stream: s2, Coll: CollBroadcast, Buf: span, Name: "b"},
-			CollOp{Stream: s2, Coll: CollAllGather, Buf: span, Name: "b"})
+		ops = append(ops, CollOp{Stream: s2, Coll: plan.CollBroadcast, Buf: span, Name: "b"},
+			CollOp{Stream: s2, Coll: plan.CollAllGather, Buf: span, Name: "b"})
 		for _, op := range ops {
 			if err := s2.Fill(span, p); err != nil {
 				t.Fatal(err)
@@ -319,7 +322,7 @@ func TestGPUCollectives(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := FillParams{Kind: FillUniform, SeedA: 9, Lo: -8, Hi: 8}
+	p := elem.FillParams{Kind: elem.FillUniform, SeedA: 9, Lo: -8, Hi: 8}
 	sa, sc := Span{Buf: a, N: 1 << 20, DType: F32}, Span{Buf: c, N: 1 << 20, DType: BF16}
 	for _, st := range []error{s1.Fill(sa, p), s1.Fill(sc, p), s1.Record(ev), s2.WaitEvent(ev)} {
 		if st != nil {
@@ -327,8 +330,8 @@ func TestGPUCollectives(t *testing.T) {
 		}
 	}
 	err = b.Collectives([]CollOp{
-		{Stream: s2, Coll: CollAllReduce, Op: Sum, Buf: sa, Name: "a"},
-		{Stream: s1, Coll: CollAllReduce, Op: Avg, Buf: sc, Name: "c"},
+		{Stream: s2, Coll: plan.CollAllReduce, Op: Sum, Buf: sa, Name: "a"},
+		{Stream: s1, Coll: plan.CollAllReduce, Op: Avg, Buf: sc, Name: "c"},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -340,7 +343,7 @@ func TestGPUCollectives(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := make([]byte, sc.Bytes())
-	fillBytes(want, BF16, &p)
+	elem.FillBytes(want, BF16, &p)
 	if i := firstDiff(hostCopy(t, b, sc), want, 2); i >= 0 {
 		t.Errorf("grouped allreduce changed element %d", i)
 	}
@@ -387,7 +390,7 @@ func TestGPUBusy(t *testing.T) {
 	}
 	big := mustAlloc(t, b, F32, 1<<28)
 	span := Span{Buf: big, N: 1 << 28, DType: F32}
-	p := FillParams{Kind: FillUniform, SeedA: 1, Lo: 0, Hi: 9}
+	p := elem.FillParams{Kind: elem.FillUniform, SeedA: 1, Lo: 0, Hi: 9}
 	fills := measure(func() error { return s.Fill(span, p) })
 	d := 5 * time.Millisecond
 	got := measure(func() error {
@@ -446,13 +449,13 @@ func TestGPUOverlap(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	must(compute.Fill(span, FillParams{Kind: FillUniform, SeedA: 3, Lo: 0, Hi: 9}))
+	must(compute.Fill(span, elem.FillParams{Kind: elem.FillUniform, SeedA: 3, Lo: 0, Hi: 9}))
 	must(compute.Record(evs[0]))
 	must(comm.WaitEvent(evs[0]))
 	must(compute.Busy(10 * time.Millisecond))
 	must(compute.Record(evs[1]))
 	must(comm.Record(evs[2]))
-	must(b.Collectives([]CollOp{{Stream: comm, Coll: CollAllReduce, Op: Avg, Buf: span, Name: "grads"}}))
+	must(b.Collectives([]CollOp{{Stream: comm, Coll: plan.CollAllReduce, Op: Avg, Buf: span, Name: "grads"}}))
 	must(comm.Record(evs[3]))
 	must(compute.Synchronize())
 	must(comm.Synchronize())

@@ -6,67 +6,13 @@ package runtime
 // the recorded statements) and its tuning; an allgather compares them.
 
 import (
-	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
-	"io"
 	"strings"
-)
 
-// planDigest hashes everything that must agree between ranks.
-func planDigest(p *Plan, prog *program) [32]byte {
-	h := sha256.New()
-	w := func(vals ...any) {
-		for _, v := range vals {
-			switch x := v.(type) {
-			case string:
-				_ = binary.Write(h, binary.LittleEndian, int64(len(x)))
-				_, _ = io.WriteString(h, x)
-			case int:
-				_ = binary.Write(h, binary.LittleEndian, int64(x))
-			case int64:
-				_ = binary.Write(h, binary.LittleEndian, x)
-			case bool:
-				_ = binary.Write(h, binary.LittleEndian, x)
-			default:
-				_ = binary.Write(h, binary.LittleEndian, x)
-			}
-		}
-	}
-	w(p.Hash, len(p.Tensors), len(p.Streams), len(p.Buckets))
-	for _, t := range p.Tensors {
-		w(t.Name, uint8(t.DType), len(t.Shape), t.Frozen, t.Bucket, t.Offset)
-		for _, d := range t.Shape {
-			w(d)
-		}
-	}
-	for _, s := range p.Streams {
-		w(s.Name, uint8(s.Priority))
-	}
-	for _, b := range p.Buckets {
-		w(b.Name, uint8(b.Wire), b.Elems, len(b.Tensors))
-		for _, t := range b.Tensors {
-			w(t)
-		}
-	}
-	var stmts func(ss []stmt)
-	stmts = func(ss []stmt) {
-		w(len(ss))
-		for _, s := range ss {
-			w(uint8(s.kind), string(s.at), s.stream, int64(s.d), uint8(s.coll), uint8(s.op), s.root,
-				s.after.kind, s.after.stream, len(s.buckets))
-			for _, b := range s.buckets {
-				w(b)
-			}
-			stmts(s.body)
-		}
-	}
-	stmts(prog.init)
-	stmts(prog.step)
-	var out [32]byte
-	copy(out[:], h.Sum(nil))
-	return out
-}
+	"github.com/syncgen/syncgen/runtime/internal/plan"
+	"github.com/syncgen/syncgen/runtime/internal/text"
+)
 
 // The record each rank contributes to the comparison: its plan digest,
 // its CPU tuning, the run's flags that every rank must share, and a label
@@ -87,9 +33,9 @@ const (
 // differ. MPI matches collectives by their order, so ranks that run
 // different plans, split buckets differently or run a different number of
 // steps would hang in a collective or mix up their data.
-func checkSamePlan(h *mpiHost, p *Plan, prog *program, tune cpuTuning, o *options) error {
+func checkSamePlan(h *mpiHost, p *plan.Plan, prog *plan.Program, tune cpuTuning, o *options) error {
 	rec := make([]byte, planRecordSize)
-	d := planDigest(p, prog)
+	d := plan.Digest(p, prog)
 	copy(rec[recDigest:], d[:])
 	copy(rec[recTuning:recSteps], tuningText(tune))
 	binary.LittleEndian.PutUint64(rec[recSteps:], uint64(o.steps))
@@ -113,14 +59,14 @@ func checkSamePlan(h *mpiHost, p *Plan, prog *program, tune cpuTuning, o *option
 		for _, g := range plans {
 			lines = append(lines, fmt.Sprintf("  %s %s", verb(g), field(all[g[0]], recLabel, planRecordSize)))
 		}
-		return fmt.Errorf("the ranks do not all run the same plan (every rank must run the same program, built from the same .sync file):\n%s",
+		return fmt.Errorf("the ranks do not all run the same plan (every rank must run the same plan.Program, built from the same .sync file):\n%s",
 			strings.Join(lines, "\n"))
 	}
 	tunings := groupRanks(all, func(x []byte) string { return string(x[recTuning:recSteps]) })
 	if len(tunings) > 1 {
 		var parts []string
 		for _, g := range tunings {
-			parts = append(parts, fmt.Sprintf("%s: %s", rankList(g), field(all[g[0]], recTuning, recSteps)))
+			parts = append(parts, fmt.Sprintf("%s: %s", text.RankList(g), field(all[g[0]], recTuning, recSteps)))
 		}
 		return fmt.Errorf("the CPU backend's tuning (SYNCGEN_CPU_CHUNK, SYNCGEN_CPU_MODE, SYNCGEN_CPU_INFLIGHT) differs between ranks (%s); set it the same everywhere (mpirun -x NAME)",
 			strings.Join(parts, "; "))
@@ -174,19 +120,7 @@ func groupRanks(all [][]byte, key func([]byte) string) [][]int {
 // verb is "rank 3 runs" or "ranks 0, 2 run".
 func verb(rs []int) string {
 	if len(rs) == 1 {
-		return rankList(rs) + " runs"
+		return text.RankList(rs) + " runs"
 	}
-	return rankList(rs) + " run"
-}
-
-// rankList renders ranks as "rank 3" or "ranks 0, 2".
-func rankList(rs []int) string {
-	if len(rs) == 1 {
-		return fmt.Sprintf("rank %d", rs[0])
-	}
-	parts := make([]string, len(rs))
-	for i, r := range rs {
-		parts[i] = fmt.Sprint(r)
-	}
-	return "ranks " + strings.Join(parts, ", ")
+	return text.RankList(rs) + " run"
 }

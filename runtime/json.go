@@ -6,11 +6,13 @@ package runtime
 import (
 	"encoding/json"
 	"os"
+
+	"github.com/syncgen/syncgen/runtime/internal/plan"
 )
 
 // jsonReport is the file's schema.
 type jsonReport struct {
-	Program   string            `json:"program"`
+	Program   string            `json:"plan.Program"`
 	Source    string            `json:"source"`
 	PlanHash  string            `json:"plan_hash"`
 	Ranks     int               `json:"ranks"`
@@ -129,7 +131,7 @@ func makeJSON(e *engine, rep *report, info *runInfo) jsonReport {
 		if r.coll.Reduces() {
 			jr.Op = r.op.String()
 		}
-		if r.coll == CollBroadcast || r.coll == CollReduce {
+		if r.coll == plan.CollBroadcast || r.coll == plan.CollReduce {
 			root := r.root
 			jr.Root = &root
 		}

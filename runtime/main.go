@@ -14,8 +14,10 @@ import (
 	"strings"
 	"syscall"
 	"time"
-	"unicode/utf8"
 	"unsafe"
+
+	"github.com/syncgen/syncgen/runtime/internal/plan"
+	"github.com/syncgen/syncgen/runtime/internal/text"
 )
 
 // Main runs plan: it parses the program's flags, initialises MPI, checks
@@ -44,7 +46,8 @@ func mainArgs(p *Plan, args []string) int {
 	if !launcherFirstRank() {
 		helpOut = io.Discard
 	}
-	opts, err := parseOptions(p, progName(), args[1:], helpOut)
+	tables := p.tables()
+	opts, err := parseOptions(tables, progName(), args[1:], helpOut)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
@@ -65,7 +68,7 @@ func mainArgs(p *Plan, args []string) int {
 		fmt.Fprintf(os.Stderr, "%s: error: %v\n", progName(), err)
 		return 1
 	}
-	r := &runner{p: p, opts: opts, h: h, procNote: procNote, usage: usage}
+	r := &runner{p: p, tables: tables, opts: opts, h: h, procNote: procNote, usage: usage}
 	defer func() {
 		if v := recover(); v != nil {
 			r.fatal(fmt.Errorf("panic: %v\n%s", v, debug.Stack()))
@@ -89,6 +92,7 @@ func commonOrigin(h *mpiHost) (time.Time, error) {
 // runner is one run of Main on one rank.
 type runner struct {
 	p        *Plan
+	tables   *plan.Plan
 	opts     *options
 	h        *mpiHost
 	procNote string
@@ -119,7 +123,7 @@ func (r *runner) agreedFailure(err error) int {
 }
 
 func (r *runner) run() int {
-	p, h := r.p, r.h
+	p, h := r.tables, r.h
 	r.phase = &phaseWatch{r: r, timeout: r.opts.timeout}
 	defer r.phase.enter("")
 	r.phase.enter("comparing the flags and checking the output files")
@@ -129,16 +133,16 @@ func (r *runner) run() int {
 	// Compare plans first: only when every rank runs the same plan do they
 	// all reach the same verdict on it.
 	r.phase.enter("comparing the plan across ranks")
-	prog, err := record(p)
+	prog, err := r.p.record()
 	tune := cpuTuningFromEnv()
 	if err := checkSamePlan(h, p, prog, tune, r.opts); err != nil {
 		return r.agreedFailure(err)
 	}
 	if err == nil {
-		err = prog.validate(p, h.size)
+		err = prog.Validate(p, h.size)
 	}
 	if err != nil {
-		return r.agreedFailure(fmt.Errorf("the plan cannot run on %d rank%s:\n%v", h.size, plural(h.size), err))
+		return r.agreedFailure(fmt.Errorf("the plan cannot run on %d rank%s:\n%v", h.size, text.Plural(h.size), err))
 	}
 	// Every rank has the same flags and plan by now, so all agree on this.
 	res := newResults(p, prog)
@@ -169,6 +173,7 @@ func (r *runner) run() int {
 		r.fatal(fmt.Errorf("setting up the %s backend: %w", be.Name(), err))
 	}
 	r.e = e
+	e.runInit, e.runStep = r.stepFuncs(e)
 	r.phase.enter("agreeing on a clock and gathering the run's information")
 	origin, err := commonOrigin(h)
 	if err != nil {
@@ -242,6 +247,21 @@ func (r *runner) run() int {
 	return 0
 }
 
+// stepFuncs returns what runs the plan's init block (nil without one) and
+// one step on e: the plan's own functions, handed a Step that issues
+// their statements on e. The Step is made once: the steps allocate nothing.
+func (r *runner) stepFuncs(e *engine) (runInit, runStep func()) {
+	s := &Step{e: e}
+	if r.p.Init != nil {
+		runInit = func() { r.p.Init(s) }
+	}
+	runStep = func() {}
+	if r.p.Step != nil {
+		runStep = func() { r.p.Step(s) }
+	}
+	return runInit, runStep
+}
+
 // The first exchange of a run: every rank's flag error, rank 0's output
 // files, and whether rank 0 writes a trace. Under mpirun every rank parses
 // the same flags, and each printed the same error, N times; a rank started
@@ -271,7 +291,7 @@ func (r *runner) agreeOnFlags() bool {
 	}
 	if msg != "" {
 		rec[0] |= flagUsage
-		copy(rec[1:], clipText(msg, flagRecordSize-1))
+		copy(rec[1:], text.Clip(msg, flagRecordSize-1))
 	}
 	if h.rank == 0 && r.opts.trace != "" {
 		rec[0] |= flagTracing
@@ -302,24 +322,12 @@ func (r *runner) agreeOnFlags() bool {
 			case len(g) == h.size || all[g[0]][0]&flagOutput != 0:
 				fmt.Fprintf(os.Stderr, "%s: error: %s\n", progName(), m)
 			default:
-				fmt.Fprintf(os.Stderr, "%s: %s: error: %s\n", progName(), rankList(g), m)
+				fmt.Fprintf(os.Stderr, "%s: %s: error: %s\n", progName(), text.RankList(g), m)
 			}
 		}
 	}
 	_ = h.finalize()
 	return true
-}
-
-// clipText cuts s to at most n bytes, at a character boundary.
-func clipText(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	s = s[:n-3]
-	for len(s) > 0 && !utf8.ValidString(s) {
-		s = s[:len(s)-1]
-	}
-	return s + "..."
 }
 
 // maxStepResultBytes bounds the per-step results a rank keeps: the engine
@@ -338,7 +346,7 @@ func checkStepsFit(steps, rows int) error {
 		return nil
 	}
 	return fmt.Errorf("--steps %d is too many: every rank keeps each measured step's times (%d bytes a step for this plan's %d table row%s), at most %s; run at most %d steps",
-		steps, per, rows, plural(rows), formatBytes(maxStepResultBytes), maxStepResultBytes/per)
+		steps, per, rows, text.Plural(rows), text.Bytes(maxStepResultBytes), maxStepResultBytes/per)
 }
 
 // checkOutputs makes sure that rank 0 can write the files --json and

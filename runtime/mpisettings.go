@@ -40,6 +40,7 @@ import (
 	"regexp"
 	"strconv"
 
+	"github.com/syncgen/syncgen/runtime/internal/text"
 	"github.com/syncgen/syncgen/runtime/mpi"
 )
 
@@ -108,9 +109,9 @@ type mpiSettings struct {
 func chooseMPISettings(library string, getenv func(string) string) (mpiSettings, error) {
 	var s mpiSettings
 	switch v := getenv(mpiTuningEnv); {
-	case isOff(v):
+	case text.IsOff(v):
 		return s, nil
-	case !isOn(v):
+	case !text.IsOn(v):
 		return s, fmt.Errorf("%s=%q: want on or off", mpiTuningEnv, v)
 	}
 	major := openMPIMajor(library)

@@ -12,6 +12,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/syncgen/syncgen/runtime/internal/elem"
+	"github.com/syncgen/syncgen/runtime/internal/plan"
+	"github.com/syncgen/syncgen/runtime/internal/text"
 )
 
 // options are the parsed flags.
@@ -51,7 +55,7 @@ func (c checkFlag) String() string {
 }
 
 func (c checkFlag) Set(s string) error {
-	if isOff(s) {
+	if text.IsOff(s) {
 		*c.every = 0
 		return nil
 	}
@@ -61,26 +65,6 @@ func (c checkFlag) Set(s string) error {
 	}
 	*c.every = n
 	return nil
-}
-
-// isOff reports whether s turns something off: off, no, false or 0, in
-// any case (--check, SYNCGEN_MPI_TUNING).
-func isOff(s string) bool {
-	switch strings.ToLower(s) {
-	case "off", "no", "false", "0":
-		return true
-	}
-	return false
-}
-
-// isOn reports whether s leaves something on: empty (the default), on,
-// yes, true or 1, in any case.
-func isOn(s string) bool {
-	switch strings.ToLower(s) {
-	case "", "on", "yes", "true", "1":
-		return true
-	}
-	return false
 }
 
 // durationFlag parses --timeout. The flag package's own duration flag says
@@ -155,7 +139,7 @@ func (f *outputFlag) Set(s string) error {
 
 // parseOptions parses args (without the program name) with the plan's run
 // line as defaults.
-func parseOptions(p *Plan, prog string, args []string, out io.Writer) (*options, error) {
+func parseOptions(p *plan.Plan, prog string, args []string, out io.Writer) (*options, error) {
 	o := &options{steps: p.Run.Steps, warmup: p.Run.Warmup, checkEvery: p.Run.CheckEvery, timeout: defaultTimeout, settle: settleFromEnv()}
 	fs := flag.NewFlagSet(prog, flag.ContinueOnError)
 	fs.SetOutput(out)
@@ -211,7 +195,7 @@ Flags (one or two dashes):
 			// Only a "--" before it keeps a flag from being parsed.
 			return nil, fmt.Errorf("unexpected argument %q: the \"--\" before it ends the flags; remove the \"--\"", a)
 		}
-		return nil, fmt.Errorf("unexpected argument %q: the program takes only flags (%s --help lists them)", fs.Arg(0), prog)
+		return nil, fmt.Errorf("unexpected argument %q: the plan.Program takes only flags (%s --help lists them)", fs.Arg(0), prog)
 	}
 	switch o.backend {
 	case "auto", "cpu", "nccl":
@@ -262,7 +246,7 @@ Flags (one or two dashes):
 // maxTotalSteps is the most steps, warm-up included, that a run can have:
 // steps are numbered from 0 in 32 bits, and 0xffffffff is the init block's
 // number (InitStep).
-const maxTotalSteps = InitStep // steps 0 .. InitStep-1
+const maxTotalSteps = elem.InitStep // steps 0 .. InitStep-1
 
 // printFlags prints the flags as flag.PrintDefaults does, but named with
 // two dashes, as the rest of the help and the documentation write them.

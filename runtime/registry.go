@@ -5,6 +5,9 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/syncgen/syncgen/runtime/internal/plan"
+	"github.com/syncgen/syncgen/runtime/internal/text"
 )
 
 var (
@@ -29,7 +32,7 @@ const probeRecordSize = 1024
 // selectBackend creates the backend --backend asks for. "auto" tries the
 // registered GPU backends by priority and takes the first that every rank
 // can run, else the CPU backend; it returns why it chose what it chose.
-func selectBackend(h *mpiHost, p *Plan, opts *options, tune cpuTuning) (Backend, string, error) {
+func selectBackend(h *mpiHost, p *plan.Plan, opts *options, tune cpuTuning) (Backend, string, error) {
 	env := &BackendEnv{Rank: h.rank, Size: h.size, LocalRank: h.localRank, LocalSize: h.localSize, Host: h.host, Boot: h, Plan: p}
 	if opts.backend == "cpu" {
 		return newCPUBackend(h, tune), "--backend cpu", nil
@@ -64,7 +67,7 @@ func selectBackend(h *mpiHost, p *Plan, opts *options, tune cpuTuning) (Backend,
 			}
 		}
 		for i, w := range bad {
-			bad[i] = rankList(byWhy[w]) + ": " + w
+			bad[i] = text.RankList(byWhy[w]) + ": " + w
 		}
 		if len(bad) == 0 {
 			be, err := f.New(env)
@@ -85,7 +88,7 @@ func selectBackend(h *mpiHost, p *Plan, opts *options, tune cpuTuning) (Backend,
 		}
 	}
 	if opts.backend != "auto" && !found {
-		return nil, "", agreed(fmt.Errorf("--backend %s: this program was built without that backend", opts.backend))
+		return nil, "", agreed(fmt.Errorf("--backend %s: this plan.Program was built without that backend", opts.backend))
 	}
 	if len(reasons) == 0 {
 		reasons = append(reasons, "no GPU backend is built in")

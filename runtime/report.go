@@ -15,6 +15,9 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/syncgen/syncgen/runtime/internal/plan"
+	"github.com/syncgen/syncgen/runtime/internal/text"
 )
 
 // report holds the figures gathered from every rank.
@@ -50,11 +53,11 @@ type rowReport struct {
 }
 
 // busFactor is nccl-tests' factor from algorithm to bus bandwidth.
-func busFactor(c Coll, n int) float64 {
+func busFactor(c plan.Coll, n int) float64 {
 	switch c {
-	case CollAllReduce:
+	case plan.CollAllReduce:
 		return 2 * float64(n-1) / float64(n)
-	case CollAllGather, CollReduceScatter:
+	case plan.CollAllGather, plan.CollReduceScatter:
 		return float64(n-1) / float64(n)
 	}
 	return 1
@@ -103,14 +106,14 @@ func encodeFigures(res *results, nb int) []byte {
 
 // groupMembers returns the ids of the step's collective statements that
 // are issued inside a group.
-func groupMembers(prog *program) map[int]bool {
+func groupMembers(prog *plan.Program) map[int]bool {
 	in := map[int]bool{}
-	for _, s := range prog.step {
-		if s.kind != sGroup {
+	for _, s := range prog.Step {
+		if s.Kind != plan.StmtGroup {
 			continue
 		}
-		for _, m := range s.body {
-			in[m.id] = true
+		for _, m := range s.Body {
+			in[m.ID] = true
 		}
 	}
 	return in
@@ -120,7 +123,7 @@ func groupMembers(prog *program) map[int]bool {
 // wrote them) into the report. bufElems are the buckets' buffer lengths
 // (padded for allgather and reducescatter), which give a row its bytes
 // when no measured step recorded them.
-func buildReport(p *Plan, prog *program, bufElems []int64, res *results, all [][]byte) *report {
+func buildReport(p *plan.Plan, prog *plan.Program, bufElems []int64, res *results, all [][]byte) *report {
 	nb := len(p.Buckets)
 	ns := len(res.steps)
 	at := func(rank, i int) float64 { return math.Float64frombits(binary.LittleEndian.Uint64(all[rank][8*i:])) }
@@ -155,7 +158,7 @@ func buildReport(p *Plan, prog *program, bufElems []int64, res *results, all [][
 		rr.group = inGroup[r.id]
 		if r.bytes == 0 && r.bucket < len(bufElems) {
 			n := p.Buckets[r.bucket].Elems
-			if r.coll == CollAllGather || r.coll == CollReduceScatter {
+			if r.coll == plan.CollAllGather || r.coll == plan.CollReduceScatter {
 				n = bufElems[r.bucket]
 			}
 			rr.bytes = n * p.Buckets[r.bucket].Wire.Size()
@@ -220,11 +223,11 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 }
 
 // planTotals counts the plan's tensors, parameters and gradient bytes.
-func planTotals(p *Plan) (tensors, grads int, params, bytes int64) {
+func planTotals(p *plan.Plan) (tensors, grads int, params, bytes int64) {
 	for i := range p.Tensors {
 		t := &p.Tensors[i]
 		tensors++
-		n := tensorElems(t)
+		n := t.Elems()
 		params += n
 		if !t.Frozen {
 			grads++
@@ -235,14 +238,14 @@ func planTotals(p *Plan) (tensors, grads int, params, bytes int64) {
 }
 
 // printHeader prints what runs where.
-func printHeader(w io.Writer, p *Plan, e *engine, opts *options, info *runInfo) {
+func printHeader(w io.Writer, p *plan.Plan, e *engine, opts *options, info *runInfo) {
 	nt, ng, params, bytes := planTotals(p)
 	hash := p.Hash
 	if len(hash) > 12 {
 		hash = hash[:12]
 	}
-	fmt.Fprintf(w, "# syncgen: %s (%s), plan %s\n", printable(p.Name), printable(p.Source), hash)
-	fmt.Fprintf(w, "# ranks %d on %d host%s; backend %s (%s)\n", e.size, info.distinctHosts(), plural(info.distinctHosts()), info.backend, info.why)
+	fmt.Fprintf(w, "# syncgen: %s (%s), plan %s\n", text.Printable(p.Name), text.Printable(p.Source), hash)
+	fmt.Fprintf(w, "# ranks %d on %d host%s; backend %s (%s)\n", e.size, info.distinctHosts(), text.Plural(info.distinctHosts()), info.backend, info.why)
 	for _, kv := range info.versions {
 		fmt.Fprintf(w, "#   %s: %s\n", kv.Key, kv.Value)
 	}
@@ -265,7 +268,7 @@ func printHeader(w io.Writer, p *Plan, e *engine, opts *options, info *runInfo) 
 		wire += b.Elems * b.Wire.Size()
 	}
 	fmt.Fprintf(w, "# tensors %d (%d with gradients), parameters %s, gradient bytes %s, buckets %d (%s on the wire), streams %d\n",
-		nt, ng, formatCount(params), formatBytes(bytes), len(p.Buckets), formatBytes(wire), len(p.Streams))
+		nt, ng, text.Count(params), text.Bytes(bytes), len(p.Buckets), text.Bytes(wire), len(p.Streams))
 	check := "off"
 	if opts.checkEvery > 0 {
 		check = fmt.Sprintf("every %d", opts.checkEvery)
@@ -285,9 +288,9 @@ func printReport(w io.Writer, e *engine, rep *report, opts *options) {
 			b := e.plan.Buckets[r.bucket]
 			// Padded by terminal columns, with what does not print
 			// escaped: fmt's %-24s counts runes.
-			name := tableCell(b.Name, 24)
+			name := text.Cell(b.Name, 24)
 			coll := r.coll.String()
-			if r.coll == CollBroadcast || r.coll == CollReduce {
+			if r.coll == plan.CollBroadcast || r.coll == plan.CollReduce {
 				coll = fmt.Sprintf("%s(%d)", coll, r.root)
 			}
 			if r.group {
@@ -326,7 +329,7 @@ func printReport(w io.Writer, e *engine, rep *report, opts *options) {
 	}
 	if len(rep.stepTimes) > 0 {
 		fmt.Fprintf(w, "# step time p50 %s, p90 %s, mean %s; compute %s; exposed communication (mean step - compute) %s; communication %s, %.1f%% overlapped with compute\n",
-			formatDur(rep.p50), formatDur(rep.p90), formatDur(rep.mean), formatDur(rep.compute), formatDur(rep.exposed), formatDur(rep.comm), rep.overlap)
+			text.Dur(rep.p50), text.Dur(rep.p90), text.Dur(rep.mean), text.Dur(rep.compute), text.Dur(rep.exposed), text.Dur(rep.comm), rep.overlap)
 	}
 	var parts []string
 	switch {
@@ -344,7 +347,7 @@ func printReport(w io.Writer, e *engine, rep *report, opts *options) {
 		if rep.unchecked > 0 {
 			parts = append(parts, fmt.Sprintf("%d unchecked (values beyond the exact range of their dtype, or past 64 collectives since their last gradient)", rep.unchecked))
 		}
-		parts = append(parts, fmt.Sprintf("%d check%s", rep.checks, plural(rep.checks)))
+		parts = append(parts, fmt.Sprintf("%d check%s", rep.checks, text.Plural(rep.checks)))
 	}
 	fmt.Fprintf(w, "# %s\n", strings.Join(parts, ", "))
 }

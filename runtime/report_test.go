@@ -11,21 +11,24 @@ import (
 	"testing"
 	"time"
 	"unicode"
+
+	"github.com/syncgen/syncgen/runtime/internal/plan"
+	"github.com/syncgen/syncgen/runtime/internal/text"
 )
 
 // reportPlan is a small plan for the report's tests: two f32 buckets of
 // 10 elements; the step reduces a, then gathers b (padded to 12 elements at
 // 3 ranks) and broadcasts a from rank 1 in a group.
-func reportPlan(t *testing.T) (*Plan, *program) {
+func reportPlan(t *testing.T) (*plan.Plan, *plan.Program) {
 	t.Helper()
-	p := &Plan{
+	p := &plan.Plan{
 		Name: "r", Source: "r.sync",
 		Tensors: []Tensor{{Name: "x", DType: F32, Shape: []int64{10}, Bucket: 0}, {Name: "y", DType: F32, Shape: []int64{10}, Bucket: 1}},
 		Streams: []Stream{{Name: "compute"}, {Name: "comm"}},
 		Buckets: []Bucket{{Name: "a", Wire: F32, Elems: 10, Tensors: []int{0}}, {Name: "b", Wire: F32, Elems: 10, Tensors: []int{1}}},
 		Run:     Run{Steps: 2, Warmup: 0, CheckEvery: 1},
 	}
-	p.Step = func(s *Step) {
+	prog, err := plan.Record(nil, func(s *plan.Recorder) {
 		s.Backward("r.sync:1:1", 0, time.Millisecond)
 		s.AllReduce("r.sync:2:1", 1, Avg, AfterReady(), 0)
 		s.Group("r.sync:3:1", func() {
@@ -33,8 +36,7 @@ func reportPlan(t *testing.T) (*Plan, *program) {
 			s.Broadcast("r.sync:5:1", 1, 1, AfterReady(), 0)
 		})
 		s.Wait("r.sync:6:1", 1)
-	}
-	prog, err := record(p)
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +58,7 @@ func TestBuildReportFigures(t *testing.T) {
 		for i := range res.rows {
 			r := &res.rows[i]
 			r.bytes = 40
-			if r.coll == CollAllGather {
+			if r.coll == plan.CollAllGather {
 				r.bytes = 48
 			}
 			// rank 0: 1 and 3 ms (mean 2); rank 1: 4 and 4 ms (mean 4).
@@ -94,9 +96,9 @@ func TestBuildReportFigures(t *testing.T) {
 		alg := float64(r.bytes) / 4e6 // bytes per ns
 		near("algbw", r.algbw, alg)
 		factor := 1.0
-		if r.coll == CollAllReduce {
+		if r.coll == plan.CollAllReduce {
 			factor = 2 * 1.0 / 2
-		} else if r.coll == CollAllGather {
+		} else if r.coll == plan.CollAllGather {
 			factor = 1.0 / 2
 		}
 		near("busbw", r.busbw, alg*factor)
@@ -169,21 +171,20 @@ func TestReportWithoutMeasuredSteps(t *testing.T) {
 // of a bucket that an allgather pads showed the padded buffer's bytes (48),
 // where a measured run shows the bytes it moves (40).
 func TestReportWithoutMeasuredStepsPaddedBucket(t *testing.T) {
-	p := &Plan{
+	p := &plan.Plan{
 		Name: "r", Source: "r.sync",
 		Tensors: []Tensor{{Name: "y", DType: F32, Shape: []int64{10}, Bucket: 0}},
 		Streams: []Stream{{Name: "compute"}, {Name: "comm"}},
 		Buckets: []Bucket{{Name: "b", Wire: F32, Elems: 10, Tensors: []int{0}}},
 		Run:     Run{Steps: 0, Warmup: 0, CheckEvery: 1},
 	}
-	p.Step = func(s *Step) {
+	prog, err := plan.Record(nil, func(s *plan.Recorder) {
 		s.Backward("r.sync:1:1", 0, time.Millisecond)
 		s.AllReduce("r.sync:2:1", 1, Sum, AfterReady(), 0)
 		s.AllGather("r.sync:3:1", 1, AfterStream(1), 0)
 		s.ReduceScatter("r.sync:4:1", 1, Sum, AfterStream(1), 0)
 		s.Broadcast("r.sync:5:1", 1, 0, AfterStream(1), 0)
-	}
-	prog, err := record(p)
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +221,7 @@ func TestReportGroupFootnote(t *testing.T) {
 // TestJSONEmptyLists: lists are [] rather than null when there are no rows
 // or no measured steps.
 func TestJSONEmptyLists(t *testing.T) {
-	p := &Plan{Name: "e", Source: "e.sync", Streams: []Stream{{Name: "compute"}}}
+	p := &plan.Plan{Name: "e", Source: "e.sync", Streams: []Stream{{Name: "compute"}}}
 	e := &engine{plan: p, size: 1, opts: &options{}}
 	data, err := json.Marshal(makeJSON(e, &report{}, &runInfo{}))
 	if err != nil {
@@ -239,8 +240,8 @@ func TestTraceEventsRoot(t *testing.T) {
 	p, prog := reportPlan(t)
 	e := &engine{plan: p, prog: prog, size: 2}
 	recs := []tracedRec{
-		{step: 0, r: timed{kind: tColl, stream: 1, name: "a", bucket: 0, id: 2, coll: CollBroadcast, t0: 0, t1: time.Microsecond}},
-		{step: 0, r: timed{kind: tColl, stream: 1, name: "a", bucket: 0, id: 0, coll: CollAllReduce, op: Avg, t0: 0, t1: time.Microsecond}},
+		{step: 0, r: timed{kind: tColl, stream: 1, name: "a", bucket: 0, id: 2, coll: plan.CollBroadcast, t0: 0, t1: time.Microsecond}},
+		{step: 0, r: timed{kind: tColl, stream: 1, name: "a", bucket: 0, id: 0, coll: plan.CollAllReduce, op: Avg, t0: 0, t1: time.Microsecond}},
 	}
 	evs := traceEvents(e, recs)
 	if root, ok := evs[0].Args["root"]; !ok || root != 1 {
@@ -279,17 +280,17 @@ func TestProgressClearsItsLine(t *testing.T) {
 // statement, its buckets, the root and what to do, before anything runs.
 func TestRootOutsideWorldMessage(t *testing.T) {
 	p, prog := reportPlan(t)
-	if err := prog.validate(p, 2); err != nil {
+	if err := prog.Validate(p, 2); err != nil {
 		t.Fatalf("root 1 on 2 ranks: %v", err)
 	}
-	err := prog.validate(p, 1)
+	err := prog.Validate(p, 1)
 	want := "r.sync:5:1: broadcast of bucket \"a\" from rank 1: root 1 is outside the world of 1 rank (ranks 0..0); run with at least 2 ranks (mpirun -np 2), or change `from 1` in the plan"
 	if err == nil || err.Error() != want {
 		t.Errorf("root 1 on 1 rank:\n got %v\nwant %s", err, want)
 	}
 	p.Buckets = append(p.Buckets, Bucket{Name: "c", Wire: F32, Elems: 1}, Bucket{Name: "d", Wire: F32, Elems: 1})
-	if got := bucketList(p, []int{1, 0, 2, 3}); got != `buckets "b", "a", "c" and 1 more` {
-		t.Errorf("bucketList: %s", got)
+	if got := plan.BucketList(p, []int{1, 0, 2, 3}); got != `buckets "b", "a", "c" and 1 more` {
+		t.Errorf("plan.BucketList: %s", got)
 	}
 }
 
@@ -326,7 +327,7 @@ func TestTraceFits(t *testing.T) {
 // source hold (Go's %q wrote a control character as \x01).
 func TestTraceFileIsJSON(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "t.json")
-	p := &Plan{Name: "odd\x01name", Source: "dir/\x7f\xffplan.sync"}
+	p := &plan.Plan{Name: "odd\x01name", Source: "dir/\x7f\xffplan.sync"}
 	parts := [][]byte{[]byte(`[{"name":"a","ph":"X","ts":0,"pid":0,"tid":1}]`), []byte(`[]`), []byte(`[{"name":"b","ph":"X","ts":1,"pid":2,"tid":1}]`)}
 	if err := writeTraceFile(path, nil, p, 3, parts); err != nil {
 		t.Fatal(err)
@@ -342,7 +343,7 @@ func TestTraceFileIsJSON(t *testing.T) {
 	if err := json.Unmarshal(data, &tr); err != nil {
 		t.Fatalf("not JSON: %v\n%s", err, data)
 	}
-	if tr.OtherData["program"] != "odd\x01name" || tr.OtherData["ranks"] != 3.0 || len(tr.TraceEvents) != 2 {
+	if tr.OtherData["plan.Program"] != "odd\x01name" || tr.OtherData["ranks"] != 3.0 || len(tr.TraceEvents) != 2 {
 		t.Errorf("trace: %+v", tr)
 	}
 }
@@ -353,19 +354,18 @@ func TestTraceFileIsJSON(t *testing.T) {
 // terminal), a combining mark (no column), and a wide name too long for
 // the column. Each bucket holds one f32 tensor of 10 elements and is
 // all-reduced once a step.
-func namesPlan(t *testing.T, names ...string) (*Plan, *program) {
+func namesPlan(t *testing.T, names ...string) (*plan.Plan, *plan.Program) {
 	t.Helper()
-	p := &Plan{Name: "n", Source: "n.sync", Streams: []Stream{{Name: "comm"}}, Run: Run{Steps: 1, CheckEvery: 1}}
+	p := &plan.Plan{Name: "n", Source: "n.sync", Streams: []Stream{{Name: "comm"}}, Run: Run{Steps: 1, CheckEvery: 1}}
 	for i, name := range names {
 		p.Tensors = append(p.Tensors, Tensor{Name: name, DType: F32, Shape: []int64{10}, Bucket: i})
 		p.Buckets = append(p.Buckets, Bucket{Name: name, Wire: F32, Elems: 10, Tensors: []int{i}})
 	}
-	p.Step = func(s *Step) {
+	prog, err := plan.Record(nil, func(s *plan.Recorder) {
 		for i := range names {
 			s.AllReduce(Src(fmt.Sprintf("n.sync:%d:1", i+1)), 0, Sum, After{}, i)
 		}
-	}
-	prog, err := record(p)
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -427,7 +427,7 @@ func TestReportTableNames(t *testing.T) {
 	}
 }
 
-// TestTableCell pins the padding and the cut of tableCell.
+// TestTableCell pins the padding and the cut of text.Cell.
 func TestTableCell(t *testing.T) {
 	for _, c := range []struct {
 		in    string
@@ -443,8 +443,8 @@ func TestTableCell(t *testing.T) {
 		{"x\xffy", 7, `x\xffy `},
 		{"\U000e0001", 10, `\U000e0001`},
 	} {
-		if got := tableCell(c.in, c.width); got != c.want {
-			t.Errorf("tableCell(%q, %d) = %q, want %q", c.in, c.width, got, c.want)
+		if got := text.Cell(c.in, c.width); got != c.want {
+			t.Errorf("text.Cell(%q, %d) = %q, want %q", c.in, c.width, got, c.want)
 		}
 	}
 }

@@ -10,6 +10,9 @@ import (
 	goruntime "runtime"
 	"slices"
 	"time"
+
+	"github.com/syncgen/syncgen/runtime/internal/elem"
+	"github.com/syncgen/syncgen/runtime/internal/plan"
 )
 
 // row is one line of the per-bucket table: one bucket of one collective
@@ -18,7 +21,7 @@ type row struct {
 	id     int
 	bucket int
 	at     Src
-	coll   Coll
+	coll   plan.Coll
 	op     RedOp
 	root   int
 	stream int
@@ -49,19 +52,19 @@ type results struct {
 	origin    time.Time
 }
 
-func newResults(p *Plan, prog *program) *results {
+func newResults(p *plan.Plan, prog *plan.Program) *results {
 	r := &results{rowOf: map[[2]int]int{}, wrong: make([]int64, len(p.Buckets)), unchecked: make([]int64, len(p.Buckets))}
-	for _, s := range flat(prog.step) {
-		if s.kind != sColl {
+	for _, s := range plan.Flat(prog.Step) {
+		if s.Kind != plan.StmtColl {
 			continue
 		}
-		for _, b := range s.buckets {
-			key := [2]int{s.id, b}
+		for _, b := range s.Buckets {
+			key := [2]int{s.ID, b}
 			if _, ok := r.rowOf[key]; ok {
 				continue
 			}
 			r.rowOf[key] = len(r.rows)
-			r.rows = append(r.rows, row{id: s.id, bucket: b, at: s.at, coll: s.coll, op: s.op, root: s.root, stream: s.stream})
+			r.rows = append(r.rows, row{id: s.ID, bucket: b, at: s.At, coll: s.Coll, op: s.Op, root: s.Root, stream: s.Stream})
 		}
 	}
 	return r
@@ -77,23 +80,22 @@ func (e *engine) runAll(res *results, progress *progressBar) error {
 	// at 4 ranks.
 	goruntime.LockOSThread()
 	defer goruntime.UnlockOSThread()
-	p := e.plan
-	if p.Init != nil {
-		e.seedStep, e.stepNo = InitStep, -1
+	if e.runInit != nil {
+		e.seedStep, e.stepNo = elem.InitStep, -1
 		e.beginStep()
-		p.Init(&Step{e: e})
+		e.runInit()
 		if err := e.drain(); err != nil {
 			return err
 		}
 		if _, err := e.collect(); err != nil {
 			return err
 		}
-		e.model.apply(flat(e.prog.init), InitStep)
+		e.model.apply(plan.Flat(e.prog.Init), elem.InitStep)
 		// The init block's results (a broadcast of the parameters) are
 		// checked once, before a backward overwrites them.
 		if e.opts.checkEvery > 0 {
 			testHooksFromEnv().beforeCheck(e, -1)
-			if err := e.checkBuckets(res, flat(e.prog.init)); err != nil {
+			if err := e.checkBuckets(res, plan.Flat(e.prog.Init)); err != nil {
 				return err
 			}
 		}
@@ -125,7 +127,7 @@ func (e *engine) runAll(res *results, progress *progressBar) error {
 			return err
 		}
 		hooks.beforeStep(e, i)
-		p.Step(&e.step)
+		e.runStep()
 		if err := e.drain(); err != nil {
 			return err
 		}
@@ -429,14 +431,14 @@ func (e *engine) checkStep(res *results) error {
 
 // checkBuckets checks every bucket that a collective of stmts touched; a
 // block without collectives makes no check.
-func (e *engine) checkBuckets(res *results, stmts []stmt) error {
+func (e *engine) checkBuckets(res *results, stmts []plan.Stmt) error {
 	touched := map[int]bool{}
 	var order []int
 	for _, s := range stmts {
-		if s.kind != sColl {
+		if s.Kind != plan.StmtColl {
 			continue
 		}
-		for _, b := range s.buckets {
+		for _, b := range s.Buckets {
 			if !touched[b] {
 				touched[b] = true
 				order = append(order, b)

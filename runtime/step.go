@@ -9,11 +9,13 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/syncgen/syncgen/runtime/internal/plan"
 )
 
 // Step is the handle through which a plan's step function issues its work.
 type Step struct {
-	rec     *recorder
+	rec     *plan.Recorder
 	e       *engine
 	inGroup bool // the collectives go to e.groupBuf until the group ends
 }
@@ -22,7 +24,7 @@ type Step struct {
 type collItem struct {
 	at     Src
 	stream int
-	coll   Coll
+	coll   plan.Coll
 	op     RedOp
 	root   int
 	after  After
@@ -40,10 +42,10 @@ type collItem struct {
 // event is recorded when its last gradient is written.
 func (s *Step) Backward(at Src, stream int, d time.Duration) {
 	if s.rec != nil {
-		s.rec.add(stmt{kind: sBackward, at: at, stream: stream, d: d})
+		s.rec.Backward(at, stream, d)
 		return
 	}
-	s.e.expect(sBackward, at)
+	s.e.expect(plan.StmtBackward, at)
 	s.e.backward(at, stream, d)
 	s.e.flush()
 }
@@ -52,10 +54,10 @@ func (s *Step) Backward(at Src, stream int, d time.Duration) {
 // stream.
 func (s *Step) Compute(at Src, stream int, d time.Duration) {
 	if s.rec != nil {
-		s.rec.add(stmt{kind: sCompute, at: at, stream: stream, d: d})
+		s.rec.Compute(at, stream, d)
 		return
 	}
-	s.e.expect(sCompute, at)
+	s.e.expect(plan.StmtCompute, at)
 	e := s.e
 	start := e.recordOn(stream, at)
 	e.queued(stream)
@@ -70,30 +72,30 @@ func (s *Step) Compute(at Src, stream int, d time.Duration) {
 // AllReduce reduces each bucket with op across all ranks, every rank
 // getting the result.
 func (s *Step) AllReduce(at Src, stream int, op RedOp, after After, buckets ...int) {
-	s.collective(stmt{kind: sColl, at: at, stream: stream, coll: CollAllReduce, op: op, after: after}, buckets)
+	s.collective(plan.Stmt{Kind: plan.StmtColl, At: at, Stream: stream, Coll: plan.CollAllReduce, Op: op, After: after}, buckets)
 }
 
 // Broadcast copies root's buckets to every rank.
 func (s *Step) Broadcast(at Src, stream int, root int, after After, buckets ...int) {
-	s.collective(stmt{kind: sColl, at: at, stream: stream, coll: CollBroadcast, root: root, after: after}, buckets)
+	s.collective(plan.Stmt{Kind: plan.StmtColl, At: at, Stream: stream, Coll: plan.CollBroadcast, Root: root, After: after}, buckets)
 }
 
 // Reduce reduces each bucket with op onto root; the other ranks' buckets
 // are unchanged.
 func (s *Step) Reduce(at Src, stream int, op RedOp, root int, after After, buckets ...int) {
-	s.collective(stmt{kind: sColl, at: at, stream: stream, coll: CollReduce, op: op, root: root, after: after}, buckets)
+	s.collective(plan.Stmt{Kind: plan.StmtColl, At: at, Stream: stream, Coll: plan.CollReduce, Op: op, Root: root, After: after}, buckets)
 }
 
 // AllGather gathers each bucket in place: rank r's slice r ends up in
 // slice r on every rank.
 func (s *Step) AllGather(at Src, stream int, after After, buckets ...int) {
-	s.collective(stmt{kind: sColl, at: at, stream: stream, coll: CollAllGather, after: after}, buckets)
+	s.collective(plan.Stmt{Kind: plan.StmtColl, At: at, Stream: stream, Coll: plan.CollAllGather, After: after}, buckets)
 }
 
 // ReduceScatter reduces each bucket in place: rank r's slice r gets the
 // reduction of all ranks' slices r; its other slices become undefined.
 func (s *Step) ReduceScatter(at Src, stream int, op RedOp, after After, buckets ...int) {
-	s.collective(stmt{kind: sColl, at: at, stream: stream, coll: CollReduceScatter, op: op, after: after}, buckets)
+	s.collective(plan.Stmt{Kind: plan.StmtColl, At: at, Stream: stream, Coll: plan.CollReduceScatter, Op: op, After: after}, buckets)
 }
 
 // Group issues the collectives that body issues as one group (NCCL's
@@ -101,16 +103,7 @@ func (s *Step) ReduceScatter(at Src, stream int, op RedOp, after After, buckets 
 // dependencies, then they run together.
 func (s *Step) Group(at Src, body func()) {
 	if s.rec != nil {
-		if s.rec.group != nil {
-			s.rec.errs = append(s.rec.errs, fmt.Errorf("%s: groups do not nest", at))
-			body()
-			return
-		}
-		var members []stmt
-		s.rec.group = &members
-		body()
-		s.rec.group = nil
-		s.rec.add(stmt{kind: sGroup, at: at, body: members})
+		s.rec.Group(at, body)
 		return
 	}
 	if s.inGroup {
@@ -127,11 +120,11 @@ func (s *Step) Group(at Src, body func()) {
 // Wait blocks the host until the work queued on stream so far is done.
 func (s *Step) Wait(at Src, stream int) {
 	if s.rec != nil {
-		s.rec.add(stmt{kind: sWait, at: at, stream: stream})
+		s.rec.Wait(at, stream)
 		return
 	}
 	e := s.e
-	e.expect(sWait, at)
+	e.expect(plan.StmtWait, at)
 	e.hostAt.setWait(e.plan.Streams[stream].Name, at)
 	t0 := time.Now()
 	err := e.streams[stream].Synchronize()
@@ -147,20 +140,19 @@ func (s *Step) Wait(at Src, stream int) {
 // collective issues one collective statement. The buckets come apart from
 // st so that the variadic slice of the generated call does not escape
 // (st does, into the recording): the steps allocate nothing.
-func (s *Step) collective(st stmt, buckets []int) {
+func (s *Step) collective(st plan.Stmt, buckets []int) {
 	if s.rec != nil {
-		st.buckets = slices.Clone(buckets)
-		s.rec.add(st)
+		s.rec.Collective(st, buckets)
 		return
 	}
 	e := s.e
-	id := e.expect(sColl, st.at)
-	if st.coll.Reduces() && st.op == NoOp {
-		st.op = Sum
+	id := e.expect(plan.StmtColl, st.At)
+	if st.Coll.Reduces() && st.Op == NoOp {
+		st.Op = Sum
 	}
 	var afterEv Event
-	if st.after.kind == 2 && st.after.stream != st.stream {
-		afterEv = e.recordOn(st.after.stream, st.at)
+	if st.After.Kind() == plan.AfterStreamKind && st.After.Stream() != st.Stream {
+		afterEv = e.recordOn(st.After.Stream(), st.At)
 	}
 	// A statement's items are issued at once, except in a group, which
 	// keeps them until the group ends: only then can the slice be reused.
@@ -169,8 +161,8 @@ func (s *Step) collective(st stmt, buckets []int) {
 		items = e.groupBuf
 	}
 	for _, b := range buckets {
-		items = append(items, collItem{at: st.at, stream: st.stream, coll: st.coll, op: st.op, root: st.root,
-			after: st.after, bucket: b, id: id, afterEv: afterEv})
+		items = append(items, collItem{at: st.At, stream: st.Stream, coll: st.Coll, op: st.Op, root: st.Root,
+			after: st.After, bucket: b, id: id, afterEv: afterEv})
 	}
 	if s.inGroup {
 		e.groupBuf = items
@@ -199,17 +191,17 @@ func (e *engine) startQueued() {
 // saw at this point, and returns its collective id. The generated step
 // function has no branches, so a difference is a bug worth stopping for:
 // the checker's model and the report rows rely on it.
-func (e *engine) expect(k stmtKind, at Src) int {
+func (e *engine) expect(k plan.StmtKind, at Src) int {
 	if e.stepNo < 0 {
 		return -1 // init: not tracked
 	}
 	if e.cursor == e.hangAt {
 		hangForever(e, fmt.Sprintf("SYNCGEN_TEST_HANG: rank %d stopped before %s in step %d on purpose", e.rank, at, e.stepNo))
 	}
-	if e.cursor >= len(e.flatStep) || e.flatStep[e.cursor].kind != k || e.flatStep[e.cursor].at != at {
+	if e.cursor >= len(e.flatStep) || e.flatStep[e.cursor].Kind != k || e.flatStep[e.cursor].At != at {
 		e.fatal(at, fmt.Errorf("step %d issued a statement that the first recording of the step did not have; steps must issue the same statements every time", e.stepNo))
 	}
-	id := e.flatStep[e.cursor].id
+	id := e.flatStep[e.cursor].ID
 	e.cursor++
 	return id
 }
@@ -294,7 +286,7 @@ func (e *engine) issueGroup(items []collItem, group bool) {
 			}
 			at := it.at
 			switch {
-			case it.after.kind == 1:
+			case it.after.Kind() == plan.AfterReadyKind:
 				if m := e.ready[it.bucket]; m.ok && m.step == e.stepNo {
 					if err := st.WaitEvent(m.ev); err != nil {
 						e.fatal(at, err)
@@ -316,7 +308,7 @@ func (e *engine) issueGroup(items []collItem, group bool) {
 	for _, it := range items {
 		bm := &e.buckets[it.bucket]
 		span := bm.span
-		if it.coll != CollAllGather && it.coll != CollReduceScatter {
+		if it.coll != plan.CollAllGather && it.coll != plan.CollReduceScatter {
 			span.N = p.Buckets[it.bucket].Elems
 		}
 		ops = append(ops, CollOp{Stream: e.streams[it.stream], Coll: it.coll, Op: it.op, Root: it.root, Buf: span, Name: p.Buckets[it.bucket].Name})

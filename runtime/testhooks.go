@@ -28,6 +28,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/syncgen/syncgen/runtime/internal/elem"
 )
 
 // testHooks holds the parsed hooks; a field is nil when its hook is unset.
@@ -133,36 +135,36 @@ func (h *testHooks) beforeCheck(e *engine, i int) {
 	// Element ELEM of the bucket is element ELEM-Offset of the tensor
 	// that holds it (it was element ELEM of the bucket's first tensor,
 	// and an ELEM past that tensor changed nothing without a word).
-	elem, t := int64(c[3]), -1
+	at, t := int64(c[3]), -1
 	for _, k := range e.plan.Buckets[c[2]].Tensors {
-		if off := e.plan.Tensors[k].Offset; elem >= off && elem < off+e.tensors[k].elems {
+		if off := e.plan.Tensors[k].Offset; at >= off && at < off+e.tensors[k].elems {
 			t = k
 		}
 	}
 	if t < 0 {
 		fmt.Fprintf(os.Stderr, "SYNCGEN_TEST_CORRUPT: rank %d changed nothing: element %d is in no tensor of bucket %q\n",
-			e.rank, elem, e.plan.Buckets[c[2]].Name)
+			e.rank, at, e.plan.Buckets[c[2]].Name)
 		return
 	}
 	tm := &e.tensors[t]
 	el := tm.store
-	el.Off += elem - e.plan.Tensors[t].Offset
+	el.Off += at - e.plan.Tensors[t].Offset
 	el.N = 1
 	b := make([]byte, el.Bytes())
 	vals := make([]float64, 1)
 	if e.be.CopyToHost(b, el) != nil {
 		return
 	}
-	loadAll(vals, b, el.DType)
+	elem.LoadAll(vals, b, el.DType)
 	if vals[0] > 0 {
 		vals[0]--
 	} else {
 		vals[0]++
 	}
-	storeAll(b, el.DType, vals)
+	elem.StoreAll(b, el.DType, vals)
 	_ = e.be.CopyFromHost(el, b)
 	fmt.Fprintf(os.Stderr, "SYNCGEN_TEST_CORRUPT: rank %d changed element %d of %q before the check of step %d\n",
-		e.rank, elem-e.plan.Tensors[t].Offset, e.plan.Tensors[t].Name, i)
+		e.rank, at-e.plan.Tensors[t].Offset, e.plan.Tensors[t].Name, i)
 }
 
 // heapAllocs returns how many heap objects the process has allocated so

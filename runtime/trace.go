@@ -13,6 +13,9 @@ import (
 	"os"
 	"time"
 	"unsafe"
+
+	"github.com/syncgen/syncgen/runtime/internal/plan"
+	"github.com/syncgen/syncgen/runtime/internal/text"
 )
 
 // traceEvent is one Chrome trace event.
@@ -62,9 +65,9 @@ func traceEvents(e *engine, recs []tracedRec) []traceEvent {
 	out := make([]traceEvent, 0, len(recs))
 	// The root of each broadcast and reduce, by statement id.
 	roots := map[int]int{}
-	for _, s := range flat(e.prog.step) {
-		if s.kind == sColl && (s.coll == CollBroadcast || s.coll == CollReduce) {
-			roots[s.id] = s.root
+	for _, s := range plan.Flat(e.prog.Step) {
+		if s.Kind == plan.StmtColl && (s.Coll == plan.CollBroadcast || s.Coll == plan.CollReduce) {
+			roots[s.ID] = s.Root
 		}
 	}
 	for _, k := range recs {
@@ -143,7 +146,7 @@ func writeTrace(e *engine, res *results) error {
 // writeTraceFile writes the trace of every rank's events (each part a JSON
 // array of them) to path (to pipe, when checkOutputs kept that named pipe
 // open for it), or to standard output for "-".
-func writeTraceFile(path string, pipe *os.File, p *Plan, ranks int, all [][]byte) error {
+func writeTraceFile(path string, pipe *os.File, p *plan.Plan, ranks int, all [][]byte) error {
 	f := os.Stdout
 	if path != "-" {
 		var err error
@@ -156,7 +159,7 @@ func writeTraceFile(path string, pipe *os.File, p *Plan, ranks int, all [][]byte
 	// byte that is not UTF-8 as \x01, which is not JSON.
 	name, _ := json.Marshal(p.Name)
 	source, _ := json.Marshal(p.Source)
-	fmt.Fprintf(w, "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"program\":%s,\"source\":%s,\"ranks\":%d},\"traceEvents\":[", name, source, ranks)
+	fmt.Fprintf(w, "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"plan.Program\":%s,\"source\":%s,\"ranks\":%d},\"traceEvents\":[", name, source, ranks)
 	first := true
 	for _, part := range all {
 		// Each part is a JSON array: splice its elements in.
@@ -191,7 +194,7 @@ const maxTraceBytes = 1536 << 20
 // collective, host wait and step barrier (engine.go, run.go), each about
 // 110 to 200 bytes with its names (measured on a small plan), here a little
 // more.
-func traceStepBytes(p *Plan, prog *program) int64 {
+func traceStepBytes(p *plan.Plan, prog *plan.Program) int64 {
 	var grads, nGrads int64
 	for _, t := range p.Tensors {
 		if !t.Frozen {
@@ -203,13 +206,13 @@ func traceStepBytes(p *Plan, prog *program) int64 {
 		}
 	}
 	n := int64(150) // the step barrier
-	for _, s := range flat(prog.step) {
-		src := int64(len(s.at))
-		switch s.kind {
-		case sBackward:
+	for _, s := range plan.Flat(prog.Step) {
+		src := int64(len(s.At))
+		switch s.Kind {
+		case plan.StmtBackward:
 			n += grads + nGrads*src + 150 + src
-		case sColl:
-			for _, b := range s.buckets {
+		case plan.StmtColl:
+			for _, b := range s.Buckets {
 				n += 220 + 2*int64(len(p.Buckets[b].Name)) + src
 			}
 		default:
@@ -221,16 +224,16 @@ func traceStepBytes(p *Plan, prog *program) int64 {
 
 // checkTraceFits refuses a --trace that would pass maxTraceBytes, naming
 // how many steps fit.
-func checkTraceFits(p *Plan, prog *program, o *options, ranks int) error {
+func checkTraceFits(p *plan.Plan, prog *plan.Program, o *options, ranks int) error {
 	per := traceStepBytes(p, prog) * int64(ranks)
 	steps := int64(o.warmup) + int64(o.steps)
 	if steps <= maxTraceBytes/per {
 		return nil
 	}
-	total := formatBytes(math.MaxInt64) // more than that, at least
+	total := text.Bytes(math.MaxInt64) // more than that, at least
 	if steps <= math.MaxInt64/per {
-		total = formatBytes(steps * per)
+		total = text.Bytes(steps * per)
 	}
 	return fmt.Errorf("--trace of %d steps (%d warm-up, %d measured) would be about %s (%s a step over %d rank%s), more than a trace can hold (%s: rank 0 gathers it through MPI); trace at most %d steps, warm-up included, and leave --trace out of the long run",
-		steps, o.warmup, o.steps, total, formatBytes(per), ranks, plural(ranks), formatBytes(maxTraceBytes), maxTraceBytes/per)
+		steps, o.warmup, o.steps, total, text.Bytes(per), ranks, text.Plural(ranks), text.Bytes(maxTraceBytes), maxTraceBytes/per)
 }

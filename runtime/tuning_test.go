@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/syncgen/syncgen/runtime/internal/text"
 )
 
 func TestSettleFromEnv(t *testing.T) {
@@ -47,7 +49,7 @@ func TestPieceBytes(t *testing.T) {
 		{10 * time.Millisecond, 4 * mib},
 	} {
 		if got := pieceBytes(4*mib, c.took); got != c.want {
-			t.Errorf("pieceBytes(4 MiB, %v) = %s, want %s", c.took, formatBytes(got), formatBytes(c.want))
+			t.Errorf("pieceBytes(4 MiB, %v) = %s, want %s", c.took, text.Bytes(got), text.Bytes(c.want))
 		}
 	}
 	for w, want := range map[int]int{0: -1, 1: -1, 2: -1, 3: -1, 4: 2, 5: 3, 10: 8} {

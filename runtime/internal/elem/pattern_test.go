@@ -1,4 +1,4 @@
-package runtime
+package elem
 
 import (
 	"math/rand"
@@ -113,7 +113,7 @@ func TestModulus(t *testing.T) {
 	}
 }
 
-// fillBytes, split over goroutines and converted straight to each dtype,
+// FillBytes, split over goroutines and converted straight to each dtype,
 // writes exactly FillValue's values rounded to the dtype, everywhere in
 // the buffer, for every pattern kind.
 func TestFillBytesMatchesFillValue(t *testing.T) {
@@ -129,9 +129,9 @@ func TestFillBytesMatchesFillValue(t *testing.T) {
 		for _, shape := range shapes {
 			p := shape.Params(3, 5, 7, 11)
 			b := make([]byte, n*dt.Size())
-			fillBytes(b, dt, &p)
+			FillBytes(b, dt, &p)
 			got := make([]float64, n)
-			loadAll(got, b, dt)
+			LoadAll(got, b, dt)
 			for i := int64(0); i < n; i++ {
 				if want := RoundTo(float64(FillValue(&p, i)), dt); got[i] != want {
 					t.Fatalf("%s %+v element %d: fill wrote %v, want %v", dt, shape, i, got[i], want)
@@ -144,7 +144,7 @@ func TestFillBytesMatchesFillValue(t *testing.T) {
 		p := shape.Params(1, 4, 2, 3)
 		out := make([]int32, 300)
 		i0 := int64(1)<<32 - 150
-		fillInts(out, &p, i0)
+		FillInts(out, &p, i0)
 		for j, v := range out {
 			if want := FillValue(&p, i0+int64(j)); v != want {
 				t.Fatalf("%+v element %d: %d, want %d", shape, i0+int64(j), v, want)

@@ -1,8 +1,24 @@
-package runtime
+package elem
 
 import (
 	"fmt"
 	"math"
+)
+
+// DType is an element type. The values match package ir's.
+type DType uint8
+
+// The element types.
+const (
+	InvalidDType DType = iota
+	F64
+	F32
+	F16
+	BF16
+	I64
+	I32
+	I8
+	U8
 )
 
 var dtypeNames = [...]string{"invalid", "f64", "f32", "f16", "bf16", "i64", "i32", "i8", "u8"}
@@ -56,26 +72,6 @@ func (d DType) ExactLimit() int64 {
 
 // Unsigned reports whether d has no negative values.
 func (d DType) Unsigned() bool { return d == U8 }
-
-var redOpNames = [...]string{"none", "sum", "avg", "min", "max", "prod"}
-
-// String returns the operator's keyword ("sum").
-func (o RedOp) String() string {
-	if int(o) < len(redOpNames) {
-		return redOpNames[o]
-	}
-	return fmt.Sprintf("op(%d)", o)
-}
-
-var priorityNames = [...]string{"default", "high", "low"}
-
-// String returns the priority as .sync source writes it, or "default".
-func (p Priority) String() string {
-	if int(p) < len(priorityNames) {
-		return priorityNames[p]
-	}
-	return fmt.Sprintf("priority(%d)", p)
-}
 
 // The 16-bit float formats: mantissa bits and exponent bias.
 const (
@@ -181,8 +177,8 @@ func fromHalf(b uint16, mant uint, bias int) float64 {
 // and a quiet NaN of the same sign when written, as F16Bits and BF16Bits
 // give.
 
-// f32ToF16 returns F16Bits(float64(f)).
-func f32ToF16(f float32) uint16 {
+// F32ToF16 returns F16Bits(float64(f)).
+func F32ToF16(f float32) uint16 {
 	x := math.Float32bits(f)
 	sign := uint16(x>>16) & 0x8000
 	a := x & 0x7fffffff
@@ -210,8 +206,8 @@ func f32ToF16(f float32) uint16 {
 	return sign | uint16(keep)
 }
 
-// f32ToBF16 returns BF16Bits(float64(f)).
-func f32ToBF16(f float32) uint16 {
+// F32ToBF16 returns BF16Bits(float64(f)).
+func F32ToBF16(f float32) uint16 {
 	x := math.Float32bits(f)
 	if x&0x7fffffff > 0x7f800000 {
 		return uint16(x>>16)&0x8000 | 0x7fc0
@@ -219,8 +215,8 @@ func f32ToBF16(f float32) uint16 {
 	return uint16((x + 0x7fff + (x>>16)&1) >> 16)
 }
 
-// f16ToF32 returns F16Value(h) as a float32 (exact).
-func f16ToF32(h uint16) float32 {
+// F16ToF32 returns F16Value(h) as a float32 (exact).
+func F16ToF32(h uint16) float32 {
 	sign := uint32(h&0x8000) << 16
 	e, m := uint32(h>>10)&0x1f, uint32(h&0x3ff)
 	switch e {
@@ -235,8 +231,8 @@ func f16ToF32(h uint16) float32 {
 	return math.Float32frombits(sign | (e+112)<<23 | m<<13)
 }
 
-// bf16ToF32 returns BF16Value(h) as a float32 (exact).
-func bf16ToF32(h uint16) float32 {
+// BF16ToF32 returns BF16Value(h) as a float32 (exact).
+func BF16ToF32(h uint16) float32 {
 	if h&0x7fff > 0x7f80 {
 		return float32(math.NaN())
 	}
@@ -255,12 +251,12 @@ func RoundTo(x float64, d DType) float64 {
 		return float64(float32(x))
 	case F16:
 		if f := float32(x); float64(f) == x {
-			return float64(f16ToF32(f32ToF16(f))) // the checker's common case
+			return float64(F16ToF32(F32ToF16(f))) // the checker's common case
 		}
 		return F16Value(F16Bits(x))
 	case BF16:
 		if f := float32(x); float64(f) == x {
-			return float64(bf16ToF32(f32ToBF16(f)))
+			return float64(BF16ToF32(F32ToBF16(f)))
 		}
 		return BF16Value(BF16Bits(x))
 	case I64:

@@ -1,4 +1,8 @@
-package runtime
+// Package text renders what the runtime prints for people: sizes, counts,
+// durations, table cells, rank lists, plurals, and the on/off words of its
+// flags and environment variables. It takes plain values and gives strings;
+// it knows nothing of plans or backends.
+package text
 
 import (
 	"fmt"
@@ -8,8 +12,8 @@ import (
 	"unicode/utf8"
 )
 
-// formatBytes renders n bytes with a binary unit ("1.5 MiB").
-func formatBytes(n int64) string {
+// Bytes renders n bytes with a binary unit ("1.5 MiB").
+func Bytes(n int64) string {
 	const k = 1024
 	switch {
 	case n >= k*k*k*k*k:
@@ -26,8 +30,8 @@ func formatBytes(n int64) string {
 	return fmt.Sprintf("%d B", n)
 }
 
-// formatCount renders a count with a decimal suffix ("25.6M").
-func formatCount(n int64) string {
+// Count renders a count with a decimal suffix ("25.6M").
+func Count(n int64) string {
 	switch {
 	case n >= 1e9:
 		return fmt.Sprintf("%.2fG", float64(n)/1e9)
@@ -39,8 +43,8 @@ func formatCount(n int64) string {
 	return fmt.Sprintf("%d", n)
 }
 
-// formatDur renders a duration in ms with 2 decimals, or us below 1 ms.
-func formatDur(d time.Duration) string {
+// Dur renders a duration in ms with 2 decimals, or us below 1 ms.
+func Dur(d time.Duration) string {
 	if d < time.Millisecond && d > -time.Millisecond {
 		return fmt.Sprintf("%.1f us", float64(d)/1e3)
 	}
@@ -75,8 +79,8 @@ func runeColumns(r rune) int {
 	return 1
 }
 
-// textColumns is how many terminal columns s takes (s printable, see
-// printable).
+// textColumns is how many terminal columns s takes (s Printable, see
+// Printable).
 func textColumns(s string) int {
 	n := 0
 	for _, r := range s {
@@ -101,9 +105,9 @@ func escapeRune(r rune, size int, s string) string {
 	return fmt.Sprintf(`\U%08x`, r)
 }
 
-// printable returns s with every character that does not print escaped
+// Printable returns s with every character that does not print escaped
 // (see escapeRune).
-func printable(s string) string {
+func Printable(s string) string {
 	var b strings.Builder
 	for i := 0; i < len(s); {
 		r, size := utf8.DecodeRuneInString(s[i:])
@@ -113,11 +117,11 @@ func printable(s string) string {
 	return b.String()
 }
 
-// tableCell returns s printable (see printable) and padded with spaces to
+// Cell returns s Printable (see Printable) and padded with spaces to
 // width terminal columns; longer than width, it is cut to width-3 columns
 // or fewer, between characters or escapes, and ends in "...".
-func tableCell(s string, width int) string {
-	p := printable(s)
+func Cell(s string, width int) string {
+	p := Printable(s)
 	if textColumns(p) > width {
 		var b strings.Builder
 		cols := 0
@@ -135,4 +139,71 @@ func tableCell(s string, width int) string {
 		p = b.String()
 	}
 	return p + strings.Repeat(" ", max(width-textColumns(p), 0))
+}
+
+// Plural is "s" unless n is 1.
+func Plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// JoinErrors joins errors one per line, or returns nil.
+func JoinErrors(errs []error) error {
+	switch len(errs) {
+	case 0:
+		return nil
+	case 1:
+		return errs[0]
+	}
+	msg := errs[0].Error()
+	for _, e := range errs[1:] {
+		msg += "\n" + e.Error()
+	}
+	return fmt.Errorf("%s", msg)
+}
+
+// RankList renders ranks as "rank 3" or "ranks 0, 2".
+func RankList(rs []int) string {
+	if len(rs) == 1 {
+		return fmt.Sprintf("rank %d", rs[0])
+	}
+	parts := make([]string, len(rs))
+	for i, r := range rs {
+		parts[i] = fmt.Sprint(r)
+	}
+	return "ranks " + strings.Join(parts, ", ")
+}
+
+// Clip cuts s to at most n bytes, at a character boundary.
+func Clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[:n-3]
+	for len(s) > 0 && !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s + "..."
+}
+
+// IsOff reports whether s turns something off: off, no, false or 0, in
+// any case (--check, SYNCGEN_MPI_TUNING).
+func IsOff(s string) bool {
+	switch strings.ToLower(s) {
+	case "off", "no", "false", "0":
+		return true
+	}
+	return false
+}
+
+// IsOn reports whether s leaves something on: empty (the default), on,
+// yes, true or 1, in any case.
+func IsOn(s string) bool {
+	switch strings.ToLower(s) {
+	case "", "on", "yes", "true", "1":
+		return true
+	}
+	return false
 }

@@ -1,4 +1,4 @@
-package runtime
+package elem
 
 // The deterministic gradient pattern. Every element a backward pass writes
 // is a small integer computed from (rank, step, tensor, element) by a 32-bit
@@ -119,9 +119,9 @@ func FillValue(p *FillParams, i int64) int32 {
 	}
 }
 
-// valueRange returns bounds of the values of pattern p: every FillValue
+// ValueRange returns bounds of the values of pattern p: every FillValue
 // lies in [lo, hi].
-func (p *FillParams) valueRange() (lo, hi int64) {
+func (p *FillParams) ValueRange() (lo, hi int64) {
 	switch p.Kind {
 	case FillProd:
 		return -2, 2
@@ -212,10 +212,10 @@ func (s PatternShape) Params(rank, size int, step uint32, tensor int) FillParams
 	return p
 }
 
-// fillInts writes elements i0, i0+1, ... of pattern p into out, with one
+// FillInts writes elements i0, i0+1, ... of pattern p into out, with one
 // loop per formula so that the hot loops carry no switch. It gives exactly
 // FillValue's values (the tests compare them) at 1.5-3 ns an element.
-func fillInts(out []int32, p *FillParams, i0 int64) {
+func FillInts(out []int32, p *FillParams, i0 int64) {
 	switch p.Kind {
 	case FillProd:
 		for j := range out {
@@ -228,23 +228,23 @@ func fillInts(out []int32, p *FillParams, i0 int64) {
 			out[j] = p.Lo + int32(span.of(ElemHash(p.SeedA, i))) + p.Sign*int32(dev.of(ElemHash(p.SeedB, i)))
 		}
 	default:
-		fillBase(out, p, i0)
+		FillBase(out, p, i0)
 	}
 }
 
-// fillBase writes Lo + H(SeedA, i) % (Hi-Lo+1) for elements i0.. into out:
+// FillBase writes Lo + H(SeedA, i) % (Hi-Lo+1) for elements i0.. into out:
 // the whole of FillUniform, and the base of FillAvg, which is the same on
 // every rank.
-func fillBase(out []int32, p *FillParams, i0 int64) {
+func FillBase(out []int32, p *FillParams, i0 int64) {
 	span := newModulus(uint32(p.Hi - p.Lo + 1))
 	for j := range out {
 		out[j] = p.Lo + int32(span.of(ElemHash(p.SeedA, i0+int64(j))))
 	}
 }
 
-// fillDev writes FillAvg's deviation H(SeedB, i) % (Dev+1), before its
+// FillDev writes FillAvg's deviation H(SeedB, i) % (Dev+1), before its
 // sign, for elements i0.. into out; it is the same on both ranks of a pair.
-func fillDev(out []int32, p *FillParams, i0 int64) {
+func FillDev(out []int32, p *FillParams, i0 int64) {
 	dev := newModulus(uint32(p.Dev + 1))
 	for j := range out {
 		out[j] = int32(dev.of(ElemHash(p.SeedB, i0+int64(j))))

@@ -1,12 +1,8 @@
-package runtime
+package elem
 
 import (
 	"math"
-	"math/rand"
 	"testing"
-	"unsafe"
-
-	"github.com/syncgen/syncgen/runtime/mpi"
 )
 
 func TestHalfKnownValues(t *testing.T) {
@@ -55,40 +51,6 @@ func TestHalfRoundTrip(t *testing.T) {
 	}
 }
 
-// The C conversions of the MPI reduction operators round exactly as the
-// Go ones, so that the CPU backend's sums and the checker agree.
-func TestHalfMatchesC(t *testing.T) {
-	rng := rand.New(rand.NewSource(1))
-	check := func(f float32) {
-		if math.IsNaN(float64(f)) {
-			return
-		}
-		if g, c := F16Bits(float64(f)), mpi.F32ToF16(f); g != c {
-			t.Fatalf("f16(%v): Go %#04x, C %#04x", f, g, c)
-		}
-		if g, c := BF16Bits(float64(f)), mpi.F32ToBF16(f); g != c {
-			t.Fatalf("bf16(%v): Go %#04x, C %#04x", f, g, c)
-		}
-	}
-	for i := 0; i < 200000; i++ {
-		check(math.Float32frombits(rng.Uint32()))
-		check(float32(rng.NormFloat64() * 1000))
-	}
-	for b := 0; b < 1<<16; b++ {
-		h := uint16(b)
-		if v := F16Value(h); !math.IsNaN(v) {
-			if c := mpi.F16ToF32(h); float64(c) != v {
-				t.Fatalf("f16 %#04x: Go %v, C %v", h, v, c)
-			}
-			// Midpoints between neighbours exercise ties.
-			check(float32(v) + float32(math.Abs(F16Value(h+1)-v)/2))
-		}
-		if v := BF16Value(h); !math.IsNaN(v) && float64(mpi.BF16ToF32(h)) != v {
-			t.Fatalf("bf16 %#04x: Go %v, C %v", h, v, mpi.BF16ToF32(h))
-		}
-	}
-}
-
 func TestRoundToIntegers(t *testing.T) {
 	cases := []struct {
 		x    float64
@@ -110,11 +72,11 @@ func TestCastBytes(t *testing.T) {
 	for _, sdt := range []DType{F64, F32, F16, BF16, I64, I32, I8, U8} {
 		for _, ddt := range []DType{F64, F32, F16, BF16, I64, I32, I8, U8} {
 			sb := make([]byte, int64(len(src))*sdt.Size())
-			storeAll(sb, sdt, src)
+			StoreAll(sb, sdt, src)
 			db := make([]byte, int64(len(src))*ddt.Size())
-			castBytes(db, ddt, sb, sdt)
+			CastBytes(db, ddt, sb, sdt)
 			got := make([]float64, len(src))
-			loadAll(got, db, ddt)
+			LoadAll(got, db, ddt)
 			for i, v := range src {
 				want := RoundTo(RoundTo(v, sdt), ddt)
 				if got[i] != want {
@@ -133,10 +95,10 @@ func TestAvgDivideMatchesAvgOf(t *testing.T) {
 				sums = append(sums, -1, -7, -100)
 			}
 			b := make([]byte, int64(len(sums))*dt.Size())
-			storeAll(b, dt, sums)
-			avgDivide(b, dt, size)
+			StoreAll(b, dt, sums)
+			AvgDivide(b, dt, size)
 			got := make([]float64, len(sums))
-			loadAll(got, b, dt)
+			LoadAll(got, b, dt)
 			for i, s := range sums {
 				if want := AvgOf(RoundTo(s, dt), dt, size); got[i] != want {
 					t.Errorf("%s avg of %v over %d: got %v, AvgOf says %v", dt, s, size, got[i], want)
@@ -150,19 +112,19 @@ func TestAvgDivideMatchesAvgOf(t *testing.T) {
 func TestHalfFastConversions(t *testing.T) {
 	for b := 0; b < 1<<16; b++ {
 		h := uint16(b)
-		if g, w := float64(f16ToF32(h)), F16Value(h); g != w && !(math.IsNaN(g) && math.IsNaN(w)) {
-			t.Fatalf("f16ToF32(%#04x) = %v, F16Value says %v", h, g, w)
+		if g, w := float64(F16ToF32(h)), F16Value(h); g != w && !(math.IsNaN(g) && math.IsNaN(w)) {
+			t.Fatalf("F16ToF32(%#04x) = %v, F16Value says %v", h, g, w)
 		}
-		if g, w := float64(bf16ToF32(h)), BF16Value(h); g != w && !(math.IsNaN(g) && math.IsNaN(w)) {
-			t.Fatalf("bf16ToF32(%#04x) = %v, BF16Value says %v", h, g, w)
+		if g, w := float64(BF16ToF32(h)), BF16Value(h); g != w && !(math.IsNaN(g) && math.IsNaN(w)) {
+			t.Fatalf("BF16ToF32(%#04x) = %v, BF16Value says %v", h, g, w)
 		}
 	}
 	check := func(f float32) {
-		if g, w := f32ToF16(f), F16Bits(float64(f)); g != w {
-			t.Fatalf("f32ToF16(%v = %#08x) = %#04x, F16Bits says %#04x", f, math.Float32bits(f), g, w)
+		if g, w := F32ToF16(f), F16Bits(float64(f)); g != w {
+			t.Fatalf("F32ToF16(%v = %#08x) = %#04x, F16Bits says %#04x", f, math.Float32bits(f), g, w)
 		}
-		if g, w := f32ToBF16(f), BF16Bits(float64(f)); g != w {
-			t.Fatalf("f32ToBF16(%v = %#08x) = %#04x, BF16Bits says %#04x", f, math.Float32bits(f), g, w)
+		if g, w := F32ToBF16(f), BF16Bits(float64(f)); g != w {
+			t.Fatalf("F32ToBF16(%v = %#08x) = %#04x, BF16Bits says %#04x", f, math.Float32bits(f), g, w)
 		}
 	}
 	// A spread of every exponent and sign, then every half value and its
@@ -189,81 +151,5 @@ func TestHalfFastConversions(t *testing.T) {
 				check(math.Nextafter32(f, float32(math.Inf(1))))
 			}
 		}
-	}
-}
-
-// The vectorised C reduction operators compute in float32 and round once,
-// exactly as Go does it, for every operator and a spread of operands
-// (every 16-bit value against a few partners, then random pairs).
-func TestReduceHalfMatchesGo(t *testing.T) {
-	const n = 1 << 16
-	in, err := mpi.Malloc(2 * n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mpi.Free(in)
-	io, err := mpi.Malloc(2 * n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mpi.Free(io)
-	a, b := unsafe.Slice((*uint16)(in), n), unsafe.Slice((*uint16)(io), n)
-	rng := rand.New(rand.NewSource(3))
-	for _, dt := range []DType{F16, BF16} {
-		load, store := f16ToF32, f32ToF16
-		if dt == BF16 {
-			load, store = bf16ToF32, f32ToBF16
-		}
-		for op := Sum; op <= Prod; op++ {
-			for round := 0; round < 6; round++ {
-				var partner uint16
-				switch round {
-				case 0, 1, 2:
-					partner = store([]float32{1, -3.5, 1e-6}[round]) // normal, negative, tiny
-				}
-				for i := range a {
-					a[i] = uint16(i)
-					b[i] = partner
-					if round >= 3 {
-						a[i], b[i] = uint16(rng.Uint32()), uint16(rng.Uint32())
-					}
-				}
-				want := make([]uint16, n)
-				for i := range want {
-					x, y := load(a[i]), load(b[i])
-					var r float32
-					switch op {
-					case Sum, Avg:
-						r = x + y
-					case Prod:
-						r = x * y
-					case Min:
-						r = y
-						if x < y || x != x {
-							r = x
-						}
-					case Max:
-						r = y
-						if x > y || x != x {
-							r = x
-						}
-					}
-					want[i] = store(r)
-				}
-				x, y := append([]uint16(nil), a...), append([]uint16(nil), b...)
-				if err := mpi.ReduceHalf(mpi.DType(dt), mpi.Op(op), in, io, n); err != nil {
-					t.Fatal(err)
-				}
-				for i, got := range b {
-					nan := math.IsNaN(float64(load(got))) && math.IsNaN(float64(load(want[i])))
-					if got != want[i] && !nan {
-						t.Fatalf("%s %s of %#04x and %#04x: C gives %#04x, Go %#04x", dt, op, x[i], y[i], got, want[i])
-					}
-				}
-			}
-		}
-	}
-	if err := mpi.ReduceHalf(mpi.DType(F32), mpi.Op(Sum), in, io, 1); err == nil {
-		t.Errorf("ReduceHalf accepted f32")
 	}
 }

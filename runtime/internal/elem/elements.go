@@ -1,4 +1,4 @@
-package runtime
+package elem
 
 // Element-wise work on raw memory, shared by the CPU backend (on C memory)
 // and the checker (on host copies) so that both compute exactly the same
@@ -22,8 +22,8 @@ func view[T any](b []byte) []T {
 	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/int(unsafe.Sizeof(z)))
 }
 
-// clearBytes zeroes b, large buffers on all of the rank's cores.
-func clearBytes(b []byte) {
+// ClearBytes zeroes b, large buffers on all of the rank's cores.
+func ClearBytes(b []byte) {
 	if parallelWorkers(int64(len(b))) == 1 {
 		clear(b) // without parallelFor's closure, which is allocated
 		return
@@ -31,11 +31,11 @@ func clearBytes(b []byte) {
 	parallelFor(int64(len(b)), func(lo, hi int64) { clear(b[lo:hi]) })
 }
 
-// fillBytes writes pattern p into b, which holds elements of dt. Large
+// FillBytes writes pattern p into b, which holds elements of dt. Large
 // buffers are split between goroutines (parallelFor): the fill runs where
 // the simulated backward pass would compute, and a single core filled a
 // 1.3 GB model in seconds.
-func fillBytes(b []byte, dt DType, p *FillParams) {
+func FillBytes(b []byte, dt DType, p *FillParams) {
 	n := int64(len(b)) / dt.Size()
 	if parallelWorkers(n) == 1 {
 		fillRange(b, dt, p, 0) // without parallelFor's closure, which is allocated
@@ -56,7 +56,7 @@ func fillRange(b []byte, dt DType, p *FillParams, i0 int64) {
 	for off := int64(0); off < n; off += castChunk {
 		m := min(n-off, castChunk)
 		v := ints[:m]
-		fillInts(v, p, i0+off)
+		FillInts(v, p, i0+off)
 		part := b[off*dt.Size() : (off+m)*dt.Size()]
 		switch dt {
 		case F64:
@@ -74,13 +74,13 @@ func fillRange(b []byte, dt DType, p *FillParams, i0 int64) {
 			// 65520 on, so the result is F16Bits(v) for every int32.
 			s := view[uint16](part)
 			for j := range s {
-				s[j] = f32ToF16(float32(v[j]))
+				s[j] = F32ToF16(float32(v[j]))
 			}
 		case BF16:
 			s := view[uint16](part)
 			for j := range s {
 				if x := v[j]; x >= -1<<24 && x <= 1<<24 {
-					s[j] = f32ToBF16(float32(x))
+					s[j] = F32ToBF16(float32(x))
 				} else {
 					s[j] = BF16Bits(float64(x)) // one rounding, not two
 				}
@@ -139,10 +139,10 @@ func parallelFor(n int64, fn func(lo, hi int64)) {
 	wg.Wait()
 }
 
-// loadAll decodes every element of b (elements of dt) into out, which must
+// LoadAll decodes every element of b (elements of dt) into out, which must
 // have room for them. i64 values beyond 2^53 lose precision; the checker
 // never expects such values.
-func loadAll(out []float64, b []byte, dt DType) {
+func LoadAll(out []float64, b []byte, dt DType) {
 	switch dt {
 	case F64:
 		copy(out, view[float64](b))
@@ -152,11 +152,11 @@ func loadAll(out []float64, b []byte, dt DType) {
 		}
 	case F16:
 		for i, v := range view[uint16](b) {
-			out[i] = float64(f16ToF32(v))
+			out[i] = float64(F16ToF32(v))
 		}
 	case BF16:
 		for i, v := range view[uint16](b) {
-			out[i] = float64(bf16ToF32(v))
+			out[i] = float64(BF16ToF32(v))
 		}
 	case I64:
 		for i, v := range view[int64](b) {
@@ -177,8 +177,8 @@ func loadAll(out []float64, b []byte, dt DType) {
 	}
 }
 
-// storeAll encodes vals into b as elements of dt, rounding like RoundTo.
-func storeAll(b []byte, dt DType, vals []float64) {
+// StoreAll encodes vals into b as elements of dt, rounding like RoundTo.
+func StoreAll(b []byte, dt DType, vals []float64) {
 	switch dt {
 	case F64:
 		copy(view[float64](b), vals)
@@ -191,7 +191,7 @@ func storeAll(b []byte, dt DType, vals []float64) {
 		s := view[uint16](b)
 		for i, x := range vals[:len(s)] {
 			if f := float32(x); float64(f) == x {
-				s[i] = f32ToF16(f) // exact in float32: one rounding either way
+				s[i] = F32ToF16(f) // exact in float32: one rounding either way
 			} else {
 				s[i] = F16Bits(x)
 			}
@@ -200,7 +200,7 @@ func storeAll(b []byte, dt DType, vals []float64) {
 		s := view[uint16](b)
 		for i, x := range vals[:len(s)] {
 			if f := float32(x); float64(f) == x {
-				s[i] = f32ToBF16(f)
+				s[i] = F32ToBF16(f)
 			} else {
 				s[i] = BF16Bits(x)
 			}
@@ -227,13 +227,13 @@ func storeAll(b []byte, dt DType, vals []float64) {
 	}
 }
 
-// castChunk is how many elements castBytes converts at a time.
+// castChunk is how many elements CastBytes converts at a time.
 const castChunk = 4096
 
-// castBytes converts src (elements of sdt) into dst (elements of ddt), the
+// CastBytes converts src (elements of sdt) into dst (elements of ddt), the
 // same number of elements, with the rounding of RoundTo. Integer to integer
 // casts go through int64 so that no precision is lost on the way.
-func castBytes(dst []byte, ddt DType, src []byte, sdt DType) {
+func CastBytes(dst []byte, ddt DType, src []byte, sdt DType) {
 	if ddt == sdt {
 		copy(dst, src)
 		return
@@ -251,8 +251,8 @@ func castBytes(dst []byte, ddt DType, src []byte, sdt DType) {
 	var buf [castChunk]float64
 	for i := int64(0); i < n; i += castChunk {
 		m := min(n-i, castChunk)
-		loadAll(buf[:m], src[i*sdt.Size():(i+m)*sdt.Size()], sdt)
-		storeAll(dst[i*ddt.Size():(i+m)*ddt.Size()], ddt, buf[:m])
+		LoadAll(buf[:m], src[i*sdt.Size():(i+m)*sdt.Size()], sdt)
+		StoreAll(dst[i*ddt.Size():(i+m)*ddt.Size()], ddt, buf[:m])
 	}
 }
 
@@ -264,22 +264,22 @@ func castFloat32(dst []byte, ddt DType, src []byte, sdt DType) bool {
 	case sdt == F32 && ddt == BF16:
 		d := view[uint16](dst)
 		for i, f := range view[float32](src)[:len(d)] {
-			d[i] = f32ToBF16(f)
+			d[i] = F32ToBF16(f)
 		}
 	case sdt == F32 && ddt == F16:
 		d := view[uint16](dst)
 		for i, f := range view[float32](src)[:len(d)] {
-			d[i] = f32ToF16(f)
+			d[i] = F32ToF16(f)
 		}
 	case sdt == BF16 && ddt == F32:
 		d := view[float32](dst)
 		for i, h := range view[uint16](src)[:len(d)] {
-			d[i] = bf16ToF32(h)
+			d[i] = BF16ToF32(h)
 		}
 	case sdt == F16 && ddt == F32:
 		d := view[float32](dst)
 		for i, h := range view[uint16](src)[:len(d)] {
-			d[i] = f16ToF32(h)
+			d[i] = F16ToF32(h)
 		}
 	default:
 		return false
@@ -316,9 +316,9 @@ func storeInt(b []byte, dt DType, i int64, v int64) {
 	}
 }
 
-// avgDivide turns sums into averages in place: every element of b is
+// AvgDivide turns sums into averages in place: every element of b is
 // divided by size in dt's arithmetic (see AvgOf).
-func avgDivide(b []byte, dt DType, size int) {
+func AvgDivide(b []byte, dt DType, size int) {
 	switch dt {
 	case F64:
 		s := view[float64](b)
@@ -333,12 +333,12 @@ func avgDivide(b []byte, dt DType, size int) {
 	case F16:
 		s := view[uint16](b)
 		for i := range s {
-			s[i] = f32ToF16(f16ToF32(s[i]) / float32(size))
+			s[i] = F32ToF16(F16ToF32(s[i]) / float32(size))
 		}
 	case BF16:
 		s := view[uint16](b)
 		for i := range s {
-			s[i] = f32ToBF16(bf16ToF32(s[i]) / float32(size))
+			s[i] = F32ToBF16(BF16ToF32(s[i]) / float32(size))
 		}
 	case I64:
 		s := view[int64](b)

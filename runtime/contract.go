@@ -1,0 +1,120 @@
+package runtime
+
+// This file is the contract between generated code and the runtime: the
+// plan tables that codegen emits as Go literals, the enums they use, and
+// (in step.go) the Step methods that the generated step function calls.
+// Change it only together with codegen and the golden files. The tables'
+// types live in the runtime's internal packages; the names here are
+// aliases, so that generated code names them all through this package.
+
+import (
+	"github.com/syncgen/syncgen/runtime/internal/elem"
+	"github.com/syncgen/syncgen/runtime/internal/plan"
+)
+
+// DType is an element type.
+type DType = elem.DType
+
+// The element types.
+const (
+	InvalidDType = elem.InvalidDType
+	F64          = elem.F64
+	F32          = elem.F32
+	F16          = elem.F16
+	BF16         = elem.BF16
+	I64          = elem.I64
+	I32          = elem.I32
+	I8           = elem.I8
+	U8           = elem.U8
+)
+
+// Priority is a stream's scheduling priority.
+type Priority = plan.Priority
+
+// Stream priorities.
+const (
+	PriorityDefault = plan.PriorityDefault
+	PriorityHigh    = plan.PriorityHigh
+	PriorityLow     = plan.PriorityLow
+)
+
+// RedOp is a reduction operator.
+type RedOp = plan.RedOp
+
+// The reduction operators.
+const (
+	NoOp = plan.NoOp
+	Sum  = plan.Sum
+	Avg  = plan.Avg
+	Min  = plan.Min
+	Max  = plan.Max
+	Prod = plan.Prod
+)
+
+// Tensor is one parameter tensor of the plan: Name, DType, Shape, Frozen,
+// and its place in a bucket's wire buffer (Bucket, -1 for none; Offset).
+type Tensor = plan.Tensor
+
+// Stream is an ordered executor of work: Name and Priority.
+type Stream = plan.Stream
+
+// Bucket is a contiguous buffer of Elems elements of dtype Wire holding the
+// Tensors listed, in layout order. A tensor whose DType differs from Wire
+// has storage of its own and is cast into the buffer before each collective
+// and back after it.
+type Bucket = plan.Bucket
+
+// Run holds the defaults for the program's flags: Steps, Warmup and
+// CheckEvery (0: off).
+type Run = plan.Run
+
+// After is a collective's dependency, built with AfterReady or AfterStream.
+// The zero value waits for nothing but the collective's own stream.
+type After = plan.After
+
+// AfterReady makes each bucket's collective start as soon as all of that
+// bucket's gradients are ready in the current step.
+func AfterReady() After { return plan.AfterReady() }
+
+// AfterStream makes the collective wait for the work queued on stream so far.
+func AfterStream(stream int) After { return plan.AfterStream(stream) }
+
+// Src is a position in the .sync source ("resnet50.sync:12:5"). Statements
+// carry it so that errors and timeouts can point back at the plan.
+type Src = plan.Src
+
+// Plan is everything a generated program hands to Main.
+type Plan struct {
+	// Name is the program's name ("resnet50"); Source the .sync file it was
+	// generated from.
+	Name   string
+	Source string
+	// Hash identifies the plan; every rank must run the same one.
+	Hash    string
+	Tensors []Tensor
+	Streams []Stream
+	Buckets []Bucket
+	Run     Run
+	// Init, if not nil, runs once before the warm-up steps.
+	Init func(s *Step)
+	// Step issues one training step's work. It is called once per step.
+	Step func(s *Step)
+}
+
+// tables returns the plan's tables, which the runtime's internal packages
+// work from.
+func (p *Plan) tables() *plan.Plan {
+	return &plan.Plan{Name: p.Name, Source: p.Source, Hash: p.Hash, Tensors: p.Tensors, Streams: p.Streams, Buckets: p.Buckets, Run: p.Run}
+}
+
+// record runs the plan's Init and Step functions in recording mode: the
+// Step methods note what they are asked to do, and nothing runs.
+func (p *Plan) record() (*plan.Program, error) {
+	recorder := func(fn func(*Step)) func(*plan.Recorder) {
+		if fn == nil {
+			return nil
+		}
+		return func(r *plan.Recorder) { fn(&Step{rec: r}) }
+	}
+	return plan.Record(recorder(p.Init), recorder(p.Step))
+}

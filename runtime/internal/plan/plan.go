@@ -1,0 +1,189 @@
+package plan
+
+import (
+	"fmt"
+
+	"github.com/syncgen/syncgen/runtime/internal/elem"
+)
+
+// Priority is a stream's scheduling priority.
+type Priority uint8
+
+// Stream priorities.
+const (
+	PriorityDefault Priority = iota
+	PriorityHigh
+	PriorityLow
+)
+
+var priorityNames = [...]string{"default", "high", "low"}
+
+// String returns the priority as .sync source writes it, or "default".
+func (p Priority) String() string {
+	if int(p) < len(priorityNames) {
+		return priorityNames[p]
+	}
+	return fmt.Sprintf("priority(%d)", p)
+}
+
+// RedOp is a reduction operator.
+type RedOp uint8
+
+// The reduction operators.
+const (
+	NoOp RedOp = iota
+	Sum
+	Avg
+	Min
+	Max
+	Prod
+)
+
+var redOpNames = [...]string{"none", "sum", "avg", "min", "max", "prod"}
+
+// String returns the operator's keyword ("sum").
+func (o RedOp) String() string {
+	if int(o) < len(redOpNames) {
+		return redOpNames[o]
+	}
+	return fmt.Sprintf("op(%d)", o)
+}
+
+// Tensor is one parameter tensor of the plan.
+type Tensor struct {
+	Name   string
+	DType  elem.DType
+	Shape  []int64
+	Frozen bool
+	// Bucket is the index of the bucket that holds the tensor, or -1.
+	Bucket int
+	// Offset is the tensor's first element inside the bucket's wire buffer.
+	Offset int64
+}
+
+// Elems returns the number of elements of t.
+func (t *Tensor) Elems() int64 {
+	n := int64(1)
+	for _, d := range t.Shape {
+		n *= d
+	}
+	return n
+}
+
+// Stream is an ordered executor of work.
+type Stream struct {
+	Name     string
+	Priority Priority
+}
+
+// Bucket is a contiguous buffer of Elems elements of dtype Wire. Tensors
+// lists the tensors inside it in layout order. A tensor whose DType equals
+// Wire is a view into the buffer; one whose DType differs has storage of its
+// own and is cast into the buffer before each collective and back after it.
+type Bucket struct {
+	Name    string
+	Wire    elem.DType
+	Elems   int64
+	Tensors []int
+}
+
+// Run holds the defaults for the program's flags.
+type Run struct {
+	Steps      int
+	Warmup     int
+	CheckEvery int // 0: off
+}
+
+// Plan is the plan's tables: what a generated program declares, without
+// the functions that issue its statements (those are recorded into a
+// Program).
+type Plan struct {
+	// Name is the program's name ("resnet50"); Source the .sync file it was
+	// generated from.
+	Name   string
+	Source string
+	// Hash identifies the plan; every rank must run the same one.
+	Hash    string
+	Tensors []Tensor
+	Streams []Stream
+	Buckets []Bucket
+	Run     Run
+}
+
+// AfterKind says what a collective waits for besides its own stream.
+type AfterKind uint8
+
+// The dependencies of a collective.
+const (
+	AfterNothing AfterKind = iota
+	// AfterReadyKind: each bucket's collective waits for that bucket's
+	// gradients of the current step.
+	AfterReadyKind
+	// AfterStreamKind: the collective waits for the work queued so far on
+	// another stream.
+	AfterStreamKind
+)
+
+// After is a collective's dependency, built with AfterReady or AfterStream.
+// The zero value waits for nothing but the collective's own stream.
+type After struct {
+	kind   AfterKind
+	stream int
+}
+
+// AfterReady makes each bucket's collective start as soon as all of that
+// bucket's gradients are ready in the current step.
+func AfterReady() After { return After{kind: AfterReadyKind} }
+
+// AfterStream makes the collective wait for the work queued on stream so far.
+func AfterStream(stream int) After { return After{kind: AfterStreamKind, stream: stream} }
+
+// Kind says what the dependency waits for.
+func (a After) Kind() AfterKind { return a.kind }
+
+// Stream is the stream an AfterStream dependency waits for.
+func (a After) Stream() int { return a.stream }
+
+// Src is a position in the .sync source ("resnet50.sync:12:5"). Statements
+// carry it so that errors and timeouts can point back at the plan.
+type Src string
+
+// Coll names a collective operation.
+type Coll uint8
+
+// The collectives. All work in place on one buffer, as NCCL's in-place
+// forms do.
+const (
+	CollNone Coll = iota
+	// CollAllReduce: every rank ends with the reduction of all ranks'
+	// buffers.
+	CollAllReduce
+	// CollBroadcast: every rank ends with Root's buffer.
+	CollBroadcast
+	// CollReduce: Root ends with the reduction; the others' buffers are
+	// unchanged.
+	CollReduce
+	// CollAllGather: the buffer is size slices of Count/size elements;
+	// every rank ends with slice r of rank r in slice r, for every r.
+	CollAllGather
+	// CollReduceScatter: rank r ends with the reduction of slice r of all
+	// ranks in its slice r (the slice stays where it is, as in
+	// ncclReduceScatter with recvbuff = sendbuff + r*Count/size); the other
+	// slices are undefined afterwards.
+	CollReduceScatter
+)
+
+var collNames = [...]string{"none", "allreduce", "broadcast", "reduce", "allgather", "reducescatter"}
+
+// String returns the collective's keyword in the .sync language.
+func (c Coll) String() string {
+	if int(c) < len(collNames) {
+		return collNames[c]
+	}
+	return fmt.Sprintf("coll(%d)", c)
+}
+
+// Reduces reports whether the collective applies a reduction operator.
+func (c Coll) Reduces() bool {
+	return c == CollAllReduce || c == CollReduce || c == CollReduceScatter
+}

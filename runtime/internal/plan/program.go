@@ -1,0 +1,288 @@
+package plan
+
+// The runtime learns what a step does by calling the plan's Step function
+// once in recording mode before anything runs (a dry run: the generated
+// code has no branches, so every step issues the same statements). The
+// recorded Program drives the choice of fill patterns, the checker's model
+// of what every bucket must hold, the report's table rows, the plan hash,
+// and validation against the world size.
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/syncgen/syncgen/runtime/internal/text"
+)
+
+// StmtKind says what a recorded statement does.
+type StmtKind uint8
+
+const (
+	StmtBackward StmtKind = iota + 1
+	StmtCompute
+	StmtColl
+	StmtGroup
+	StmtWait
+)
+
+// Stmt is one recorded statement.
+type Stmt struct {
+	Kind   StmtKind
+	At     Src
+	Stream int
+	// Dur is the simulated work's duration (backward, compute).
+	Dur   time.Duration
+	Coll  Coll
+	Op    RedOp
+	Root  int
+	After After
+	// Buckets are the targets of a collective.
+	Buckets []int
+	// Body holds a group's collectives.
+	Body []Stmt
+	// ID numbers the collective statements of a block in program order
+	// (group members included); the report's rows are (ID, bucket).
+	ID int
+}
+
+// Program is the recorded plan: the init block and one step.
+type Program struct {
+	Init []Stmt
+	Step []Stmt
+	// Colls counts the collective statements of Step (IDs 0..Colls-1).
+	Colls int
+}
+
+// Recorder collects statements while Step methods run in recording mode.
+type Recorder struct {
+	out   *[]Stmt
+	group *[]Stmt
+	errs  []error
+	ids   int
+}
+
+// Add records statement s: a collective gets the next ID, and inside a
+// group it becomes a member of the group.
+func (r *Recorder) Add(s Stmt) {
+	if s.Kind == StmtColl {
+		s.ID = r.ids
+		r.ids++
+	}
+	if r.group != nil {
+		if s.Kind != StmtColl {
+			r.errs = append(r.errs, fmt.Errorf("%s: only collectives may appear inside a group", s.At))
+			return
+		}
+		*r.group = append(*r.group, s)
+		return
+	}
+	*r.out = append(*r.out, s)
+}
+
+// Group records the collectives that body issues as one group statement.
+// Groups do not nest.
+func (r *Recorder) Group(at Src, body func()) {
+	if r.group != nil {
+		r.errs = append(r.errs, fmt.Errorf("%s: groups do not nest", at))
+		body()
+		return
+	}
+	var members []Stmt
+	r.group = &members
+	body()
+	r.group = nil
+	r.Add(Stmt{Kind: StmtGroup, At: at, Body: members})
+}
+
+// Record runs a plan's init and step functions (either may be nil) in
+// recording mode: each gets a Recorder, through which the plan's Step
+// handle records what it is asked to do instead of doing it.
+func Record(init, step func(r *Recorder)) (*Program, error) {
+	prog := &Program{}
+	run := func(fn func(*Recorder), out *[]Stmt) (int, []error) {
+		if fn == nil {
+			return 0, nil
+		}
+		r := &Recorder{out: out}
+		fn(r)
+		return r.ids, r.errs
+	}
+	_, errs := run(init, &prog.Init)
+	n, errs2 := run(step, &prog.Step)
+	prog.Colls = n
+	errs = append(errs, errs2...)
+	// The Program is returned even with errors: the plan hash covers what
+	// was recorded, so ranks compare plans before judging them.
+	return prog, text.JoinErrors(errs)
+}
+
+// Validate checks the recorded Program against the plan's tables and the
+// world size; every problem is reported with the statement's position.
+func (prog *Program) Validate(p *Plan, size int) error {
+	var errs []error
+	bad := func(at Src, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", at, fmt.Sprintf(format, args...)))
+	}
+	var walk func(ss []Stmt)
+	walk = func(ss []Stmt) {
+		for _, s := range ss {
+			if s.Kind == StmtGroup {
+				walk(s.Body)
+				continue
+			}
+			if s.Stream < 0 || s.Stream >= len(p.Streams) {
+				bad(s.At, "stream %d does not exist (the plan has %d)", s.Stream, len(p.Streams))
+			}
+			if s.Dur < 0 {
+				bad(s.At, "negative duration %v", s.Dur)
+			}
+			if s.Kind != StmtColl {
+				continue
+			}
+			if s.After.Kind() == AfterStreamKind && (s.After.Stream() < 0 || s.After.Stream() >= len(p.Streams)) {
+				bad(s.At, "after: stream %d does not exist", s.After.Stream())
+			}
+			if len(s.Buckets) == 0 {
+				bad(s.At, "%s has no buckets", s.Coll)
+			}
+			for _, b := range s.Buckets {
+				if b < 0 || b >= len(p.Buckets) {
+					bad(s.At, "bucket %d does not exist (the plan has %d)", b, len(p.Buckets))
+				}
+			}
+			if (s.Coll == CollBroadcast || s.Coll == CollReduce) && (s.Root < 0 || s.Root >= size) {
+				opt := "from"
+				if s.Coll == CollReduce {
+					opt = "to"
+				}
+				fix := fmt.Sprintf("run with at least %d ranks (mpirun -np %d), or change `%s %d` in the plan", s.Root+1, s.Root+1, opt, s.Root)
+				if s.Root < 0 {
+					fix = fmt.Sprintf("change `%s %d` in the plan to a rank from 0 to %d", opt, s.Root, size-1)
+				}
+				bad(s.At, "%s of %s %s rank %d: root %d is outside the world of %d rank%s (ranks 0..%d); %s",
+					s.Coll, BucketList(p, s.Buckets), opt, s.Root, s.Root, size, text.Plural(size), size-1, fix)
+			}
+			if s.Coll.Reduces() && (s.Op < Sum || s.Op > Prod) {
+				bad(s.At, "%s needs a reduction operator (sum, avg, min, max or prod), got %s", s.Coll, s.Op)
+			}
+		}
+	}
+	if len(p.Streams) == 0 {
+		errs = append(errs, fmt.Errorf("the plan has no streams"))
+	}
+	walk(prog.Init)
+	walk(prog.Step)
+	for i, t := range p.Tensors {
+		if !t.DType.Valid() {
+			errs = append(errs, fmt.Errorf("tensor %q: invalid dtype %d", t.Name, t.DType))
+		}
+		if t.Bucket < -1 || t.Bucket >= len(p.Buckets) {
+			errs = append(errs, fmt.Errorf("tensor %q (#%d): bucket %d does not exist", t.Name, i, t.Bucket))
+		}
+	}
+	for _, b := range p.Buckets {
+		if !b.Wire.Valid() {
+			errs = append(errs, fmt.Errorf("bucket %q: invalid wire dtype %d", b.Name, b.Wire))
+		}
+		for _, ti := range b.Tensors {
+			if ti < 0 || ti >= len(p.Tensors) {
+				errs = append(errs, fmt.Errorf("bucket %q: tensor %d does not exist", b.Name, ti))
+				continue
+			}
+			t := p.Tensors[ti]
+			if t.Offset < 0 || t.Offset+t.Elems() > b.Elems {
+				errs = append(errs, fmt.Errorf("bucket %q: tensor %q at %d..%d lies outside its %d elements",
+					b.Name, t.Name, t.Offset, t.Offset+t.Elems(), b.Elems))
+			}
+		}
+	}
+	return text.JoinErrors(errs)
+}
+
+// BucketList names a statement's buckets for messages: `bucket "a"`,
+// `buckets "a", "b"`, or the first three and how many more.
+func BucketList(p *Plan, buckets []int) string {
+	var names []string
+	for _, b := range buckets[:min(len(buckets), 3)] {
+		if b >= 0 && b < len(p.Buckets) {
+			names = append(names, fmt.Sprintf("%q", p.Buckets[b].Name))
+		} else {
+			names = append(names, fmt.Sprintf("#%d", b))
+		}
+	}
+	switch {
+	case len(buckets) == 1:
+		return "bucket " + names[0]
+	case len(buckets) > 3:
+		return fmt.Sprintf("buckets %s and %d more", strings.Join(names, ", "), len(buckets)-3)
+	}
+	return "buckets " + strings.Join(names, ", ")
+}
+
+// Flat returns the block's collectives and other statements in Program
+// order with groups expanded.
+func Flat(ss []Stmt) []Stmt {
+	var out []Stmt
+	for _, s := range ss {
+		if s.Kind == StmtGroup {
+			out = append(out, s.Body...)
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// The methods below record one statement each; they mirror the Step
+// methods of generated code, which call them in recording mode, and let
+// the runtime's tests write programs the way a plan does.
+
+// Backward records a simulated backward pass of duration d on stream.
+func (r *Recorder) Backward(at Src, stream int, d time.Duration) {
+	r.Add(Stmt{Kind: StmtBackward, At: at, Stream: stream, Dur: d})
+}
+
+// Compute records other simulated work of duration d on stream.
+func (r *Recorder) Compute(at Src, stream int, d time.Duration) {
+	r.Add(Stmt{Kind: StmtCompute, At: at, Stream: stream, Dur: d})
+}
+
+// Wait records that the host waits for stream.
+func (r *Recorder) Wait(at Src, stream int) {
+	r.Add(Stmt{Kind: StmtWait, At: at, Stream: stream})
+}
+
+// AllReduce records an allreduce of buckets with op.
+func (r *Recorder) AllReduce(at Src, stream int, op RedOp, after After, buckets ...int) {
+	r.Collective(Stmt{At: at, Stream: stream, Coll: CollAllReduce, Op: op, After: after}, buckets)
+}
+
+// Broadcast records a broadcast of buckets from root.
+func (r *Recorder) Broadcast(at Src, stream int, root int, after After, buckets ...int) {
+	r.Collective(Stmt{At: at, Stream: stream, Coll: CollBroadcast, Root: root, After: after}, buckets)
+}
+
+// Reduce records a reduce of buckets with op onto root.
+func (r *Recorder) Reduce(at Src, stream int, op RedOp, root int, after After, buckets ...int) {
+	r.Collective(Stmt{At: at, Stream: stream, Coll: CollReduce, Op: op, Root: root, After: after}, buckets)
+}
+
+// AllGather records an in-place allgather of buckets.
+func (r *Recorder) AllGather(at Src, stream int, after After, buckets ...int) {
+	r.Collective(Stmt{At: at, Stream: stream, Coll: CollAllGather, After: after}, buckets)
+}
+
+// ReduceScatter records an in-place reducescatter of buckets with op.
+func (r *Recorder) ReduceScatter(at Src, stream int, op RedOp, after After, buckets ...int) {
+	r.Collective(Stmt{At: at, Stream: stream, Coll: CollReduceScatter, Op: op, After: after}, buckets)
+}
+
+// Collective records collective statement st on buckets (a copy of them:
+// the caller may reuse the slice).
+func (r *Recorder) Collective(st Stmt, buckets []int) {
+	st.Kind = StmtColl
+	st.Buckets = slices.Clone(buckets)
+	r.Add(st)
+}
