@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/syncgen/syncgen/runtime/internal/backend"
 	"github.com/syncgen/syncgen/runtime/internal/elem"
 	"github.com/syncgen/syncgen/runtime/internal/plan"
 )
@@ -294,8 +295,8 @@ func TestCheckerInitChainExact(t *testing.T) {
 // hostBackend is just enough of a backend for checkBucket: buffers in Go
 // memory and CopyToHost, which it counts.
 type hostBackend struct {
-	Backend // nil: any other method panics
-	copies  int
+	backend.Backend // nil: any other method panics
+	copies          int
 }
 
 type hostBuffer struct {
@@ -306,7 +307,7 @@ type hostBuffer struct {
 func (h *hostBuffer) DType() DType { return h.dt }
 func (h *hostBuffer) Elems() int64 { return int64(len(h.b)) / h.dt.Size() }
 
-func (h *hostBackend) CopyToHost(dst []byte, src Span) error {
+func (h *hostBackend) CopyToHost(dst []byte, src backend.Span) error {
 	h.copies++
 	b := src.Buf.(*hostBuffer).b
 	copy(dst, b[src.Off*src.DType.Size():(src.Off+src.N)*src.DType.Size()])
@@ -337,7 +338,7 @@ func bucketEngine(dts []DType, elems []int64, wire DType, op RedOp, size, rank i
 	for i, dt := range dts {
 		tm := tensorMem{elems: elems[i]}
 		if dt == wire {
-			tm.store, tm.inPlace = Span{Buf: bucket, Off: p.Tensors[i].Offset, N: elems[i], DType: dt}, true
+			tm.store, tm.inPlace = backend.Span{Buf: bucket, Off: p.Tensors[i].Offset, N: elems[i], DType: dt}, true
 		} else {
 			a := arenas[dt]
 			if a == nil {
@@ -346,7 +347,7 @@ func bucketEngine(dts []DType, elems []int64, wire DType, op RedOp, size, rank i
 			}
 			off := (a.Elems()*dt.Size() + 63) &^ 63 / dt.Size()
 			a.b = append(a.b, make([]byte, (off+elems[i])*dt.Size()-int64(len(a.b)))...)
-			tm.store = Span{Buf: a, Off: off, N: elems[i], DType: dt}
+			tm.store = backend.Span{Buf: a, Off: off, N: elems[i], DType: dt}
 		}
 		e.tensors = append(e.tensors, tm)
 		e.backOrder = append(e.backOrder, i)

@@ -11,8 +11,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/syncgen/syncgen/runtime/internal/backend"
 	"github.com/syncgen/syncgen/runtime/internal/elem"
+	"github.com/syncgen/syncgen/runtime/internal/mpihost"
 	"github.com/syncgen/syncgen/runtime/internal/plan"
+	"github.com/syncgen/syncgen/runtime/internal/proc"
 	"github.com/syncgen/syncgen/runtime/internal/text"
 )
 
@@ -24,12 +27,12 @@ type engine struct {
 	// step: the generated functions, issuing their statements here.
 	runInit, runStep func()
 	opts             *options
-	h                *mpiHost
+	h                *mpihost.Host
 	rank             int
 	size             int
 
-	be      Backend
-	streams []BackendStream
+	be      backend.Backend
+	streams []backend.Stream
 
 	buckets []bucketMem
 	tensors []tensorMem
@@ -41,21 +44,21 @@ type engine struct {
 	lastOf    []int
 
 	// Events: free ones, and those used by the current step.
-	freeEvents []Event
-	usedEvents []Event
+	freeEvents []backend.Event
+	usedEvents []backend.Event
 	// lastRec[s] is the event recorded last on stream s if nothing was
 	// queued on s after it and the host has not blocked since; nil
 	// otherwise (see startEvent).
-	lastRec []Event
+	lastRec []backend.Event
 
 	// The current step.
 	seedStep uint32 // the step number that seeds the fill pattern
 	stepNo   int    // 0-based over warm-up and measured steps; -1 in init
-	epoch    Event
+	epoch    backend.Event
 	// stepStart is the host time at which the epoch was recorded (or, with
 	// a StepAligner, completed).
 	stepStart  time.Time
-	epochTimer StepAligner
+	epochTimer backend.StepAligner
 	// alignStream runs the step barrier of a StepAligner backend: the
 	// first stream that runs a collective in the step.
 	alignStream int
@@ -63,10 +66,10 @@ type engine struct {
 	cursor      int // index into the recorded flat statements, for the sanity check
 	hangAt      int // test hook: stop before this statement (-1: never)
 	flatStep    []plan.Stmt
-	collected   []timed    // collect's result, reused from step to step
-	itemBuf     []collItem // a statement's buckets, reused (step.go)
-	opBuf       []CollOp   // a statement's collectives, reused (step.go)
-	groupBuf    []collItem // a group's buckets, reused (step.go)
+	collected   []timed          // collect's result, reused from step to step
+	itemBuf     []collItem       // a statement's buckets, reused (step.go)
+	opBuf       []backend.CollOp // a statement's collectives, reused (step.go)
+	groupBuf    []collItem       // a group's buckets, reused (step.go)
 	// What the steps reuse so that they allocate nothing once warm (see
 	// cpuEvent.record for why that matters): each stream's
 	// "wait NAME" record name, the intervals of stepStatsOf.
@@ -85,12 +88,12 @@ type engine struct {
 
 // bucketMem is a bucket's wire buffer.
 type bucketMem struct {
-	buf Buffer
+	buf backend.Buffer
 	// elems is the buffer's length: the plan's Elems, padded to a multiple
 	// of the world size for buckets that an allgather or reducescatter
 	// touches.
 	elems int64
-	span  Span
+	span  backend.Span
 }
 
 // tensorMem is where a tensor's gradient lives.
@@ -98,16 +101,16 @@ type tensorMem struct {
 	elems int64
 	// store is the gradient: a view into the bucket's wire buffer when the
 	// dtypes agree (inPlace), separate storage otherwise.
-	store   Span
+	store   backend.Span
 	inPlace bool
 	// wire is the tensor's place in its bucket's wire buffer (zero Span if
 	// in no bucket).
-	wire Span
+	wire backend.Span
 }
 
 // readyMark is a bucket's "all gradients ready" event of one step.
 type readyMark struct {
-	ev   Event
+	ev   backend.Event
 	step int
 	ok   bool
 }
@@ -137,8 +140,8 @@ type timed struct {
 	op     RedOp
 	bytes  int64
 	group  bool
-	start  Event
-	end    Event
+	start  backend.Event
+	end    backend.Event
 	// Host times (tWait), and the resolved times of all records after the
 	// step, relative to the step's epoch.
 	hostStart, hostEnd time.Time
@@ -146,8 +149,8 @@ type timed struct {
 }
 
 // newEngine allocates everything the plan needs on backend be.
-func newEngine(p *plan.Plan, prog *plan.Program, opts *options, h *mpiHost, be Backend) (*engine, error) {
-	e := &engine{plan: p, prog: prog, opts: opts, h: h, rank: h.rank, size: h.size, be: be}
+func newEngine(p *plan.Plan, prog *plan.Program, opts *options, h *mpihost.Host, be backend.Backend) (*engine, error) {
+	e := &engine{plan: p, prog: prog, opts: opts, h: h, rank: h.Rank, size: h.Size, be: be}
 	for _, s := range p.Streams {
 		e.waitNames = append(e.waitNames, "wait "+s.Name)
 	}
@@ -165,7 +168,7 @@ func newEngine(p *plan.Plan, prog *plan.Program, opts *options, h *mpiHost, be B
 		return nil, err
 	}
 	e.ready = make([]readyMark, len(p.Buckets))
-	e.lastRec = make([]Event, len(e.streams))
+	e.lastRec = make([]backend.Event, len(e.streams))
 	for _, s := range e.flatStep {
 		if s.Kind == plan.StmtColl {
 			e.alignStream = s.Stream
@@ -194,7 +197,7 @@ func (e *engine) allocate() error {
 		if err != nil {
 			return fmt.Errorf("bucket %q (%s of %s): %w", b.Name, text.Count(n), b.Wire, err)
 		}
-		e.buckets[i] = bucketMem{buf: buf, elems: n, span: Span{Buf: buf, Off: 0, N: n, DType: b.Wire}}
+		e.buckets[i] = bucketMem{buf: buf, elems: n, span: backend.Span{Buf: buf, Off: 0, N: n, DType: b.Wire}}
 	}
 	// Separate storage: one arena per dtype, each tensor 64-byte aligned.
 	e.tensors = make([]tensorMem, len(p.Tensors))
@@ -206,7 +209,7 @@ func (e *engine) allocate() error {
 		tm.elems = t.Elems()
 		if t.Bucket >= 0 {
 			b := &e.buckets[t.Bucket]
-			tm.wire = Span{Buf: b.buf, Off: t.Offset, N: tm.elems, DType: p.Buckets[t.Bucket].Wire}
+			tm.wire = backend.Span{Buf: b.buf, Off: t.Offset, N: tm.elems, DType: p.Buckets[t.Bucket].Wire}
 			if t.DType == p.Buckets[t.Bucket].Wire {
 				tm.store = tm.wire
 				tm.inPlace = true
@@ -223,7 +226,7 @@ func (e *engine) allocate() error {
 		dtypes = append(dtypes, dt)
 	}
 	sort.Slice(dtypes, func(i, j int) bool { return dtypes[i] < dtypes[j] })
-	arenas := map[DType]Buffer{}
+	arenas := map[DType]backend.Buffer{}
 	for _, dt := range dtypes {
 		buf, err := e.be.Alloc(dt, arenaSize[dt])
 		if err != nil {
@@ -237,7 +240,7 @@ func (e *engine) allocate() error {
 			continue
 		}
 		dt := p.Tensors[i].DType
-		tm.store = Span{Buf: arenas[dt], Off: offsets[i], N: tm.elems, DType: dt}
+		tm.store = backend.Span{Buf: arenas[dt], Off: offsets[i], N: tm.elems, DType: dt}
 	}
 	// Initial values, on the first stream.
 	st := e.streams[0]
@@ -298,8 +301,8 @@ func (e *engine) planBackward() {
 }
 
 // event returns an event for the current step.
-func (e *engine) event() Event {
-	var ev Event
+func (e *engine) event() backend.Event {
+	var ev backend.Event
 	if n := len(e.freeEvents); n > 0 {
 		ev = e.freeEvents[n-1]
 		e.freeEvents = e.freeEvents[:n-1]
@@ -315,7 +318,7 @@ func (e *engine) event() Event {
 }
 
 // recordOn records a fresh event on stream and returns it.
-func (e *engine) recordOn(stream int, at Src) Event {
+func (e *engine) recordOn(stream int, at Src) backend.Event {
 	ev := e.event()
 	if err := e.streams[stream].Record(ev); err != nil {
 		e.fatal(at, err)
@@ -332,7 +335,7 @@ func (e *engine) recordOn(stream int, at Src) Event {
 // runtime's cost per collective. Sharing is only right while the host
 // issues without blocking: a collective queued after a Wait would else be
 // timed from before the wait.
-func (e *engine) startEvent(stream int, at Src) Event {
+func (e *engine) startEvent(stream int, at Src) backend.Event {
 	if ev := e.lastRec[stream]; ev != nil {
 		return ev
 	}
@@ -360,7 +363,7 @@ func (e *engine) fatal(at Src, err error) {
 	if at != "" {
 		pos = string(at) + ": "
 	}
-	fmt.Fprintf(os.Stderr, "%s: rank %d (%s): error: step %s: %s%v\n", progName(), e.rank, e.h.host, e.stepName(), pos, err)
-	e.h.abort(1)
+	fmt.Fprintf(os.Stderr, "%s: rank %d (%s): error: step %s: %s%v\n", proc.Name(), e.rank, e.h.Name, e.stepName(), pos, err)
+	e.h.Abort(1)
 	os.Exit(1)
 }

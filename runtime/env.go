@@ -10,6 +10,9 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/syncgen/syncgen/runtime/internal/backend"
+	"github.com/syncgen/syncgen/runtime/internal/backend/cpu"
+	"github.com/syncgen/syncgen/runtime/internal/mpihost"
 	"github.com/syncgen/syncgen/runtime/internal/text"
 )
 
@@ -36,31 +39,31 @@ func adjustGOMAXPROCS() string {
 type runInfo struct {
 	backend  string
 	why      string
-	versions []KV
+	versions []text.KV
 	hosts    []string // per rank
 	procNote string
 	maxprocs []int // per rank
 	numCPU   []int
-	env      []KV // NCCL_*, OMPI_*, SYNCGEN_*, CUDA_VISIBLE_DEVICES on rank 0, as the user set them
+	env      []text.KV // NCCL_*, OMPI_*, SYNCGEN_*, CUDA_VISIBLE_DEVICES on rank 0, as the user set them
 	// mpiSettings is what the runtime set of MPI's parameters
-	// (mpisettings.go).
-	mpiSettings []KV
+	// (mpihost.Host.Settings).
+	mpiSettings []text.KV
 	goVer       string
 	warnings    []string
 }
 
 // gatherInfo collects the run's environment (collective).
-func gatherInfo(h *mpiHost, be Backend, why, procNote string, tune cpuTuning) *runInfo {
+func gatherInfo(h *mpihost.Host, be backend.Backend, why, procNote string, tune cpu.Tuning) *runInfo {
 	info := &runInfo{backend: be.Name(), why: why, versions: be.Versions(), procNote: procNote, goVer: goruntime.Version(),
-		mpiSettings: h.settings}
+		mpiSettings: h.Settings}
 	setByRuntime := map[string]bool{}
-	for _, p := range h.setParams {
+	for _, p := range h.SetParams {
 		setByRuntime["OMPI_MCA_"+p] = true
 	}
 	// Each rank's figures, host and MPI library: the library must be the
 	// same everywhere, or collectives may not match.
 	rec := make([]byte, 512)
-	s := fmt.Sprintf("%d %d %s\n%s", goruntime.GOMAXPROCS(0), goruntime.NumCPU(), h.host, h.library)
+	s := fmt.Sprintf("%d %d %s\n%s", goruntime.GOMAXPROCS(0), goruntime.NumCPU(), h.Name, h.Library)
 	copy(rec, s)
 	all, err := h.Allgather(rec)
 	if err == nil {
@@ -91,7 +94,7 @@ func gatherInfo(h *mpiHost, be Backend, why, procNote string, tune cpuTuning) *r
 		}
 		if strings.HasPrefix(k, "NCCL_") || strings.HasPrefix(k, "OMPI_") || strings.HasPrefix(k, "SYNCGEN_") ||
 			k == "CUDA_VISIBLE_DEVICES" || k == "GOMAXPROCS" {
-			info.env = append(info.env, KV{k, v})
+			info.env = append(info.env, text.KV{Key: k, Value: v})
 		}
 	}
 	sort.Slice(info.env, func(i, j int) bool { return info.env[i].Key < info.env[j].Key })

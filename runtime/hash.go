@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/syncgen/syncgen/runtime/internal/backend/cpu"
+	"github.com/syncgen/syncgen/runtime/internal/mpihost"
 	"github.com/syncgen/syncgen/runtime/internal/plan"
 	"github.com/syncgen/syncgen/runtime/internal/text"
 )
@@ -33,11 +35,11 @@ const (
 // differ. MPI matches collectives by their order, so ranks that run
 // different plans, split buckets differently or run a different number of
 // steps would hang in a collective or mix up their data.
-func checkSamePlan(h *mpiHost, p *plan.Plan, prog *plan.Program, tune cpuTuning, o *options) error {
+func checkSamePlan(h *mpihost.Host, p *plan.Plan, prog *plan.Program, tune cpu.Tuning, o *options) error {
 	rec := make([]byte, planRecordSize)
 	d := plan.Digest(p, prog)
 	copy(rec[recDigest:], d[:])
-	copy(rec[recTuning:recSteps], tuningText(tune))
+	copy(rec[recTuning:recSteps], tune.Signature())
 	binary.LittleEndian.PutUint64(rec[recSteps:], uint64(o.steps))
 	binary.LittleEndian.PutUint64(rec[recWarmup:], uint64(o.warmup))
 	binary.LittleEndian.PutUint64(rec[recCheck:], uint64(o.checkEvery))
@@ -87,16 +89,6 @@ func checkSamePlan(h *mpiHost, p *plan.Plan, prog *plan.Program, tune cpuTuning,
 			strings.Join(lines, "\n"))
 	}
 	return nil
-}
-
-// tuningText describes the CPU backend's knobs for the comparison; it fits
-// the record's field.
-func tuningText(t cpuTuning) string {
-	mode := "blocking"
-	if t.nonblocking {
-		mode = "nonblocking"
-	}
-	return mode + ", " + t.String()
 }
 
 // groupRanks groups the ranks by key(record), in the order of each group's

@@ -9,15 +9,22 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
 	"unsafe"
 
+	"github.com/syncgen/syncgen/runtime/internal/backend"
+	"github.com/syncgen/syncgen/runtime/internal/backend/cpu"
+	"github.com/syncgen/syncgen/runtime/internal/mpihost"
 	"github.com/syncgen/syncgen/runtime/internal/plan"
+	"github.com/syncgen/syncgen/runtime/internal/proc"
 	"github.com/syncgen/syncgen/runtime/internal/text"
+
+	// The NCCL backend registers itself with package backend (an init
+	// function), so that --backend auto and nccl find it.
+	_ "github.com/syncgen/syncgen/runtime/internal/backend/nccl"
 )
 
 // Main runs plan: it parses the program's flags, initialises MPI, checks
@@ -31,23 +38,18 @@ func Main(plan *Plan) {
 	os.Exit(mainArgs(plan, os.Args))
 }
 
-var progNameValue = "syncgen"
-
-// progName is the program's name for messages.
-func progName() string { return progNameValue }
-
 func mainArgs(p *Plan, args []string) int {
 	if len(args) > 0 {
-		progNameValue = filepath.Base(args[0])
+		proc.SetName(args[0])
 	}
 	// --help prints to stdout, so that `./NAME_sync --help | less` works;
 	// under mpirun only the first rank prints it.
 	helpOut := io.Writer(os.Stdout)
-	if !launcherFirstRank() {
+	if !proc.FirstRank() {
 		helpOut = io.Discard
 	}
 	tables := p.tables()
-	opts, err := parseOptions(tables, progName(), args[1:], helpOut)
+	opts, err := parseOptions(tables, proc.Name(), args[1:], helpOut)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
@@ -59,13 +61,13 @@ func mainArgs(p *Plan, args []string) int {
 		opts = &options{timeout: defaultTimeout}
 	}
 	procNote := adjustGOMAXPROCS()
-	h, err := startMPI()
+	h, err := mpihost.Start()
 	if err != nil {
 		if usage != "" {
-			fmt.Fprintf(os.Stderr, "%s: error: %s\n", progName(), usage)
+			fmt.Fprintf(os.Stderr, "%s: error: %s\n", proc.Name(), usage)
 			return 2
 		}
-		fmt.Fprintf(os.Stderr, "%s: error: %v\n", progName(), err)
+		fmt.Fprintf(os.Stderr, "%s: error: %v\n", proc.Name(), err)
 		return 1
 	}
 	r := &runner{p: p, tables: tables, opts: opts, h: h, procNote: procNote, usage: usage}
@@ -80,7 +82,7 @@ func mainArgs(p *Plan, args []string) int {
 // commonOrigin returns rank 0's wall-clock time, the zero of every rank's
 // trace timestamps: ranks on one host share the clock, so their timelines
 // line up exactly; across hosts they are as close as the hosts' clocks.
-func commonOrigin(h *mpiHost) (time.Time, error) {
+func commonOrigin(h *mpihost.Host) (time.Time, error) {
 	buf := make([]byte, 8)
 	binary.LittleEndian.PutUint64(buf, uint64(time.Now().UnixNano()))
 	if err := h.Bcast(0, buf); err != nil {
@@ -94,7 +96,7 @@ type runner struct {
 	p        *Plan
 	tables   *plan.Plan
 	opts     *options
-	h        *mpiHost
+	h        *mpihost.Host
 	procNote string
 	// usage is this rank's flag error, reported by agreeOnFlags.
 	usage string
@@ -104,21 +106,21 @@ type runner struct {
 
 // fatal prints err naming this rank and aborts the whole job.
 func (r *runner) fatal(err error) {
-	fmt.Fprintf(os.Stderr, "%s: rank %d (%s): error: %v\n", progName(), r.h.rank, r.h.host, err)
+	fmt.Fprintf(os.Stderr, "%s: rank %d (%s): error: %v\n", proc.Name(), r.h.Rank, r.h.Name, err)
 	if r.e != nil {
 		abortBackend(r.e.be)
 	}
-	r.h.abort(1)
+	r.h.Abort(1)
 	os.Exit(1)
 }
 
 // agreedFailure ends a run that every rank knows failed the same way: rank
 // 0 prints why, every rank finalises and exits 1.
 func (r *runner) agreedFailure(err error) int {
-	if r.h.rank == 0 {
-		fmt.Fprintf(os.Stderr, "%s: error: %v\n", progName(), err)
+	if r.h.Rank == 0 {
+		fmt.Fprintf(os.Stderr, "%s: error: %v\n", proc.Name(), err)
 	}
-	_ = r.h.finalize()
+	_ = r.h.Finalize()
 	return 1
 }
 
@@ -134,15 +136,15 @@ func (r *runner) run() int {
 	// all reach the same verdict on it.
 	r.phase.enter("comparing the plan across ranks")
 	prog, err := r.p.record()
-	tune := cpuTuningFromEnv()
+	tune := cpu.TuningFromEnv()
 	if err := checkSamePlan(h, p, prog, tune, r.opts); err != nil {
 		return r.agreedFailure(err)
 	}
 	if err == nil {
-		err = prog.Validate(p, h.size)
+		err = prog.Validate(p, h.Size)
 	}
 	if err != nil {
-		return r.agreedFailure(fmt.Errorf("the plan cannot run on %d rank%s:\n%v", h.size, text.Plural(h.size), err))
+		return r.agreedFailure(fmt.Errorf("the plan cannot run on %d rank%s:\n%v", h.Size, text.Plural(h.Size), err))
 	}
 	// Every rank has the same flags and plan by now, so all agree on this.
 	res := newResults(p, prog)
@@ -151,14 +153,15 @@ func (r *runner) run() int {
 		return 2
 	}
 	if r.opts.tracing {
-		if err := checkTraceFits(p, prog, r.opts, h.size); err != nil {
+		if err := checkTraceFits(p, prog, r.opts, h.Size); err != nil {
 			r.agreedFailure(err)
 			return 2
 		}
 	}
 	r.phase.enter("choosing and starting the backend")
-	be, why, err := selectBackend(h, p, r.opts, tune)
-	var same *agreedError
+	env := &backend.Env{Rank: h.Rank, Size: h.Size, LocalRank: h.LocalRank, LocalSize: h.LocalSize, Host: h.Name, Boot: h, Plan: p}
+	be, why, err := backend.Select(env, r.opts.backend, func() backend.Backend { return cpu.New(h, tune) })
+	var same *backend.AgreedError
 	if errors.As(err, &same) {
 		return r.agreedFailure(err)
 	}
@@ -167,7 +170,7 @@ func (r *runner) run() int {
 	}
 	r.phase.setBackend(be)
 	r.phase.enter("setting up the streams and buffers")
-	testHooksFromEnv().duringSetup(h.rank)
+	testHooksFromEnv().duringSetup(h.Rank)
 	e, err := newEngine(p, prog, r.opts, h, be)
 	if err != nil {
 		r.fatal(fmt.Errorf("setting up the %s backend: %w", be.Name(), err))
@@ -187,12 +190,12 @@ func (r *runner) run() int {
 	if r.opts.json == "-" || r.opts.trace == "-" {
 		report = os.Stderr
 	}
-	if h.rank == 0 && !r.opts.quiet {
+	if h.Rank == 0 && !r.opts.quiet {
 		printHeader(report, p, e, r.opts, info)
 	}
 	r.phase.enter("")
 	wd := startWatchdog(e, r.opts.timeout)
-	progress := newProgress(h.rank == 0 && !r.opts.quiet)
+	progress := newProgress(h.Rank == 0 && !r.opts.quiet)
 	if err := e.runAll(res, progress); err != nil {
 		r.fatal(err)
 	}
@@ -218,7 +221,7 @@ func (r *runner) run() int {
 		}
 		outErrs = append(outErrs, err)
 	}
-	if h.rank == 0 {
+	if h.Rank == 0 {
 		printReport(report, e, rep, r.opts)
 		if r.opts.json != "" {
 			if err := writeJSON(r.opts.json, r.opts.jsonPipe, e, rep, info); err != nil {
@@ -226,7 +229,7 @@ func (r *runner) run() int {
 			}
 		}
 		for _, err := range outErrs {
-			fmt.Fprintf(os.Stderr, "%s: error: %v (the report above is complete)\n", progName(), err)
+			fmt.Fprintf(os.Stderr, "%s: error: %v (the report above is complete)\n", proc.Name(), err)
 		}
 	}
 	awaitTimeoutAbort()
@@ -234,8 +237,8 @@ func (r *runner) run() int {
 	if err := be.Close(); err != nil {
 		r.fatal(fmt.Errorf("closing the %s backend: %w", be.Name(), err))
 	}
-	if err := h.finalize(); err != nil {
-		fmt.Fprintf(os.Stderr, "%s: rank %d: error: %v\n", progName(), h.rank, err)
+	if err := h.Finalize(); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: rank %d: error: %v\n", proc.Name(), h.Rank, err)
 		return 1
 	}
 	if rep.wrong > 0 {
@@ -283,7 +286,7 @@ func (r *runner) agreeOnFlags() bool {
 	h := r.h
 	msg := r.usage
 	rec := make([]byte, flagRecordSize)
-	if msg == "" && h.rank == 0 {
+	if msg == "" && h.Rank == 0 {
 		if err := checkOutputs(r.opts); err != nil {
 			msg = err.Error()
 			rec[0] |= flagOutput
@@ -293,7 +296,7 @@ func (r *runner) agreeOnFlags() bool {
 		rec[0] |= flagUsage
 		copy(rec[1:], text.Clip(msg, flagRecordSize-1))
 	}
-	if h.rank == 0 && r.opts.trace != "" {
+	if h.Rank == 0 && r.opts.trace != "" {
 		rec[0] |= flagTracing
 	}
 	all, err := h.Allgather(rec)
@@ -314,19 +317,19 @@ func (r *runner) agreeOnFlags() bool {
 	if len(groups) == 1 && problem(all[0]) == "" {
 		return false
 	}
-	if h.rank == 0 {
+	if h.Rank == 0 {
 		for _, g := range groups {
 			m := problem(all[g[0]])
 			switch {
 			case m == "":
-			case len(g) == h.size || all[g[0]][0]&flagOutput != 0:
-				fmt.Fprintf(os.Stderr, "%s: error: %s\n", progName(), m)
+			case len(g) == h.Size || all[g[0]][0]&flagOutput != 0:
+				fmt.Fprintf(os.Stderr, "%s: error: %s\n", proc.Name(), m)
 			default:
-				fmt.Fprintf(os.Stderr, "%s: %s: error: %s\n", progName(), text.RankList(g), m)
+				fmt.Fprintf(os.Stderr, "%s: %s: error: %s\n", proc.Name(), text.RankList(g), m)
 			}
 		}
 	}
-	_ = h.finalize()
+	_ = h.Finalize()
 	return true
 }
 
@@ -458,8 +461,8 @@ func (e *outputError) Unwrap() error { return e.err }
 // abortBackend lets a backend that holds communicators of its own (NCCL)
 // abort them before MPI_Abort ends the job, so that no rank stays blocked
 // inside a collective whose peer is gone.
-func abortBackend(be Backend) {
-	if a, ok := be.(interface{ Abort() }); ok {
+func abortBackend(be backend.Backend) {
+	if a, ok := be.(backend.Aborter); ok {
 		a.Abort()
 	}
 }

@@ -169,7 +169,7 @@ func TestChunkedLargeBuckets(t *testing.T) {
 	}
 }
 
-// The warm-up sizes the pieces (cpu_pieces.go): a piece time given through
+// The warm-up sizes the pieces (backend/cpu/pieces.go): a piece time given through
 // the test hook makes every rank choose the same size, the measured steps
 // run with it, exactly, and the report and the JSON file say which. Fewer
 // than 4 warm-up steps keep 4 MiB.

@@ -13,8 +13,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/syncgen/syncgen/runtime/internal/backend"
 	"github.com/syncgen/syncgen/runtime/internal/elem"
 	"github.com/syncgen/syncgen/runtime/internal/plan"
+	"github.com/syncgen/syncgen/runtime/internal/proc"
 	"github.com/syncgen/syncgen/runtime/internal/text"
 )
 
@@ -201,7 +203,7 @@ Flags (one or two dashes):
 	case "auto", "cpu", "nccl":
 	default:
 		known := false
-		for _, f := range registeredBackends() {
+		for _, f := range backend.Registered() {
 			known = known || f.Name == o.backend
 		}
 		if !known {
@@ -261,4 +263,21 @@ func printFlags(out io.Writer, fs *flag.FlagSet) {
 		}
 		io.WriteString(out, line)
 	}
+}
+
+// settleFromEnv reads SYNCGEN_SETTLE.
+func settleFromEnv() time.Duration {
+	v := strings.TrimSpace(os.Getenv("SYNCGEN_SETTLE"))
+	switch strings.ToLower(v) {
+	case "":
+		return defaultSettle
+	case "0", "off":
+		return 0
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 || d > time.Minute {
+		proc.WarnEnv("SYNCGEN_SETTLE=%q: want a duration like 50ms, at most 1m, or off", v)
+		return defaultSettle
+	}
+	return d
 }

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/syncgen/syncgen/runtime/internal/backend"
+	"github.com/syncgen/syncgen/runtime/internal/mpihost"
 	"github.com/syncgen/syncgen/runtime/internal/plan"
 	"github.com/syncgen/syncgen/runtime/internal/text"
 )
@@ -255,7 +257,7 @@ func printHeader(w io.Writer, p *plan.Plan, e *engine, opts *options, info *runI
 			parts = append(parts, kv.Key+"="+kv.Value)
 		}
 		fmt.Fprintf(w, "#   MPI settings: %s (syncgen's defaults for small buckets; %s=off keeps Open MPI's)\n",
-			strings.Join(parts, ", "), mpiTuningEnv)
+			strings.Join(parts, ", "), mpihost.TuningEnv)
 	}
 	if info.procNote != "" {
 		fmt.Fprintf(w, "#   note: %s\n", info.procNote)
@@ -323,8 +325,8 @@ func printReport(w io.Writer, e *engine, rep *report, opts *options) {
 		if groups {
 			fmt.Fprintf(w, "# *: issued in a group; time is the whole group's on its stream; algbw and busbw are this bucket's bytes over that time\n")
 		}
-		if n, ok := e.be.(interface{ pieceNote() string }); ok && n.pieceNote() != "" {
-			fmt.Fprintf(w, "# %s\n", n.pieceNote())
+		if n, ok := e.be.(backend.PieceSizer); ok && n.PieceNote() != "" {
+			fmt.Fprintf(w, "# %s\n", n.PieceNote())
 		}
 	}
 	if len(rep.stepTimes) > 0 {

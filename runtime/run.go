@@ -11,6 +11,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/syncgen/syncgen/runtime/internal/backend"
 	"github.com/syncgen/syncgen/runtime/internal/elem"
 	"github.com/syncgen/syncgen/runtime/internal/plan"
 )
@@ -73,7 +74,7 @@ func newResults(p *plan.Plan, prog *plan.Program) *results {
 // runAll runs the init block and every step.
 func (e *engine) runAll(res *results, progress *progressBar) error {
 	// The host runs the queue of the stream it waits for itself (the CPU
-	// backend's collectives, see cpu_stream.go): kept on one OS thread, its
+	// backend's collectives, see backend/cpu/stream.go): kept on one OS thread, its
 	// MPI calls are not moved from thread to thread whenever it yields or
 	// parks. Measured with 2 ranks on 2 cores, one 4 KiB allreduce a step:
 	// 0.22-0.35 GB/s busbw unlocked, 0.45-0.51 locked; neutral at 1 MiB and
@@ -191,23 +192,26 @@ func (e *engine) settleBeforeMeasuring() error {
 }
 
 // sizePieces runs before step i: a backend that sizes the pieces of large
-// collectives from the warm-up (cpu_pieces.go) starts timing them before
-// step 1 and sizes them before step sizingStep.
+// collectives from the warm-up (backend.PieceSizer) starts timing them
+// before step 1 and sizes them before its SizingStep.
 func (e *engine) sizePieces(i int) error {
-	ps, ok := e.be.(pieceSizer)
-	at := sizingStep(e.opts.warmup)
-	if !ok || at < 0 {
+	ps, ok := e.be.(backend.PieceSizer)
+	if !ok {
+		return nil
+	}
+	at := ps.SizingStep(e.opts.warmup)
+	if at < 0 {
 		return nil
 	}
 	if i == 1 {
-		ps.timePieces()
+		ps.TimePieces()
 	}
 	if i != at {
 		return nil
 	}
 	watchStep(e)
 	e.hostAt.set("sizing the pieces of large collectives after the warm-up")
-	if err := ps.sizePieces(); err != nil {
+	if err := ps.SizePieces(); err != nil {
 		return fmt.Errorf("sizing the pieces of large collectives: %w", err)
 	}
 	e.hostAt.set("")
@@ -234,14 +238,14 @@ func (e *engine) checks(i int) bool {
 // startStep aligns the ranks and begins a step. Steps start together, so
 // that a bucket's time measures its collective and not how far the ranks
 // drifted apart during the previous step's checks and reports. A backend
-// that can queue a barrier on a stream (StepAligner) gets it on the step's
+// that can queue a barrier on a stream (backend.StepAligner) gets it on the step's
 // first collective stream, the other streams wait for it, and the step's
 // time starts when it completes: the collective that follows runs on the
 // same thread right after it, as in a plain MPI program. Otherwise the host
 // joins a barrier. The watchdog covers the barrier either way.
 func (e *engine) startStep() error {
 	watchStep(e)
-	if al, ok := e.be.(StepAligner); ok {
+	if al, ok := e.be.(backend.StepAligner); ok {
 		e.beginRecords()
 		s := e.alignStream
 		start := e.recordOn(s, "")

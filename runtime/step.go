@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/syncgen/syncgen/runtime/internal/backend"
 	"github.com/syncgen/syncgen/runtime/internal/plan"
 )
 
@@ -32,7 +33,7 @@ type collItem struct {
 	id     int
 	// afterEv is the event an AfterStream dependency waits for, recorded
 	// when the statement was issued.
-	afterEv Event
+	afterEv backend.Event
 }
 
 // Backward simulates a backward pass of duration d on stream: the
@@ -150,7 +151,7 @@ func (s *Step) collective(st plan.Stmt, buckets []int) {
 	if st.Coll.Reduces() && st.Op == NoOp {
 		st.Op = Sum
 	}
-	var afterEv Event
+	var afterEv backend.Event
 	if st.After.Kind() == plan.AfterStreamKind && st.After.Stream() != st.Stream {
 		afterEv = e.recordOn(st.After.Stream(), st.At)
 	}
@@ -173,16 +174,16 @@ func (s *Step) collective(st plan.Stmt, buckets []int) {
 	e.flush()
 }
 
-// flush tells a Flusher backend that a statement's work is queued.
+// flush tells a backend.Flusher backend that a statement's work is queued.
 func (e *engine) flush() {
-	if f, ok := e.be.(Flusher); ok {
+	if f, ok := e.be.(backend.Flusher); ok {
 		f.Flush()
 	}
 }
 
-// startQueued makes a Flusher backend run everything queued so far.
+// startQueued makes a backend.Flusher backend run everything queued so far.
 func (e *engine) startQueued() {
-	if f, ok := e.be.(Flusher); ok {
+	if f, ok := e.be.(backend.Flusher); ok {
 		f.Start()
 	}
 }
@@ -274,11 +275,11 @@ func (e *engine) issueGroup(items []collItem, group bool) {
 			order = append(order, it.stream)
 		}
 	}
-	var startsBuf [4]Event
+	var startsBuf [4]backend.Event
 	starts := startsBuf[:0]
 	for _, si := range order {
 		st := e.streams[si]
-		var waitedBuf [4]Event
+		var waitedBuf [4]backend.Event
 		waited := waitedBuf[:0]
 		for _, it := range items {
 			if it.stream != si {
@@ -311,7 +312,7 @@ func (e *engine) issueGroup(items []collItem, group bool) {
 		if it.coll != plan.CollAllGather && it.coll != plan.CollReduceScatter {
 			span.N = p.Buckets[it.bucket].Elems
 		}
-		ops = append(ops, CollOp{Stream: e.streams[it.stream], Coll: it.coll, Op: it.op, Root: it.root, Buf: span, Name: p.Buckets[it.bucket].Name})
+		ops = append(ops, backend.CollOp{Stream: e.streams[it.stream], Coll: it.coll, Op: it.op, Root: it.root, Buf: span, Name: p.Buckets[it.bucket].Name})
 	}
 	e.opBuf = ops // reused by the next statement (Collectives copies what it keeps)
 	if err := e.be.Collectives(ops); err != nil {
@@ -335,7 +336,7 @@ func (e *engine) issueGroup(items []collItem, group bool) {
 
 // castIn converts the bucket's tensors that live apart into its wire
 // buffer.
-func (e *engine) castIn(st BackendStream, it collItem) {
+func (e *engine) castIn(st backend.Stream, it collItem) {
 	for _, t := range e.plan.Buckets[it.bucket].Tensors {
 		tm := &e.tensors[t]
 		if tm.inPlace {
@@ -349,7 +350,7 @@ func (e *engine) castIn(st BackendStream, it collItem) {
 }
 
 // castOut converts the wire buffer back into the tensors that live apart.
-func (e *engine) castOut(st BackendStream, it collItem) {
+func (e *engine) castOut(st backend.Stream, it collItem) {
 	for _, t := range e.plan.Buckets[it.bucket].Tensors {
 		tm := &e.tensors[t]
 		if tm.inPlace {

@@ -14,9 +14,8 @@ package runtime
 //	    of STEP, or before issuing the step's statement number STMT (0-based,
 //	    groups expanded), so the other ranks wait until --timeout. STEP -1
 //	    stops it during set-up, before its buffers are allocated.
-//	SYNCGEN_TEST_PIECE_TIME=DUR  the warm-up's time of a piece, in place of
-//	    the measured one, when the CPU backend sizes its pieces
-//	    (cpu_pieces.go), so that a test can make it choose a size.
+//	SYNCGEN_TEST_PIECE_TIME=DUR  (backend/cpu) the warm-up's time of a
+//	    piece, in place of the measured one.
 //	SYNCGEN_TEST_ALLOCS=1  every rank prints how many heap allocations the
 //	    measured steps made (the steps should make none: cpuEvent.record).
 
@@ -30,6 +29,7 @@ import (
 	"time"
 
 	"github.com/syncgen/syncgen/runtime/internal/elem"
+	"github.com/syncgen/syncgen/runtime/internal/proc"
 )
 
 // testHooks holds the parsed hooks; a field is nil when its hook is unset.
@@ -37,9 +37,7 @@ type testHooks struct {
 	corrupt []int // rank, step, bucket, elem
 	panic   []int // rank, step
 	hang    []int // rank, step, statement (-1: the start of the step)
-	// pieceTime replaces the measured piece time; 0 when unset.
-	pieceTime time.Duration
-	allocs    bool
+	allocs  bool
 }
 
 // testHooksFromEnv parses the hooks from the environment. It is read once:
@@ -56,14 +54,14 @@ var testHooksFromEnv = sync.OnceValue(func() *testHooks {
 			parts = append(parts, "-1")
 		}
 		if len(parts) != n {
-			fmt.Fprintf(os.Stderr, "%s: ignoring %s=%q: want %d numbers separated by ':'\n", progName(), name, v, n)
+			fmt.Fprintf(os.Stderr, "%s: ignoring %s=%q: want %d numbers separated by ':'\n", proc.Name(), name, v, n)
 			return nil
 		}
 		out := make([]int, n)
 		for i, p := range parts {
 			x, err := strconv.Atoi(p)
 			if err != nil {
-				fmt.Fprintf(os.Stderr, "%s: ignoring %s=%q: %v\n", progName(), name, v, err)
+				fmt.Fprintf(os.Stderr, "%s: ignoring %s=%q: %v\n", proc.Name(), name, v, err)
 				return nil
 			}
 			out[i] = x
@@ -76,14 +74,6 @@ var testHooksFromEnv = sync.OnceValue(func() *testHooks {
 		hang:    parse("SYNCGEN_TEST_HANG", 3),
 	}
 	h.allocs = os.Getenv("SYNCGEN_TEST_ALLOCS") == "1"
-	if v := os.Getenv("SYNCGEN_TEST_PIECE_TIME"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			fmt.Fprintf(os.Stderr, "%s: ignoring SYNCGEN_TEST_PIECE_TIME=%q: want a duration like 1ms\n", progName(), v)
-		} else {
-			h.pieceTime = d
-		}
-	}
 	return h
 })
 

@@ -119,7 +119,7 @@ func writeTrace(e *engine, res *results) error {
 	if !e.opts.tracing {
 		return nil
 	}
-	meta := []traceEvent{{Name: "process_name", Ph: "M", Pid: e.rank, Args: map[string]any{"name": fmt.Sprintf("rank %d (%s)", e.rank, e.h.host)}},
+	meta := []traceEvent{{Name: "process_name", Ph: "M", Pid: e.rank, Args: map[string]any{"name": fmt.Sprintf("rank %d (%s)", e.rank, e.h.Name)}},
 		{Name: "process_sort_index", Ph: "M", Pid: e.rank, Args: map[string]any{"sort_index": e.rank}},
 		{Name: "thread_name", Ph: "M", Pid: e.rank, Tid: 0, Args: map[string]any{"name": "host"}}}
 	for i, s := range e.plan.Streams {

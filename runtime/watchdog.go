@@ -12,6 +12,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/syncgen/syncgen/runtime/internal/backend"
+	"github.com/syncgen/syncgen/runtime/internal/proc"
 )
 
 // watchGrace is how long a rank that timed out waits before it aborts the
@@ -100,7 +103,7 @@ func startWatchdog(e *engine, timeout time.Duration) *watchdog {
 				fmt.Fprint(os.Stderr, w.report(since))
 				time.Sleep(watchGrace)
 				abortBackend(e.be)
-				e.h.abort(3)
+				e.h.Abort(3)
 				os.Exit(3)
 			}
 		}
@@ -136,7 +139,7 @@ func (w *watchdog) report(since time.Duration) string {
 	e := w.e
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: rank %d (%s): timeout: step %s has run for %s (--timeout %s)\n",
-		progName(), e.rank, e.h.host, e.stepName(), since.Round(time.Millisecond), w.timeout)
+		proc.Name(), e.rank, e.h.Name, e.stepName(), since.Round(time.Millisecond), w.timeout)
 	if at := e.hostAt.get(); at != "" {
 		fmt.Fprintf(&b, "  rank %d host: waiting at %s\n", e.rank, at)
 	}
@@ -192,11 +195,11 @@ type phaseWatch struct {
 	name    string
 	gen     int // phase number: a timer of an earlier phase does nothing
 	timer   *time.Timer
-	be      Backend // aborted with the job, once there is one
+	be      backend.Backend // aborted with the job, once there is one
 }
 
 // setBackend tells the watch which backend to abort.
-func (w *phaseWatch) setBackend(be Backend) {
+func (w *phaseWatch) setBackend(be backend.Backend) {
 	w.mu.Lock()
 	w.be = be
 	w.mu.Unlock()
@@ -233,11 +236,11 @@ func (w *phaseWatch) expire(gen int, start time.Time) {
 	}
 	r := w.r
 	fmt.Fprintf(os.Stderr, "%s: rank %d (%s): timeout: %s has taken %s (--timeout %s); the other ranks' messages say where they are\n",
-		progName(), r.h.rank, r.h.host, name, time.Since(start).Round(time.Millisecond), w.timeout)
+		proc.Name(), r.h.Rank, r.h.Name, name, time.Since(start).Round(time.Millisecond), w.timeout)
 	time.Sleep(watchGrace)
 	if be != nil {
 		abortBackend(be)
 	}
-	r.h.abort(3)
+	r.h.Abort(3)
 	os.Exit(3)
 }

@@ -17,8 +17,23 @@ import (
 	rt "github.com/syncgen/syncgen/runtime"
 )
 
+// coll names the collective of a job.
+type coll int
+
+const (
+	allReduce coll = iota
+	reduce
+	reduceScatter
+	broadcast
+	allGather
+)
+
+func (c coll) String() string {
+	return [...]string{"allreduce", "reduce", "reducescatter", "broadcast", "allgather"}[c]
+}
+
 type job struct {
-	coll   rt.Coll
+	coll   coll
 	op     rt.RedOp
 	bucket int
 	at     rt.Src
@@ -50,7 +65,7 @@ func main() {
 	ops := []rt.RedOp{rt.Sum, rt.Avg, rt.Min, rt.Max, rt.Prod}
 	var jobs []job
 	line := 1
-	add := func(c rt.Coll, op rt.RedOp, b int) {
+	add := func(c coll, op rt.RedOp, b int) {
 		jobs = append(jobs, job{c, op, b, rt.Src(fmt.Sprintf("allops:%d:1", line))})
 		line++
 	}
@@ -58,24 +73,24 @@ func main() {
 		// Sizes that are not multiples of common world sizes, so that
 		// allgather and reducescatter pad.
 		n := int64(1000 + 37*di)
-		for _, c := range []rt.Coll{rt.CollAllReduce, rt.CollReduce, rt.CollReduceScatter} {
+		for _, c := range []coll{allReduce, reduce, reduceScatter} {
 			for _, op := range ops {
 				add(c, op, bucket(fmt.Sprintf("%s.%s.%s", dt, c, op), dt, n, dt))
 			}
 		}
-		add(rt.CollBroadcast, rt.NoOp, bucket(fmt.Sprintf("%s.broadcast", dt), dt, n, dt))
-		add(rt.CollAllGather, rt.NoOp, bucket(fmt.Sprintf("%s.allgather", dt), dt, n, dt))
+		add(broadcast, rt.NoOp, bucket(fmt.Sprintf("%s.broadcast", dt), dt, n, dt))
+		add(allGather, rt.NoOp, bucket(fmt.Sprintf("%s.allgather", dt), dt, n, dt))
 	}
 	// Several tensors in one bucket, as views, and a large bucket.
-	add(rt.CollAllReduce, rt.Avg, bucket("views", rt.F32, 4099, rt.F32, rt.F32, rt.F32))
-	add(rt.CollAllReduce, rt.Sum, bucket("large", rt.F32, 16<<20, rt.F32))
+	add(allReduce, rt.Avg, bucket("views", rt.F32, 4099, rt.F32, rt.F32, rt.F32))
+	add(allReduce, rt.Sum, bucket("large", rt.F32, 16<<20, rt.F32))
 	// Wire dtypes that differ from the tensors': casts before and after.
-	add(rt.CollAllReduce, rt.Avg, bucket("wire.f32>bf16", rt.BF16, 3001, rt.F32, rt.F32))
-	add(rt.CollAllReduce, rt.Sum, bucket("wire.f32>f16", rt.F16, 3001, rt.F32))
-	add(rt.CollAllReduce, rt.Max, bucket("wire.f64>f32", rt.F32, 3001, rt.F64))
-	add(rt.CollAllReduce, rt.Sum, bucket("wire.bf16>f32", rt.F32, 3001, rt.BF16, rt.F16))
-	add(rt.CollReduceScatter, rt.Avg, bucket("wire.f32>bf16.rs", rt.BF16, 3001, rt.F32))
-	add(rt.CollAllGather, rt.NoOp, bucket("wire.f32>f16.ag", rt.F16, 3001, rt.F32))
+	add(allReduce, rt.Avg, bucket("wire.f32>bf16", rt.BF16, 3001, rt.F32, rt.F32))
+	add(allReduce, rt.Sum, bucket("wire.f32>f16", rt.F16, 3001, rt.F32))
+	add(allReduce, rt.Max, bucket("wire.f64>f32", rt.F32, 3001, rt.F64))
+	add(allReduce, rt.Sum, bucket("wire.bf16>f32", rt.F32, 3001, rt.BF16, rt.F16))
+	add(reduceScatter, rt.Avg, bucket("wire.f32>bf16.rs", rt.BF16, 3001, rt.F32))
+	add(allGather, rt.NoOp, bucket("wire.f32>f16.ag", rt.F16, 3001, rt.F32))
 	grouped := []int{
 		bucket("group.a", rt.F32, 2048, rt.F32),
 		bucket("group.b", rt.BF16, 2048, rt.BF16),
@@ -89,19 +104,19 @@ func main() {
 		// gradients are ready, on the comm stream, overlapping the backward
 		// pass. The other collectives then wait for the whole backward pass.
 		for i := len(jobs) - 1; i >= 0; i-- {
-			if j := jobs[i]; j.coll == rt.CollAllReduce {
+			if j := jobs[i]; j.coll == allReduce {
 				s.AllReduce(j.at, 1, j.op, rt.AfterReady(), j.bucket)
 			}
 		}
 		for _, j := range jobs {
 			switch j.coll {
-			case rt.CollReduce:
+			case reduce:
 				s.Reduce(j.at, 1, j.op, 0, rt.AfterStream(0), j.bucket)
-			case rt.CollReduceScatter:
+			case reduceScatter:
 				s.ReduceScatter(j.at, 1, j.op, rt.AfterStream(0), j.bucket)
-			case rt.CollBroadcast:
+			case broadcast:
 				s.Broadcast(j.at, 1, 0, rt.AfterStream(0), j.bucket)
-			case rt.CollAllGather:
+			case allGather:
 				s.AllGather(j.at, 1, rt.AfterStream(0), j.bucket)
 			}
 		}

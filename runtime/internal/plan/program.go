@@ -152,11 +152,7 @@ func (prog *Program) Validate(p *Plan, size int) error {
 					bad(s.At, "bucket %d does not exist (the plan has %d)", b, len(p.Buckets))
 				}
 			}
-			if (s.Coll == CollBroadcast || s.Coll == CollReduce) && (s.Root < 0 || s.Root >= size) {
-				opt := "from"
-				if s.Coll == CollReduce {
-					opt = "to"
-				}
+			if opt := s.Coll.Info().RootWord; opt != "" && (s.Root < 0 || s.Root >= size) {
 				fix := fmt.Sprintf("run with at least %d ranks (mpirun -np %d), or change `%s %d` in the plan", s.Root+1, s.Root+1, opt, s.Root)
 				if s.Root < 0 {
 					fix = fmt.Sprintf("change `%s %d` in the plan to a rank from 0 to %d", opt, s.Root, size-1)

@@ -207,3 +207,9 @@ func IsOn(s string) bool {
 	}
 	return false
 }
+
+// KV is a name and a value, for reports.
+type KV struct {
+	Key   string
+	Value string
+}

@@ -1,12 +1,4 @@
-package runtime
-
-// The CPU backend: MPI's collectives on host memory. Each stream is a
-// goroutine that runs its queue of operations in order (cpu_stream.go), or
-// the host runs it while it waits; events are completion markers stamped
-// with the monotonic clock; buffers are C memory so that MPI may keep
-// pointers into them; collectives are MPI calls made by the stream that
-// runs them (cpu_coll.go), with the step barriers and the clock reads
-// around them, in one call into C (cpu_batch.go).
+package cpu
 
 import (
 	"fmt"
@@ -16,45 +8,49 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/syncgen/syncgen/runtime/internal/backend"
+	"github.com/syncgen/syncgen/runtime/internal/elem"
+	"github.com/syncgen/syncgen/runtime/internal/mpihost"
+	"github.com/syncgen/syncgen/runtime/internal/plan"
 	"github.com/syncgen/syncgen/runtime/internal/text"
 	"github.com/syncgen/syncgen/runtime/mpi"
 )
 
-// cpuBackend implements Backend on the host.
+// cpuBackend implements backend.Backend on the host.
 type cpuBackend struct {
-	h       *mpiHost
-	tune    cpuTuning
+	h       *mpihost.Host
+	tune    Tuning
 	streams []*cpuStream
 	bufs    []*cpuBuffer
 	seq     sequencer
 	// prog is the progress thread of the nonblocking mode, or nil.
 	prog *progressThread
-	// clock converts the clock readings of batches (cpu_batch.go).
+	// clock converts the clock readings of batches (batch.go).
 	clock monoClock
 	// timingPieces: the streams time the pieces of large collectives
-	// (cpu_pieces.go), until pieceTime, the slowest rank's median, sets
+	// (pieces.go), until pieceTime, the slowest rank's median, sets
 	// their size (0 while unset).
 	timingPieces bool
 	pieceTime    time.Duration
 	piecesSized  bool
 }
 
-// cpuTuning holds the knobs of the CPU collectives (see tuning.go).
-type cpuTuning struct {
+// Tuning holds the knobs of the CPU collectives (see tuning.go).
+type Tuning struct {
 	// chunkBytes splits allreduce, broadcast and reduce into pieces of at
 	// most this many bytes, run one after another.
 	chunkBytes int64
 	// autoChunk: SYNCGEN_CPU_CHUNK is not set, and the warm-up sizes the
-	// pieces (cpu_pieces.go).
+	// pieces (pieces.go).
 	autoChunk bool
-	// nonblocking selects the progress-thread mode (cpu_nb.go); inflight
+	// nonblocking selects the progress-thread mode (nb.go); inflight
 	// is how many pieces of one collective it keeps in flight.
 	nonblocking bool
 	inflight    int
 }
 
 // String describes the knobs as the header and the plan check show them.
-func (t cpuTuning) String() string {
+func (t Tuning) String() string {
 	var s string
 	switch {
 	case t.chunkBytes == math.MaxInt64:
@@ -72,11 +68,11 @@ func (t cpuTuning) String() string {
 
 // chunkElems is the number of elements of dt in one piece of a large
 // collective: chunkBytes of them, at least one, and within MPI's int count.
-func (t cpuTuning) chunkElems(dt DType) int64 {
+func (t Tuning) chunkElems(dt elem.DType) int64 {
 	return min(max(t.chunkBytes/dt.Size(), 1), math.MaxInt32)
 }
 
-func newCPUBackend(h *mpiHost, tune cpuTuning) *cpuBackend {
+func New(h *mpihost.Host, tune Tuning) backend.Backend {
 	b := &cpuBackend{h: h, tune: tune, clock: newMonoClock()}
 	b.seq.init()
 	if tune.nonblocking {
@@ -87,14 +83,14 @@ func newCPUBackend(h *mpiHost, tune cpuTuning) *cpuBackend {
 
 func (b *cpuBackend) Name() string { return "cpu" }
 
-func (b *cpuBackend) Versions() []KV {
+func (b *cpuBackend) Versions() []text.KV {
 	major, minor := 0, 0
-	_ = b.h.do(func() error { major, minor = mpi.StandardVersion(); return nil })
-	return []KV{
-		{"MPI", b.h.library},
-		{"MPI standard", fmt.Sprintf("%d.%d", major, minor)},
-		{"MPI thread level", b.h.level.String() + " (the runtime serialises every call)"},
-		{"collectives", b.describe()},
+	_ = b.h.Do(func() error { major, minor = mpi.StandardVersion(); return nil })
+	return []text.KV{
+		{Key: "MPI", Value: b.h.Library},
+		{Key: "MPI standard", Value: fmt.Sprintf("%d.%d", major, minor)},
+		{Key: "MPI thread level", Value: b.h.Level.String() + " (the runtime serialises every call)"},
+		{Key: "collectives", Value: b.describe()},
 	}
 }
 
@@ -110,9 +106,9 @@ func (b *cpuBackend) describe() string {
 	return s
 }
 
-// pieceNote says what the warm-up made of the pieces' size, for the
+// PieceNote says what the warm-up made of the pieces' size, for the
 // report; "" when it did not time any.
-func (b *cpuBackend) pieceNote() string {
+func (b *cpuBackend) PieceNote() string {
 	if b.pieceTime <= 0 {
 		return ""
 	}
@@ -120,9 +116,9 @@ func (b *cpuBackend) pieceNote() string {
 		text.Bytes(b.tune.chunkBytes), text.Bytes(defaultCPUChunk), text.Dur(b.pieceTime))
 }
 
-func (b *cpuBackend) NewStream(index int, name string, prio Priority) (BackendStream, error) {
+func (b *cpuBackend) NewStream(index int, name string, prio plan.Priority) (backend.Stream, error) {
 	var comm mpi.Comm
-	err := b.h.do(func() error {
+	err := b.h.Do(func() error {
 		var err error
 		comm, err = mpi.World().Dup()
 		return err
@@ -135,9 +131,9 @@ func (b *cpuBackend) NewStream(index int, name string, prio Priority) (BackendSt
 	return s, nil
 }
 
-func (b *cpuBackend) NewEvent() (Event, error) { return &cpuEvent{b: b}, nil }
+func (b *cpuBackend) NewEvent() (backend.Event, error) { return &cpuEvent{b: b}, nil }
 
-func (b *cpuBackend) Alloc(dtype DType, elems int64) (Buffer, error) {
+func (b *cpuBackend) Alloc(dtype elem.DType, elems int64) (backend.Buffer, error) {
 	if !dtype.Valid() || elems < 0 {
 		return nil, fmt.Errorf("alloc: invalid buffer of %d %s", elems, dtype)
 	}
@@ -150,7 +146,7 @@ func (b *cpuBackend) Alloc(dtype DType, elems int64) (Buffer, error) {
 	return buf, nil
 }
 
-func (b *cpuBackend) Elapsed(start, end Event) (time.Duration, error) {
+func (b *cpuBackend) Elapsed(start, end backend.Event) (time.Duration, error) {
 	ms, me := start.(*cpuEvent).get(), end.(*cpuEvent).get()
 	if ms == nil || me == nil {
 		return 0, fmt.Errorf("elapsed time of an event that was never recorded")
@@ -161,7 +157,7 @@ func (b *cpuBackend) Elapsed(start, end Event) (time.Duration, error) {
 	return me.t.Sub(ms.t), nil
 }
 
-func (b *cpuBackend) CopyToHost(dst []byte, src Span) error {
+func (b *cpuBackend) CopyToHost(dst []byte, src backend.Span) error {
 	s, err := spanBytes(src)
 	if err != nil {
 		return err
@@ -173,7 +169,7 @@ func (b *cpuBackend) CopyToHost(dst []byte, src Span) error {
 	return nil
 }
 
-func (b *cpuBackend) CopyFromHost(dst Span, src []byte) error {
+func (b *cpuBackend) CopyFromHost(dst backend.Span, src []byte) error {
 	d, err := spanBytes(dst)
 	if err != nil {
 		return err
@@ -195,7 +191,7 @@ func (b *cpuBackend) Close() error {
 	}
 	for _, s := range b.streams {
 		s := s
-		if err := b.h.do(func() error { return s.comm.Free() }); err != nil {
+		if err := b.h.Do(func() error { return s.comm.Free() }); err != nil {
 			errs = append(errs, fmt.Errorf("stream %q: %w", s.name, err))
 		}
 	}
@@ -210,15 +206,15 @@ func (b *cpuBackend) Close() error {
 // cpuBuffer is C memory.
 type cpuBuffer struct {
 	p  unsafe.Pointer
-	dt DType
+	dt elem.DType
 	n  int64
 }
 
-func (b *cpuBuffer) DType() DType { return b.dt }
-func (b *cpuBuffer) Elems() int64 { return b.n }
+func (b *cpuBuffer) DType() elem.DType { return b.dt }
+func (b *cpuBuffer) Elems() int64      { return b.n }
 
 // spanBytes returns the C memory of s as a byte slice.
-func spanBytes(s Span) ([]byte, error) {
+func spanBytes(s backend.Span) ([]byte, error) {
 	b, ok := s.Buf.(*cpuBuffer)
 	if !ok || b == nil || b.p == nil {
 		return nil, fmt.Errorf("span of a buffer the CPU backend did not allocate")
@@ -234,7 +230,7 @@ func spanBytes(s Span) ([]byte, error) {
 }
 
 // spanPtr returns the address of s's first element.
-func spanPtr(s Span) unsafe.Pointer {
+func spanPtr(s backend.Span) unsafe.Pointer {
 	b := s.Buf.(*cpuBuffer)
 	return unsafe.Add(b.p, s.Off*s.DType.Size())
 }
@@ -260,7 +256,7 @@ type cpuMarker struct {
 	t   time.Time
 	err error
 	// pending, while a batch that records the marker runs, is where the
-	// batch writes its clock reading (cpu_batch.go); nil otherwise.
+	// batch writes its clock reading (batch.go); nil otherwise.
 	pending atomic.Pointer[int64]
 	// waiters counts the queued operations that wait for the marker
 	// (cpuStream.WaitEvent): it is not reused while any is left.

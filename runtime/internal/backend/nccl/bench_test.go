@@ -1,4 +1,4 @@
-package runtime
+package nccl
 
 // The GPU benchmark (scripts/gpu-check.sh runs it on the GPU machine next to
 // bench/gpu/nccl_allreduce.c): per-collective time of an in-place allreduce
@@ -16,9 +16,10 @@ import (
 	"time"
 
 	"github.com/syncgen/syncgen/runtime/cuda"
+	"github.com/syncgen/syncgen/runtime/internal/backend"
 	"github.com/syncgen/syncgen/runtime/internal/elem"
 	"github.com/syncgen/syncgen/runtime/internal/plan"
-	"github.com/syncgen/syncgen/runtime/nccl"
+	ncclapi "github.com/syncgen/syncgen/runtime/nccl"
 )
 
 // benchIters is the C baseline's rule: enough calls that small sizes
@@ -37,7 +38,7 @@ func TestGPUBench(t *testing.T) {
 	if v, err := strconv.ParseInt(os.Getenv("SYNCGEN_GPU_BENCH_MAX"), 0, 64); err == nil {
 		maxBytes = v
 	}
-	buf := mustAlloc(t, b, F32, maxBytes/4)
+	buf := mustAlloc(t, b, elem.F32, maxBytes/4)
 	e0, _ := b.NewEvent()
 	e1, _ := b.NewEvent()
 	must := func(err error) {
@@ -46,10 +47,10 @@ func TestGPUBench(t *testing.T) {
 		}
 	}
 	p0 := elem.FillParams{Kind: elem.FillUniform, SeedA: 1, Lo: 0, Hi: 9}
-	fmt.Printf("# syncgen runtime allreduce: NCCL %d, %d GPU(s), dtype f32, in place\n", nccl.Version(), b.env.Size)
+	fmt.Printf("# syncgen runtime allreduce: NCCL %d, %d GPU(s), dtype f32, in place\n", ncclapi.Version(), b.env.Size)
 	fmt.Printf("# %-12s %8s %12s %12s %10s %10s\n", "bytes", "iters", "host_us", "dev_us", "algbw", "busbw")
 	for bytes := int64(4); bytes <= maxBytes; bytes *= 2 {
-		op := []CollOp{{Stream: comm, Coll: plan.CollAllReduce, Op: Sum, Buf: Span{Buf: buf, N: bytes / 4, DType: F32}, Name: "bench"}}
+		op := []backend.CollOp{{Stream: comm, Coll: plan.CollAllReduce, Op: plan.Sum, Buf: backend.Span{Buf: buf, N: bytes / 4, DType: elem.F32}, Name: "bench"}}
 		for w := 0; w < 5; w++ {
 			must(b.Collectives(op))
 		}
@@ -75,8 +76,8 @@ func TestGPUBench(t *testing.T) {
 	// program pays around every collective (events for timing and
 	// dependencies) on top of NCCL's own call.
 	const calls = 20000
-	tiny := []CollOp{{Stream: comm, Coll: plan.CollAllReduce, Op: Sum, Buf: Span{Buf: buf, N: 1, DType: F32}, Name: "bench"}}
-	one := Span{Buf: buf, N: 1, DType: F32}
+	tiny := []backend.CollOp{{Stream: comm, Coll: plan.CollAllReduce, Op: plan.Sum, Buf: backend.Span{Buf: buf, N: 1, DType: elem.F32}, Name: "bench"}}
+	one := backend.Span{Buf: buf, N: 1, DType: elem.F32}
 	fmt.Printf("# host time per call, us (%d calls each, then one synchronisation)\n", calls)
 	cost := func(name string, st *gpuStream, f func() error) {
 		for i := 0; i < 100; i++ {
@@ -94,12 +95,12 @@ func TestGPUBench(t *testing.T) {
 	cost("ncclAllReduce 4 B through package nccl", comm, func() error {
 		goruntime.LockOSThread()
 		defer goruntime.UnlockOSThread()
-		return comm.comm.AllReduce(mustAddr(t, tiny[0].Buf), mustAddr(t, tiny[0].Buf), 1, nccl.Float32, nccl.Sum, comm.s)
+		return comm.comm.AllReduce(mustAddr(t, tiny[0].Buf), mustAddr(t, tiny[0].Buf), 1, ncclapi.Float32, ncclapi.Sum, comm.s)
 	})
 	cost("Collectives: one allreduce of 4 B", comm, func() error { return b.Collectives(tiny) })
 	cost("Record (cudaEventRecord)", comm, func() error { return comm.Record(e0) })
 	cost("WaitEvent (cudaStreamWaitEvent)", comm, func() error { return comm.WaitEvent(e0) })
-	cost("Event.Query (cudaEventQuery)", comm, func() (err error) { _, err = e0.Query(); return })
+	cost("backend.Event.Query (cudaEventQuery)", comm, func() (err error) { _, err = e0.Query(); return })
 	cost("Busy(0) (a spin kernel launch)", compute, func() error { return compute.Busy(0) })
 	cost("Fill of 1 element (fill kernel launch)", compute, func() error { return compute.Fill(one, p0) })
 	cost("as the runtime issues one: Record, Collectives, Record", comm, func() error {
@@ -111,12 +112,12 @@ func TestGPUBench(t *testing.T) {
 	// Bandwidth of the element-wise kernels on 1 GiB of float32 (or the
 	// 16-bit half of it), counting bytes read plus bytes written.
 	const elems = 1 << 28
-	f32 := Span{Buf: buf, N: min(elems, maxBytes/4), DType: F32}
-	half := mustAlloc(t, b, BF16, f32.N)
-	h16 := Span{Buf: half, N: f32.N, DType: BF16}
-	f16 := Span{Buf: half, N: f32.N, DType: F16}
-	dst := mustAlloc(t, b, F32, f32.N)
-	d32 := Span{Buf: dst, N: f32.N, DType: F32}
+	f32 := backend.Span{Buf: buf, N: min(elems, maxBytes/4), DType: elem.F32}
+	half := mustAlloc(t, b, elem.BF16, f32.N)
+	h16 := backend.Span{Buf: half, N: f32.N, DType: elem.BF16}
+	f16 := backend.Span{Buf: half, N: f32.N, DType: elem.F16}
+	dst := mustAlloc(t, b, elem.F32, f32.N)
+	d32 := backend.Span{Buf: dst, N: f32.N, DType: elem.F32}
 	p := elem.FillParams{Kind: elem.FillAvg, SeedA: 1, SeedB: 2, Lo: -100, Hi: 100, Dev: 7, Sign: 1}
 	timeIt := func(name string, bytesMoved int64, work func() error) float64 {
 		for w := 0; w < 2; w++ {
@@ -159,7 +160,7 @@ func TestGPUBench(t *testing.T) {
 		{"cast bf16 -> f32", 6 * f32.N, func() error { return compute.Cast(d32, h16) }},
 		{"cast f32 -> f16", 6 * f32.N, func() error { return compute.Cast(f16, f32) }},
 		{"cast f16 -> f32", 6 * f32.N, func() error { return compute.Cast(d32, f16) }},
-		{"cast f16 -> bf16 (generic)", 4 * f32.N, func() error { return compute.Cast(Span{Buf: dst, N: f32.N, DType: BF16}, f16) }},
+		{"cast f16 -> bf16 (generic)", 4 * f32.N, func() error { return compute.Cast(backend.Span{Buf: dst, N: f32.N, DType: elem.BF16}, f16) }},
 	}
 	for _, r := range rows {
 		gbs := timeIt(r.name, r.bytes, r.work)
@@ -167,7 +168,7 @@ func TestGPUBench(t *testing.T) {
 	}
 }
 
-func mustAddr(t testing.TB, s Span) cuda.Ptr {
+func mustAddr(t testing.TB, s backend.Span) cuda.Ptr {
 	p, err := addr(s)
 	if err != nil {
 		t.Fatal(err)

@@ -1,17 +1,4 @@
-package runtime
-
-// The NCCL backend: streams are CUDA streams, events CUDA events, buffers
-// device memory, collectives NCCL's in-place forms on one communicator per
-// stream, and the fill, casts and simulated compute are the PTX kernels of
-// package cuda. CUDA, the driver and NCCL are loaded at run time (packages
-// cuda and nccl), so a program built without them still runs on the CPU
-// backend.
-//
-// Threading: the CUDA current device belongs to the OS thread, and the
-// runtime calls a backend from whichever goroutine runs the step. Every
-// method that touches the device therefore locks its goroutine to its thread
-// and selects the rank's device first (enter), which costs a thread-local
-// comparison once the thread has it (cuda.UseDevice).
+package nccl
 
 import (
 	"errors"
@@ -23,13 +10,15 @@ import (
 	"time"
 
 	"github.com/syncgen/syncgen/runtime/cuda"
+	"github.com/syncgen/syncgen/runtime/internal/backend"
 	"github.com/syncgen/syncgen/runtime/internal/elem"
 	"github.com/syncgen/syncgen/runtime/internal/plan"
-	"github.com/syncgen/syncgen/runtime/nccl"
+	"github.com/syncgen/syncgen/runtime/internal/text"
+	ncclapi "github.com/syncgen/syncgen/runtime/nccl"
 )
 
 func init() {
-	RegisterBackend(BackendFactory{Name: "nccl", Priority: 10, Probe: gpuProbe, New: newGPUBackend})
+	backend.Register(backend.Factory{Name: "nccl", Priority: 10, Probe: gpuProbe, New: newGPUBackend})
 }
 
 // gpuLoad loads the CUDA runtime, the driver and NCCL.
@@ -37,12 +26,12 @@ func gpuLoad() error {
 	if err := cuda.Load(); err != nil {
 		return err
 	}
-	return nccl.Load()
+	return ncclapi.Load()
 }
 
 // gpuProbe says whether this rank can run the NCCL backend: the libraries
 // load and every rank on this host can have a GPU of its own.
-func gpuProbe(env *BackendEnv) (bool, string) {
+func gpuProbe(env *backend.Env) (bool, string) {
 	if err := gpuLoad(); err != nil {
 		return false, err.Error()
 	}
@@ -69,16 +58,16 @@ func visibleNote() string {
 	return ""
 }
 
-// gpuBackend implements Backend over CUDA and NCCL.
+// gpuBackend implements backend.Backend over CUDA and NCCL.
 type gpuBackend struct {
-	env      *BackendEnv
+	env      *backend.Env
 	dev      int
 	devName  string
 	busID    string
 	kernels  *cuda.Kernels
 	prioLow  int // cudaDeviceGetStreamPriorityRange's least priority
 	prioHigh int // and its greatest
-	versions []KV
+	versions []text.KV
 	// copies is the stream of CopyToHost and CopyFromHost, so that they
 	// wait for their own copy only.
 	copies cuda.Stream
@@ -93,7 +82,7 @@ type gpuBackend struct {
 // newGPUBackend selects the rank's GPU, checks that no two ranks share one
 // and that every rank loaded the same NCCL, and loads the kernels. The
 // communicators are created per stream in NewStream.
-func newGPUBackend(env *BackendEnv) (Backend, error) {
+func newGPUBackend(env *backend.Env) (backend.Backend, error) {
 	if err := gpuLoad(); err != nil {
 		return nil, fmt.Errorf("nccl backend: %w (use --backend cpu to run without GPUs)", err)
 	}
@@ -133,7 +122,7 @@ func newGPUBackend(env *BackendEnv) (Backend, error) {
 	// every rank sees the same verdict and no rank enters
 	// ncclCommInitRank alone.
 	rec := make([]byte, 256)
-	copy(rec, fmt.Sprintf("%s\x00%s\x00%d\x00", env.Host, b.busID, nccl.Version()))
+	copy(rec, fmt.Sprintf("%s\x00%s\x00%d\x00", env.Host, b.busID, ncclapi.Version()))
 	all, err := env.Boot.Allgather(rec)
 	if err != nil {
 		return nil, fmt.Errorf("nccl backend: gathering GPUs and NCCL versions: %w", err)
@@ -157,21 +146,21 @@ func newGPUBackend(env *BackendEnv) (Backend, error) {
 		return nil, fmt.Errorf("nccl backend: %w", err)
 	}
 	rtPath, _ := cuda.Libraries()
-	b.versions = []KV{
-		{"NCCL", fmt.Sprintf("%s (%s%s)", nccl.VersionString(nccl.Version()), nccl.Path(), sameOnAll(env.Size))},
-		{"CUDA runtime", fmt.Sprintf("%s (%s)", cuda.VersionString(rtv), rtPath)},
-		{"CUDA driver", cuda.VersionString(drv)},
-		{"device", fmt.Sprintf("%s (rank 0: GPU %d, %s)", b.devName, b.dev, b.busID)},
+	b.versions = []text.KV{
+		{Key: "NCCL", Value: fmt.Sprintf("%s (%s%s)", ncclapi.VersionString(ncclapi.Version()), ncclapi.Path(), sameOnAll(env.Size))},
+		{Key: "CUDA runtime", Value: fmt.Sprintf("%s (%s)", cuda.VersionString(rtv), rtPath)},
+		{Key: "CUDA driver", Value: cuda.VersionString(drv)},
+		{Key: "device", Value: fmt.Sprintf("%s (rank 0: GPU %d, %s)", b.devName, b.dev, b.busID)},
 	}
 	if os.Getenv("NCCL_DEBUG") != "" {
 		// Every rank says what it loaded when the user asks NCCL to talk;
 		// otherwise rank 0's header says it once, checked on all ranks.
 		fmt.Fprintf(os.Stderr, "syncgen: rank %d (%s, GPU %d %s %s): NCCL %s (%s), CUDA runtime %s, driver %s\n",
-			env.Rank, env.Host, b.dev, b.busID, b.devName, nccl.VersionString(nccl.Version()), nccl.Path(),
+			env.Rank, env.Host, b.dev, b.busID, b.devName, ncclapi.VersionString(ncclapi.Version()), ncclapi.Path(),
 			cuda.VersionString(rtv), cuda.VersionString(drv))
 	}
-	if m := nccl.Missing(); len(m) > 0 {
-		b.versions = append(b.versions, KV{"NCCL lacks", strings.Join(m, ", ") + " (optional; the backend does without)"})
+	if m := ncclapi.Missing(); len(m) > 0 {
+		b.versions = append(b.versions, text.KV{Key: "NCCL lacks", Value: strings.Join(m, ", ") + " (optional; the backend does without)"})
 	}
 	return b, nil
 }
@@ -221,7 +210,7 @@ func checkPeers(recs [][]byte) error {
 func versionOf(code string) string {
 	var v int
 	fmt.Sscan(code, &v)
-	return nccl.VersionString(v)
+	return ncclapi.VersionString(v)
 }
 
 // enter locks the goroutine to its OS thread and makes the rank's device
@@ -237,14 +226,14 @@ func (b *gpuBackend) enter() error {
 
 func (b *gpuBackend) Name() string { return "nccl" }
 
-func (b *gpuBackend) Versions() []KV { return b.versions }
+func (b *gpuBackend) Versions() []text.KV { return b.versions }
 
 // gpuStream is a CUDA stream with its own NCCL communicator.
 type gpuStream struct {
 	b    *gpuBackend
 	name string
 	s    cuda.Stream
-	comm nccl.Comm
+	comm ncclapi.Comm
 	// stamp is 8 bytes of device memory holding the time the last spin
 	// was to end, or when a run of fills started (see Busy); mark says
 	// what it holds now.
@@ -270,13 +259,13 @@ const (
 
 // NewStream creates a CUDA stream with the plan's priority and joins a new
 // NCCL communicator for it: rank 0 makes the unique id, MPI broadcasts it.
-func (b *gpuBackend) NewStream(index int, name string, prio Priority) (BackendStream, error) {
+func (b *gpuBackend) NewStream(index int, name string, prio plan.Priority) (backend.Stream, error) {
 	if err := b.enter(); err != nil {
 		return nil, err
 	}
 	defer goruntime.UnlockOSThread()
 	p := b.prioLow
-	if prio == PriorityHigh {
+	if prio == plan.PriorityHigh {
 		p = b.prioHigh
 	}
 	s, err := cuda.NewStream(p)
@@ -287,16 +276,16 @@ func (b *gpuBackend) NewStream(index int, name string, prio Priority) (BackendSt
 	if st.stamp, err = cuda.Malloc(8); err != nil {
 		return nil, fmt.Errorf("nccl backend: stream %s: %w", name, err)
 	}
-	var id nccl.UniqueID
+	var id ncclapi.UniqueID
 	if b.env.Rank == 0 {
-		if id, err = nccl.NewUniqueID(); err != nil {
+		if id, err = ncclapi.NewUniqueID(); err != nil {
 			return nil, fmt.Errorf("nccl backend: stream %s: %w", name, err)
 		}
 	}
 	if err := b.env.Boot.Bcast(0, id[:]); err != nil {
 		return nil, fmt.Errorf("nccl backend: stream %s: broadcasting the NCCL unique id: %w", name, err)
 	}
-	if st.comm, err = nccl.InitRank(b.env.Size, id, b.env.Rank); err != nil {
+	if st.comm, err = ncclapi.InitRank(b.env.Size, id, b.env.Rank); err != nil {
 		return nil, fmt.Errorf("nccl backend: communicator of stream %s on GPU %d (%s): %w", name, b.dev, b.busID, err)
 	}
 	b.mu.Lock()
@@ -311,7 +300,7 @@ type gpuEvent struct {
 	ev cuda.Event
 }
 
-func (b *gpuBackend) NewEvent() (Event, error) {
+func (b *gpuBackend) NewEvent() (backend.Event, error) {
 	if err := b.enter(); err != nil {
 		return nil, err
 	}
@@ -330,14 +319,14 @@ func (b *gpuBackend) NewEvent() (Event, error) {
 // gpuBuffer is device memory from cudaMalloc.
 type gpuBuffer struct {
 	p     cuda.Ptr
-	dtype DType
+	dtype elem.DType
 	elems int64
 }
 
-func (g *gpuBuffer) DType() DType { return g.dtype }
-func (g *gpuBuffer) Elems() int64 { return g.elems }
+func (g *gpuBuffer) DType() elem.DType { return g.dtype }
+func (g *gpuBuffer) Elems() int64      { return g.elems }
 
-func (b *gpuBackend) Alloc(dtype DType, elems int64) (Buffer, error) {
+func (b *gpuBackend) Alloc(dtype elem.DType, elems int64) (backend.Buffer, error) {
 	if err := b.enter(); err != nil {
 		return nil, err
 	}
@@ -360,7 +349,7 @@ func (b *gpuBackend) Alloc(dtype DType, elems int64) (Buffer, error) {
 }
 
 // addr returns the device address of the span's first element.
-func addr(s Span) (cuda.Ptr, error) {
+func addr(s backend.Span) (cuda.Ptr, error) {
 	g, ok := s.Buf.(*gpuBuffer)
 	if !ok {
 		return 0, fmt.Errorf("nccl backend: a span of a %T, not of a GPU buffer", s.Buf)
@@ -371,32 +360,32 @@ func addr(s Span) (cuda.Ptr, error) {
 	return g.p + cuda.Ptr(s.Off*s.DType.Size()), nil
 }
 
-var ncclTypes = map[DType]nccl.DataType{
-	F64: nccl.Float64, F32: nccl.Float32, F16: nccl.Float16, BF16: nccl.Bfloat16,
-	I64: nccl.Int64, I32: nccl.Int32, I8: nccl.Int8, U8: nccl.Uint8,
+var ncclTypes = map[elem.DType]ncclapi.DataType{
+	elem.F64: ncclapi.Float64, elem.F32: ncclapi.Float32, elem.F16: ncclapi.Float16, elem.BF16: ncclapi.Bfloat16,
+	elem.I64: ncclapi.Int64, elem.I32: ncclapi.Int32, elem.I8: ncclapi.Int8, elem.U8: ncclapi.Uint8,
 }
 
-var ncclOps = map[RedOp]nccl.RedOp{Sum: nccl.Sum, Avg: nccl.Avg, Min: nccl.Min, Max: nccl.Max, Prod: nccl.Prod}
+var ncclOps = map[plan.RedOp]ncclapi.RedOp{plan.Sum: ncclapi.Sum, plan.Avg: ncclapi.Avg, plan.Min: ncclapi.Min, plan.Max: ncclapi.Max, plan.Prod: ncclapi.Prod}
 
 // divideAfter reports whether an average must be a sum followed by the
 // division kernel to give the CPU backend's result. ncclAvg on floats
 // multiplies every input by 1/size before summing (NCCL's PreMulSum), which
 // rounds differently from sum-then-divide unless size is a power of two;
 // on integers it sums and then divides, truncating, like the CPU backend.
-func divideAfter(op RedOp, dt DType, size int) bool {
-	return op == Avg && dt.IsFloat() && size&(size-1) != 0
+func divideAfter(op plan.RedOp, dt elem.DType, size int) bool {
+	return op == plan.Avg && dt.IsFloat() && size&(size-1) != 0
 }
 
 // Collectives queues the group as ncclGroupStart, one in-place NCCL call
 // per op, ncclGroupEnd; averages that NCCL would round differently are
 // sums followed by the division kernel on the op's stream.
-func (b *gpuBackend) Collectives(ops []CollOp) error {
+func (b *gpuBackend) Collectives(ops []backend.CollOp) error {
 	if err := b.enter(); err != nil {
 		return err
 	}
 	defer goruntime.UnlockOSThread()
 	if len(ops) > 1 {
-		if err := nccl.GroupStart(); err != nil {
+		if err := ncclapi.GroupStart(); err != nil {
 			return fmt.Errorf("nccl backend: %w", err)
 		}
 	}
@@ -410,7 +399,7 @@ func (b *gpuBackend) Collectives(ops []CollOp) error {
 	if len(ops) > 1 {
 		// Close the group even after an error, so NCCL is not left inside
 		// one; the first error is the one to report.
-		if err := nccl.GroupEnd(); err != nil && firstErr == nil {
+		if err := ncclapi.GroupEnd(); err != nil && firstErr == nil {
 			names := make([]string, len(ops))
 			for i, op := range ops {
 				names[i] = op.Coll.String() + " " + op.Name
@@ -450,7 +439,7 @@ func (b *gpuBackend) Collectives(ops []CollOp) error {
 }
 
 // queue issues one collective on its stream's communicator.
-func (b *gpuBackend) queue(op *CollOp) error {
+func (b *gpuBackend) queue(op *backend.CollOp) error {
 	st, ok := op.Stream.(*gpuStream)
 	if !ok {
 		return fmt.Errorf("nccl backend: %s of bucket %s on a %T, not a GPU stream", op.Coll, op.Name, op.Stream)
@@ -469,14 +458,14 @@ func (b *gpuBackend) queue(op *CollOp) error {
 	size, rank := int64(b.env.Size), int64(b.env.Rank)
 	slice := n / size
 	sliceAddr := base + cuda.Ptr(rank*slice*op.Buf.DType.Size())
-	var redop nccl.RedOp
+	var redop ncclapi.RedOp
 	if op.Coll.Reduces() {
 		var ok bool
 		if redop, ok = ncclOps[op.Op]; !ok {
 			return where(fmt.Errorf("no NCCL operator for %s", op.Op))
 		}
 		if divideAfter(op.Op, op.Buf.DType, b.env.Size) {
-			redop = nccl.Sum
+			redop = ncclapi.Sum
 		}
 	}
 	switch op.Coll {
@@ -500,7 +489,7 @@ func (b *gpuBackend) queue(op *CollOp) error {
 }
 
 // collError says which collective of which bucket on which stream failed.
-func collError(op *CollOp, st *gpuStream, err error) error {
+func collError(op *backend.CollOp, st *gpuStream, err error) error {
 	desc := fmt.Sprintf("%d %s", op.Buf.N, op.Buf.DType)
 	if op.Coll.Reduces() {
 		desc += ", op " + op.Op.String()
@@ -508,7 +497,7 @@ func collError(op *CollOp, st *gpuStream, err error) error {
 	return fmt.Errorf("nccl backend: %s of bucket %s (%s) on stream %s: %w", op.Coll, op.Name, desc, st.name, err)
 }
 
-func (b *gpuBackend) Elapsed(start, end Event) (time.Duration, error) {
+func (b *gpuBackend) Elapsed(start, end backend.Event) (time.Duration, error) {
 	s, ok1 := start.(*gpuEvent)
 	e, ok2 := end.(*gpuEvent)
 	if !ok1 || !ok2 {
@@ -525,7 +514,7 @@ func (b *gpuBackend) Elapsed(start, end Event) (time.Duration, error) {
 	return time.Duration(ms * float64(time.Millisecond)), nil
 }
 
-func (b *gpuBackend) CopyToHost(dst []byte, src Span) error {
+func (b *gpuBackend) CopyToHost(dst []byte, src backend.Span) error {
 	if int64(len(dst)) != src.Bytes() {
 		return fmt.Errorf("nccl backend: CopyToHost of %d bytes into %d", src.Bytes(), len(dst))
 	}
@@ -543,7 +532,7 @@ func (b *gpuBackend) CopyToHost(dst []byte, src Span) error {
 	return nil
 }
 
-func (b *gpuBackend) CopyFromHost(dst Span, src []byte) error {
+func (b *gpuBackend) CopyFromHost(dst backend.Span, src []byte) error {
 	if int64(len(src)) != dst.Bytes() {
 		return fmt.Errorf("nccl backend: CopyFromHost of %d bytes into %d", len(src), dst.Bytes())
 	}
@@ -692,7 +681,7 @@ const (
 
 func (s *gpuStream) Name() string { return s.name }
 
-func (s *gpuStream) Fill(dst Span, p elem.FillParams) error {
+func (s *gpuStream) Fill(dst backend.Span, p elem.FillParams) error {
 	ptr, err := addr(dst)
 	if err != nil {
 		return err
@@ -717,7 +706,7 @@ func (s *gpuStream) Fill(dst Span, p elem.FillParams) error {
 	return nil
 }
 
-func (s *gpuStream) Cast(dst, src Span) error {
+func (s *gpuStream) Cast(dst, src backend.Span) error {
 	if dst.N != src.N {
 		return fmt.Errorf("nccl backend: cast of %d elements into %d", src.N, dst.N)
 	}
@@ -753,7 +742,7 @@ func (s *gpuStream) Busy(d time.Duration) error {
 	return nil
 }
 
-func (s *gpuStream) Record(e Event) error {
+func (s *gpuStream) Record(e backend.Event) error {
 	ev, ok := e.(*gpuEvent)
 	if !ok {
 		return fmt.Errorf("nccl backend: stream %s: recording a %T, not a CUDA event", s.name, e)
@@ -768,7 +757,7 @@ func (s *gpuStream) Record(e Event) error {
 	return nil
 }
 
-func (s *gpuStream) WaitEvent(e Event) error {
+func (s *gpuStream) WaitEvent(e backend.Event) error {
 	ev, ok := e.(*gpuEvent)
 	if !ok {
 		return fmt.Errorf("nccl backend: stream %s: waiting for a %T, not a CUDA event", s.name, e)

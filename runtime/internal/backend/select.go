@@ -1,4 +1,4 @@
-package runtime
+package backend
 
 import (
 	"fmt"
@@ -6,21 +6,20 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/syncgen/syncgen/runtime/internal/plan"
 	"github.com/syncgen/syncgen/runtime/internal/text"
 )
 
 var (
 	backendsMu sync.Mutex
-	backends   []BackendFactory
+	backends   []Factory
 )
 
-// registeredBackends returns the registered factories, highest Priority
+// Registered returns the registered factories, highest Priority
 // first.
-func registeredBackends() []BackendFactory {
+func Registered() []Factory {
 	backendsMu.Lock()
 	defer backendsMu.Unlock()
-	out := append([]BackendFactory(nil), backends...)
+	out := append([]Factory(nil), backends...)
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Priority > out[j].Priority })
 	return out
 }
@@ -29,18 +28,19 @@ func registeredBackends() []BackendFactory {
 // the ranks agree on a backend: one byte ok, then the reason.
 const probeRecordSize = 1024
 
-// selectBackend creates the backend --backend asks for. "auto" tries the
-// registered GPU backends by priority and takes the first that every rank
-// can run, else the CPU backend; it returns why it chose what it chose.
-func selectBackend(h *mpiHost, p *plan.Plan, opts *options, tune cpuTuning) (Backend, string, error) {
-	env := &BackendEnv{Rank: h.rank, Size: h.size, LocalRank: h.localRank, LocalSize: h.localSize, Host: h.host, Boot: h, Plan: p}
-	if opts.backend == "cpu" {
-		return newCPUBackend(h, tune), "--backend cpu", nil
+// Select creates the backend that want names, as --backend spells it
+// (collective: every rank calls it with the same want). "cpu" is cpu();
+// "auto" tries the registered GPU backends by priority and takes the first
+// that every rank can run, else cpu(). It returns why it chose what it
+// chose. An *AgreedError is an error every rank reached the same way.
+func Select(env *Env, want string, cpu func() Backend) (Backend, string, error) {
+	if want == "cpu" {
+		return cpu(), "--backend cpu", nil
 	}
 	var reasons []string
 	found := false
-	for _, f := range registeredBackends() {
-		if f.Name == "cpu" || (opts.backend != "auto" && f.Name != opts.backend) {
+	for _, f := range Registered() {
+		if f.Name == "cpu" || (want != "auto" && f.Name != want) {
 			continue
 		}
 		found = true
@@ -50,7 +50,7 @@ func selectBackend(h *mpiHost, p *plan.Plan, opts *options, tune cpuTuning) (Bac
 			rec[0] = 1
 		}
 		copy(rec[1:], why)
-		all, err := h.Allgather(rec)
+		all, err := env.Boot.Allgather(rec)
 		if err != nil {
 			return nil, "", fmt.Errorf("asking every rank whether it can run %s: %w", f.Name, err)
 		}
@@ -74,7 +74,7 @@ func selectBackend(h *mpiHost, p *plan.Plan, opts *options, tune cpuTuning) (Bac
 			if err != nil {
 				return nil, "", fmt.Errorf("starting the %s backend: %w", f.Name, err)
 			}
-			if opts.backend == "auto" {
+			if want == "auto" {
 				return be, fmt.Sprintf("auto: every rank can run %s", f.Name), nil
 			}
 			return be, "--backend " + f.Name, nil
@@ -83,21 +83,21 @@ func selectBackend(h *mpiHost, p *plan.Plan, opts *options, tune cpuTuning) (Bac
 			bad = append(bad[:4], fmt.Sprintf("and %d more", len(bad)-4))
 		}
 		reasons = append(reasons, fmt.Sprintf("%s unavailable (%s)", f.Name, strings.Join(bad, "; ")))
-		if opts.backend != "auto" {
+		if want != "auto" {
 			return nil, "", agreed(fmt.Errorf("--backend %s: %s; use --backend cpu to run on the CPU", f.Name, strings.Join(bad, "; ")))
 		}
 	}
-	if opts.backend != "auto" && !found {
-		return nil, "", agreed(fmt.Errorf("--backend %s: this plan.Program was built without that backend", opts.backend))
+	if want != "auto" && !found {
+		return nil, "", agreed(fmt.Errorf("--backend %s: this plan.Program was built without that backend", want))
 	}
 	if len(reasons) == 0 {
 		reasons = append(reasons, "no GPU backend is built in")
 	}
-	return newCPUBackend(h, tune), "auto: " + strings.Join(reasons, "; "), nil
+	return cpu(), "auto: " + strings.Join(reasons, "; "), nil
 }
 
 // safeProbe runs a probe, turning a panic into a "no".
-func safeProbe(f BackendFactory, env *BackendEnv) (ok bool, why string) {
+func safeProbe(f Factory, env *Env) (ok bool, why string) {
 	defer func() {
 		if r := recover(); r != nil {
 			ok, why = false, fmt.Sprintf("probe panicked: %v", r)
@@ -109,12 +109,12 @@ func safeProbe(f BackendFactory, env *BackendEnv) (ok bool, why string) {
 	return f.Probe(env)
 }
 
-// agreedError is an error that every rank reaches the same way (from what
-// they all gathered), so that the run ends with one message and no abort
-// (runner.agreedFailure).
-type agreedError struct{ err error }
+// AgreedError is an error that every rank reaches the same way (from what
+// they all gathered), so that the run can end with one message and no
+// abort.
+type AgreedError struct{ Err error }
 
-func agreed(err error) error { return &agreedError{err} }
+func agreed(err error) error { return &AgreedError{Err: err} }
 
-func (e *agreedError) Error() string { return e.err.Error() }
-func (e *agreedError) Unwrap() error { return e.err }
+func (e *AgreedError) Error() string { return e.Err.Error() }
+func (e *AgreedError) Unwrap() error { return e.Err }

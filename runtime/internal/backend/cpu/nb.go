@@ -1,4 +1,4 @@
-package runtime
+package cpu
 
 // The CPU backend's nonblocking mode (SYNCGEN_CPU_MODE=nonblocking): one
 // progress thread starts the nonblocking collectives (MPI_Iallreduce ...)
@@ -10,7 +10,7 @@ package runtime
 //
 // It is not the default because Open MPI 4.1's nonblocking collectives
 // (coll/libnbc) are 30-70% slower than its blocking ones on the machines
-// this was measured on (see cpu_coll.go); it is there for plans whose
+// this was measured on (see coll.go); it is there for plans whose
 // streams should overlap their communication, and for MPI libraries whose
 // nonblocking collectives are good.
 
@@ -20,15 +20,17 @@ import (
 	"runtime"
 	"unsafe"
 
+	"github.com/syncgen/syncgen/runtime/internal/backend"
 	"github.com/syncgen/syncgen/runtime/internal/elem"
+	"github.com/syncgen/syncgen/runtime/internal/mpihost"
 	"github.com/syncgen/syncgen/runtime/internal/plan"
 	"github.com/syncgen/syncgen/runtime/mpi"
 )
 
 // progressThread owns the nonblocking requests.
 type progressThread struct {
-	h    *mpiHost
-	tune cpuTuning
+	h    *mpihost.Host
+	tune Tuning
 	jobs chan *nbJob
 	quit chan struct{}
 	done chan struct{}
@@ -37,7 +39,7 @@ type progressThread struct {
 // nbJob is one collective (or barrier) split into pieces.
 type nbJob struct {
 	s      *cpuStream
-	op     *CollOp
+	op     *backend.CollOp
 	next   int64 // first element not started yet
 	active int
 	err    error
@@ -46,7 +48,7 @@ type nbJob struct {
 	barrier bool
 }
 
-func startProgressThread(h *mpiHost, tune cpuTuning) *progressThread {
+func startProgressThread(h *mpihost.Host, tune Tuning) *progressThread {
 	p := &progressThread{h: h, tune: tune, jobs: make(chan *nbJob, 64), quit: make(chan struct{}), done: make(chan struct{})}
 	go p.loop()
 	return p
@@ -59,7 +61,7 @@ func (p *progressThread) stop() {
 
 // run hands op to the progress thread and waits for it (called by the
 // stream that runs op).
-func (p *progressThread) run(s *cpuStream, op *CollOp) error {
+func (p *progressThread) run(s *cpuStream, op *backend.CollOp) error {
 	j := &nbJob{s: s, op: op, fin: make(chan error, 1)}
 	p.jobs <- j
 	return <-j.fin
@@ -101,10 +103,10 @@ func (p *progressThread) loop() {
 				more = false
 			}
 		}
-		p.h.mu.Lock()
+		p.h.Lock()
 		var err error
 		finished, err = set.Testsome(finished)
-		p.h.mu.Unlock()
+		p.h.Unlock()
 		if err != nil {
 			// Every pending job fails: the runtime aborts the job anyway.
 			for slot, j := range owner {
@@ -155,7 +157,7 @@ func (p *progressThread) start(j *nbJob, set *mpi.RequestSet, owner map[int]*nbJ
 		j.active++
 		return true
 	}
-	lock := func() func() { p.h.mu.Lock(); return p.h.mu.Unlock }
+	lock := func() func() { p.h.Lock(); return p.h.Unlock }
 	if j.barrier {
 		if j.next == 0 {
 			j.next = 1
@@ -175,12 +177,12 @@ func (p *progressThread) start(j *nbJob, set *mpi.RequestSet, owner map[int]*nbJ
 	dt := op.Buf.DType
 	esz := dt.Size()
 	base := spanPtr(op.Buf)
-	rank := p.h.rank
+	rank := p.h.Rank
 	switch op.Coll {
 	case plan.CollAllGather, plan.CollReduceScatter:
 		if j.next == 0 && n > 0 {
 			j.next = n
-			per := n / int64(p.h.size)
+			per := n / int64(p.h.Size)
 			if per > math.MaxInt32 {
 				j.fail(fmt.Errorf("%d elements per rank exceed MPI's int count", per))
 				return
@@ -230,7 +232,7 @@ func (p *progressThread) start(j *nbJob, set *mpi.RequestSet, owner map[int]*nbJ
 // move, then the stream is released.
 func (p *progressThread) finish(j *nbJob) {
 	op := j.op
-	rank, size := p.h.rank, p.h.size
+	rank, size := p.h.Rank, p.h.Size
 	all, err := spanBytes(op.Buf)
 	if err != nil {
 		j.fail(err)
@@ -243,11 +245,11 @@ func (p *progressThread) finish(j *nbJob) {
 		if rank != 0 {
 			copy(mine, all[:per])
 		}
-		if op.Op == Avg {
+		if op.Op == plan.Avg {
 			elem.AvgDivide(mine, op.Buf.DType, size)
 		}
 	case plan.CollAllReduce, plan.CollReduce:
-		if op.Op == Avg && (op.Coll == plan.CollAllReduce || rank == op.Root) {
+		if op.Op == plan.Avg && (op.Coll == plan.CollAllReduce || rank == op.Root) {
 			elem.AvgDivide(all, op.Buf.DType, size)
 		}
 	}

@@ -1,4 +1,4 @@
-package runtime
+package cpu
 
 // Collectives of the CPU backend.
 //
@@ -47,6 +47,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/syncgen/syncgen/runtime/internal/backend"
 	"github.com/syncgen/syncgen/runtime/internal/elem"
 	"github.com/syncgen/syncgen/runtime/internal/plan"
 	"github.com/syncgen/syncgen/runtime/mpi"
@@ -94,7 +95,7 @@ func (q *sequencer) doneN(n uint64) {
 	q.mu.Unlock()
 }
 
-func (b *cpuBackend) Collectives(ops []CollOp) error {
+func (b *cpuBackend) Collectives(ops []backend.CollOp) error {
 	for i := range ops {
 		op := &ops[i]
 		s, ok := op.Stream.(*cpuStream)
@@ -104,8 +105,8 @@ func (b *cpuBackend) Collectives(ops []CollOp) error {
 		if _, err := spanBytes(op.Buf); err != nil && op.Buf.N > 0 {
 			return fmt.Errorf("%s %q: %w", op.Coll, op.Name, err)
 		}
-		if (op.Coll == plan.CollAllGather || op.Coll == plan.CollReduceScatter) && op.Buf.N%int64(b.h.size) != 0 {
-			return fmt.Errorf("%s %q: %d elements do not split into %d ranks", op.Coll, op.Name, op.Buf.N, b.h.size)
+		if (op.Coll == plan.CollAllGather || op.Coll == plan.CollReduceScatter) && op.Buf.N%int64(b.h.Size) != 0 {
+			return fmt.Errorf("%s %q: %d elements do not split into %d ranks", op.Coll, op.Name, op.Buf.N, b.h.Size)
 		}
 		if b.prog == nil && batchable(op.Coll) {
 			if err := s.enqueue(cpuOp{kind: opColl, ticket: b.seq.take(), coll: *op}); err != nil {
@@ -119,7 +120,7 @@ func (b *cpuBackend) Collectives(ops []CollOp) error {
 			}
 			continue
 		}
-		// Nonblocking mode: the progress thread runs it (cpu_nb.go). The
+		// Nonblocking mode: the progress thread runs it (nb.go). The
 		// queue outlives ops (the caller reuses it): a copy.
 		c := *op
 		err := s.enqueue(cpuOp{fn: func() error {
@@ -139,8 +140,8 @@ func (b *cpuBackend) Collectives(ops []CollOp) error {
 }
 
 // run performs an allgather or reduce-scatter on stream s's communicator
-// (allreduce, broadcast and reduce run in batches, cpu_batch.go).
-func (b *cpuBackend) run(s *cpuStream, op *CollOp) error {
+// (allreduce, broadcast and reduce run in batches, batch.go).
+func (b *cpuBackend) run(s *cpuStream, op *backend.CollOp) error {
 	n := op.Buf.N
 	if n == 0 {
 		return nil
@@ -151,10 +152,10 @@ func (b *cpuBackend) run(s *cpuStream, op *CollOp) error {
 	dt := op.Buf.DType
 	esz := dt.Size()
 	base := spanPtr(op.Buf)
-	per := n / int64(b.h.size)
+	per := n / int64(b.h.Size)
 	// A piece holds the same elements of every rank's block, chunkBytes in
 	// all.
-	piece := max(b.tune.chunkElems(dt)/int64(b.h.size), 1)
+	piece := max(b.tune.chunkElems(dt)/int64(b.h.Size), 1)
 	if per <= piece {
 		return b.blocks(s, op, base, per)
 	}
@@ -162,9 +163,9 @@ func (b *cpuBackend) run(s *cpuStream, op *CollOp) error {
 		cnt := min(piece, per-off)
 		var err error
 		if op.Coll == plan.CollAllGather {
-			b.h.mu.Lock()
+			b.h.Lock()
 			err = s.comm.AllgatherStrided(unsafe.Add(base, off*esz), int(cnt), per, mpi.DType(dt))
-			b.h.mu.Unlock()
+			b.h.Unlock()
 		} else {
 			err = b.reduceScatterPiece(s, op, base, per, off, cnt)
 		}
@@ -173,22 +174,22 @@ func (b *cpuBackend) run(s *cpuStream, op *CollOp) error {
 		}
 		s.yieldIfDue()
 	}
-	if op.Coll == plan.CollReduceScatter && op.Op == Avg {
-		mine := unsafe.Slice((*byte)(unsafe.Add(base, int64(b.h.rank)*per*esz)), per*esz)
-		elem.AvgDivide(mine, dt, b.h.size)
+	if op.Coll == plan.CollReduceScatter && op.Op == plan.Avg {
+		mine := unsafe.Slice((*byte)(unsafe.Add(base, int64(b.h.Rank)*per*esz)), per*esz)
+		elem.AvgDivide(mine, dt, b.h.Size)
 	}
 	return nil
 }
 
 // blocks runs an allgather or reduce-scatter in one MPI call, in place on
 // size blocks of per elements.
-func (b *cpuBackend) blocks(s *cpuStream, op *CollOp, base unsafe.Pointer, per int64) error {
+func (b *cpuBackend) blocks(s *cpuStream, op *backend.CollOp, base unsafe.Pointer, per int64) error {
 	if per > math.MaxInt32 {
 		return fmt.Errorf("%d elements per rank exceed MPI's int count", per)
 	}
 	dt := op.Buf.DType
-	b.h.mu.Lock()
-	defer b.h.mu.Unlock()
+	b.h.Lock()
+	defer b.h.Unlock()
 	if op.Coll == plan.CollAllGather {
 		return s.comm.Allgather(base, int(per), mpi.DType(dt))
 	}
@@ -198,13 +199,13 @@ func (b *cpuBackend) blocks(s *cpuStream, op *CollOp, base unsafe.Pointer, per i
 	// MPI leaves rank r's reduced block at the start of the buffer; NCCL's
 	// in-place form leaves it in block r. Move it there.
 	esz := dt.Size()
-	rank := b.h.rank
+	rank := b.h.Rank
 	mine := unsafe.Slice((*byte)(unsafe.Add(base, int64(rank)*per*esz)), per*esz)
 	if rank != 0 {
 		copy(mine, unsafe.Slice((*byte)(base), per*esz))
 	}
-	if op.Op == Avg {
-		elem.AvgDivide(mine, dt, b.h.size)
+	if op.Op == plan.Avg {
+		elem.AvgDivide(mine, dt, b.h.Size)
 	}
 	return nil
 }
@@ -213,9 +214,9 @@ func (b *cpuBackend) blocks(s *cpuStream, op *CollOp, base unsafe.Pointer, per i
 // block of per elements: MPI's reduce-scatter wants the pieces side by
 // side, so they are copied into the stream's scratch buffer, reduced there
 // in place, and this rank's result copied back into its block.
-func (b *cpuBackend) reduceScatterPiece(s *cpuStream, op *CollOp, base unsafe.Pointer, per, off, cnt int64) error {
+func (b *cpuBackend) reduceScatterPiece(s *cpuStream, op *backend.CollOp, base unsafe.Pointer, per, off, cnt int64) error {
 	esz := op.Buf.DType.Size()
-	size := int64(b.h.size)
+	size := int64(b.h.Size)
 	scratch, err := s.scratchBytes(size * cnt * esz)
 	if err != nil {
 		return err
@@ -226,17 +227,17 @@ func (b *cpuBackend) reduceScatterPiece(s *cpuStream, op *CollOp, base unsafe.Po
 	for r := int64(0); r < size; r++ {
 		copy(scratch[r*cnt*esz:], at(r, off, cnt))
 	}
-	b.h.mu.Lock()
+	b.h.Lock()
 	err = s.comm.ReduceScatterBlock(unsafe.Pointer(&scratch[0]), int(cnt), mpi.DType(op.Buf.DType), mpi.Op(op.Op))
-	b.h.mu.Unlock()
+	b.h.Unlock()
 	if err != nil {
 		return err
 	}
-	copy(at(int64(b.h.rank), off, cnt), scratch[:cnt*esz])
+	copy(at(int64(b.h.Rank), off, cnt), scratch[:cnt*esz])
 	return nil
 }
 
-// QueueBarrier implements StepAligner: two barriers on s's communicator,
+// QueueBarrier implements backend.StepAligner: two barriers on s's communicator,
 // in the global issue order like every collective.
 //
 // Two, because the ranks reach the step's start far apart (each host has
@@ -256,7 +257,7 @@ func (b *cpuBackend) reduceScatterPiece(s *cpuStream, op *CollOp, base unsafe.Po
 // of microseconds) lands between the barrier and the collective, where every
 // other rank waits for it. Held, the barrier and the collective run back to
 // back on the stream's thread, as in a plain MPI program.
-func (b *cpuBackend) QueueBarrier(st BackendStream) error {
+func (b *cpuBackend) QueueBarrier(st backend.Stream) error {
 	s, ok := st.(*cpuStream)
 	if !ok {
 		return fmt.Errorf("barrier: not a CPU stream")
@@ -273,8 +274,8 @@ func (b *cpuBackend) QueueBarrier(st BackendStream) error {
 	return nil
 }
 
-// EventTime implements StepAligner.
-func (b *cpuBackend) EventTime(e Event) (time.Time, error) {
+// EventTime implements backend.StepAligner.
+func (b *cpuBackend) EventTime(e backend.Event) (time.Time, error) {
 	m := e.(*cpuEvent).get()
 	if m == nil || !m.completed() {
 		return time.Time{}, fmt.Errorf("the event has not completed")
@@ -282,7 +283,7 @@ func (b *cpuBackend) EventTime(e Event) (time.Time, error) {
 	return m.t, nil
 }
 
-// Flush implements Flusher: the runtime queued a whole statement. The work
+// Flush implements backend.Flusher: the runtime queued a whole statement. The work
 // becomes visible to stream goroutines that are running, but idle ones are
 // not woken: the host wakes them when it blocks (Synchronize), and runs the
 // stream it waits for itself. Waking a goroutine costs a thread wake-up,
@@ -297,7 +298,7 @@ func (b *cpuBackend) Flush() {
 	}
 }
 
-// Start implements Flusher.
+// Start implements backend.Flusher.
 func (b *cpuBackend) Start() { b.releaseAll() }
 
 // releaseAll lifts every hold and flushes every stream: the host is about

@@ -1,4 +1,4 @@
-package runtime
+package cpu
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/syncgen/syncgen/runtime/internal/backend"
 	"github.com/syncgen/syncgen/runtime/internal/elem"
 	"github.com/syncgen/syncgen/runtime/mpi"
 )
@@ -37,8 +38,8 @@ type cpuStream struct {
 	debt      time.Duration
 	lastYield time.Time
 	scratch   []byte    // C memory for MPI, see scratchBytes
-	batch     mpi.Batch // see cpu_batch.go
-	// pieceTimes are the warm-up's piece times (cpu_pieces.go).
+	batch     mpi.Batch // see batch.go
+	// pieceTimes are the warm-up's piece times (pieces.go).
 	pieceTimes []time.Duration
 	// syncMarker is the marker of Synchronize (owned by the host).
 	syncMarker cpuMarker
@@ -90,25 +91,25 @@ func (s *cpuStream) yieldIfDue() {
 }
 
 // cpuOp is one queued operation: Go code, a marker, or an MPI call that a
-// batch runs in C (cpu_batch.go). Markers run even after the stream
+// batch runs in C (batch.go). Markers run even after the stream
 // failed, so that whoever waits on them wakes up and sees the error; other
 // operations are skipped then. Every kind but opFunc needs no closure:
 // the steps allocate nothing (cpuEvent.record says why that matters).
 type cpuOp struct {
 	kind   opKind
-	fn     func() error  // opFunc
-	marker *cpuMarker    // opStamp, opSync, opWait
-	ticket uint64        // opBarrier, opColl, opCollGo: the turn in the issue order
-	coll   CollOp        // opColl, opCollGo
-	off    int64         // opColl: the first element of the next piece
-	busy   time.Duration // opBusy
-	elem   elemOp        // opFill, opCast
+	fn     func() error   // opFunc
+	marker *cpuMarker     // opStamp, opSync, opWait
+	ticket uint64         // opBarrier, opColl, opCollGo: the turn in the issue order
+	coll   backend.CollOp // opColl, opCollGo
+	off    int64          // opColl: the first element of the next piece
+	busy   time.Duration  // opBusy
+	elem   elemOp         // opFill, opCast
 }
 
 // elemOp is the operand of an element-wise operation.
 type elemOp struct {
 	dst, src     []byte
-	dtype, srcDT DType
+	dtype, srcDT elem.DType
 	fill         elem.FillParams
 }
 
@@ -333,7 +334,7 @@ func (s *cpuStream) close() {
 	s.batch.Free()
 }
 
-func (s *cpuStream) Fill(dst Span, p elem.FillParams) error {
+func (s *cpuStream) Fill(dst backend.Span, p elem.FillParams) error {
 	b, err := spanBytes(dst)
 	if err != nil {
 		return fmt.Errorf("fill: %w", err)
@@ -341,7 +342,7 @@ func (s *cpuStream) Fill(dst Span, p elem.FillParams) error {
 	return s.enqueue(cpuOp{kind: opFill, elem: elemOp{dst: b, dtype: dst.DType, fill: p}})
 }
 
-func (s *cpuStream) Cast(dst, src Span) error {
+func (s *cpuStream) Cast(dst, src backend.Span) error {
 	if dst.N != src.N {
 		return fmt.Errorf("cast: %d elements into %d", src.N, dst.N)
 	}
@@ -378,7 +379,7 @@ func (s *cpuStream) sleep(d time.Duration) {
 	s.debt = max(time.Since(t0)-want, 0)
 }
 
-func (s *cpuStream) Record(e Event) error {
+func (s *cpuStream) Record(e backend.Event) error {
 	ev, ok := e.(*cpuEvent)
 	if !ok {
 		return fmt.Errorf("record: not a CPU event")
@@ -386,7 +387,7 @@ func (s *cpuStream) Record(e Event) error {
 	return s.enqueue(cpuOp{kind: opStamp, marker: ev.record()})
 }
 
-func (s *cpuStream) WaitEvent(e Event) error {
+func (s *cpuStream) WaitEvent(e backend.Event) error {
 	ev, ok := e.(*cpuEvent)
 	if !ok {
 		return fmt.Errorf("wait: not a CPU event")

@@ -1,8 +1,8 @@
-package runtime
+package cpu
 
 // Sizing the pieces of large collectives from the warm-up.
 //
-// Two bounds decide how large a piece of a collective can be (cpu_coll.go
+// Two bounds decide how large a piece of a collective can be (coll.go
 // says why collectives are split at all). From above, glibc: a piece of
 // 32 MiB or more makes Open MPI's scratch buffer a fresh mmap on every
 // call, so a piece is never larger than 16 MiB. And Go: a call into C that
@@ -60,28 +60,9 @@ const (
 	maxPieceSamples = 256
 )
 
-// pieceSizer is implemented by backends that size their pieces from the
-// warm-up (the CPU backend). The engine calls timePieces before step 1 and
-// sizePieces before step sizingStep, on every rank, with every stream
-// idle.
-type pieceSizer interface {
-	timePieces()
-	sizePieces() error
-}
-
-// sizingStep says before which step (counted from 0) the engine sizes the
-// pieces: the last warm-up step but one, having timed those from step 1;
-// -1 (never) with fewer than 4 warm-up steps.
-func sizingStep(warmup int) int {
-	if warmup < 4 {
-		return -1
-	}
-	return warmup - 2
-}
-
-// timePieces starts timing the pieces of large collectives, when the
+// TimePieces starts timing the pieces of large collectives, when the
 // warm-up sizes them.
-func (b *cpuBackend) timePieces() {
+func (b *cpuBackend) TimePieces() {
 	b.timingPieces = b.tune.autoChunk && b.prog == nil
 }
 
@@ -94,10 +75,10 @@ func (s *cpuStream) samplePiece(d time.Duration) {
 	}
 }
 
-// sizePieces ends the timing of pieces and sets the piece size from it.
+// SizePieces ends the timing of pieces and sets the piece size from it.
 // Every rank calls it (it is collective), whatever its tuning: ranks whose
 // tuning differs were stopped before the run (checkSamePlan).
-func (b *cpuBackend) sizePieces() error {
+func (b *cpuBackend) SizePieces() error {
 	b.timingPieces, b.piecesSized = false, true
 	mine := time.Duration(-1) // no piece timed
 	var all []time.Duration
@@ -108,7 +89,7 @@ func (b *cpuBackend) sizePieces() error {
 	if len(all) > 0 {
 		mine = slices.Min(all)
 	}
-	if d := testHooksFromEnv().pieceTime; d > 0 {
+	if d := testPieceTime(); d > 0 {
 		mine = d
 	}
 	rec := binary.LittleEndian.AppendUint64(nil, uint64(mine))
@@ -141,3 +122,16 @@ func pieceBytes(chunk int64, t time.Duration) int64 {
 	}
 	return chunk
 }
+
+// sizingStep says before which step (counted from 0) the engine sizes the
+// pieces: the last warm-up step but one, having timed those from step 1;
+// -1 (never) with fewer than 4 warm-up steps.
+func sizingStep(warmup int) int {
+	if warmup < 4 {
+		return -1
+	}
+	return warmup - 2
+}
+
+// SizingStep implements backend.PieceSizer.
+func (b *cpuBackend) SizingStep(warmup int) int { return sizingStep(warmup) }

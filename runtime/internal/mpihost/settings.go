@@ -1,4 +1,4 @@
-package runtime
+package mpihost
 
 // Open MPI's settings for gradient buckets: the shared-memory transport
 // and one allreduce algorithm choice, both set before MPI_Init.
@@ -44,14 +44,14 @@ import (
 	"github.com/syncgen/syncgen/runtime/mpi"
 )
 
-// mpiTuningEnv turns the settings off when it is "off".
-const mpiTuningEnv = "SYNCGEN_MPI_TUNING"
+// TuningEnv turns the settings off when it is "off".
+const TuningEnv = "SYNCGEN_MPI_TUNING"
 
 // transportParams are the shared-memory parameters the runtime sets,
 // without the component's prefix, and their values.
-var transportParams = []KV{
-	{"eager_limit", "32768"},
-	{"fbox_size", "32768"},
+var transportParams = []text.KV{
+	{Key: "eager_limit", Value: "32768"},
+	{Key: "fbox_size", Value: "32768"},
 }
 
 // allreduceRules is a coll/tuned rules file (Open MPI 4's format: the
@@ -95,7 +95,7 @@ func openMPIMajor(library string) int {
 // mpiSettings is what the runtime sets before MPI_Init.
 type mpiSettings struct {
 	// env are the environment variables to set.
-	env []KV
+	env []text.KV
 	// allreduceRules is whether to write allreduceRules to a file and set
 	// the two variables that make coll/tuned read it.
 	allreduceRules bool
@@ -108,11 +108,11 @@ type mpiSettings struct {
 // when SYNCGEN_MPI_TUNING is "off".
 func chooseMPISettings(library string, getenv func(string) string) (mpiSettings, error) {
 	var s mpiSettings
-	switch v := getenv(mpiTuningEnv); {
+	switch v := getenv(TuningEnv); {
 	case text.IsOff(v):
 		return s, nil
 	case !text.IsOn(v):
-		return s, fmt.Errorf("%s=%q: want on or off", mpiTuningEnv, v)
+		return s, fmt.Errorf("%s=%q: want on or off", TuningEnv, v)
 	}
 	major := openMPIMajor(library)
 	if major == 0 {
@@ -126,7 +126,7 @@ func chooseMPISettings(library string, getenv func(string) string) (mpiSettings,
 		if getenv("OMPI_MCA_btl_vader_"+p.Key) != "" || getenv("OMPI_MCA_btl_sm_"+p.Key) != "" {
 			continue
 		}
-		s.env = append(s.env, KV{"OMPI_MCA_btl_" + component + "_" + p.Key, p.Value})
+		s.env = append(s.env, text.KV{Key: "OMPI_MCA_btl_" + component + "_" + p.Key, Value: p.Value})
 	}
 	// Measured with Open MPI 4.1 only; 5.0 reworked coll/tuned's rules.
 	s.allreduceRules = major == 4
@@ -150,7 +150,7 @@ func applyMPISettings() (params []string, err error) {
 	env := s.env
 	if s.allreduceRules {
 		if path, err := rulesFile(); err == nil {
-			env = append(env, KV{"OMPI_MCA_coll_tuned_use_dynamic_rules", "1"}, KV{"OMPI_MCA_coll_tuned_dynamic_rules_filename", path})
+			env = append(env, text.KV{Key: "OMPI_MCA_coll_tuned_use_dynamic_rules", Value: "1"}, text.KV{Key: "OMPI_MCA_coll_tuned_dynamic_rules_filename", Value: path})
 		}
 	}
 	for _, kv := range env {
@@ -203,8 +203,8 @@ func rulesFile() (string, error) {
 // readMPISettings reads the parameters back from MPI after MPI_Init, for
 // the report. A parameter MPI does not know is left out. The rules file
 // is shown as what it does, when MPI took it.
-func readMPISettings(params []string) []KV {
-	var out []KV
+func readMPISettings(params []string) []text.KV {
+	var out []text.KV
 	for _, p := range params {
 		if p == "coll_tuned_dynamic_rules_filename" {
 			continue // shown as the rule, below
@@ -216,10 +216,10 @@ func readMPISettings(params []string) []KV {
 		switch p {
 		case "coll_tuned_use_dynamic_rules":
 			if v == "true" {
-				out = append(out, KV{"allreduce rule", allreduceRuleText})
+				out = append(out, text.KV{Key: "allreduce rule", Value: allreduceRuleText})
 			}
 		default:
-			out = append(out, KV{p, v})
+			out = append(out, text.KV{Key: p, Value: v})
 		}
 	}
 	return out

@@ -1,4 +1,4 @@
-package runtime
+package nccl
 
 // Tests of the NCCL backend on a GPU: the kernels against the Go code they
 // reproduce (bit for bit), every collective, op and dtype, events, timing
@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/syncgen/syncgen/runtime/internal/backend"
 	"github.com/syncgen/syncgen/runtime/internal/elem"
 	"github.com/syncgen/syncgen/runtime/internal/plan"
 )
@@ -29,7 +30,7 @@ func (soloBoot) Allgather(rec []byte) ([][]byte, error) {
 // newTestGPU returns a one-rank NCCL backend with two streams, or skips.
 func newTestGPU(t testing.TB) (*gpuBackend, *gpuStream, *gpuStream) {
 	t.Helper()
-	env := &BackendEnv{Size: 1, LocalSize: 1, Host: "test", Boot: soloBoot{}}
+	env := &backend.Env{Size: 1, LocalSize: 1, Host: "test", Boot: soloBoot{}}
 	if ok, why := gpuProbe(env); !ok {
 		t.Skipf("no NCCL backend here: %s", why)
 	}
@@ -43,18 +44,18 @@ func newTestGPU(t testing.TB) (*gpuBackend, *gpuStream, *gpuStream) {
 			t.Error(err)
 		}
 	})
-	s1, err := b.NewStream(0, "compute", PriorityDefault)
+	s1, err := b.NewStream(0, "compute", plan.PriorityDefault)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s2, err := b.NewStream(1, "comm", PriorityHigh)
+	s2, err := b.NewStream(1, "comm", plan.PriorityHigh)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return b, s1.(*gpuStream), s2.(*gpuStream)
 }
 
-func mustAlloc(t testing.TB, b Backend, dt DType, n int64) Buffer {
+func mustAlloc(t testing.TB, b backend.Backend, dt elem.DType, n int64) backend.Buffer {
 	t.Helper()
 	buf, err := b.Alloc(dt, n)
 	if err != nil {
@@ -63,7 +64,7 @@ func mustAlloc(t testing.TB, b Backend, dt DType, n int64) Buffer {
 	return buf
 }
 
-func hostCopy(t testing.TB, b Backend, s Span) []byte {
+func hostCopy(t testing.TB, b backend.Backend, s backend.Span) []byte {
 	t.Helper()
 	out := make([]byte, s.Bytes())
 	if err := b.CopyToHost(out, s); err != nil {
@@ -72,12 +73,12 @@ func hostCopy(t testing.TB, b Backend, s Span) []byte {
 	return out
 }
 
-var allDTypes = []DType{F64, F32, F16, BF16, I64, I32, I8, U8}
+var allDTypes = []elem.DType{elem.F64, elem.F32, elem.F16, elem.BF16, elem.I64, elem.I32, elem.I8, elem.U8}
 
 // fillCases are parameters of every kind, in ranges every dtype holds.
-func fillCases(dt DType) []elem.FillParams {
+func fillCases(dt elem.DType) []elem.FillParams {
 	lo, hi := int32(-100), int32(100)
-	if dt == U8 {
+	if dt == elem.U8 {
 		lo, hi = 0, 200
 	}
 	return []elem.FillParams{
@@ -85,7 +86,7 @@ func fillCases(dt DType) []elem.FillParams {
 		{Kind: elem.FillUniform, SeedA: 12345, Lo: 5, Hi: 5},
 		{Kind: elem.FillAvg, SeedA: elem.Seed(2, 7, 3), SeedB: elem.Seed(3, 0, 7, 3), Lo: 10, Hi: 50, Dev: 9, Sign: 1},
 		{Kind: elem.FillAvg, SeedA: 99, SeedB: 98, Lo: 10, Hi: 50, Dev: 9, Sign: -1},
-		{Kind: elem.FillProd, SeedA: 4242, Two: true, Neg: dt != U8},
+		{Kind: elem.FillProd, SeedA: 4242, Two: true, Neg: dt != elem.U8},
 		{Kind: elem.FillProd, SeedA: 4243},
 	}
 }
@@ -97,7 +98,7 @@ func TestGPUFillMatchesGo(t *testing.T) {
 		buf := mustAlloc(t, b, dt, n+3)
 		for ci, p := range fillCases(dt) {
 			// An odd offset, as tensors inside buckets have.
-			span := Span{Buf: buf, Off: 3, N: n, DType: dt}
+			span := backend.Span{Buf: buf, Off: 3, N: n, DType: dt}
 			if err := s.Fill(span, p); err != nil {
 				t.Fatal(err)
 			}
@@ -129,7 +130,7 @@ func firstDiff(a, b []byte, size int) int {
 // castSource returns n elements of dt worth converting: for the 16-bit
 // floats every bit pattern, for the others random bits and the edge cases
 // of rounding and saturation.
-func castSource(dt DType, r *rand.Rand) []byte {
+func castSource(dt elem.DType, r *rand.Rand) []byte {
 	var vals []float64
 	for _, v := range []float64{0, math.Copysign(0, -1), 0.5, 1.5, 2.5, -2.5, 127.5, 128.5, -128.5, 254.5, 255.5, 256,
 		65504, 65519.99, 65520, 1 << 24, 1<<24 + 1, 1 << 31, -(1 << 31), 1 << 53, 1<<63 - 1024, 1e30, -1e30,
@@ -137,13 +138,13 @@ func castSource(dt DType, r *rand.Rand) []byte {
 		vals = append(vals, v)
 	}
 	switch dt {
-	case F16, BF16:
+	case elem.F16, elem.BF16:
 		out := make([]byte, 2*65536)
 		for i := 0; i < 65536; i++ {
 			binary.LittleEndian.PutUint16(out[2*i:], uint16(i))
 		}
 		return out
-	case F32:
+	case elem.F32:
 		out := make([]byte, 0, 4*(len(vals)+200000))
 		for _, v := range vals {
 			out = binary.LittleEndian.AppendUint32(out, math.Float32bits(float32(v)))
@@ -157,7 +158,7 @@ func castSource(dt DType, r *rand.Rand) []byte {
 			out = binary.LittleEndian.AppendUint32(out, u)
 		}
 		return out
-	case F64:
+	case elem.F64:
 		out := make([]byte, 0, 8*(len(vals)+200000))
 		for _, v := range vals {
 			out = binary.LittleEndian.AppendUint64(out, math.Float64bits(v))
@@ -184,7 +185,7 @@ func castSource(dt DType, r *rand.Rand) []byte {
 
 // sameElems compares cast results, taking any NaN for any NaN (Go and CUDA
 // encode NaN payloads differently; gradients are never NaN).
-func sameElems(got, want []byte, dt DType) int {
+func sameElems(got, want []byte, dt elem.DType) int {
 	n := len(got) / int(dt.Size())
 	g := make([]float64, n)
 	w := make([]float64, n)
@@ -219,8 +220,8 @@ func TestGPUCastMatchesGo(t *testing.T) {
 			for _, off := range []int64{0, 1} {
 				sb := mustAlloc(t, b, sdt, n+1)
 				db := mustAlloc(t, b, ddt, n+1)
-				sspan := Span{Buf: sb, Off: off, N: n, DType: sdt}
-				dspan := Span{Buf: db, Off: off, N: n, DType: ddt}
+				sspan := backend.Span{Buf: sb, Off: off, N: n, DType: sdt}
+				dspan := backend.Span{Buf: db, Off: off, N: n, DType: ddt}
 				if err := b.CopyFromHost(sspan, src); err != nil {
 					t.Fatal(err)
 				}
@@ -248,9 +249,9 @@ func TestGPUDivideMatchesGo(t *testing.T) {
 	for _, dt := range allDTypes {
 		for _, size := range []int{3, 6, 7} {
 			buf := mustAlloc(t, b, dt, n)
-			span := Span{Buf: buf, N: n, DType: dt}
+			span := backend.Span{Buf: buf, N: n, DType: dt}
 			p := elem.FillParams{Kind: elem.FillUniform, SeedA: uint32(size), Lo: -120, Hi: 120}
-			if dt == U8 {
+			if dt == elem.U8 {
 				p.Lo = 0
 			}
 			if err := s.Fill(span, p); err != nil {
@@ -287,23 +288,23 @@ func TestGPUCollectives(t *testing.T) {
 	const n = 4096 + 8
 	for _, dt := range allDTypes {
 		buf := mustAlloc(t, b, dt, n)
-		span := Span{Buf: buf, N: n, DType: dt}
+		span := backend.Span{Buf: buf, N: n, DType: dt}
 		p := elem.FillParams{Kind: elem.FillUniform, SeedA: 5, Lo: 1, Hi: 100}
 		want := make([]byte, span.Bytes())
 		elem.FillBytes(want, dt, &p)
-		var ops []CollOp
+		var ops []backend.CollOp
 		for _, c := range []plan.Coll{plan.CollAllReduce, plan.CollReduce, plan.CollReduceScatter} {
-			for _, op := range []RedOp{Sum, Avg, Min, Max, Prod} {
-				ops = append(ops, CollOp{Stream: s2, Coll: c, Op: op, Buf: span, Name: "b"})
+			for _, op := range []plan.RedOp{plan.Sum, plan.Avg, plan.Min, plan.Max, plan.Prod} {
+				ops = append(ops, backend.CollOp{Stream: s2, Coll: c, Op: op, Buf: span, Name: "b"})
 			}
 		}
-		ops = append(ops, CollOp{Stream: s2, Coll: plan.CollBroadcast, Buf: span, Name: "b"},
-			CollOp{Stream: s2, Coll: plan.CollAllGather, Buf: span, Name: "b"})
+		ops = append(ops, backend.CollOp{Stream: s2, Coll: plan.CollBroadcast, Buf: span, Name: "b"},
+			backend.CollOp{Stream: s2, Coll: plan.CollAllGather, Buf: span, Name: "b"})
 		for _, op := range ops {
 			if err := s2.Fill(span, p); err != nil {
 				t.Fatal(err)
 			}
-			if err := b.Collectives([]CollOp{op}); err != nil {
+			if err := b.Collectives([]backend.CollOp{op}); err != nil {
 				t.Fatal(err)
 			}
 			if err := s2.Synchronize(); err != nil {
@@ -316,22 +317,22 @@ func TestGPUCollectives(t *testing.T) {
 	}
 	// A group across two streams, ordered after the compute stream by an
 	// event, as `allreduce ... after compute` does.
-	a := mustAlloc(t, b, F32, 1<<20)
-	c := mustAlloc(t, b, BF16, 1<<20)
+	a := mustAlloc(t, b, elem.F32, 1<<20)
+	c := mustAlloc(t, b, elem.BF16, 1<<20)
 	ev, err := b.NewEvent()
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := elem.FillParams{Kind: elem.FillUniform, SeedA: 9, Lo: -8, Hi: 8}
-	sa, sc := Span{Buf: a, N: 1 << 20, DType: F32}, Span{Buf: c, N: 1 << 20, DType: BF16}
+	sa, sc := backend.Span{Buf: a, N: 1 << 20, DType: elem.F32}, backend.Span{Buf: c, N: 1 << 20, DType: elem.BF16}
 	for _, st := range []error{s1.Fill(sa, p), s1.Fill(sc, p), s1.Record(ev), s2.WaitEvent(ev)} {
 		if st != nil {
 			t.Fatal(st)
 		}
 	}
-	err = b.Collectives([]CollOp{
-		{Stream: s2, Coll: plan.CollAllReduce, Op: Sum, Buf: sa, Name: "a"},
-		{Stream: s1, Coll: plan.CollAllReduce, Op: Avg, Buf: sc, Name: "c"},
+	err = b.Collectives([]backend.CollOp{
+		{Stream: s2, Coll: plan.CollAllReduce, Op: plan.Sum, Buf: sa, Name: "a"},
+		{Stream: s1, Coll: plan.CollAllReduce, Op: plan.Avg, Buf: sc, Name: "c"},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -343,7 +344,7 @@ func TestGPUCollectives(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := make([]byte, sc.Bytes())
-	elem.FillBytes(want, BF16, &p)
+	elem.FillBytes(want, elem.BF16, &p)
 	if i := firstDiff(hostCopy(t, b, sc), want, 2); i >= 0 {
 		t.Errorf("grouped allreduce changed element %d", i)
 	}
@@ -388,8 +389,8 @@ func TestGPUBusy(t *testing.T) {
 			t.Errorf("Busy(%v) took %v", d, got)
 		}
 	}
-	big := mustAlloc(t, b, F32, 1<<28)
-	span := Span{Buf: big, N: 1 << 28, DType: F32}
+	big := mustAlloc(t, b, elem.F32, 1<<28)
+	span := backend.Span{Buf: big, N: 1 << 28, DType: elem.F32}
 	p := elem.FillParams{Kind: elem.FillUniform, SeedA: 1, Lo: 0, Hi: 9}
 	fills := measure(func() error { return s.Fill(span, p) })
 	d := 5 * time.Millisecond
@@ -405,7 +406,7 @@ func TestGPUBusy(t *testing.T) {
 	// the gaps between the kernels.
 	// Every other tensor is so small that its share of the time is zero:
 	// its fill overruns, and the spins after it make up for that.
-	small := Span{Buf: big, N: 4096, DType: F32}
+	small := backend.Span{Buf: big, N: 4096, DType: elem.F32}
 	const tensors = 300
 	back := measure(func() error {
 		for i := 0; i < tensors; i++ {
@@ -438,9 +439,9 @@ func TestGPUBusy(t *testing.T) {
 // stream spins, which is the point of separate streams.
 func TestGPUOverlap(t *testing.T) {
 	b, compute, comm := newTestGPU(t)
-	buf := mustAlloc(t, b, F32, 1<<24)
-	span := Span{Buf: buf, N: 1 << 24, DType: F32}
-	evs := make([]Event, 4)
+	buf := mustAlloc(t, b, elem.F32, 1<<24)
+	span := backend.Span{Buf: buf, N: 1 << 24, DType: elem.F32}
+	evs := make([]backend.Event, 4)
 	for i := range evs {
 		evs[i], _ = b.NewEvent()
 	}
@@ -455,7 +456,7 @@ func TestGPUOverlap(t *testing.T) {
 	must(compute.Busy(10 * time.Millisecond))
 	must(compute.Record(evs[1]))
 	must(comm.Record(evs[2]))
-	must(b.Collectives([]CollOp{{Stream: comm, Coll: plan.CollAllReduce, Op: Avg, Buf: span, Name: "grads"}}))
+	must(b.Collectives([]backend.CollOp{{Stream: comm, Coll: plan.CollAllReduce, Op: plan.Avg, Buf: span, Name: "grads"}}))
 	must(comm.Record(evs[3]))
 	must(compute.Synchronize())
 	must(comm.Synchronize())
@@ -471,8 +472,8 @@ func TestGPUOverlap(t *testing.T) {
 
 func TestGPUCopyRoundTrip(t *testing.T) {
 	b, _, _ := newTestGPU(t)
-	buf := mustAlloc(t, b, I32, 1000)
-	span := Span{Buf: buf, Off: 10, N: 900, DType: I32}
+	buf := mustAlloc(t, b, elem.I32, 1000)
+	span := backend.Span{Buf: buf, Off: 10, N: 900, DType: elem.I32}
 	in := make([]byte, span.Bytes())
 	rand.New(rand.NewSource(2)).Read(in)
 	if err := b.CopyFromHost(span, in); err != nil {
@@ -484,7 +485,7 @@ func TestGPUCopyRoundTrip(t *testing.T) {
 	if err := b.CopyToHost(make([]byte, 4), span); err == nil {
 		t.Error("a short destination was accepted")
 	}
-	if _, err := addr(Span{Buf: buf, Off: 900, N: 101, DType: I32}); err == nil {
+	if _, err := addr(backend.Span{Buf: buf, Off: 900, N: 101, DType: elem.I32}); err == nil {
 		t.Error("a span past the buffer's end was accepted")
 	}
 }

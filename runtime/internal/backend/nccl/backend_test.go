@@ -1,4 +1,4 @@
-package runtime
+package nccl
 
 // Tests of the NCCL backend that need no GPU. gpu_device_test.go has those
 // that do; they skip here.
@@ -9,7 +9,10 @@ import (
 	"testing"
 
 	"github.com/syncgen/syncgen/runtime/cuda"
-	"github.com/syncgen/syncgen/runtime/nccl"
+	"github.com/syncgen/syncgen/runtime/internal/backend"
+	"github.com/syncgen/syncgen/runtime/internal/elem"
+	"github.com/syncgen/syncgen/runtime/internal/plan"
+	ncclapi "github.com/syncgen/syncgen/runtime/nccl"
 )
 
 func peerRec(host, bus string, version int) []byte {
@@ -53,15 +56,15 @@ func TestCheckPeersVersionMismatch(t *testing.T) {
 
 func TestDivideAfter(t *testing.T) {
 	for _, c := range []struct {
-		op   RedOp
-		dt   DType
+		op   plan.RedOp
+		dt   elem.DType
 		size int
 		want bool
 	}{
-		{Avg, F32, 1, false}, {Avg, F32, 2, false}, {Avg, F32, 4, false},
-		{Avg, F32, 3, true}, {Avg, BF16, 6, true}, {Avg, F64, 5, true},
-		{Avg, I32, 3, false}, // NCCL sums and divides integers, as the CPU does
-		{Sum, F32, 3, false},
+		{plan.Avg, elem.F32, 1, false}, {plan.Avg, elem.F32, 2, false}, {plan.Avg, elem.F32, 4, false},
+		{plan.Avg, elem.F32, 3, true}, {plan.Avg, elem.BF16, 6, true}, {plan.Avg, elem.F64, 5, true},
+		{plan.Avg, elem.I32, 3, false}, // NCCL sums and divides integers, as the CPU does
+		{plan.Sum, elem.F32, 3, false},
 	} {
 		if got := divideAfter(c.op, c.dt, c.size); got != c.want {
 			t.Errorf("divideAfter(%s, %s, %d) = %v, want %v", c.op, c.dt, c.size, got, c.want)
@@ -70,18 +73,18 @@ func TestDivideAfter(t *testing.T) {
 }
 
 func TestGPUTables(t *testing.T) {
-	for dt := F64; dt <= U8; dt++ {
+	for dt := elem.F64; dt <= elem.U8; dt++ {
 		if _, ok := ncclTypes[dt]; !ok {
 			t.Errorf("no NCCL type for %s", dt)
 		}
 	}
-	for _, op := range []RedOp{Sum, Avg, Min, Max, Prod} {
+	for _, op := range []plan.RedOp{plan.Sum, plan.Avg, plan.Min, plan.Max, plan.Prod} {
 		if _, ok := ncclOps[op]; !ok {
 			t.Errorf("no NCCL operator for %s", op)
 		}
 	}
 	// The kernels take runtime.DType codes.
-	for dt, c := range map[DType]int{F64: cuda.F64, F32: cuda.F32, F16: cuda.F16, BF16: cuda.BF16, I64: cuda.I64, I32: cuda.I32, I8: cuda.I8, U8: cuda.U8} {
+	for dt, c := range map[elem.DType]int{elem.F64: cuda.F64, elem.F32: cuda.F32, elem.F16: cuda.F16, elem.BF16: cuda.BF16, elem.I64: cuda.I64, elem.I32: cuda.I32, elem.I8: cuda.I8, elem.U8: cuda.U8} {
 		if int(dt) != c {
 			t.Errorf("cuda's code for %s is %d, runtime's %d", dt, c, dt)
 		}
@@ -92,15 +95,15 @@ func TestGPUProbeWithoutLibrary(t *testing.T) {
 	if gpuLoad() == nil {
 		t.Skip("the GPU libraries load here")
 	}
-	t.Setenv(nccl.EnvLib, "/nonexistent/libnccl.so.2")
-	ok, why := gpuProbe(&BackendEnv{Size: 1, LocalSize: 1, Host: "h"})
+	t.Setenv(ncclapi.EnvLib, "/nonexistent/libnccl.so.2")
+	ok, why := gpuProbe(&backend.Env{Size: 1, LocalSize: 1, Host: "h"})
 	if ok || why == "" {
 		t.Fatalf("probe = %v, %q without CUDA or NCCL", ok, why)
 	}
 	if !strings.Contains(why, "libcudart") && !strings.Contains(why, "libnccl") {
 		t.Errorf("the reason %q names no library", why)
 	}
-	if _, err := newGPUBackend(&BackendEnv{Size: 1, LocalSize: 1, Host: "h"}); err == nil || !strings.Contains(err.Error(), "--backend cpu") {
+	if _, err := newGPUBackend(&backend.Env{Size: 1, LocalSize: 1, Host: "h"}); err == nil || !strings.Contains(err.Error(), "--backend cpu") {
 		t.Errorf("newGPUBackend without libraries: %v", err)
 	}
 }

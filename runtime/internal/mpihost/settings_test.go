@@ -1,4 +1,4 @@
-package runtime
+package mpihost
 
 import (
 	"fmt"
@@ -7,27 +7,29 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/syncgen/syncgen/runtime/internal/text"
 )
 
 func TestChooseMPISettings(t *testing.T) {
 	const v4 = "Open MPI v4.1.4, package: Debian OpenMPI, ident: 4.1.4, repo rev: v4.1.4, May 26, 2022"
 	const v5 = "Open MPI v5.0.7, package: Debian OpenMPI, ident: 5.0.7, repo rev: v5.0.7, Feb 14, 2025"
-	vader := []KV{{"OMPI_MCA_btl_vader_eager_limit", "32768"}, {"OMPI_MCA_btl_vader_fbox_size", "32768"}}
+	vader := []text.KV{{Key: "OMPI_MCA_btl_vader_eager_limit", Value: "32768"}, {Key: "OMPI_MCA_btl_vader_fbox_size", Value: "32768"}}
 	for _, c := range []struct {
 		name      string
 		library   string
 		env       map[string]string
-		wantEnv   []KV
+		wantEnv   []text.KV
 		wantRules bool
 		wantErr   string
 	}{
 		{"open mpi 4", v4, nil, vader, true, ""},
-		{"open mpi 5", v5, nil, []KV{{"OMPI_MCA_btl_sm_eager_limit", "32768"}, {"OMPI_MCA_btl_sm_fbox_size", "32768"}}, false, ""},
+		{"open mpi 5", v5, nil, []text.KV{{Key: "OMPI_MCA_btl_sm_eager_limit", Value: "32768"}, {Key: "OMPI_MCA_btl_sm_fbox_size", Value: "32768"}}, false, ""},
 		{"on", v4, map[string]string{"SYNCGEN_MPI_TUNING": "on"}, vader, true, ""},
 		{"OFF", v4, map[string]string{"SYNCGEN_MPI_TUNING": "OFF"}, nil, false, ""},
 		{"0", v4, map[string]string{"SYNCGEN_MPI_TUNING": "0"}, nil, false, ""},
-		{"user's eager limit", v4, map[string]string{"OMPI_MCA_btl_vader_eager_limit": "4096"}, []KV{{"OMPI_MCA_btl_vader_fbox_size", "32768"}}, true, ""},
-		{"user's name of the other component", v5, map[string]string{"OMPI_MCA_btl_vader_fbox_size": "4096"}, []KV{{"OMPI_MCA_btl_sm_eager_limit", "32768"}}, false, ""},
+		{"user's eager limit", v4, map[string]string{"OMPI_MCA_btl_vader_eager_limit": "4096"}, []text.KV{{Key: "OMPI_MCA_btl_vader_fbox_size", Value: "32768"}}, true, ""},
+		{"user's name of the other component", v5, map[string]string{"OMPI_MCA_btl_vader_fbox_size": "4096"}, []text.KV{{Key: "OMPI_MCA_btl_sm_eager_limit", Value: "32768"}}, false, ""},
 		{"user's rules", v4, map[string]string{"OMPI_MCA_coll_tuned_use_dynamic_rules": "0"}, vader, false, ""},
 		{"user's algorithm", v4, map[string]string{"OMPI_MCA_coll_tuned_allreduce_algorithm": "4"}, vader, false, ""},
 		{"off", v4, map[string]string{"SYNCGEN_MPI_TUNING": "off"}, nil, false, ""},

@@ -1,4 +1,4 @@
-package runtime
+package cpu
 
 import (
 	"io"
@@ -10,28 +10,6 @@ import (
 
 	"github.com/syncgen/syncgen/runtime/internal/text"
 )
-
-func TestSettleFromEnv(t *testing.T) {
-	for _, c := range []struct {
-		env  string
-		want time.Duration
-	}{
-		{"", defaultSettle},
-		{"0", 0},
-		{"off", 0},
-		{"OFF", 0},
-		{"20ms", 20 * time.Millisecond},
-		{" 1s ", time.Second},
-		{"-1s", defaultSettle},  // negative: ignored
-		{"2m", defaultSettle},   // over a minute: ignored
-		{"soon", defaultSettle}, // not a duration: ignored
-	} {
-		t.Setenv("SYNCGEN_SETTLE", c.env)
-		if got := settleFromEnv(); got != c.want {
-			t.Errorf("SYNCGEN_SETTLE=%q: %v, want %v", c.env, got, c.want)
-		}
-	}
-}
 
 // The pieces grow from 4 MiB while a piece is expected to take at most
 // pieceTarget, and never beyond 16 MiB (glibc's mmap threshold).
@@ -96,11 +74,11 @@ func TestParseSize(t *testing.T) {
 func TestWarnEnvOnce(t *testing.T) {
 	t.Setenv("OMPI_COMM_WORLD_RANK", "1")
 	t.Setenv("SYNCGEN_CPU_CHUNK", "NaN")
-	if out := captureStderr(t, func() { cpuTuningFromEnv() }); out != "" {
+	if out := captureStderr(t, func() { TuningFromEnv() }); out != "" {
 		t.Errorf("rank 1 warned: %q", out)
 	}
 	t.Setenv("OMPI_COMM_WORLD_RANK", "0")
-	if out := captureStderr(t, func() { cpuTuningFromEnv() }); !strings.Contains(out, `ignoring SYNCGEN_CPU_CHUNK="NaN": want a size like 4MiB`) {
+	if out := captureStderr(t, func() { TuningFromEnv() }); !strings.Contains(out, `ignoring SYNCGEN_CPU_CHUNK="NaN": want a size like 4MiB`) {
 		t.Errorf("rank 0 said %q", out)
 	}
 }

@@ -1,4 +1,4 @@
-package runtime
+package cpu
 
 // Batches: a stream hands its barrier, its timing events and its
 // collective to C in one call (mpi.Batch).
@@ -35,7 +35,7 @@ import (
 
 // batchable says whether the blocking CPU backend runs collective c in a
 // batch; allgather and reduce-scatter pieces need Go code between their MPI
-// calls (cpu_coll.go).
+// calls (coll.go).
 func batchable(c plan.Coll) bool {
 	return c == plan.CollAllReduce || c == plan.CollBroadcast || c == plan.CollReduce
 }
@@ -50,7 +50,7 @@ func (s *cpuStream) runBatch(ops []cpuOp, first int) int {
 	firstTicket := ops[first].ticket
 	next := firstTicket
 	// A batch that starts inside a collective runs one whole piece and at
-	// most clock reads after it: the warm-up times these (cpu_pieces.go).
+	// most clock reads after it: the warm-up times these (pieces.go).
 	lead := &ops[first]
 	timed := b.timingPieces && lead.kind == opColl && lead.off > 0 &&
 		lead.coll.Buf.N-lead.off >= b.tune.chunkElems(lead.coll.Buf.DType)
@@ -85,7 +85,7 @@ loop:
 	}
 
 	b.seq.wait(firstTicket)
-	b.h.mu.Lock()
+	b.h.Lock()
 	var t0 time.Time
 	if timed {
 		t0 = time.Now()
@@ -94,7 +94,7 @@ loop:
 	if timed {
 		s.samplePiece(time.Since(t0))
 	}
-	b.h.mu.Unlock()
+	b.h.Unlock()
 	turns := next - firstTicket
 	if err != nil {
 		// The turns up to the failed call are used; the job is about to
@@ -162,8 +162,8 @@ func (s *cpuStream) addPiece(op *cpuOp) (last bool) {
 		DType: mpi.DType(c.Buf.DType),
 		Op:    mpi.Op(c.Op),
 		Root:  c.Root,
-		Rank:  s.b.h.rank,
-		Size:  s.b.h.size,
+		Rank:  s.b.h.Rank,
+		Size:  s.b.h.Size,
 	}
 	switch c.Coll {
 	case plan.CollAllReduce:

@@ -1,4 +1,4 @@
-package runtime
+package backend
 
 // This file is the contract between the runtime and its backends. The CPU
 // backend (cpu*.go) implements it with goroutines and MPI's nonblocking
@@ -8,7 +8,7 @@ package runtime
 // streams run concurrently, events order streams against each other and
 // against the host. Nothing above the backend knows which one it talks to.
 //
-// Threading: the runtime calls Backend and BackendStream methods from one
+// Threading: the runtime calls Backend and Stream methods from one
 // goroutine at a time (the host goroutine that runs the step, or the main
 // goroutine during setup and checks), except Event.Query, which the
 // watchdog calls concurrently. A backend that needs a locked OS thread (the
@@ -25,6 +25,7 @@ import (
 
 	"github.com/syncgen/syncgen/runtime/internal/elem"
 	"github.com/syncgen/syncgen/runtime/internal/plan"
+	"github.com/syncgen/syncgen/runtime/internal/text"
 )
 
 // Backend executes stream-ordered work on one kind of device.
@@ -36,7 +37,7 @@ type Backend interface {
 	// Versions lists the library versions that reports show, in a fixed
 	// order, e.g. {"MPI", "Open MPI v4.1.4, ..."} or {"NCCL", "2.21.5"},
 	// {"CUDA runtime", "12.4"}, {"device", "NVIDIA H200"}.
-	Versions() []KV
+	Versions() []text.KV
 
 	// NewStream creates the executor of plan stream index (Plan.Streams
 	// order). Every rank creates the same streams in the same order, once,
@@ -44,7 +45,7 @@ type Backend interface {
 	// resources here (an MPI_Comm_dup, an NCCL communicator per stream):
 	// collectives of different streams must never match each other.
 	// prio maps to the device's stream priorities where it has them.
-	NewStream(index int, name string, prio Priority) (BackendStream, error)
+	NewStream(index int, name string, prio plan.Priority) (Stream, error)
 
 	// NewEvent creates an event that streams can record and wait on. The
 	// runtime reuses events from step to step: recording an event again
@@ -55,7 +56,7 @@ type Backend interface {
 	// backend computes on (device memory on a GPU, C memory on the CPU;
 	// never Go memory, since MPI and NCCL keep pointers into it while work
 	// is in flight). The contents are undefined until written.
-	Alloc(dtype DType, elems int64) (Buffer, error)
+	Alloc(dtype elem.DType, elems int64) (Buffer, error)
 
 	// Collectives queues one group of collectives (ncclGroupStart ...
 	// ncclGroupEnd): every op runs on its own Stream, after the work queued
@@ -98,7 +99,7 @@ type Backend interface {
 type StepAligner interface {
 	// QueueBarrier queues a barrier across all ranks on s. All ranks queue
 	// it at the same point of their program.
-	QueueBarrier(s BackendStream) error
+	QueueBarrier(s Stream) error
 	// EventTime returns the host time at which e completed.
 	EventTime(e Event) (time.Time, error)
 }
@@ -118,10 +119,10 @@ type Flusher interface {
 	Start()
 }
 
-// BackendStream is an ordered executor of work: a CUDA stream on a GPU, a
+// Stream is an ordered executor of work: a CUDA stream on a GPU, a
 // goroutine with a queue on the CPU. Each method queues one operation and
 // returns at once; operations run in the order queued, one after another.
-type BackendStream interface {
+type Stream interface {
 	// Name is the plan's name of the stream.
 	Name() string
 
@@ -173,7 +174,7 @@ type Event interface {
 // it hands it back to the backend in Spans.
 type Buffer interface {
 	// DType and Elems are what it was allocated with.
-	DType() DType
+	DType() elem.DType
 	Elems() int64
 }
 
@@ -184,7 +185,7 @@ type Span struct {
 	Buf   Buffer
 	Off   int64
 	N     int64
-	DType DType
+	DType elem.DType
 }
 
 // Bytes returns the span's size in bytes.
@@ -193,14 +194,14 @@ func (s Span) Bytes() int64 { return s.N * s.DType.Size() }
 // CollOp is one collective of a group.
 type CollOp struct {
 	// Stream runs the collective (and selects its communicator).
-	Stream BackendStream
+	Stream Stream
 	Coll   plan.Coll
 	// Op is the reduction for CollAllReduce, CollReduce and
 	// CollReduceScatter. Avg is the sum divided by the number of ranks:
 	// NCCL's ncclAvg; the CPU backend sums and then divides each element in
 	// the buffer's dtype (integers truncate toward zero; floats divide in
 	// float32 for f16/bf16/f32, float64 for f64, and round to nearest even).
-	Op RedOp
+	Op plan.RedOp
 	// Root is the root rank for CollBroadcast and CollReduce.
 	Root int
 	// Buf is the whole buffer, Buf.N elements of Buf.DType, in place. For
@@ -209,12 +210,6 @@ type CollOp struct {
 	Buf Span
 	// Name is the bucket's name, for error messages and traces.
 	Name string
-}
-
-// KV is a name and a value, for reports.
-type KV struct {
-	Key   string
-	Value string
 }
 
 // Bootstrap is the part of MPI that a backend may use while it starts: the
@@ -228,9 +223,9 @@ type Bootstrap interface {
 	Allgather(rec []byte) ([][]byte, error)
 }
 
-// BackendEnv is what a backend's probe and constructor get to know about
+// Env is what a backend's probe and constructor get to know about
 // the job.
-type BackendEnv struct {
+type Env struct {
 	Rank, Size           int // in MPI_COMM_WORLD
 	LocalRank, LocalSize int // among the ranks of this host
 	Host                 string
@@ -238,8 +233,8 @@ type BackendEnv struct {
 	Plan                 *plan.Plan
 }
 
-// BackendFactory registers a backend with the runtime.
-type BackendFactory struct {
+// Factory registers a backend with the runtime.
+type Factory struct {
 	// Name as --backend spells it.
 	Name string
 	// Priority orders the factories that --backend auto tries: higher
@@ -252,15 +247,39 @@ type BackendFactory struct {
 	// itself and picks a backend only when every rank can run it). For
 	// NCCL it checks that every local rank gets a GPU of its own
 	// (LocalSize <= device count) and that the libraries load.
-	Probe func(env *BackendEnv) (ok bool, why string)
+	Probe func(env *Env) (ok bool, why string)
 	// New creates the backend. It may use env.Boot (collectively).
-	New func(env *BackendEnv) (Backend, error)
+	New func(env *Env) (Backend, error)
 }
 
-// RegisterBackend makes a backend available to --backend. The GPU backend
+// Register makes a backend available to --backend. The GPU backend
 // calls it from an init function in gpu.go.
-func RegisterBackend(f BackendFactory) {
+func Register(f Factory) {
 	backendsMu.Lock()
 	defer backendsMu.Unlock()
 	backends = append(backends, f)
+}
+
+// PieceSizer is implemented by backends that split large collectives into
+// pieces and size them from the warm-up (the CPU backend). The engine calls
+// TimePieces before step 1 and SizePieces before step SizingStep(warmup),
+// on every rank, with every stream idle.
+type PieceSizer interface {
+	// SizingStep is the step (counted from 0, warm-up included) before
+	// which the pieces are sized, or -1 for never.
+	SizingStep(warmup int) int
+	// TimePieces starts timing the pieces.
+	TimePieces()
+	// SizePieces ends the timing and sets the size (collective).
+	SizePieces() error
+	// PieceNote says what the warm-up made of the pieces' size, for the
+	// report; "" when it timed none.
+	PieceNote() string
+}
+
+// Aborter is implemented by backends that hold communicators of their own
+// (NCCL): Abort aborts them before MPI_Abort ends the job, so that no rank
+// stays blocked inside a collective whose peer is gone.
+type Aborter interface {
+	Abort()
 }

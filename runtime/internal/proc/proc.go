@@ -1,0 +1,51 @@
+// Package proc is what the runtime knows of its process before and beside
+// MPI: the program's name for messages, whether the launcher made this
+// process the first rank (its rank variable is there before MPI starts),
+// and warnings about environment variables it ignores. It takes the
+// process's arguments and environment and gives strings and booleans.
+package proc
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+)
+
+// name is the program's name for messages, set once by SetName.
+var name atomic.Value
+
+// SetName sets the program's name from its argv[0].
+func SetName(argv0 string) { name.Store(filepath.Base(argv0)) }
+
+// Name is the program's name for messages ("syncgen" until SetName).
+func Name() string {
+	if s, ok := name.Load().(string); ok {
+		return s
+	}
+	return "syncgen"
+}
+
+// WarnEnv says that an environment variable's value is ignored, and why.
+// Only the first rank says it: mpirun gives every rank the same
+// environment, and the variables are read before MPI says which rank this
+// is, so the launcher's rank variable decides (a rank started some other
+// way, or alone, always speaks).
+func WarnEnv(format string, args ...any) {
+	if !FirstRank() {
+		return
+	}
+	fmt.Fprintf(os.Stderr, "%s: ignoring %s\n", Name(), fmt.Sprintf(format, args...))
+}
+
+// FirstRank reports whether the launcher's rank variable, which
+// is there before MPI starts, makes this process rank 0 (or names no rank:
+// a process started alone).
+func FirstRank() bool {
+	for _, v := range []string{"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"} {
+		if r := os.Getenv(v); r != "" && r != "0" {
+			return false
+		}
+	}
+	return true
+}
