@@ -17,9 +17,12 @@ import (
 
 	"github.com/syncgen/syncgen/runtime/internal/backend"
 	"github.com/syncgen/syncgen/runtime/internal/backend/cpu"
+	"github.com/syncgen/syncgen/runtime/internal/engine"
 	"github.com/syncgen/syncgen/runtime/internal/mpihost"
 	"github.com/syncgen/syncgen/runtime/internal/plan"
 	"github.com/syncgen/syncgen/runtime/internal/proc"
+	"github.com/syncgen/syncgen/runtime/internal/report"
+	"github.com/syncgen/syncgen/runtime/internal/result"
 	"github.com/syncgen/syncgen/runtime/internal/text"
 
 	// The NCCL backend registers itself with package backend (an init
@@ -100,15 +103,15 @@ type runner struct {
 	procNote string
 	// usage is this rank's flag error, reported by agreeOnFlags.
 	usage string
-	e     *engine
-	phase *phaseWatch
+	be    backend.Backend
+	phase *engine.PhaseWatch
 }
 
 // fatal prints err naming this rank and aborts the whole job.
 func (r *runner) fatal(err error) {
 	fmt.Fprintf(os.Stderr, "%s: rank %d (%s): error: %v\n", proc.Name(), r.h.Rank, r.h.Name, err)
-	if r.e != nil {
-		abortBackend(r.e.be)
+	if r.be != nil {
+		engine.AbortBackend(r.be)
 	}
 	r.h.Abort(1)
 	os.Exit(1)
@@ -124,145 +127,201 @@ func (r *runner) agreedFailure(err error) int {
 	return 1
 }
 
+// run is Main on this rank once MPI is up: the phases below, each watched
+// by the phase watch, then the steps, watched by the engine's watchdog. It
+// returns the exit status.
 func (r *runner) run() int {
-	p, h := r.tables, r.h
-	r.phase = &phaseWatch{r: r, timeout: r.opts.timeout}
-	defer r.phase.enter("")
-	r.phase.enter("comparing the flags and checking the output files")
+	r.phase = &engine.PhaseWatch{H: r.h, Timeout: r.opts.timeout}
+	defer r.phase.Enter("")
+	r.phase.Enter("comparing the flags and checking the output files")
 	if stop := r.agreeOnFlags(); stop {
 		return 2
 	}
-	// Compare plans first: only when every rank runs the same plan do they
-	// all reach the same verdict on it.
-	r.phase.enter("comparing the plan across ranks")
-	prog, err := r.p.record()
-	tune := cpu.TuningFromEnv()
-	if err := checkSamePlan(h, p, prog, tune, r.opts); err != nil {
-		return r.agreedFailure(err)
+	r.phase.Enter("comparing the plan across ranks")
+	prog, tune, status := r.agreeOnPlan()
+	if status >= 0 {
+		return status
 	}
-	if err == nil {
-		err = prog.Validate(p, h.Size)
+	r.phase.Enter("choosing and starting the backend")
+	why, status := r.startBackend(tune)
+	if status >= 0 {
+		return status
 	}
-	if err != nil {
-		return r.agreedFailure(fmt.Errorf("the plan cannot run on %d rank%s:\n%v", h.Size, text.Plural(h.Size), err))
-	}
-	// Every rank has the same flags and plan by now, so all agree on this.
-	res := newResults(p, prog)
-	if err := checkStepsFit(r.opts.steps, len(res.rows)); err != nil {
-		r.agreedFailure(err)
-		return 2
-	}
-	if r.opts.tracing {
-		if err := checkTraceFits(p, prog, r.opts, h.Size); err != nil {
-			r.agreedFailure(err)
-			return 2
-		}
-	}
-	r.phase.enter("choosing and starting the backend")
-	env := &backend.Env{Rank: h.Rank, Size: h.Size, LocalRank: h.LocalRank, LocalSize: h.LocalSize, Host: h.Name, Boot: h, Plan: p}
-	be, why, err := backend.Select(env, r.opts.backend, func() backend.Backend { return cpu.New(h, tune) })
-	var same *backend.AgreedError
-	if errors.As(err, &same) {
-		return r.agreedFailure(err)
-	}
+	r.phase.Enter("setting up the streams and buffers")
+	e, mem := r.setUp(prog)
+	r.phase.Enter("agreeing on a clock and gathering the run's information")
+	res := result.New(r.tables, prog)
+	origin, err := commonOrigin(r.h)
 	if err != nil {
 		r.fatal(err)
 	}
-	r.phase.setBackend(be)
-	r.phase.enter("setting up the streams and buffers")
-	testHooksFromEnv().duringSetup(h.Rank)
-	e, err := newEngine(p, prog, r.opts, h, be)
-	if err != nil {
-		r.fatal(fmt.Errorf("setting up the %s backend: %w", be.Name(), err))
+	res.Origin = origin
+	info := report.GatherInfo(r.h, r.be, why, r.procNote)
+	rep := r.reportRun(prog, mem)
+	if r.h.Rank == 0 && !r.opts.quiet {
+		report.PrintHeader(r.reportTo(), rep, info)
 	}
-	r.e = e
-	e.runInit, e.runStep = r.stepFuncs(e)
-	r.phase.enter("agreeing on a clock and gathering the run's information")
-	origin, err := commonOrigin(h)
-	if err != nil {
-		r.fatal(err)
-	}
-	res.origin = origin
-	info := gatherInfo(h, be, why, r.procNote, tune)
-	// With --json - or --trace -, standard output is the file's: the
-	// report goes to standard error.
-	report := os.Stdout
-	if r.opts.json == "-" || r.opts.trace == "-" {
-		report = os.Stderr
-	}
-	if h.Rank == 0 && !r.opts.quiet {
-		printHeader(report, p, e, r.opts, info)
-	}
-	r.phase.enter("")
-	wd := startWatchdog(e, r.opts.timeout)
-	progress := newProgress(h.Rank == 0 && !r.opts.quiet)
-	if err := e.runAll(res, progress); err != nil {
-		r.fatal(err)
-	}
-	progress.done()
-	wd.close()
-	awaitTimeoutAbort()
+	r.phase.Enter("")
+	r.runSteps(e, res)
 	// The warm-up may have resized the pieces of large collectives: the
 	// JSON file shows the size the measured steps used.
-	info.versions = be.Versions()
-	r.phase.enter("gathering and writing the results")
-	rep, err := gatherReport(e, res)
-	if err != nil {
-		r.fatal(fmt.Errorf("gathering the results: %w", err))
+	info.Versions = r.be.Versions()
+	if ps, ok := r.be.(backend.PieceSizer); ok {
+		rep.PieceNote = ps.PieceNote()
 	}
-	// A file rank 0 cannot write after all (a full disk, a file that
-	// takes no data) loses that file, not the run: the report is printed,
-	// every rank closes normally, and rank 0 exits with status 2.
-	var outErrs []error
-	if err := writeTrace(e, res); err != nil {
-		var oe *outputError
-		if !errors.As(err, &oe) {
-			r.fatal(fmt.Errorf("writing the trace: %w", err))
-		}
-		outErrs = append(outErrs, err)
+	r.phase.Enter("gathering and writing the results")
+	wrong, outErrs := r.writeResults(rep, res, info)
+	r.phase.Enter("closing the backend and MPI")
+	if err := r.be.Close(); err != nil {
+		r.fatal(fmt.Errorf("closing the %s backend: %w", r.be.Name(), err))
 	}
-	if h.Rank == 0 {
-		printReport(report, e, rep, r.opts)
-		if r.opts.json != "" {
-			if err := writeJSON(r.opts.json, r.opts.jsonPipe, e, rep, info); err != nil {
-				outErrs = append(outErrs, err)
-			}
-		}
-		for _, err := range outErrs {
-			fmt.Fprintf(os.Stderr, "%s: error: %v (the report above is complete)\n", proc.Name(), err)
-		}
-	}
-	awaitTimeoutAbort()
-	r.phase.enter("closing the backend and MPI")
-	if err := be.Close(); err != nil {
-		r.fatal(fmt.Errorf("closing the %s backend: %w", be.Name(), err))
-	}
-	if err := h.Finalize(); err != nil {
-		fmt.Fprintf(os.Stderr, "%s: rank %d: error: %v\n", proc.Name(), h.Rank, err)
+	if err := r.h.Finalize(); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: rank %d: error: %v\n", proc.Name(), r.h.Rank, err)
 		return 1
 	}
-	if rep.wrong > 0 {
+	if wrong > 0 {
 		return 1
 	}
-	if len(outErrs) > 0 {
+	if outErrs > 0 {
 		return 2
 	}
 	return 0
 }
 
-// stepFuncs returns what runs the plan's init block (nil without one) and
-// one step on e: the plan's own functions, handed a Step that issues
-// their statements on e. The Step is made once: the steps allocate nothing.
-func (r *runner) stepFuncs(e *engine) (runInit, runStep func()) {
-	s := &Step{e: e}
+// agreeOnPlan records the plan and compares it, the tuning and the flags
+// across ranks, then validates it against the world size and the limits of
+// --steps and --trace. Plans are compared first: only when every rank runs
+// the same plan do they all reach the same verdict on it. It returns the
+// exit status when the run must end here, else -1.
+func (r *runner) agreeOnPlan() (*plan.Program, cpu.Tuning, int) {
+	p, h := r.tables, r.h
+	prog, err := r.p.record()
+	tune := cpu.TuningFromEnv()
+	if err := checkSamePlan(h, p, prog, tune, r.opts); err != nil {
+		return nil, tune, r.agreedFailure(err)
+	}
+	if err == nil {
+		err = prog.Validate(p, h.Size)
+	}
+	if err != nil {
+		return nil, tune, r.agreedFailure(fmt.Errorf("the plan cannot run on %d rank%s:\n%v", h.Size, text.Plural(h.Size), err))
+	}
+	// Every rank has the same flags and plan by now, so all agree on these.
+	if err := checkStepsFit(r.opts.steps, len(result.New(p, prog).Rows)); err != nil {
+		r.agreedFailure(err)
+		return nil, tune, 2
+	}
+	if r.opts.tracing {
+		if err := report.CheckTraceFits(p, prog, r.opts.steps, r.opts.warmup, h.Size); err != nil {
+			r.agreedFailure(err)
+			return nil, tune, 2
+		}
+	}
+	return prog, tune, -1
+}
+
+// startBackend selects and starts the backend that --backend asks for
+// (r.be), and says why it took it. It returns the exit status when the
+// run must end here, else -1.
+func (r *runner) startBackend(tune cpu.Tuning) (why string, status int) {
+	h := r.h
+	env := &backend.Env{Rank: h.Rank, Size: h.Size, LocalRank: h.LocalRank, LocalSize: h.LocalSize, Host: h.Name, Boot: h, Plan: r.tables}
+	be, why, err := backend.Select(env, r.opts.backend, func() backend.Backend { return cpu.New(h, tune) })
+	var same *backend.AgreedError
+	if errors.As(err, &same) {
+		return "", r.agreedFailure(err)
+	}
+	if err != nil {
+		r.fatal(err)
+	}
+	r.be = be
+	r.phase.SetBackend(be)
+	return why, -1
+}
+
+// setUp creates the engine, which runs the plan's own functions, handed a
+// Step that issues their statements on it. The Step is made once: the
+// steps allocate nothing.
+func (r *runner) setUp(prog *plan.Program) (*engine.Engine, *backend.Layout) {
+	s := &Step{}
+	cfg := engine.Config{Steps: r.opts.steps, Warmup: r.opts.warmup, CheckEvery: r.opts.checkEvery,
+		Tracing: r.opts.tracing, Settle: r.opts.settle, Step: func() {}}
 	if r.p.Init != nil {
-		runInit = func() { r.p.Init(s) }
+		cfg.Init = func() { r.p.Init(s) }
 	}
-	runStep = func() {}
 	if r.p.Step != nil {
-		runStep = func() { r.p.Step(s) }
+		cfg.Step = func() { r.p.Step(s) }
 	}
-	return runInit, runStep
+	e, err := engine.New(cfg, r.tables, prog, r.h, r.be)
+	if err != nil {
+		r.fatal(fmt.Errorf("setting up the %s backend: %w", r.be.Name(), err))
+	}
+	s.e = e
+	return e, e.Memory()
+}
+
+// runSteps runs the init block and every step under the watchdog, with the
+// progress bar on rank 0.
+func (r *runner) runSteps(e *engine.Engine, res *result.Results) {
+	wd := e.StartWatchdog(r.opts.timeout)
+	progress := report.NewProgress(r.h.Rank == 0 && !r.opts.quiet)
+	e.SetProgress(progress.Update)
+	if err := e.Run(res); err != nil {
+		r.fatal(err)
+	}
+	progress.Done()
+	wd.Close()
+	engine.AwaitTimeoutAbort()
+}
+
+// reportRun is what the report is told of this run.
+func (r *runner) reportRun(prog *plan.Program, mem *backend.Layout) *report.Run {
+	return &report.Run{Plan: r.tables, Prog: prog, Mem: mem, Rank: r.h.Rank, Ranks: r.h.Size, Host: r.h.Name,
+		Steps: r.opts.steps, Warmup: r.opts.warmup, CheckEvery: r.opts.checkEvery, Quiet: r.opts.quiet,
+		Tracing: r.opts.tracing, Trace: r.opts.trace, TracePipe: r.opts.tracePipe, Comm: r.h}
+}
+
+// reportTo is where rank 0 prints the report: standard output, or standard
+// error when --json - or --trace - make standard output the file's.
+func (r *runner) reportTo() *os.File {
+	if r.opts.json == "-" || r.opts.trace == "-" {
+		return os.Stderr
+	}
+	return os.Stdout
+}
+
+// writeResults gathers every rank's figures, writes the trace and, on rank
+// 0, prints the report and writes the JSON. It returns the wrong elements
+// over all ranks and how many output files could not be written: such a
+// file (a full disk, a file that takes no data) loses that file, not the
+// run: the report is printed, every rank closes normally, and rank 0 exits
+// with status 2.
+func (r *runner) writeResults(run *report.Run, res *result.Results, info *report.Info) (wrong int64, outErrs int) {
+	rep, err := report.Gather(run, res)
+	if err != nil {
+		r.fatal(fmt.Errorf("gathering the results: %w", err))
+	}
+	var errs []error
+	if err := report.WriteTrace(run, res); err != nil {
+		var oe *report.OutputError
+		if !errors.As(err, &oe) {
+			r.fatal(fmt.Errorf("writing the trace: %w", err))
+		}
+		errs = append(errs, err)
+	}
+	if r.h.Rank == 0 {
+		report.Print(r.reportTo(), run, rep)
+		if r.opts.json != "" {
+			if err := report.WriteJSON(r.opts.json, r.opts.jsonPipe, run, rep, info); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		for _, err := range errs {
+			fmt.Fprintf(os.Stderr, "%s: error: %v (the report above is complete)\n", proc.Name(), err)
+		}
+	}
+	engine.AwaitTimeoutAbort()
+	return rep.Wrong(), len(errs)
 }
 
 // The first exchange of a run: every rank's flag error, rank 0's output
@@ -342,7 +401,7 @@ const maxStepResultBytes = 256 << 20
 // checkStepsFit refuses a --steps whose per-step results (the step's times
 // and one time per table row) would pass maxStepResultBytes.
 func checkStepsFit(steps, rows int) error {
-	per := int64(unsafe.Sizeof(stepStats{})) + int64(rows)*int64(unsafe.Sizeof(time.Duration(0)))
+	per := int64(unsafe.Sizeof(result.StepStats{})) + int64(rows)*int64(unsafe.Sizeof(time.Duration(0)))
 	// Divided, not multiplied: 4611686018427387904 steps times 112 bytes
 	// overflowed to a small number, passed, and the allocation panicked.
 	if int64(steps) <= maxStepResultBytes/per {
@@ -433,36 +492,4 @@ func openPipe(flag, path string) (*os.File, error) {
 		return nil, fmt.Errorf("%s %s: cannot write the file: %w", flag, path, err)
 	}
 	return file, nil
-}
-
-// createOutput opens an output file for writing its data: the pipe that
-// checkOutputs kept open for it, or the file at path, created or
-// truncated.
-func createOutput(path string, pipe *os.File) (*os.File, error) {
-	if pipe != nil {
-		return pipe, nil
-	}
-	return os.Create(path)
-}
-
-// outputError is a --json or --trace file that rank 0 could not write
-// after the run: the file is lost, the run is not.
-type outputError struct {
-	flag, path string
-	err        error
-}
-
-func (e *outputError) Error() string {
-	return fmt.Sprintf("%s %s: writing the file: %v", e.flag, e.path, e.err)
-}
-
-func (e *outputError) Unwrap() error { return e.err }
-
-// abortBackend lets a backend that holds communicators of its own (NCCL)
-// abort them before MPI_Abort ends the job, so that no rank stays blocked
-// inside a collective whose peer is gone.
-func abortBackend(be backend.Backend) {
-	if a, ok := be.(backend.Aborter); ok {
-		a.Abort()
-	}
 }

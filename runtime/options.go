@@ -15,6 +15,7 @@ import (
 
 	"github.com/syncgen/syncgen/runtime/internal/backend"
 	"github.com/syncgen/syncgen/runtime/internal/elem"
+	"github.com/syncgen/syncgen/runtime/internal/engine"
 	"github.com/syncgen/syncgen/runtime/internal/plan"
 	"github.com/syncgen/syncgen/runtime/internal/proc"
 	"github.com/syncgen/syncgen/runtime/internal/text"
@@ -270,14 +271,14 @@ func settleFromEnv() time.Duration {
 	v := strings.TrimSpace(os.Getenv("SYNCGEN_SETTLE"))
 	switch strings.ToLower(v) {
 	case "":
-		return defaultSettle
+		return engine.DefaultSettle
 	case "0", "off":
 		return 0
 	}
 	d, err := time.ParseDuration(v)
 	if err != nil || d < 0 || d > time.Minute {
 		proc.WarnEnv("SYNCGEN_SETTLE=%q: want a duration like 50ms, at most 1m, or off", v)
-		return defaultSettle
+		return engine.DefaultSettle
 	}
 	return d
 }

@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/syncgen/syncgen/runtime/internal/engine"
 	"github.com/syncgen/syncgen/runtime/internal/plan"
+	"github.com/syncgen/syncgen/runtime/internal/report"
 )
 
 func TestParseOptions(t *testing.T) {
@@ -166,7 +168,7 @@ func TestCheckOutputsNamedPipe(t *testing.T) {
 	if n, err := syscall.Read(rd, buf); err != syscall.EAGAIN {
 		t.Fatalf("after the check the reader got %d bytes, %v; want EAGAIN (a writer still holds the pipe, no data yet)", n, err)
 	}
-	if err := writeOutput(o.json, o.jsonPipe, []byte(`{"a":1}`)); err != nil {
+	if err := report.WriteOutput(o.json, o.jsonPipe, []byte(`{"a":1}`)); err != nil {
 		t.Fatal(err)
 	}
 	n, err := syscall.Read(rd, buf)
@@ -201,15 +203,15 @@ func TestSettleFromEnv(t *testing.T) {
 		env  string
 		want time.Duration
 	}{
-		{"", defaultSettle},
+		{"", engine.DefaultSettle},
 		{"0", 0},
 		{"off", 0},
 		{"OFF", 0},
 		{"20ms", 20 * time.Millisecond},
 		{" 1s ", time.Second},
-		{"-1s", defaultSettle},  // negative: ignored
-		{"2m", defaultSettle},   // over a minute: ignored
-		{"soon", defaultSettle}, // not a duration: ignored
+		{"-1s", engine.DefaultSettle},  // negative: ignored
+		{"2m", engine.DefaultSettle},   // over a minute: ignored
+		{"soon", engine.DefaultSettle}, // not a duration: ignored
 	} {
 		t.Setenv("SYNCGEN_SETTLE", c.env)
 		if got := settleFromEnv(); got != c.want {

@@ -1,4 +1,4 @@
-package runtime
+package check
 
 import (
 	"github.com/syncgen/syncgen/runtime/internal/elem"
@@ -40,8 +40,8 @@ import (
 // would allow more.
 const maxAmplitude = 1000
 
-// choosePatterns returns the pattern shape of every tensor.
-func choosePatterns(p *plan.Plan, prog *plan.Program, size int) []elem.PatternShape {
+// Patterns returns the pattern shape of every tensor.
+func Patterns(p *plan.Plan, prog *plan.Program, size int) []elem.PatternShape {
 	shapes := make([]elem.PatternShape, len(p.Tensors))
 	chains, firstChains := bucketChains(p, prog)
 	for i := range p.Tensors {
@@ -62,16 +62,16 @@ func choosePatterns(p *plan.Plan, prog *plan.Program, size int) []elem.PatternSh
 
 // chainOps returns the first reduction of chain (NoOp for none) and the
 // growth of the values through it.
-func chainOps(chain []plan.Stmt, size int) (first RedOp, growth float64) {
-	first, growth = NoOp, 1.0
+func chainOps(chain []plan.Stmt, size int) (first plan.RedOp, growth float64) {
+	first, growth = plan.NoOp, 1.0
 	for _, s := range chain {
 		if !s.Coll.Reduces() {
 			continue
 		}
-		if first == NoOp {
+		if first == plan.NoOp {
 			first = s.Op
 		}
-		if s.Op == Sum || s.Op == Avg {
+		if s.Op == plan.Sum || s.Op == plan.Avg {
 			growth *= float64(size)
 		}
 	}
@@ -83,7 +83,7 @@ func chainOps(chain []plan.Stmt, size int) (first RedOp, growth float64) {
 func patternFor(chain, firstChain []plan.Stmt, limit int64, unsigned bool, size int) elem.PatternShape {
 	first, growth := chainOps(chain, size)
 	initFirst, initGrowth := chainOps(firstChain, size)
-	if first == NoOp {
+	if first == plan.NoOp {
 		first = initFirst
 	}
 	growth = max(growth, initGrowth)
@@ -98,14 +98,14 @@ func patternFor(chain, firstChain []plan.Stmt, limit int64, unsigned bool, size 
 		return int32(k)
 	}
 	switch first {
-	case Avg:
+	case plan.Avg:
 		if unsigned {
 			k := amp(3 * growth)
 			return elem.PatternShape{Kind: elem.FillAvg, Lo: k, Hi: 2 * k, Dev: k}
 		}
 		k := amp(2 * growth)
 		return elem.PatternShape{Kind: elem.FillAvg, Lo: -k, Hi: k, Dev: k}
-	case Prod:
+	case plan.Prod:
 		two := size < 62 && int64(1)<<size <= limit
 		return elem.PatternShape{Kind: elem.FillProd, Two: two, Neg: !unsigned}
 	default:

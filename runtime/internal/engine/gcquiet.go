@@ -1,4 +1,4 @@
-package runtime
+package engine
 
 // Go's garbage collector during the steps.
 //

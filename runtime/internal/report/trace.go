@@ -1,4 +1,4 @@
-package runtime
+package report
 
 // Chrome trace JSON (the format chrome://tracing and Perfetto open): one
 // process per rank (pid = rank), one thread per stream (tid = stream index
@@ -12,9 +12,9 @@ import (
 	"math"
 	"os"
 	"time"
-	"unsafe"
 
 	"github.com/syncgen/syncgen/runtime/internal/plan"
+	"github.com/syncgen/syncgen/runtime/internal/result"
 	"github.com/syncgen/syncgen/runtime/internal/text"
 )
 
@@ -33,78 +33,51 @@ type traceEvent struct {
 	Args map[string]any `json:"args,omitempty"`
 }
 
-// tracedRec is one record of a step, kept for the trace.
-type tracedRec struct {
-	step int
-	base time.Duration // the step's start, from the time origin
-	r    timed
-}
-
-// traceCapBytes bounds the memory reserved for the trace's records before
-// the steps; a longer trace grows as needed.
-const traceCapBytes = 64 << 20
-
-// keepForTrace keeps one step's records for the trace. The events are made
-// only when the trace is written: converting them during the steps
-// allocated a few hundred bytes per record, and the growing slice's copies
-// and page faults landed between the ranks' collectives. The first step
-// reserves room (its memory written) for every step like it.
-func (res *results) keepForTrace(recs []timed, step int, base time.Duration, steps int) {
-	if res.traced == nil {
-		n := min(len(recs)*steps, traceCapBytes/int(unsafe.Sizeof(tracedRec{})))
-		res.traced = preallocated[tracedRec](max(n, len(recs)))
-	}
-	for _, r := range recs {
-		r.start, r.end = nil, nil // pooled events, reused by later steps
-		res.traced = append(res.traced, tracedRec{step: step, base: base, r: r})
-	}
-}
-
 // traceEvents converts the kept records into trace events.
-func traceEvents(e *engine, recs []tracedRec) []traceEvent {
+func traceEvents(run *Run, recs []result.Traced) []traceEvent {
 	out := make([]traceEvent, 0, len(recs))
 	// The root of each broadcast and reduce, by statement id.
 	roots := map[int]int{}
-	for _, s := range plan.Flat(e.prog.Step) {
-		if s.Kind == plan.StmtColl && (s.Coll == plan.CollBroadcast || s.Coll == plan.CollReduce) {
+	for _, s := range plan.Flat(run.Prog.Step) {
+		if s.Kind == plan.StmtColl && s.Coll.Info().RootWord != "" {
 			roots[s.ID] = s.Root
 		}
 	}
 	for _, k := range recs {
-		r, step := k.r, k.step
-		us := func(d time.Duration) float64 { return float64(k.base+d) / 1e3 }
-		dur := float64(r.t1-r.t0) / 1e3
-		ev := traceEvent{Ph: "X", Ts: us(r.t0), Dur: &dur, Pid: e.rank, Tid: r.stream + 1,
+		r, step := k.R, k.Step
+		us := func(d time.Duration) float64 { return float64(k.Base+d) / 1e3 }
+		dur := float64(r.T1-r.T0) / 1e3
+		ev := traceEvent{Ph: "X", Ts: us(r.T0), Dur: &dur, Pid: run.Rank, Tid: r.Stream + 1,
 			Args: map[string]any{"step": step}}
-		if r.at != "" {
-			ev.Args["src"] = string(r.at)
+		if r.At != "" {
+			ev.Args["src"] = string(r.At)
 		}
-		switch r.kind {
-		case tGrad:
-			ev.Name, ev.Cat = "grad "+r.name, "gradient"
-			ev.Args["tensor"], ev.Args["bytes"] = r.name, r.bytes
-			if r.bucket >= 0 {
-				ev.Args["bucket"] = e.plan.Buckets[r.bucket].Name
+		switch r.Kind {
+		case result.Grad:
+			ev.Name, ev.Cat = "grad "+r.Name, "gradient"
+			ev.Args["tensor"], ev.Args["bytes"] = r.Name, r.Bytes
+			if r.Bucket >= 0 {
+				ev.Args["bucket"] = run.Plan.Buckets[r.Bucket].Name
 			}
-		case tBackward:
+		case result.Backward:
 			ev.Name, ev.Cat = "backward", "compute"
-		case tCompute:
+		case result.Compute:
 			ev.Name, ev.Cat = "compute", "compute"
-		case tColl:
-			ev.Name, ev.Cat = r.coll.String()+" "+r.name, "collective"
-			ev.Args["bucket"], ev.Args["bytes"] = r.name, r.bytes
-			if r.coll.Reduces() {
-				ev.Args["op"] = r.op.String()
+		case result.Collective:
+			ev.Name, ev.Cat = r.Coll.String()+" "+r.Name, "collective"
+			ev.Args["bucket"], ev.Args["bytes"] = r.Name, r.Bytes
+			if r.Coll.Reduces() {
+				ev.Args["op"] = r.Op.String()
 			}
-			if root, ok := roots[r.id]; ok && r.id >= 0 {
+			if root, ok := roots[r.ID]; ok && r.ID >= 0 {
 				ev.Args["root"] = root
 			}
-			if r.group {
+			if r.Group {
 				ev.Args["group"] = true
 			}
-		case tWait:
-			ev.Name, ev.Cat, ev.Tid = r.name, "wait", 0
-		case tBarrier:
+		case result.Wait:
+			ev.Name, ev.Cat, ev.Tid = r.Name, "wait", 0
+		case result.Barrier:
 			ev.Name, ev.Cat = "step barrier", "sync"
 		}
 		out = append(out, ev)
@@ -112,33 +85,33 @@ func traceEvents(e *engine, recs []tracedRec) []traceEvent {
 	return out
 }
 
-// writeTrace gathers every rank's events to rank 0, which writes the file
+// WriteTrace gathers every rank's events to rank 0, which writes the file
 // (collective when rank 0 has --trace; "-": standard output). A file rank
-// 0 cannot write is an *outputError.
-func writeTrace(e *engine, res *results) error {
-	if !e.opts.tracing {
+// 0 cannot write is an *OutputError.
+func WriteTrace(run *Run, res *result.Results) error {
+	if !run.Tracing {
 		return nil
 	}
-	meta := []traceEvent{{Name: "process_name", Ph: "M", Pid: e.rank, Args: map[string]any{"name": fmt.Sprintf("rank %d (%s)", e.rank, e.h.Name)}},
-		{Name: "process_sort_index", Ph: "M", Pid: e.rank, Args: map[string]any{"sort_index": e.rank}},
-		{Name: "thread_name", Ph: "M", Pid: e.rank, Tid: 0, Args: map[string]any{"name": "host"}}}
-	for i, s := range e.plan.Streams {
-		meta = append(meta, traceEvent{Name: "thread_name", Ph: "M", Pid: e.rank, Tid: i + 1, Args: map[string]any{"name": "stream " + s.Name}})
+	meta := []traceEvent{{Name: "process_name", Ph: "M", Pid: run.Rank, Args: map[string]any{"name": fmt.Sprintf("rank %d (%s)", run.Rank, run.Host)}},
+		{Name: "process_sort_index", Ph: "M", Pid: run.Rank, Args: map[string]any{"sort_index": run.Rank}},
+		{Name: "thread_name", Ph: "M", Pid: run.Rank, Tid: 0, Args: map[string]any{"name": "host"}}}
+	for i, s := range run.Plan.Streams {
+		meta = append(meta, traceEvent{Name: "thread_name", Ph: "M", Pid: run.Rank, Tid: i + 1, Args: map[string]any{"name": "stream " + s.Name}})
 	}
-	data, err := json.Marshal(append(meta, traceEvents(e, res.traced)...))
+	data, err := json.Marshal(append(meta, traceEvents(run, res.Traced)...))
 	if err != nil {
 		return err
 	}
-	all, err := e.h.Gather(data)
+	all, err := run.Comm.Gather(data)
 	if err != nil {
 		return err
 	}
-	if e.rank != 0 {
+	if run.Rank != 0 {
 		return nil
 	}
-	path := e.opts.trace
-	if err := writeTraceFile(path, e.opts.tracePipe, e.plan, e.size, all); err != nil {
-		return &outputError{flag: "--trace", path: path, err: err}
+	path := run.Trace
+	if err := writeTraceFile(path, run.TracePipe, run.Plan, run.Ranks, all); err != nil {
+		return &OutputError{flag: "--trace", path: path, err: err}
 	}
 	return nil
 }
@@ -222,11 +195,11 @@ func traceStepBytes(p *plan.Plan, prog *plan.Program) int64 {
 	return n
 }
 
-// checkTraceFits refuses a --trace that would pass maxTraceBytes, naming
+// CheckTraceFits refuses a --trace that would pass maxTraceBytes, naming
 // how many steps fit.
-func checkTraceFits(p *plan.Plan, prog *plan.Program, o *options, ranks int) error {
+func CheckTraceFits(p *plan.Plan, prog *plan.Program, measured, warmup, ranks int) error {
 	per := traceStepBytes(p, prog) * int64(ranks)
-	steps := int64(o.warmup) + int64(o.steps)
+	steps := int64(warmup) + int64(measured)
 	if steps <= maxTraceBytes/per {
 		return nil
 	}
@@ -235,5 +208,5 @@ func checkTraceFits(p *plan.Plan, prog *plan.Program, o *options, ranks int) err
 		total = text.Bytes(steps * per)
 	}
 	return fmt.Errorf("--trace of %d steps (%d warm-up, %d measured) would be about %s (%s a step over %d rank%s), more than a trace can hold (%s: rank 0 gathers it through MPI); trace at most %d steps, warm-up included, and leave --trace out of the long run",
-		steps, o.warmup, o.steps, total, text.Bytes(per), ranks, text.Plural(ranks), text.Bytes(maxTraceBytes), maxTraceBytes/per)
+		steps, warmup, measured, total, text.Bytes(per), ranks, text.Plural(ranks), text.Bytes(maxTraceBytes), maxTraceBytes/per)
 }

@@ -1,4 +1,4 @@
-package runtime
+package engine
 
 // Settling Go's scheduler before the measured steps.
 //
@@ -30,9 +30,9 @@ import (
 	"time"
 )
 
-// defaultSettle is how long the ranks settle before the measured steps:
+// DefaultSettle is how long the ranks settle before the measured steps:
 // the monitor's fast polling and doubling, above, with room to spare.
-const defaultSettle = 50 * time.Millisecond
+const DefaultSettle = 50 * time.Millisecond
 
 // settle lets the calling goroutine's process become quiet for d (see the
 // file comment).

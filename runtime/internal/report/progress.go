@@ -1,4 +1,4 @@
-package runtime
+package report
 
 // A progress bar on rank 0's terminal.
 
@@ -10,9 +10,9 @@ import (
 	"time"
 )
 
-// progressBar draws "[#####.....] 12/22 steps 3.4s" on stderr when it is a
+// Progress draws "[#####.....] 12/22 steps 3.4s" on stderr when it is a
 // terminal; otherwise it does nothing.
-type progressBar struct {
+type Progress struct {
 	on    bool
 	start time.Time
 	last  time.Time
@@ -20,8 +20,9 @@ type progressBar struct {
 	out   io.Writer
 }
 
-func newProgress(want bool) *progressBar {
-	p := &progressBar{start: time.Now(), out: os.Stderr}
+// NewProgress returns a bar that draws when want and stderr is a terminal.
+func NewProgress(want bool) *Progress {
+	p := &Progress{start: time.Now(), out: os.Stderr}
 	if want {
 		if fi, err := os.Stderr.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
 			p.on = true
@@ -30,9 +31,9 @@ func newProgress(want bool) *progressBar {
 	return p
 }
 
-// update redraws the bar after step done of total, at most 10 times a
+// Update redraws the bar after step done of total, at most 10 times a
 // second.
-func (p *progressBar) update(done, total int) {
+func (p *Progress) Update(done, total int) {
 	if !p.on || total == 0 {
 		return
 	}
@@ -48,8 +49,8 @@ func (p *progressBar) update(done, total int) {
 	fmt.Fprintf(p.out, "\r%s", line)
 }
 
-// done clears the bar.
-func (p *progressBar) done() {
+// Done clears the bar.
+func (p *Progress) Done() {
 	if p.on {
 		fmt.Fprintf(p.out, "\r%s\r", strings.Repeat(" ", p.width))
 	}

@@ -1,4 +1,4 @@
-package runtime
+package check
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/syncgen/syncgen/runtime/internal/backend"
 	"github.com/syncgen/syncgen/runtime/internal/elem"
 	"github.com/syncgen/syncgen/runtime/internal/plan"
 )
@@ -44,15 +45,15 @@ func cpuTime() time.Duration {
 // each dtype and pattern kind that big models use.
 func BenchmarkFill(b *testing.B) {
 	for _, c := range []struct {
-		dt    DType
+		dt    elem.DType
 		shape elem.PatternShape
 	}{
-		{F32, elem.PatternShape{Kind: elem.FillUniform, Lo: -100, Hi: 100}},
-		{F32, elem.PatternShape{Kind: elem.FillAvg, Lo: -32, Hi: 32, Dev: 32}},
-		{BF16, elem.PatternShape{Kind: elem.FillUniform, Lo: -64, Hi: 64}},
-		{F16, elem.PatternShape{Kind: elem.FillAvg, Lo: -256, Hi: 256, Dev: 256}},
-		{F64, elem.PatternShape{Kind: elem.FillUniform, Lo: -1000, Hi: 1000}},
-		{I8, elem.PatternShape{Kind: elem.FillProd, Two: true, Neg: true}},
+		{elem.F32, elem.PatternShape{Kind: elem.FillUniform, Lo: -100, Hi: 100}},
+		{elem.F32, elem.PatternShape{Kind: elem.FillAvg, Lo: -32, Hi: 32, Dev: 32}},
+		{elem.BF16, elem.PatternShape{Kind: elem.FillUniform, Lo: -64, Hi: 64}},
+		{elem.F16, elem.PatternShape{Kind: elem.FillAvg, Lo: -256, Hi: 256, Dev: 256}},
+		{elem.F64, elem.PatternShape{Kind: elem.FillUniform, Lo: -1000, Hi: 1000}},
+		{elem.I8, elem.PatternShape{Kind: elem.FillProd, Two: true, Neg: true}},
 	} {
 		b.Run(fmt.Sprintf("%s/%s", c.dt, c.shape.Kind), func(b *testing.B) {
 			buf := make([]byte, benchElems*c.dt.Size())
@@ -70,7 +71,7 @@ func BenchmarkFill(b *testing.B) {
 // BenchmarkCast measures the casts around a collective whose wire dtype
 // differs from the tensors' (bert_large: f32 tensors on a bf16 wire).
 func BenchmarkCast(b *testing.B) {
-	for _, c := range [][2]DType{{F32, BF16}, {BF16, F32}, {F32, F16}, {F16, F32}} {
+	for _, c := range [][2]elem.DType{{elem.F32, elem.BF16}, {elem.BF16, elem.F32}, {elem.F32, elem.F16}, {elem.F16, elem.F32}} {
 		b.Run(fmt.Sprintf("%s-%s", c[0], c[1]), func(b *testing.B) {
 			src := make([]byte, benchElems*c[0].Size())
 			p := elem.PatternShape{Kind: elem.FillUniform, Lo: -100, Hi: 100}.Params(0, 4, 1, 1)
@@ -89,7 +90,7 @@ func BenchmarkCast(b *testing.B) {
 // BenchmarkAvgDivide measures the division that turns an allreduce's sum
 // into an average.
 func BenchmarkAvgDivide(b *testing.B) {
-	for _, dt := range []DType{F32, BF16, F16} {
+	for _, dt := range []elem.DType{elem.F32, elem.BF16, elem.F16} {
 		b.Run(dt.String(), func(b *testing.B) {
 			buf := make([]byte, benchElems*dt.Size())
 			p := elem.PatternShape{Kind: elem.FillUniform, Lo: -100, Hi: 100}.Params(0, 4, 1, 1)
@@ -109,24 +110,24 @@ func BenchmarkAvgDivide(b *testing.B) {
 // element of the tensor.
 func BenchmarkCheck(b *testing.B) {
 	for _, c := range []struct {
-		tdt, wire DType
-		op        RedOp
+		tdt, wire elem.DType
+		op        plan.RedOp
 	}{
-		{F32, F32, Sum},
-		{F32, BF16, Avg}, // bert_large
-		{BF16, BF16, Sum},
+		{elem.F32, elem.F32, plan.Sum},
+		{elem.F32, elem.BF16, plan.Avg}, // bert_large
+		{elem.BF16, elem.BF16, plan.Sum},
 	} {
 		b.Run(fmt.Sprintf("%s-on-%s/%s", c.tdt, c.wire, c.op), func(b *testing.B) {
 			chain := []plan.Stmt{{Kind: plan.StmtColl, Coll: plan.CollAllReduce, Op: c.op, Buckets: []int{0}}}
 			const n = 2 << 20
 			e := testEngine(c.tdt, c.wire, n, 4, 1, chain)
-			e.tensors = []tensorMem{{elems: n}}
+			e.mem.Tensors = []backend.TensorMem{{Elems: n}}
 			host := make([]byte, n*c.tdt.Size())
 			b.SetBytes(int64(len(host)))
 			t := startTimer(b)
 			for i := 0; i < b.N; i++ {
 				r := e.model.checkHost([]int{0}, []int64{0}, host)
-				if r.wrong == 0 {
+				if r.Wrong == 0 {
 					b.Fatal("a zero buffer passed the check")
 				}
 			}
@@ -144,14 +145,14 @@ func BenchmarkCheckTensors(b *testing.B) {
 		elems   int64
 	}{{10000, 1}, {1000, 100}, {100, 10000}} {
 		b.Run(fmt.Sprintf("%dx%d", c.tensors, c.elems), func(b *testing.B) {
-			dts, elems := make([]DType, c.tensors), make([]int64, c.tensors)
+			dts, elems := make([]elem.DType, c.tensors), make([]int64, c.tensors)
 			for i := range dts {
-				dts[i], elems[i] = F32, c.elems
+				dts[i], elems[i] = elem.F32, c.elems
 			}
-			e, _ := bucketEngine(dts, elems, F32, Avg, 4, 1)
+			e, _ := bucketEngine(dts, elems, elem.F32, plan.Avg, 4, 1)
 			t := startTimer(b)
 			for i := 0; i < b.N; i++ {
-				if _, err := e.model.checkBucket(0); err != nil {
+				if _, err := e.model.CheckBucket(0); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -1,4 +1,4 @@
-package runtime
+package report
 
 import (
 	"bytes"
@@ -12,8 +12,9 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/syncgen/syncgen/runtime/internal/elem"
 	"github.com/syncgen/syncgen/runtime/internal/plan"
-	"github.com/syncgen/syncgen/runtime/internal/text"
+	"github.com/syncgen/syncgen/runtime/internal/result"
 )
 
 // reportPlan is a small plan for the report's tests: two f32 buckets of
@@ -23,17 +24,17 @@ func reportPlan(t *testing.T) (*plan.Plan, *plan.Program) {
 	t.Helper()
 	p := &plan.Plan{
 		Name: "r", Source: "r.sync",
-		Tensors: []Tensor{{Name: "x", DType: F32, Shape: []int64{10}, Bucket: 0}, {Name: "y", DType: F32, Shape: []int64{10}, Bucket: 1}},
-		Streams: []Stream{{Name: "compute"}, {Name: "comm"}},
-		Buckets: []Bucket{{Name: "a", Wire: F32, Elems: 10, Tensors: []int{0}}, {Name: "b", Wire: F32, Elems: 10, Tensors: []int{1}}},
-		Run:     Run{Steps: 2, Warmup: 0, CheckEvery: 1},
+		Tensors: []plan.Tensor{{Name: "x", DType: elem.F32, Shape: []int64{10}, Bucket: 0}, {Name: "y", DType: elem.F32, Shape: []int64{10}, Bucket: 1}},
+		Streams: []plan.Stream{{Name: "compute"}, {Name: "comm"}},
+		Buckets: []plan.Bucket{{Name: "a", Wire: elem.F32, Elems: 10, Tensors: []int{0}}, {Name: "b", Wire: elem.F32, Elems: 10, Tensors: []int{1}}},
+		Run:     plan.Run{Steps: 2, Warmup: 0, CheckEvery: 1},
 	}
 	prog, err := plan.Record(nil, func(s *plan.Recorder) {
 		s.Backward("r.sync:1:1", 0, time.Millisecond)
-		s.AllReduce("r.sync:2:1", 1, Avg, AfterReady(), 0)
+		s.AllReduce("r.sync:2:1", 1, plan.Avg, plan.AfterReady(), 0)
 		s.Group("r.sync:3:1", func() {
-			s.AllGather("r.sync:4:1", 1, AfterReady(), 1)
-			s.Broadcast("r.sync:5:1", 1, 1, AfterReady(), 0)
+			s.AllGather("r.sync:4:1", 1, plan.AfterReady(), 1)
+			s.Broadcast("r.sync:5:1", 1, 1, plan.AfterReady(), 0)
 		})
 		s.Wait("r.sync:6:1", 1)
 	})
@@ -53,32 +54,32 @@ func TestBuildReportFigures(t *testing.T) {
 	ms := time.Millisecond
 	var all [][]byte
 	for rank := 0; rank < 2; rank++ {
-		res := newResults(p, prog)
-		res.checked = 2
-		for i := range res.rows {
-			r := &res.rows[i]
-			r.bytes = 40
-			if r.coll == plan.CollAllGather {
-				r.bytes = 48
+		res := result.New(p, prog)
+		res.Checked = 2
+		for i := range res.Rows {
+			r := &res.Rows[i]
+			r.Bytes = 40
+			if r.Coll == plan.CollAllGather {
+				r.Bytes = 48
 			}
 			// rank 0: 1 and 3 ms (mean 2); rank 1: 4 and 4 ms (mean 4).
 			if rank == 0 {
-				r.times = []time.Duration{1 * ms, 3 * ms}
+				r.Times = []time.Duration{1 * ms, 3 * ms}
 			} else {
-				r.times = []time.Duration{4 * ms, 4 * ms}
+				r.Times = []time.Duration{4 * ms, 4 * ms}
 			}
 		}
-		res.wrong[0] = int64(rank) // one wrong element on rank 1
-		res.steps = []stepStats{
-			{step: time.Duration(10+rank) * ms, compute: 8 * ms, comm: 4 * ms, hidden: 2 * ms},
-			{step: time.Duration(20-rank) * ms, compute: 6 * ms, comm: 2 * ms, hidden: 0},
+		res.Wrong[0] = int64(rank) // one wrong element on rank 1
+		res.Steps = []result.StepStats{
+			{Step: time.Duration(10+rank) * ms, Compute: 8 * ms, Comm: 4 * ms, Hidden: 2 * ms},
+			{Step: time.Duration(20-rank) * ms, Compute: 6 * ms, Comm: 2 * ms, Hidden: 0},
 		}
 		all = append(all, encodeFigures(res, len(p.Buckets)))
 	}
 	// Rank 0's own results give the shape: rows and the number of steps.
-	res := newResults(p, prog)
-	res.checked = 2
-	res.steps = make([]stepStats, 2)
+	res := result.New(p, prog)
+	res.Checked = 2
+	res.Steps = make([]result.StepStats, 2)
 	rep := buildReport(p, prog, []int64{10, 10}, res, all)
 	if len(rep.rows) != 3 {
 		t.Fatalf("%d rows, want 3", len(rep.rows))
@@ -91,20 +92,20 @@ func TestBuildReportFigures(t *testing.T) {
 	}
 	for _, r := range rep.rows {
 		if r.time != 4*ms {
-			t.Errorf("row %d: time %v, want the slower rank's mean 4ms", r.id, r.time)
+			t.Errorf("row %d: time %v, want the slower rank's mean 4ms", r.ID, r.time)
 		}
-		alg := float64(r.bytes) / 4e6 // bytes per ns
+		alg := float64(r.Bytes) / 4e6 // bytes per ns
 		near("algbw", r.algbw, alg)
 		factor := 1.0
-		if r.coll == plan.CollAllReduce {
+		if r.Coll == plan.CollAllReduce {
 			factor = 2 * 1.0 / 2
-		} else if r.coll == plan.CollAllGather {
+		} else if r.Coll == plan.CollAllGather {
 			factor = 1.0 / 2
 		}
 		near("busbw", r.busbw, alg*factor)
 	}
-	if rep.rows[0].group || !rep.rows[1].group || !rep.rows[2].group {
-		t.Errorf("group marks %v %v %v, want false true true", rep.rows[0].group, rep.rows[1].group, rep.rows[2].group)
+	if rep.rows[0].Group || !rep.rows[1].Group || !rep.rows[2].Group {
+		t.Errorf("group marks %v %v %v, want false true true", rep.rows[0].Group, rep.rows[1].Group, rep.rows[2].Group)
 	}
 	// Bucket a's wrong count goes on its last row (the broadcast).
 	if rep.rows[0].showWrong || !rep.rows[2].showWrong || rep.rows[2].wrong != 1 || rep.wrong != 1 {
@@ -130,18 +131,18 @@ func TestReportWithoutMeasuredSteps(t *testing.T) {
 	p, prog := reportPlan(t)
 	var all [][]byte
 	for rank := 0; rank < 3; rank++ {
-		all = append(all, encodeFigures(newResults(p, prog), len(p.Buckets)))
+		all = append(all, encodeFigures(result.New(p, prog), len(p.Buckets)))
 	}
-	rep := buildReport(p, prog, []int64{10, 12}, newResults(p, prog), all)
-	if rep.rows[1].bytes != 48 || rep.rows[0].bytes != 40 {
-		t.Errorf("bytes %d and %d, want 40 and the padded 48", rep.rows[0].bytes, rep.rows[1].bytes)
+	rep := buildReport(p, prog, []int64{10, 12}, result.New(p, prog), all)
+	if rep.rows[1].Bytes != 48 || rep.rows[0].Bytes != 40 {
+		t.Errorf("bytes %d and %d, want 40 and the padded 48", rep.rows[0].Bytes, rep.rows[1].Bytes)
 	}
-	if !rep.rows[1].group {
+	if !rep.rows[1].Group {
 		t.Errorf("the allgather in a group is not marked")
 	}
-	e := &engine{plan: p, prog: prog, size: 3}
+	e := &Run{Plan: p, Prog: prog, Ranks: 3}
 	var out bytes.Buffer
-	printReport(&out, e, rep, &options{checkEvery: 1})
+	Print(&out, withFlags(e, Run{CheckEvery: 1}), rep)
 	text := out.String()
 	for _, want := range []string{"allgather*", "0 checks (no step ran)"} {
 		if !strings.Contains(text, want) {
@@ -154,14 +155,14 @@ func TestReportWithoutMeasuredSteps(t *testing.T) {
 		}
 	}
 	out.Reset()
-	printReport(&out, e, rep, &options{checkEvery: 0})
+	Print(&out, withFlags(e, Run{CheckEvery: 0}), rep)
 	if !strings.Contains(out.String(), "# checks off") {
 		t.Errorf("--check off: %s", out.String())
 	}
 	// Steps that ran without a check (a step without collectives) are
 	// not "no step ran".
 	out.Reset()
-	printReport(&out, e, rep, &options{checkEvery: 1, warmup: 2})
+	Print(&out, withFlags(e, Run{CheckEvery: 1, Warmup: 2}), rep)
 	if !strings.Contains(out.String(), "0 checks (the step has no collective to check)") {
 		t.Errorf("warm-up steps without checks: %s", out.String())
 	}
@@ -173,29 +174,29 @@ func TestReportWithoutMeasuredSteps(t *testing.T) {
 func TestReportWithoutMeasuredStepsPaddedBucket(t *testing.T) {
 	p := &plan.Plan{
 		Name: "r", Source: "r.sync",
-		Tensors: []Tensor{{Name: "y", DType: F32, Shape: []int64{10}, Bucket: 0}},
-		Streams: []Stream{{Name: "compute"}, {Name: "comm"}},
-		Buckets: []Bucket{{Name: "b", Wire: F32, Elems: 10, Tensors: []int{0}}},
-		Run:     Run{Steps: 0, Warmup: 0, CheckEvery: 1},
+		Tensors: []plan.Tensor{{Name: "y", DType: elem.F32, Shape: []int64{10}, Bucket: 0}},
+		Streams: []plan.Stream{{Name: "compute"}, {Name: "comm"}},
+		Buckets: []plan.Bucket{{Name: "b", Wire: elem.F32, Elems: 10, Tensors: []int{0}}},
+		Run:     plan.Run{Steps: 0, Warmup: 0, CheckEvery: 1},
 	}
 	prog, err := plan.Record(nil, func(s *plan.Recorder) {
 		s.Backward("r.sync:1:1", 0, time.Millisecond)
-		s.AllReduce("r.sync:2:1", 1, Sum, AfterReady(), 0)
-		s.AllGather("r.sync:3:1", 1, AfterStream(1), 0)
-		s.ReduceScatter("r.sync:4:1", 1, Sum, AfterStream(1), 0)
-		s.Broadcast("r.sync:5:1", 1, 0, AfterStream(1), 0)
+		s.AllReduce("r.sync:2:1", 1, plan.Sum, plan.AfterReady(), 0)
+		s.AllGather("r.sync:3:1", 1, plan.AfterStream(1), 0)
+		s.ReduceScatter("r.sync:4:1", 1, plan.Sum, plan.AfterStream(1), 0)
+		s.Broadcast("r.sync:5:1", 1, 0, plan.AfterStream(1), 0)
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var all [][]byte
 	for rank := 0; rank < 3; rank++ {
-		all = append(all, encodeFigures(newResults(p, prog), len(p.Buckets)))
+		all = append(all, encodeFigures(result.New(p, prog), len(p.Buckets)))
 	}
-	rep := buildReport(p, prog, []int64{12}, newResults(p, prog), all)
+	rep := buildReport(p, prog, []int64{12}, result.New(p, prog), all)
 	for i, want := range []int64{40, 48, 48, 40} {
-		if rep.rows[i].bytes != want {
-			t.Errorf("row %d (%s): %d bytes, want %d", i, rep.rows[i].coll, rep.rows[i].bytes, want)
+		if rep.rows[i].Bytes != want {
+			t.Errorf("row %d (%s): %d bytes, want %d", i, rep.rows[i].Coll, rep.rows[i].Bytes, want)
 		}
 	}
 }
@@ -204,15 +205,15 @@ func TestReportWithoutMeasuredStepsPaddedBucket(t *testing.T) {
 // bandwidth is (the bucket's bytes over the group's time).
 func TestReportGroupFootnote(t *testing.T) {
 	p, prog := reportPlan(t)
-	res := newResults(p, prog)
-	res.checked = 1
-	for i := range res.rows {
-		res.rows[i].times = []time.Duration{time.Millisecond}
+	res := result.New(p, prog)
+	res.Checked = 1
+	for i := range res.Rows {
+		res.Rows[i].Times = []time.Duration{time.Millisecond}
 	}
-	res.steps = []stepStats{{step: 2 * time.Millisecond}}
+	res.Steps = []result.StepStats{{Step: 2 * time.Millisecond}}
 	rep := buildReport(p, prog, []int64{10, 10}, res, [][]byte{encodeFigures(res, 2)})
 	var out bytes.Buffer
-	printReport(&out, &engine{plan: p, prog: prog, size: 1}, rep, &options{checkEvery: 1})
+	Print(&out, withFlags(&Run{Plan: p, Prog: prog, Ranks: 1}, Run{CheckEvery: 1}), rep)
 	if !strings.Contains(out.String(), "algbw and busbw are this bucket's bytes over that time") {
 		t.Errorf("footnote:\n%s", out.String())
 	}
@@ -221,9 +222,9 @@ func TestReportGroupFootnote(t *testing.T) {
 // TestJSONEmptyLists: lists are [] rather than null when there are no rows
 // or no measured steps.
 func TestJSONEmptyLists(t *testing.T) {
-	p := &plan.Plan{Name: "e", Source: "e.sync", Streams: []Stream{{Name: "compute"}}}
-	e := &engine{plan: p, size: 1, opts: &options{}}
-	data, err := json.Marshal(makeJSON(e, &report{}, &runInfo{}))
+	p := &plan.Plan{Name: "e", Source: "e.sync", Streams: []plan.Stream{{Name: "compute"}}}
+	e := &Run{Plan: p, Ranks: 1}
+	data, err := json.Marshal(makeJSON(e, &Report{}, &Info{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,10 +239,10 @@ func TestJSONEmptyLists(t *testing.T) {
 // root.
 func TestTraceEventsRoot(t *testing.T) {
 	p, prog := reportPlan(t)
-	e := &engine{plan: p, prog: prog, size: 2}
-	recs := []tracedRec{
-		{step: 0, r: timed{kind: tColl, stream: 1, name: "a", bucket: 0, id: 2, coll: plan.CollBroadcast, t0: 0, t1: time.Microsecond}},
-		{step: 0, r: timed{kind: tColl, stream: 1, name: "a", bucket: 0, id: 0, coll: plan.CollAllReduce, op: Avg, t0: 0, t1: time.Microsecond}},
+	e := &Run{Plan: p, Prog: prog, Ranks: 2}
+	recs := []result.Traced{
+		{Step: 0, R: result.Record{Kind: result.Collective, Stream: 1, Name: "a", Bucket: 0, ID: 2, Coll: plan.CollBroadcast, T0: 0, T1: time.Microsecond}},
+		{Step: 0, R: result.Record{Kind: result.Collective, Stream: 1, Name: "a", Bucket: 0, ID: 0, Coll: plan.CollAllReduce, Op: plan.Avg, T0: 0, T1: time.Microsecond}},
 	}
 	evs := traceEvents(e, recs)
 	if root, ok := evs[0].Args["root"]; !ok || root != 1 {
@@ -252,7 +253,7 @@ func TestTraceEventsRoot(t *testing.T) {
 	}
 	// A complete event of duration 0 still has its "dur" (it had none,
 	// and the format requires one), and a metadata event has none.
-	evs = traceEvents(e, []tracedRec{{step: 1, r: timed{kind: tWait, stream: 1, name: "wait comm", bucket: -1, t0: time.Millisecond, t1: time.Millisecond}}})
+	evs = traceEvents(e, []result.Traced{{Step: 1, R: result.Record{Kind: result.Wait, Stream: 1, Name: "wait comm", Bucket: -1, T0: time.Millisecond, T1: time.Millisecond}}})
 	data, err := json.Marshal(append(evs, traceEvent{Name: "thread_name", Ph: "M", Args: map[string]any{"name": "host"}}))
 	if err != nil {
 		t.Fatal(err)
@@ -266,11 +267,11 @@ func TestTraceEventsRoot(t *testing.T) {
 // drawn, however long it grew.
 func TestProgressClearsItsLine(t *testing.T) {
 	var out bytes.Buffer
-	p := &progressBar{on: true, start: time.Now(), out: &out}
-	p.update(123456, 123456)
+	p := &Progress{on: true, start: time.Now(), out: &out}
+	p.Update(123456, 123456)
 	drawn := out.Len() - 1 // without the leading \r
 	out.Reset()
-	p.done()
+	p.Done()
 	if got := strings.Count(out.String(), " "); got < drawn {
 		t.Errorf("done cleared %d columns of a %d-column line", got, drawn)
 	}
@@ -288,7 +289,7 @@ func TestRootOutsideWorldMessage(t *testing.T) {
 	if err == nil || err.Error() != want {
 		t.Errorf("root 1 on 1 rank:\n got %v\nwant %s", err, want)
 	}
-	p.Buckets = append(p.Buckets, Bucket{Name: "c", Wire: F32, Elems: 1}, Bucket{Name: "d", Wire: F32, Elems: 1})
+	p.Buckets = append(p.Buckets, plan.Bucket{Name: "c", Wire: elem.F32, Elems: 1}, plan.Bucket{Name: "d", Wire: elem.F32, Elems: 1})
 	if got := plan.BucketList(p, []int{1, 0, 2, 3}); got != `buckets "b", "a", "c" and 1 more` {
 		t.Errorf("plan.BucketList: %s", got)
 	}
@@ -304,10 +305,10 @@ func TestTraceFits(t *testing.T) {
 	if per < 8*110 || per > 8*300 {
 		t.Errorf("a step of 8 events estimated at %d bytes", per)
 	}
-	if err := checkTraceFits(p, prog, &options{steps: 100000, warmup: 10}, 4); err != nil {
+	if err := CheckTraceFits(p, prog, 100000, 10, 4); err != nil {
 		t.Errorf("100010 steps: %v", err)
 	}
-	err := checkTraceFits(p, prog, &options{steps: 20, warmup: 2000000000}, 4)
+	err := CheckTraceFits(p, prog, 20, 2000000000, 4)
 	if err == nil || !strings.Contains(err.Error(), "--trace of 2000000020 steps (2000000000 warm-up, 20 measured)") {
 		t.Fatalf("2e9 warm-up steps: %v", err)
 	}
@@ -315,10 +316,10 @@ func TestTraceFits(t *testing.T) {
 	if !strings.Contains(err.Error(), fmt.Sprintf("trace at most %d steps", fit)) {
 		t.Errorf("no limit %d in: %v", fit, err)
 	}
-	if err := checkTraceFits(p, prog, &options{steps: int(fit)}, 4); err != nil {
+	if err := CheckTraceFits(p, prog, int(fit), 0, 4); err != nil {
 		t.Errorf("the limit itself: %v", err)
 	}
-	if err := checkTraceFits(p, prog, &options{steps: maxTotalSteps}, 1<<20); err == nil {
+	if err := CheckTraceFits(p, prog, int(elem.InitStep), 0, 1<<20); err == nil {
 		t.Errorf("the most steps on 2^20 ranks passed")
 	}
 }
@@ -356,14 +357,14 @@ func TestTraceFileIsJSON(t *testing.T) {
 // all-reduced once a step.
 func namesPlan(t *testing.T, names ...string) (*plan.Plan, *plan.Program) {
 	t.Helper()
-	p := &plan.Plan{Name: "n", Source: "n.sync", Streams: []Stream{{Name: "comm"}}, Run: Run{Steps: 1, CheckEvery: 1}}
+	p := &plan.Plan{Name: "n", Source: "n.sync", Streams: []plan.Stream{{Name: "comm"}}, Run: plan.Run{Steps: 1, CheckEvery: 1}}
 	for i, name := range names {
-		p.Tensors = append(p.Tensors, Tensor{Name: name, DType: F32, Shape: []int64{10}, Bucket: i})
-		p.Buckets = append(p.Buckets, Bucket{Name: name, Wire: F32, Elems: 10, Tensors: []int{i}})
+		p.Tensors = append(p.Tensors, plan.Tensor{Name: name, DType: elem.F32, Shape: []int64{10}, Bucket: i})
+		p.Buckets = append(p.Buckets, plan.Bucket{Name: name, Wire: elem.F32, Elems: 10, Tensors: []int{i}})
 	}
 	prog, err := plan.Record(nil, func(s *plan.Recorder) {
 		for i := range names {
-			s.AllReduce(Src(fmt.Sprintf("n.sync:%d:1", i+1)), 0, Sum, After{}, i)
+			s.AllReduce(plan.Src(fmt.Sprintf("n.sync:%d:1", i+1)), 0, plan.Sum, plan.After{}, i)
 		}
 	})
 	if err != nil {
@@ -379,15 +380,15 @@ func namesPlan(t *testing.T, names ...string) (*plan.Plan, *plan.Program) {
 func TestReportTableNames(t *testing.T) {
 	names := []string{"日本語テンソル", "a\u202eb", "\x1b[31mred", "e\u0301", "日本語テンソル日本語テンソル", "plain"}
 	p, prog := namesPlan(t, names...)
-	res := newResults(p, prog)
-	res.checked = 1
-	for i := range res.rows {
-		res.rows[i].bytes, res.rows[i].times = 40, []time.Duration{time.Millisecond}
+	res := result.New(p, prog)
+	res.Checked = 1
+	for i := range res.Rows {
+		res.Rows[i].Bytes, res.Rows[i].Times = 40, []time.Duration{time.Millisecond}
 	}
-	res.steps = []stepStats{{step: 2 * time.Millisecond}}
+	res.Steps = []result.StepStats{{Step: 2 * time.Millisecond}}
 	rep := buildReport(p, prog, []int64{10, 10, 10, 10, 10, 10}, res, [][]byte{encodeFigures(res, len(p.Buckets))})
 	var out bytes.Buffer
-	printReport(&out, &engine{plan: p, prog: prog, size: 1}, rep, &options{checkEvery: 1})
+	Print(&out, withFlags(&Run{Plan: p, Prog: prog, Ranks: 1}, Run{CheckEvery: 1}), rep)
 	text := out.String()
 	// Each cell as a terminal shows it: 24 columns, then the tensor count.
 	for _, cell := range []string{
@@ -407,8 +408,8 @@ func TestReportTableNames(t *testing.T) {
 			t.Errorf("the report prints %U raw:\n%s", r, text)
 		}
 	}
-	e := &engine{plan: p, prog: prog, size: 1, opts: &options{checkEvery: 1}}
-	data, err := json.Marshal(makeJSON(e, rep, &runInfo{}))
+	e := &Run{Plan: p, Prog: prog, Ranks: 1, CheckEvery: 1}
+	data, err := json.Marshal(makeJSON(e, rep, &Info{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -427,28 +428,6 @@ func TestReportTableNames(t *testing.T) {
 	}
 }
 
-// TestTableCell pins the padding and the cut of text.Cell.
-func TestTableCell(t *testing.T) {
-	for _, c := range []struct {
-		in    string
-		width int
-		want  string
-	}{
-		{"abc", 5, "abc  "},
-		{"abcdef", 5, "ab..."},
-		{"日本", 5, "日本 "},
-		{"日本語", 5, "日..."}, // 6 columns: cut before the second wide character
-		{"a\u202e", 8, `a\u202e `},
-		{"ab\u202ecd", 6, "ab... "}, // an escape is not cut in two
-		{"x\xffy", 7, `x\xffy `},
-		{"\U000e0001", 10, `\U000e0001`},
-	} {
-		if got := text.Cell(c.in, c.width); got != c.want {
-			t.Errorf("text.Cell(%q, %d) = %q, want %q", c.in, c.width, got, c.want)
-		}
-	}
-}
-
 // TestReportUncheckedPerBucket: a bucket's unchecked elements, summed over
 // ranks, go on its last row and into its JSON row; a bucket without any
 // has no unchecked field.
@@ -456,20 +435,20 @@ func TestReportUncheckedPerBucket(t *testing.T) {
 	p, prog := reportPlan(t)
 	var all [][]byte
 	for rank := 0; rank < 2; rank++ {
-		res := newResults(p, prog)
-		res.checked = 2
-		res.unchecked[1] = int64(3 + rank) // bucket b: 3 on rank 0, 4 on rank 1
+		res := result.New(p, prog)
+		res.Checked = 2
+		res.Unchecked[1] = int64(3 + rank) // bucket b: 3 on rank 0, 4 on rank 1
 		all = append(all, encodeFigures(res, len(p.Buckets)))
 	}
-	res := newResults(p, prog)
-	res.checked = 2
+	res := result.New(p, prog)
+	res.Checked = 2
 	rep := buildReport(p, prog, []int64{10, 12}, res, all)
 	if rep.unchecked != 7 || rep.rows[1].unchecked != 7 || rep.rows[0].unchecked != 0 || rep.rows[2].unchecked != 0 {
 		t.Errorf("unchecked: total %d, rows %d %d %d; want 7 on b's row (the allgather) only",
 			rep.unchecked, rep.rows[0].unchecked, rep.rows[1].unchecked, rep.rows[2].unchecked)
 	}
-	e := &engine{plan: p, prog: prog, size: 2, opts: &options{checkEvery: 1}}
-	data, err := json.Marshal(makeJSON(e, rep, &runInfo{}))
+	e := &Run{Plan: p, Prog: prog, Ranks: 2, CheckEvery: 1}
+	data, err := json.Marshal(makeJSON(e, rep, &Info{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -484,4 +463,20 @@ func TestReportUncheckedPerBucket(t *testing.T) {
 			t.Errorf("JSON row %d (bucket %v): unchecked %v, want %v", i, j.Buckets[i]["bucket"], got, want)
 		}
 	}
+}
+func TestPercentile(t *testing.T) {
+	ds := []time.Duration{5, 1, 4, 2, 3, 10, 9, 8, 7, 6}
+	if p := percentile(ds, 50); p != 5 {
+		t.Errorf("p50 = %v", p)
+	}
+	if p := percentile(ds, 90); p != 9 {
+		t.Errorf("p90 = %v", p)
+	}
+}
+
+// withFlags returns a copy of base with the flags' settings of flags.
+func withFlags(base *Run, flags Run) *Run {
+	r := *base
+	r.Steps, r.Warmup, r.CheckEvery, r.Quiet = flags.Steps, flags.Warmup, flags.CheckEvery, flags.Quiet
+	return &r
 }

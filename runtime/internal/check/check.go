@@ -1,6 +1,6 @@
-package runtime
+package check
 
-// Exact checks. The checker keeps a model of what every tensor holds: the
+// Exact checks. The checker keeps a Model of what every tensor holds: the
 // step whose fill pattern it last received, and the collectives applied to
 // its bucket since. To check an element it recomputes every rank's fill
 // value (pattern.go), replays the collectives over that vector of values
@@ -22,6 +22,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/syncgen/syncgen/runtime/internal/backend"
 	"github.com/syncgen/syncgen/runtime/internal/elem"
 	"github.com/syncgen/syncgen/runtime/internal/plan"
 )
@@ -31,9 +32,18 @@ import (
 // checked.
 const maxChain = 64
 
-// model is the checker's knowledge of every tensor's contents.
-type model struct {
-	e      *engine
+// Model is the checker's knowledge of every tensor's contents, and what
+// it needs to read them: the plan, this rank's place in the world, the
+// tensors' fill patterns and memory, and the backend that holds it.
+type Model struct {
+	plan      *plan.Plan
+	rank      int
+	size      int
+	shapes    []elem.PatternShape
+	mem       *backend.Layout
+	backOrder []int
+	be        backend.Backend
+
 	fill   []uint32
 	chain  [][]plan.Stmt
 	broken []bool
@@ -60,26 +70,31 @@ type model struct {
 // (the world size is the engine's).
 type avgKey struct {
 	lo, hi int32
-	wire   DType
+	wire   elem.DType
 }
 
-func newModel(e *engine) *model {
-	n := len(e.plan.Tensors)
-	m := &model{e: e, fill: make([]uint32, n), chain: make([][]plan.Stmt, n), broken: make([]bool, n)}
+// New returns the Model of plan p on this rank of a world of size ranks,
+// before the first fill: every tensor holds the pattern of elem.InitStep.
+// shapes are the tensors' patterns (Patterns), mem their memory on backend
+// be, backOrder the order in which a backward makes their gradients ready.
+func New(p *plan.Plan, rank, size int, shapes []elem.PatternShape, mem *backend.Layout, backOrder []int, be backend.Backend) *Model {
+	n := len(p.Tensors)
+	m := &Model{plan: p, rank: rank, size: size, shapes: shapes, mem: mem, backOrder: backOrder, be: be,
+		fill: make([]uint32, n), chain: make([][]plan.Stmt, n), broken: make([]bool, n)}
 	for i := range m.fill {
 		m.fill[i] = elem.InitStep
 	}
 	return m
 }
 
-// apply advances the model over one block of statements (groups expanded,
+// Apply advances the Model over one block of statements (groups expanded,
 // see plan.Flat) run with fill step seed.
-func (m *model) apply(block []plan.Stmt, seed uint32) {
-	p := m.e.plan
+func (m *Model) Apply(block []plan.Stmt, seed uint32) {
+	p := m.plan
 	for _, s := range block {
 		switch s.Kind {
 		case plan.StmtBackward:
-			for _, t := range m.e.backOrder {
+			for _, t := range m.backOrder {
 				m.fill[t] = seed
 				m.chain[t] = m.chain[t][:0]
 				m.broken[t] = false
@@ -98,12 +113,14 @@ func (m *model) apply(block []plan.Stmt, seed uint32) {
 	}
 }
 
-// checkResult counts one bucket's elements.
-type checkResult struct {
-	wrong     int64
-	unchecked int64
-	// first describes the first wrong element, for the error message.
-	first string
+// Result counts one bucket's elements.
+type Result struct {
+	// Wrong counts the elements that differ from the model; Unchecked
+	// those the model cannot predict exactly.
+	Wrong     int64
+	Unchecked int64
+	// First describes the first wrong element, for the error message.
+	First string
 }
 
 // checkBatchBytes bounds the host copy of a batch of tensors: a bucket's
@@ -113,13 +130,13 @@ type checkResult struct {
 // tests can cut buckets into many batches.
 var checkBatchBytes int64 = 64 << 20
 
-// checkBucket compares every element of bucket b's tensors on this rank
-// with the model. The streams must have drained. The tensors are copied
+// CheckBucket compares every element of bucket b's tensors on this rank
+// with the Model. The streams must have drained. The tensors are copied
 // to the host in batches, and each batch is checked by several goroutines
 // (the host's cores are idle between steps).
-func (m *model) checkBucket(b int) (checkResult, error) {
-	var res checkResult
-	e := m.e
+func (m *Model) CheckBucket(b int) (Result, error) {
+	var res Result
+	e := m
 	tensors := e.plan.Buckets[b].Tensors
 	for k := 0; k < len(tensors); {
 		// The next batch: tensors up to checkBatchBytes of copies, at
@@ -130,10 +147,10 @@ func (m *model) checkBucket(b int) (checkResult, error) {
 		for ; k < len(tensors); k++ {
 			t := tensors[k]
 			if m.broken[t] {
-				res.unchecked += e.tensors[t].elems
+				res.Unchecked += e.mem.Tensors[t].Elems
 				continue
 			}
-			n := e.tensors[t].store.Bytes()
+			n := e.mem.Tensors[t].Store.Bytes()
 			// Each run of tensors that are copied together starts 8-byte
 			// aligned, so that every element is aligned for elem.LoadAll.
 			off := size
@@ -160,10 +177,10 @@ func (m *model) checkBucket(b int) (checkResult, error) {
 			return res, err
 		}
 		r := m.checkHost(m.batch, m.offs, host)
-		res.wrong += r.wrong
-		res.unchecked += r.unchecked
-		if res.first == "" {
-			res.first = r.first
+		res.Wrong += r.Wrong
+		res.Unchecked += r.Unchecked
+		if res.First == "" {
+			res.First = r.First
 		}
 	}
 	return res, nil
@@ -173,25 +190,25 @@ func (m *model) checkBucket(b int) (checkResult, error) {
 // memory: both are views of the same bucket's wire buffer, t right after
 // prev. A batch places such neighbours side by side in its host copy too,
 // and copies them in one piece.
-func (m *model) continues(prev, t int) bool {
-	a, b := &m.e.tensors[prev], &m.e.tensors[t]
-	return a.inPlace && b.inPlace && m.e.plan.Tensors[prev].Bucket == m.e.plan.Tensors[t].Bucket &&
-		a.store.Off+a.store.N == b.store.Off
+func (m *Model) continues(prev, t int) bool {
+	a, b := &m.mem.Tensors[prev], &m.mem.Tensors[t]
+	return a.InPlace && b.InPlace && m.plan.Tensors[prev].Bucket == m.plan.Tensors[t].Bucket &&
+		a.Store.Off+a.Store.N == b.Store.Off
 }
 
 // copyBatch copies the batch's tensors into host at their offsets, one
 // CopyToHost per run of neighbours (see continues) rather than per tensor:
 // on the GPU each copy is a cudaMemcpy of its own.
-func (m *model) copyBatch(host []byte) error {
-	e := m.e
+func (m *Model) copyBatch(host []byte) error {
+	e := m
 	for i := 0; i < len(m.batch); {
 		j := i + 1
 		for j < len(m.batch) && m.continues(m.batch[j-1], m.batch[j]) {
 			j++
 		}
-		first, last := &e.tensors[m.batch[i]], &e.tensors[m.batch[j-1]]
-		span := first.store
-		span.N = last.store.Off + last.store.N - first.store.Off
+		first, last := &e.mem.Tensors[m.batch[i]], &e.mem.Tensors[m.batch[j-1]]
+		span := first.Store
+		span.N = last.Store.Off + last.Store.N - first.Store.Off
 		if err := e.be.CopyToHost(host[m.offs[i]:m.offs[i]+span.Bytes()], span); err != nil {
 			name := e.plan.Tensors[m.batch[i]].Name
 			if j-i > 1 {
@@ -218,21 +235,21 @@ type piece struct {
 // job of one-element tensors holds a few hundred of them, not thousands.
 const pieceCost = 32
 
-// checkHost compares the elements of tensors ts with the model; host holds
+// checkHost compares the elements of tensors ts with the Model; host holds
 // them, tensor ts[k] from byte offs[k] on. The work is cut into pieces of
 // at most a block of one tensor, and the pieces into jobs of about a
 // block's worth of work, which the workers take in order: the cost is
 // proportional to the elements, plus a small constant per tensor, and a
 // batch of many small tensors is spread over the cores as well as one
 // large tensor is.
-func (m *model) checkHost(ts []int, offs []int64, host []byte) checkResult {
-	e := m.e
+func (m *Model) checkHost(ts []int, offs []int64, host []byte) Result {
+	e := m
 	block := checkBlockFor(e.size)
 	m.pieces, m.jobs = m.pieces[:0], m.jobs[:0]
 	cost := 0
 	for k, t := range ts {
 		size := e.plan.Tensors[t].DType.Size()
-		elems := e.tensors[t].elems
+		elems := e.mem.Tensors[t].Elems
 		for i0 := int64(0); i0 < elems; i0 += int64(block) {
 			n := int(min(int64(block), elems-i0))
 			if cost == 0 {
@@ -248,7 +265,7 @@ func (m *model) checkHost(ts []int, offs []int64, host []byte) checkResult {
 	m.jobs = append(m.jobs, len(m.pieces))
 	jobs := len(m.jobs) - 1
 	if jobs == 0 {
-		return checkResult{} // only tensors without elements
+		return Result{} // only tensors without elements
 	}
 	workers := min(max(min(goruntime.GOMAXPROCS(0), 8), 1), jobs)
 	for len(m.workers) < workers {
@@ -272,18 +289,18 @@ func (m *model) checkHost(ts []int, offs []int64, host []byte) checkResult {
 	}
 	// Every worker takes its jobs in order, so its first wrong element is
 	// its earliest; the earliest of all is the batch's first.
-	var res checkResult
+	var res Result
 	var first *checkWorker
 	for _, w := range m.workers[:workers] {
-		res.wrong += w.wrong
-		res.unchecked += w.unchecked
+		res.Wrong += w.wrong
+		res.Unchecked += w.unchecked
 		if w.bad >= 0 && (first == nil || w.bad < first.bad || w.bad == first.bad && w.badAt < first.badAt) {
 			first = w
 		}
 	}
 	if first != nil {
 		p := &m.pieces[first.bad]
-		res.first = fmt.Sprintf("tensor %q element %d: got %v, want %v",
+		res.First = fmt.Sprintf("tensor %q element %d: got %v, want %v",
 			e.plan.Tensors[p.t].Name, p.i0+int64(first.badAt), first.badGot, first.badWant)
 	}
 	return res
@@ -303,10 +320,10 @@ type checkWorker struct {
 
 // run checks the jobs of m.pieces that it takes from next until none are
 // left.
-func (w *checkWorker) run(m *model, host []byte, next *atomic.Int64) {
-	e := m.e
+func (w *checkWorker) run(m *Model, host []byte, next *atomic.Int64) {
+	e := m
 	w.wrong, w.unchecked, w.bad = 0, 0, -1
-	w.sim.t = -1 // the model has changed since the last batch
+	w.sim.t = -1 // the Model has changed since the last batch
 	jobs := int64(len(m.jobs) - 1)
 	for k := next.Add(1) - 1; k < jobs; k = next.Add(1) - 1 {
 		for pi := m.jobs[k]; pi < m.jobs[k+1]; pi++ {
@@ -358,7 +375,7 @@ func checkBlockFor(size int) int {
 
 // avgTable returns the average of the first collective for every base in
 // [lo, hi] (see sim.avgTab), computed once per range and wire dtype.
-func (m *model) avgTable(lo, hi int32, wire DType) []float64 {
+func (m *Model) avgTable(lo, hi int32, wire elem.DType) []float64 {
 	m.avgMu.Lock()
 	defer m.avgMu.Unlock()
 	key := avgKey{lo, hi, wire}
@@ -367,7 +384,7 @@ func (m *model) avgTable(lo, hi int32, wire DType) []float64 {
 	}
 	tab := make([]float64, int64(hi)-int64(lo)+1)
 	for k := range tab {
-		tab[k] = elem.AvgOf(float64(m.e.size)*float64(int64(lo)+int64(k)), wire, m.e.size)
+		tab[k] = elem.AvgOf(float64(m.size)*float64(int64(lo)+int64(k)), wire, m.size)
 	}
 	if m.avgTabs == nil {
 		m.avgTabs = map[avgKey][]float64{}
@@ -379,12 +396,12 @@ func (m *model) avgTable(lo, hi int32, wire DType) []float64 {
 // sim replays one tensor's history for blocks of elements. Its buffers are
 // kept when it moves on to another tensor (load).
 type sim struct {
-	m      *model
+	m      *Model
 	t      int // the tensor loaded, -1 for none
 	params []elem.FillParams
 	vals   [][]float64 // [rank][element of block]
-	tdt    DType
-	wire   DType
+	tdt    elem.DType
+	wire   elem.DType
 	off    int64 // the tensor's offset in its bucket
 	slice  int64 // elements per rank slice of the padded bucket
 	chain  []plan.Stmt
@@ -397,7 +414,7 @@ type sim struct {
 	// replayed is the first.
 	fillExact, sumFirst, baseOnly, first bool
 	// avgTab[a-Lo] is the average of the first collective for base a,
-	// when baseOnly holds for an avg (shared, read only: model.avgTable).
+	// when baseOnly holds for an avg (shared, read only: Model.avgTable).
 	avgTab []float64
 	ints   []int32
 	base   []int32 // the avg pattern's base and deviation (fill)
@@ -407,15 +424,15 @@ type sim struct {
 }
 
 // newSim returns a simulator of tensor t.
-func (m *model) newSim(t int) *sim {
+func (m *Model) newSim(t int) *sim {
 	s := &sim{}
 	s.load(m, t)
 	return s
 }
 
-// load points the simulator at tensor t as the model has it now.
-func (s *sim) load(m *model, t int) {
-	e := m.e
+// load points the simulator at tensor t as the Model has it now.
+func (s *sim) load(m *Model, t int) {
+	e := m
 	pt := &e.plan.Tensors[t]
 	s.m, s.t, s.tdt, s.wire, s.chain = m, t, pt.DType, pt.DType, m.chain[t]
 	s.off, s.slice = 0, 0
@@ -429,7 +446,7 @@ func (s *sim) load(m *model, t int) {
 	if pt.Bucket >= 0 {
 		s.wire = e.plan.Buckets[pt.Bucket].Wire
 		s.off = pt.Offset
-		s.slice = e.buckets[pt.Bucket].elems / int64(e.size)
+		s.slice = e.mem.Buckets[pt.Bucket].Elems / int64(e.size)
 	}
 	s.limit = float64(s.wire.ExactLimit())
 	s.fillExact = true
@@ -444,12 +461,12 @@ func (s *sim) load(m *model, t int) {
 	}
 	if len(s.chain) > 0 {
 		first := &s.chain[0]
-		s.sumFirst = s.fillExact && first.Coll.Reduces() && (first.Op == Sum || first.Op == Avg) &&
+		s.sumFirst = s.fillExact && first.Coll.Reduces() && (first.Op == plan.Sum || first.Op == plan.Avg) &&
 			float64(bound) <= s.limit
 		// A reduce's other ranks keep their values, so it needs them all.
 		s.baseOnly = s.sumFirst && allAvg && first.Coll != plan.CollReduce
 		p := &s.params[0]
-		if s.baseOnly && first.Op == Avg && int64(p.Hi)-int64(p.Lo) < 1<<16 {
+		if s.baseOnly && first.Op == plan.Avg && int64(p.Hi)-int64(p.Lo) < 1<<16 {
 			// The average is a function of the base: tabulate it.
 			s.avgTab = m.avgTable(p.Lo, p.Hi, s.wire)
 		}
@@ -458,7 +475,7 @@ func (s *sim) load(m *model, t int) {
 
 // exactIn reports whether every integer in [lo, hi] is exactly
 // representable in dt, so that casting it to dt changes nothing.
-func exactIn(lo, hi int64, dt DType) bool {
+func exactIn(lo, hi int64, dt elem.DType) bool {
 	if dt.Unsigned() && lo < 0 {
 		return false
 	}
@@ -492,7 +509,7 @@ func (s *sim) run(i0 int64, out []float64) {
 		s.applyBlock(&s.chain[k], i0, n)
 	}
 	s.first = false
-	copy(out, s.vals[s.m.e.rank][:n])
+	copy(out, s.vals[s.m.rank][:n])
 }
 
 // fill writes every rank's fill values of elements i0..i0+n into s.vals
@@ -529,11 +546,11 @@ func (s *sim) fill(i0 int64, n int) {
 // castAll rounds every known value of the block to dt. Integers within
 // dt's exact range are what the pattern makes and stay as they are, which
 // saves the rounding code for nearly every element.
-func (s *sim) castAll(dt DType, n int) {
+func (s *sim) castAll(dt elem.DType, n int) {
 	switch dt {
-	case F64:
+	case elem.F64:
 		return
-	case F32:
+	case elem.F32:
 		// The conversion keeps NaN and infinity, so no test is needed.
 		for r := range s.vals {
 			v := s.vals[r][:n]
@@ -612,7 +629,7 @@ func (s *sim) applyBlock(op *plan.Stmt, i0 int64, n int) {
 }
 
 // reduceBlock reduces the block across ranks into s.red.
-func (s *sim) reduceBlock(op RedOp, n int) []float64 {
+func (s *sim) reduceBlock(op plan.RedOp, n int) []float64 {
 	red := s.red[:n]
 	if s.first && s.avgTab != nil {
 		lo := s.params[0].Lo
@@ -623,7 +640,7 @@ func (s *sim) reduceBlock(op RedOp, n int) []float64 {
 	}
 	if s.first && s.sumFirst {
 		s.sumFilled(red)
-		if op == Avg {
+		if op == plan.Avg {
 			for j, x := range red {
 				red[j] = elem.AvgOf(x, s.wire, len(s.vals))
 			}
@@ -634,7 +651,7 @@ func (s *sim) reduceBlock(op RedOp, n int) []float64 {
 		s.col = make([]float64, len(s.vals))
 	}
 	col := s.col[:len(s.vals)]
-	if (op == Sum || op == Avg) && len(s.vals) <= 16 {
+	if (op == plan.Sum || op == plan.Avg) && len(s.vals) <= 16 {
 		// The common cases without the per-element column copy.
 		for j := range red {
 			var sum, bound float64
@@ -656,7 +673,7 @@ func (s *sim) reduceBlock(op RedOp, n int) []float64 {
 				red[j] = s.reduce(op, col)
 			case bound > s.limit:
 				red[j] = math.NaN()
-			case op == Avg:
+			case op == plan.Avg:
 				red[j] = elem.AvgOf(sum, s.wire, len(s.vals))
 			default:
 				red[j] = sum
@@ -698,7 +715,7 @@ func (s *sim) sumFilled(red []float64) {
 
 // reduce returns the reduction of x in the wire dtype, or NaN when it
 // cannot be predicted exactly.
-func (s *sim) reduce(op RedOp, x []float64) float64 {
+func (s *sim) reduce(op plan.RedOp, x []float64) float64 {
 	for _, v := range x {
 		if math.IsNaN(v) {
 			return math.NaN()
@@ -710,7 +727,7 @@ func (s *sim) reduce(op RedOp, x []float64) float64 {
 		}
 	}
 	switch op {
-	case Sum, Avg:
+	case plan.Sum, plan.Avg:
 		var sum, bound float64
 		for _, v := range x {
 			if v != math.Trunc(v) {
@@ -722,11 +739,11 @@ func (s *sim) reduce(op RedOp, x []float64) float64 {
 		if bound > s.limit {
 			return math.NaN()
 		}
-		if op == Avg {
+		if op == plan.Avg {
 			return elem.AvgOf(sum, s.wire, len(x))
 		}
 		return sum
-	case Prod:
+	case plan.Prod:
 		prod, bound := 1.0, 1.0
 		for _, v := range x {
 			if v != math.Trunc(v) {
@@ -739,13 +756,13 @@ func (s *sim) reduce(op RedOp, x []float64) float64 {
 			return math.NaN()
 		}
 		return prod
-	case Min:
+	case plan.Min:
 		v := x[0]
 		for _, y := range x[1:] {
 			v = math.Min(v, y)
 		}
 		return v
-	case Max:
+	case plan.Max:
 		v := x[0]
 		for _, y := range x[1:] {
 			v = math.Max(v, y)

@@ -1,4 +1,4 @@
-package runtime
+package check
 
 import (
 	"fmt"
@@ -7,53 +7,68 @@ import (
 	goruntime "runtime"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/syncgen/syncgen/runtime/internal/backend"
 	"github.com/syncgen/syncgen/runtime/internal/elem"
 	"github.com/syncgen/syncgen/runtime/internal/plan"
 )
 
-// testEngine builds just enough of an engine for the checker: one tensor of
+// testRank is a rank's checker and what the tests read of it: the model,
+// the tensors' patterns and their memory.
+type testRank struct {
+	model  *Model
+	shapes []elem.PatternShape
+	mem    *backend.Layout
+}
+
+// newTestRank returns the checker of rank in a world of size ranks for p
+// and prog, the tensors' memory mem on be (which may be nil when nothing is
+// read), backward making every tensor ready.
+func newTestRank(p *plan.Plan, prog *plan.Program, rank, size int, mem *backend.Layout, be backend.Backend) *testRank {
+	var backOrder []int
+	for i := range p.Tensors {
+		backOrder = append(backOrder, i)
+	}
+	shapes := Patterns(p, prog, size)
+	return &testRank{model: New(p, rank, size, shapes, mem, backOrder, be), shapes: shapes, mem: mem}
+}
+
+// testEngine builds just enough of a rank for the checker: one tensor of
 // tdt in one bucket of wire dtype, n elements, seen by chain.
-func testEngine(tdt, wire DType, n int64, size, rank int, chain []plan.Stmt) *engine {
+func testEngine(tdt, wire elem.DType, n int64, size, rank int, chain []plan.Stmt) *testRank {
 	p := &plan.Plan{
-		Tensors: []Tensor{{Name: "t", DType: tdt, Shape: []int64{n}, Bucket: 0}},
-		Buckets: []Bucket{{Name: "b", Wire: wire, Elems: n, Tensors: []int{0}}},
-		Streams: []Stream{{Name: "comm"}},
+		Tensors: []plan.Tensor{{Name: "t", DType: tdt, Shape: []int64{n}, Bucket: 0}},
+		Buckets: []plan.Bucket{{Name: "b", Wire: wire, Elems: n, Tensors: []int{0}}},
+		Streams: []plan.Stream{{Name: "comm"}},
 	}
 	prog := &plan.Program{Step: append([]plan.Stmt{{Kind: plan.StmtBackward}}, chain...)}
-	e := &engine{plan: p, prog: prog, rank: rank, size: size}
-	e.shapes = choosePatterns(p, prog, size)
 	padded := n
 	if padded%int64(size) != 0 {
 		padded += int64(size) - padded%int64(size)
 	}
-	e.buckets = []bucketMem{{elems: padded}}
-	e.backOrder = []int{0}
-	e.model = newModel(e)
-	e.model.apply(prog.Step, 5)
+	e := newTestRank(p, prog, rank, size, &backend.Layout{Buckets: []backend.BucketMem{{Elems: padded}}}, nil)
+	e.model.Apply(prog.Step, 5)
 	return e
 }
 
 // reduceInOrder reduces vals in the given order with the dtype's rounding
 // after every operation, as an MPI implementation may.
-func reduceInOrder(vals []float64, order []int, op RedOp, dt DType) float64 {
+func reduceInOrder(vals []float64, order []int, op plan.RedOp, dt elem.DType) float64 {
 	acc := vals[order[0]]
 	for _, i := range order[1:] {
 		v := vals[i]
 		switch op {
-		case Sum, Avg:
+		case plan.Sum, plan.Avg:
 			acc = elem.RoundTo(acc+v, dt)
-		case Prod:
+		case plan.Prod:
 			acc = elem.RoundTo(acc*v, dt)
-		case Min:
+		case plan.Min:
 			acc = math.Min(acc, v)
-		case Max:
+		case plan.Max:
 			acc = math.Max(acc, v)
 		}
 	}
-	if op == Avg {
+	if op == plan.Avg {
 		acc = elem.AvgOf(acc, dt, len(vals))
 	}
 	return acc
@@ -64,10 +79,10 @@ func reduceInOrder(vals []float64, order []int, op RedOp, dt DType) float64 {
 // ranks: the pattern's ranges keep every partial result exact.
 func TestCheckerPredictsAnyOrder(t *testing.T) {
 	rng := rand.New(rand.NewSource(7))
-	dts := []DType{F64, F32, F16, BF16, I64, I32, I8, U8}
+	dts := []elem.DType{elem.F64, elem.F32, elem.F16, elem.BF16, elem.I64, elem.I32, elem.I8, elem.U8}
 	for _, tdt := range dts {
-		for _, wire := range []DType{tdt, F32, BF16} {
-			for op := Sum; op <= Prod; op++ {
+		for _, wire := range []elem.DType{tdt, elem.F32, elem.BF16} {
+			for op := plan.Sum; op <= plan.Prod; op++ {
 				for size := 1; size <= 8; size++ {
 					const n = 300
 					chain := []plan.Stmt{{Kind: plan.StmtColl, Coll: plan.CollAllReduce, Op: op, Buckets: []int{0}}}
@@ -99,7 +114,7 @@ func TestCheckerPredictsAnyOrder(t *testing.T) {
 
 // The collectives' semantics, replayed for one element position.
 func TestSimSemantics(t *testing.T) {
-	s := &sim{slice: 3, wire: F32, tdt: F32, limit: float64(F32.ExactLimit()), red: make([]float64, 1)}
+	s := &sim{slice: 3, wire: elem.F32, tdt: elem.F32, limit: float64(elem.F32.ExactLimit()), red: make([]float64, 1)}
 	for r := 0; r < 4; r++ {
 		s.vals = append(s.vals, make([]float64, 1))
 	}
@@ -114,7 +129,7 @@ func TestSimSemantics(t *testing.T) {
 		}
 	}
 	x := []float64{1, 2, 3, 4}
-	apply(&plan.Stmt{Coll: plan.CollReduce, Op: Sum, Root: 2}, x, 0)
+	apply(&plan.Stmt{Coll: plan.CollReduce, Op: plan.Sum, Root: 2}, x, 0)
 	if x[2] != 10 || x[0] != 1 || x[3] != 4 {
 		t.Errorf("reduce to 2: %v", x)
 	}
@@ -129,49 +144,28 @@ func TestSimSemantics(t *testing.T) {
 		t.Errorf("allgather at slice 2: %v", x)
 	}
 	x = []float64{1, 2, 3, 4}
-	apply(&plan.Stmt{Coll: plan.CollReduceScatter, Op: Max}, x, 4) // slice 1
+	apply(&plan.Stmt{Coll: plan.CollReduceScatter, Op: plan.Max}, x, 4) // slice 1
 	if x[1] != 4 || !math.IsInf(x[0], 1) || !math.IsInf(x[2], 1) {
 		t.Errorf("reducescatter at slice 1: %v", x)
 	}
 	// A reduction over an undefined value is undefined; over an inexact
 	// one, inexact.
-	if v := s.reduce(Sum, []float64{1, undefined}); !math.IsInf(v, 1) {
+	if v := s.reduce(plan.Sum, []float64{1, undefined}); !math.IsInf(v, 1) {
 		t.Errorf("sum with undefined = %v", v)
 	}
-	if v := s.reduce(Sum, []float64{1, math.NaN()}); !math.IsNaN(v) {
+	if v := s.reduce(plan.Sum, []float64{1, math.NaN()}); !math.IsNaN(v) {
 		t.Errorf("sum with NaN = %v", v)
 	}
-	if v := s.reduce(Sum, []float64{1 << 23, 1 << 23, 1}); !math.IsNaN(v) {
+	if v := s.reduce(plan.Sum, []float64{1 << 23, 1 << 23, 1}); !math.IsNaN(v) {
 		t.Errorf("sum past f32's exact range = %v, want NaN", v)
-	}
-}
-
-func TestIntervals(t *testing.T) {
-	u := union([]interval{{5, 10}, {0, 3}, {2, 4}, {9, 12}})
-	if len(u) != 2 || u[0] != (interval{0, 4}) || u[1] != (interval{5, 12}) {
-		t.Fatalf("union = %v", u)
-	}
-	x := intersect(nil, u, []interval{{3, 6}, {11, 20}})
-	if length(x) != 1+1+1 {
-		t.Fatalf("intersect = %v", x)
-	}
-}
-
-func TestPercentile(t *testing.T) {
-	ds := []time.Duration{5, 1, 4, 2, 3, 10, 9, 8, 7, 6}
-	if p := percentile(ds, 50); p != 5 {
-		t.Errorf("p50 = %v", p)
-	}
-	if p := percentile(ds, 90); p != 9 {
-		t.Errorf("p90 = %v", p)
 	}
 }
 
 // Beyond the documented limits the checker says "unchecked" instead of
 // guessing: bf16 sums over 600 ranks cannot stay exact.
 func TestCheckerGivesUpBeyondLimits(t *testing.T) {
-	chain := []plan.Stmt{{Kind: plan.StmtColl, Coll: plan.CollAllReduce, Op: Sum, Buckets: []int{0}}}
-	e := testEngine(BF16, BF16, 200, 600, 0, chain)
+	chain := []plan.Stmt{{Kind: plan.StmtColl, Coll: plan.CollAllReduce, Op: plan.Sum, Buckets: []int{0}}}
+	e := testEngine(elem.BF16, elem.BF16, 200, 600, 0, chain)
 	want := make([]float64, 200)
 	e.model.newSim(0).run(0, want)
 	nan := 0
@@ -190,8 +184,8 @@ func TestCheckerGivesUpBeyondLimits(t *testing.T) {
 // averages) predict what brute force computes for reducescatter and
 // reduce too, on every rank.
 func TestCheckerReduceScatterAndReduce(t *testing.T) {
-	for _, c := range []struct{ tdt, wire DType }{{F32, BF16}, {BF16, BF16}, {F16, F16}, {I32, I32}} {
-		for _, op := range []RedOp{Sum, Avg} {
+	for _, c := range []struct{ tdt, wire elem.DType }{{elem.F32, elem.BF16}, {elem.BF16, elem.BF16}, {elem.F16, elem.F16}, {elem.I32, elem.I32}} {
+		for _, op := range []plan.RedOp{plan.Sum, plan.Avg} {
 			for size := 2; size <= 5; size++ {
 				for _, coll := range []plan.Coll{plan.CollReduceScatter, plan.CollReduce} {
 					chain := []plan.Stmt{{Kind: plan.StmtColl, Coll: coll, Op: op, Root: size - 1, Buckets: []int{0}}}
@@ -200,7 +194,7 @@ func TestCheckerReduceScatterAndReduce(t *testing.T) {
 						e := testEngine(c.tdt, c.wire, n, size, rank, chain)
 						want := make([]float64, n)
 						e.model.newSim(0).run(0, want)
-						slice := e.buckets[0].elems / int64(size)
+						slice := e.mem.Buckets[0].Elems / int64(size)
 						for i := int64(0); i < n; i++ {
 							vals := make([]float64, size)
 							for r := range vals {
@@ -246,32 +240,28 @@ func rng0(n int) []int {
 func TestCheckerInitChainExact(t *testing.T) {
 	rng := rand.New(rand.NewSource(11))
 	for _, c := range []struct {
-		tdt, wire DType
-		init      RedOp
-		step      []RedOp
+		tdt, wire elem.DType
+		init      plan.RedOp
+		step      []plan.RedOp
 	}{
-		{F32, BF16, Avg, []RedOp{Max}},
-		{BF16, BF16, Sum, []RedOp{Min}},
-		{F16, F16, Sum, nil},
-		{I8, I8, Avg, []RedOp{Sum}},
+		{elem.F32, elem.BF16, plan.Avg, []plan.RedOp{plan.Max}},
+		{elem.BF16, elem.BF16, plan.Sum, []plan.RedOp{plan.Min}},
+		{elem.F16, elem.F16, plan.Sum, nil},
+		{elem.I8, elem.I8, plan.Avg, []plan.RedOp{plan.Sum}},
 	} {
 		for size := 1; size <= 8; size++ {
 			const n = 300
 			p := &plan.Plan{
-				Tensors: []Tensor{{Name: "t", DType: c.tdt, Shape: []int64{n}, Bucket: 0}},
-				Buckets: []Bucket{{Name: "b", Wire: c.wire, Elems: n, Tensors: []int{0}}},
-				Streams: []Stream{{Name: "comm"}},
+				Tensors: []plan.Tensor{{Name: "t", DType: c.tdt, Shape: []int64{n}, Bucket: 0}},
+				Buckets: []plan.Bucket{{Name: "b", Wire: c.wire, Elems: n, Tensors: []int{0}}},
+				Streams: []plan.Stream{{Name: "comm"}},
 			}
 			prog := &plan.Program{Init: []plan.Stmt{{Kind: plan.StmtColl, Coll: plan.CollAllReduce, Op: c.init, Buckets: []int{0}}}, Step: []plan.Stmt{{Kind: plan.StmtBackward}}}
 			for _, op := range c.step {
 				prog.Step = append(prog.Step, plan.Stmt{Kind: plan.StmtColl, Coll: plan.CollAllReduce, Op: op, Buckets: []int{0}})
 			}
-			e := &engine{plan: p, prog: prog, rank: 0, size: size}
-			e.shapes = choosePatterns(p, prog, size)
-			e.buckets = []bucketMem{{elems: n}}
-			e.backOrder = []int{0}
-			e.model = newModel(e)
-			e.model.apply(prog.Init, elem.InitStep)
+			e := newTestRank(p, prog, 0, size, &backend.Layout{Buckets: []backend.BucketMem{{Elems: n}}}, nil)
+			e.model.Apply(prog.Init, elem.InitStep)
 			want := make([]float64, n)
 			e.model.newSim(0).run(0, want)
 			for i := int64(0); i < n; i++ {
@@ -300,12 +290,12 @@ type hostBackend struct {
 }
 
 type hostBuffer struct {
-	dt DType
+	dt elem.DType
 	b  []byte
 }
 
-func (h *hostBuffer) DType() DType { return h.dt }
-func (h *hostBuffer) Elems() int64 { return int64(len(h.b)) / h.dt.Size() }
+func (h *hostBuffer) DType() elem.DType { return h.dt }
+func (h *hostBuffer) Elems() int64      { return int64(len(h.b)) / h.dt.Size() }
 
 func (h *hostBackend) CopyToHost(dst []byte, src backend.Span) error {
 	h.copies++
@@ -319,26 +309,24 @@ func (h *hostBackend) CopyToHost(dst []byte, src backend.Span) error {
 // hostBackend: tensors of the wire dtype are views of the bucket's buffer,
 // the others live in one buffer per dtype, 64-byte aligned, as the engine
 // lays them out. The step is a backward and an allreduce of op.
-func bucketEngine(dts []DType, elems []int64, wire DType, op RedOp, size, rank int) (*engine, *hostBackend) {
-	p := &plan.Plan{Streams: []Stream{{Name: "comm"}}}
-	b := Bucket{Name: "b", Wire: wire}
+func bucketEngine(dts []elem.DType, elems []int64, wire elem.DType, op plan.RedOp, size, rank int) (*testRank, *hostBackend) {
+	p := &plan.Plan{Streams: []plan.Stream{{Name: "comm"}}}
+	b := plan.Bucket{Name: "b", Wire: wire}
 	for i, dt := range dts {
-		p.Tensors = append(p.Tensors, Tensor{Name: fmt.Sprintf("t%d", i), DType: dt, Shape: []int64{elems[i]}, Bucket: 0, Offset: b.Elems})
+		p.Tensors = append(p.Tensors, plan.Tensor{Name: fmt.Sprintf("t%d", i), DType: dt, Shape: []int64{elems[i]}, Bucket: 0, Offset: b.Elems})
 		b.Tensors = append(b.Tensors, i)
 		b.Elems += elems[i]
 	}
-	p.Buckets = []Bucket{b}
+	p.Buckets = []plan.Bucket{b}
 	prog := &plan.Program{Step: []plan.Stmt{{Kind: plan.StmtBackward}, {Kind: plan.StmtColl, Coll: plan.CollAllReduce, Op: op, Buckets: []int{0}}}}
 	be := &hostBackend{}
-	e := &engine{plan: p, prog: prog, rank: rank, size: size, be: be}
-	e.shapes = choosePatterns(p, prog, size)
 	bucket := &hostBuffer{dt: wire, b: make([]byte, b.Elems*wire.Size())}
-	e.buckets = []bucketMem{{buf: bucket, elems: b.Elems}}
-	arenas := map[DType]*hostBuffer{}
+	mem := &backend.Layout{Buckets: []backend.BucketMem{{Buf: bucket, Elems: b.Elems}}}
+	arenas := map[elem.DType]*hostBuffer{}
 	for i, dt := range dts {
-		tm := tensorMem{elems: elems[i]}
+		tm := backend.TensorMem{Elems: elems[i]}
 		if dt == wire {
-			tm.store, tm.inPlace = backend.Span{Buf: bucket, Off: p.Tensors[i].Offset, N: elems[i], DType: dt}, true
+			tm.Store, tm.InPlace = backend.Span{Buf: bucket, Off: p.Tensors[i].Offset, N: elems[i], DType: dt}, true
 		} else {
 			a := arenas[dt]
 			if a == nil {
@@ -347,19 +335,18 @@ func bucketEngine(dts []DType, elems []int64, wire DType, op RedOp, size, rank i
 			}
 			off := (a.Elems()*dt.Size() + 63) &^ 63 / dt.Size()
 			a.b = append(a.b, make([]byte, (off+elems[i])*dt.Size()-int64(len(a.b)))...)
-			tm.store = backend.Span{Buf: a, Off: off, N: elems[i], DType: dt}
+			tm.Store = backend.Span{Buf: a, Off: off, N: elems[i], DType: dt}
 		}
-		e.tensors = append(e.tensors, tm)
-		e.backOrder = append(e.backOrder, i)
+		mem.Tensors = append(mem.Tensors, tm)
 	}
-	e.model = newModel(e)
-	e.model.apply(prog.Step, 5)
+	e := newTestRank(p, prog, rank, size, mem, be)
+	e.model.Apply(prog.Step, 5)
 	return e, be
 }
 
 // storeBytes returns the bytes of tensor t's gradient in e's hostBackend.
-func storeBytes(e *engine, t int) []byte {
-	s := e.tensors[t].store
+func storeBytes(e *testRank, t int) []byte {
+	s := e.mem.Tensors[t].Store
 	return s.Buf.(*hostBuffer).b[s.Off*s.DType.Size() : (s.Off+s.N)*s.DType.Size()]
 }
 
@@ -373,24 +360,24 @@ func storeBytes(e *engine, t int) []byte {
 func TestCheckBucketFindsEveryWrongElement(t *testing.T) {
 	defer goruntime.GOMAXPROCS(goruntime.GOMAXPROCS(8)) // several workers even on a small machine
 	defer func(b int64) { checkBatchBytes = b }(checkBatchBytes)
-	var dts []DType
+	var dts []elem.DType
 	var elems []int64
-	add := func(dt DType, n ...int64) {
+	add := func(dt elem.DType, n ...int64) {
 		for _, x := range n {
 			dts, elems = append(dts, dt), append(elems, x)
 		}
 	}
-	add(F32, 1, 1, 3, 0, 8191, 8192, 8193)
-	add(F16, 5, 9000)
-	add(F32, 20000, 2)
-	add(BF16, 1)
-	add(I32, 300)
+	add(elem.F32, 1, 1, 3, 0, 8191, 8192, 8193)
+	add(elem.F16, 5, 9000)
+	add(elem.F32, 20000, 2)
+	add(elem.BF16, 1)
+	add(elem.I32, 300)
 	for i := 0; i < 700; i++ {
-		add(F32, int64(1+i%3))
+		add(elem.F32, int64(1+i%3))
 	}
 	const size, rank = 3, 1
-	for _, op := range []RedOp{Sum, Avg, Max} {
-		e, be := bucketEngine(dts, elems, F32, op, size, rank)
+	for _, op := range []plan.RedOp{plan.Sum, plan.Avg, plan.Max} {
+		e, be := bucketEngine(dts, elems, elem.F32, op, size, rank)
 		// Every element as brute force computes it: the fill values of
 		// every rank, cast to the wire, reduced, cast back.
 		for ti, dt := range dts {
@@ -399,17 +386,17 @@ func TestCheckBucketFindsEveryWrongElement(t *testing.T) {
 				in := make([]float64, size)
 				for r := range in {
 					p := e.shapes[ti].Params(r, size, 5, ti)
-					in[r] = elem.RoundTo(elem.RoundTo(float64(elem.FillValue(&p, int64(i))), dt), F32)
+					in[r] = elem.RoundTo(elem.RoundTo(float64(elem.FillValue(&p, int64(i))), dt), elem.F32)
 				}
-				vals[i] = elem.RoundTo(reduceInOrder(in, rng0(size), op, F32), dt)
+				vals[i] = elem.RoundTo(reduceInOrder(in, rng0(size), op, elem.F32), dt)
 			}
 			elem.StoreAll(storeBytes(e, ti), dt, vals)
 		}
 		for _, batch := range []int64{64 << 20, 1000} {
 			checkBatchBytes = batch
 			be.copies = 0
-			r, err := e.model.checkBucket(0)
-			if err != nil || r.wrong != 0 || r.unchecked != 0 || r.first != "" {
+			r, err := e.model.CheckBucket(0)
+			if err != nil || r.Wrong != 0 || r.Unchecked != 0 || r.First != "" {
 				t.Fatalf("%s, batches of %d bytes: %+v, %v; want nothing wrong", op, batch, r, err)
 			}
 			// One copy for each run of neighbouring tensors of the wire
@@ -431,18 +418,18 @@ func TestCheckBucketFindsEveryWrongElement(t *testing.T) {
 		}
 		for _, batch := range []int64{64 << 20, 1000} {
 			checkBatchBytes = batch
-			r, err := e.model.checkBucket(0)
-			if err != nil || r.wrong != int64(len(changed)) || r.unchecked != 0 {
+			r, err := e.model.CheckBucket(0)
+			if err != nil || r.Wrong != int64(len(changed)) || r.Unchecked != 0 {
 				t.Fatalf("%s, batches of %d bytes: %+v, %v; want %d wrong", op, batch, r, err, len(changed))
 			}
-			if !strings.HasPrefix(r.first, `tensor "t5" element 4096:`) {
-				t.Errorf("%s, batches of %d bytes: first %q, want t5's element 4096", op, batch, r.first)
+			if !strings.HasPrefix(r.First, `tensor "t5" element 4096:`) {
+				t.Errorf("%s, batches of %d bytes: first %q, want t5's element 4096", op, batch, r.First)
 			}
 		}
 		// Tensors past the chain limit are counted, not checked.
 		e.model.broken[5], e.model.broken[6] = true, true
-		r, err := e.model.checkBucket(0)
-		if err != nil || r.unchecked != elems[5]+elems[6] || r.wrong != int64(len(changed)-2) || !strings.HasPrefix(r.first, `tensor "t8" element 8999:`) {
+		r, err := e.model.CheckBucket(0)
+		if err != nil || r.Unchecked != elems[5]+elems[6] || r.Wrong != int64(len(changed)-2) || !strings.HasPrefix(r.First, `tensor "t8" element 8999:`) {
 			t.Errorf("%s with t5 and t6 unchecked: %+v, %v", op, r, err)
 		}
 	}
@@ -456,20 +443,20 @@ func len64[T any](s []T) int64 { return int64(len(s)) }
 // own (80 µs a tensor).
 func TestCheckCostPerTensor(t *testing.T) {
 	const n = 5000
-	dts, elems := make([]DType, n), make([]int64, n)
+	dts, elems := make([]elem.DType, n), make([]int64, n)
 	for i := range dts {
-		dts[i], elems[i] = F32, 1
+		dts[i], elems[i] = elem.F32, 1
 	}
-	e, _ := bucketEngine(dts, elems, F32, Avg, 4, 1)
-	if _, err := e.model.checkBucket(0); err != nil {
+	e, _ := bucketEngine(dts, elems, elem.F32, plan.Avg, 4, 1)
+	if _, err := e.model.CheckBucket(0); err != nil {
 		t.Fatal(err)
 	}
 	// The workers' goroutines and the result's message allocate a little
 	// per check, not per tensor.
 	allocs := testing.AllocsPerRun(5, func() {
-		r, _ := e.model.checkBucket(0)
-		if r.wrong < n/2 {
-			t.Fatalf("%d wrong of %d elements in a zero bucket", r.wrong, n)
+		r, _ := e.model.CheckBucket(0)
+		if r.Wrong < n/2 {
+			t.Fatalf("%d wrong of %d elements in a zero bucket", r.Wrong, n)
 		}
 	})
 	if allocs > 50 {
@@ -485,11 +472,11 @@ func TestCheckCostPerTensor(t *testing.T) {
 // integers, from 3 with f32, 4 with i32 and 6 with f64 and i64; below,
 // none are, except after a sum, some one rank earlier.
 func TestProdAfterReductionUnchecked(t *testing.T) {
-	from := map[DType]int{F16: 2, BF16: 2, I8: 2, U8: 2, F32: 3, I32: 4, F64: 6, I64: 6}
+	from := map[elem.DType]int{elem.F16: 2, elem.BF16: 2, elem.I8: 2, elem.U8: 2, elem.F32: 3, elem.I32: 4, elem.F64: 6, elem.I64: 6}
 	for dt, most := range from {
-		for _, first := range []RedOp{Min, Max, Sum, Avg} {
+		for _, first := range []plan.RedOp{plan.Min, plan.Max, plan.Sum, plan.Avg} {
 			share := func(size int) float64 {
-				chain := []plan.Stmt{{Kind: plan.StmtColl, Coll: plan.CollAllReduce, Op: first, Buckets: []int{0}}, {Kind: plan.StmtColl, Coll: plan.CollAllReduce, Op: Prod, Buckets: []int{0}}}
+				chain := []plan.Stmt{{Kind: plan.StmtColl, Coll: plan.CollAllReduce, Op: first, Buckets: []int{0}}, {Kind: plan.StmtColl, Coll: plan.CollAllReduce, Op: plan.Prod, Buckets: []int{0}}}
 				const n = 2000
 				e := testEngine(dt, dt, n, size, 0, chain)
 				want := make([]float64, n)
@@ -505,7 +492,7 @@ func TestProdAfterReductionUnchecked(t *testing.T) {
 			if s := share(most); s < 0.5 {
 				t.Errorf("%s, %s then prod over %d ranks: %.0f%% unchecked, want most", dt, first, most, 100*s)
 			}
-			if s := share(most - 1); s > 0 && (first != Sum || s >= 0.5) {
+			if s := share(most - 1); s > 0 && (first != plan.Sum || s >= 0.5) {
 				t.Errorf("%s, %s then prod over %d ranks: %.0f%% unchecked, want none", dt, first, most-1, 100*s)
 			}
 			if most > 2 {

@@ -1,4 +1,4 @@
-package runtime
+package report
 
 // Reports on rank 0: the header, the per-bucket table in the spirit of
 // nccl-tests and the summary. Figures are gathered from every rank first:
@@ -16,14 +16,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/syncgen/syncgen/runtime/internal/backend"
 	"github.com/syncgen/syncgen/runtime/internal/mpihost"
 	"github.com/syncgen/syncgen/runtime/internal/plan"
+	"github.com/syncgen/syncgen/runtime/internal/result"
 	"github.com/syncgen/syncgen/runtime/internal/text"
 )
 
-// report holds the figures gathered from every rank.
-type report struct {
+// Report holds the figures gathered from every rank.
+type Report struct {
 	rows      []rowReport
 	stepTimes []time.Duration // per measured step, max over ranks
 	p50, p90  time.Duration
@@ -41,7 +41,7 @@ type report struct {
 
 // rowReport is one line of the table.
 type rowReport struct {
-	row
+	result.Row
 	time      time.Duration // max over ranks of the mean
 	median    time.Duration // max over ranks of the median
 	algbw     float64       // GB/s
@@ -54,50 +54,39 @@ type rowReport struct {
 	unchecked int64
 }
 
-// busFactor is nccl-tests' factor from algorithm to bus bandwidth.
-func busFactor(c plan.Coll, n int) float64 {
-	switch c {
-	case plan.CollAllReduce:
-		return 2 * float64(n-1) / float64(n)
-	case plan.CollAllGather, plan.CollReduceScatter:
-		return float64(n-1) / float64(n)
-	}
-	return 1
-}
-
-// gatherReport gathers every rank's figures (collective).
-func gatherReport(e *engine, res *results) (*report, error) {
-	all, err := e.h.Allgather(encodeFigures(res, len(e.plan.Buckets)))
+// Gather gathers every rank's figures (collective).
+func Gather(run *Run, res *result.Results) (*Report, error) {
+	all, err := run.Comm.Allgather(encodeFigures(res, len(run.Plan.Buckets)))
 	if err != nil {
 		return nil, err
 	}
-	bufElems := make([]int64, len(e.buckets))
-	for i, b := range e.buckets {
-		bufElems[i] = b.elems
+	bufElems := make([]int64, len(run.Mem.Buckets))
+	for i, b := range run.Mem.Buckets {
+		bufElems[i] = b.Elems
 	}
-	return buildReport(e.plan, e.prog, bufElems, res, all), nil
+	return buildReport(run.Plan, run.Prog, bufElems, res, all), nil
 }
 
 // encodeFigures lays out one rank's figures as float64s for the
 // allgather: row means, row medians, per-bucket wrong and unchecked
 // counts, then per measured step (step, compute, comm, hidden).
-func encodeFigures(res *results, nb int) []byte {
-	ns := len(res.steps)
-	vals := make([]float64, 0, 2*len(res.rows)+2*nb+4*ns)
-	for _, r := range res.rows {
-		vals = append(vals, float64(meanDur(r.times)))
+func encodeFigures(res *result.Results, nb int) []byte {
+	ns := len(res.Steps)
+	vals := make([]float64, 0, 2*len(res.Rows)+2*nb+4*ns)
+	for _, r := range res.Rows {
+		vals = append(vals, float64(meanDur(r.Times)))
 	}
-	for _, r := range res.rows {
-		vals = append(vals, float64(percentile(r.times, 50)))
-	}
-	for b := 0; b < nb; b++ {
-		vals = append(vals, float64(res.wrong[b]))
+	for _, r := range res.Rows {
+		vals = append(vals, float64(percentile(r.Times, 50)))
 	}
 	for b := 0; b < nb; b++ {
-		vals = append(vals, float64(res.unchecked[b]))
+		vals = append(vals, float64(res.Wrong[b]))
 	}
-	for _, s := range res.steps {
-		vals = append(vals, float64(s.step), float64(s.compute), float64(s.comm), float64(s.hidden))
+	for b := 0; b < nb; b++ {
+		vals = append(vals, float64(res.Unchecked[b]))
+	}
+	for _, s := range res.Steps {
+		vals = append(vals, float64(s.Step), float64(s.Compute), float64(s.Comm), float64(s.Hidden))
 	}
 	rec := make([]byte, 8*len(vals))
 	for i, v := range vals {
@@ -125,13 +114,13 @@ func groupMembers(prog *plan.Program) map[int]bool {
 // wrote them) into the report. bufElems are the buckets' buffer lengths
 // (padded for allgather and reducescatter), which give a row its bytes
 // when no measured step recorded them.
-func buildReport(p *plan.Plan, prog *plan.Program, bufElems []int64, res *results, all [][]byte) *report {
+func buildReport(p *plan.Plan, prog *plan.Program, bufElems []int64, res *result.Results, all [][]byte) *Report {
 	nb := len(p.Buckets)
-	ns := len(res.steps)
+	ns := len(res.Steps)
 	at := func(rank, i int) float64 { return math.Float64frombits(binary.LittleEndian.Uint64(all[rank][8*i:])) }
 	n := len(all)
-	rep := &report{checks: res.checked, bucketBad: make([]int64, nb), bucketUnc: make([]int64, nb)}
-	nr := len(res.rows)
+	rep := &Report{checks: res.Checked, bucketBad: make([]int64, nb), bucketUnc: make([]int64, nb)}
+	nr := len(res.Rows)
 	base := 2 * nr
 	for b := 0; b < nb; b++ {
 		for r := 0; r < n; r++ {
@@ -143,35 +132,35 @@ func buildReport(p *plan.Plan, prog *plan.Program, bufElems []int64, res *result
 	}
 	// The wrong and unchecked counts of a bucket go on its last row.
 	lastRow := map[int]int{}
-	for i, r := range res.rows {
-		lastRow[r.bucket] = i
+	for i, r := range res.Rows {
+		lastRow[r.Bucket] = i
 	}
 	inGroup := groupMembers(prog)
-	for i, r := range res.rows {
+	for i, r := range res.Rows {
 		var t, med float64
 		for k := 0; k < n; k++ {
 			t = max(t, at(k, i))
 			med = max(med, at(k, nr+i))
 		}
-		rr := rowReport{row: r, time: time.Duration(t), median: time.Duration(med)}
+		rr := rowReport{Row: r, time: time.Duration(t), median: time.Duration(med)}
 		// Without a measured step the records did not say these: take
 		// them from the plan, as a measured step would have (issueGroup:
 		// only allgather and reducescatter move the padded buffer).
-		rr.group = inGroup[r.id]
-		if r.bytes == 0 && r.bucket < len(bufElems) {
-			n := p.Buckets[r.bucket].Elems
-			if r.coll == plan.CollAllGather || r.coll == plan.CollReduceScatter {
-				n = bufElems[r.bucket]
+		rr.Group = inGroup[r.ID]
+		if r.Bytes == 0 && r.Bucket < len(bufElems) {
+			n := p.Buckets[r.Bucket].Elems
+			if r.Coll.Info().Sliced {
+				n = bufElems[r.Bucket]
 			}
-			rr.bytes = n * p.Buckets[r.bucket].Wire.Size()
+			rr.Bytes = n * p.Buckets[r.Bucket].Wire.Size()
 		}
 		if t > 0 {
-			rr.algbw = float64(rr.bytes) / t // bytes per ns = GB/s
-			rr.busbw = rr.algbw * busFactor(r.coll, n)
+			rr.algbw = float64(rr.Bytes) / t // bytes per ns = GB/s
+			rr.busbw = rr.algbw * r.Coll.Info().BusFactor(n)
 		}
-		if lastRow[r.bucket] == i {
-			rr.wrong, rr.showWrong = rep.bucketBad[r.bucket], true
-			rr.unchecked = rep.bucketUnc[r.bucket]
+		if lastRow[r.Bucket] == i {
+			rr.wrong, rr.showWrong = rep.bucketBad[r.Bucket], true
+			rr.unchecked = rep.bucketUnc[r.Bucket]
 		}
 		rep.rows = append(rep.rows, rr)
 	}
@@ -239,16 +228,17 @@ func planTotals(p *plan.Plan) (tensors, grads int, params, bytes int64) {
 	return
 }
 
-// printHeader prints what runs where.
-func printHeader(w io.Writer, p *plan.Plan, e *engine, opts *options, info *runInfo) {
+// PrintHeader prints what runs where.
+func PrintHeader(w io.Writer, run *Run, info *Info) {
+	p := run.Plan
 	nt, ng, params, bytes := planTotals(p)
 	hash := p.Hash
 	if len(hash) > 12 {
 		hash = hash[:12]
 	}
 	fmt.Fprintf(w, "# syncgen: %s (%s), plan %s\n", text.Printable(p.Name), text.Printable(p.Source), hash)
-	fmt.Fprintf(w, "# ranks %d on %d host%s; backend %s (%s)\n", e.size, info.distinctHosts(), text.Plural(info.distinctHosts()), info.backend, info.why)
-	for _, kv := range info.versions {
+	fmt.Fprintf(w, "# ranks %d on %d host%s; backend %s (%s)\n", run.Ranks, info.distinctHosts(), text.Plural(info.distinctHosts()), info.backend, info.why)
+	for _, kv := range info.Versions {
 		fmt.Fprintf(w, "#   %s: %s\n", kv.Key, kv.Value)
 	}
 	if len(info.mpiSettings) > 0 {
@@ -272,36 +262,36 @@ func printHeader(w io.Writer, p *plan.Plan, e *engine, opts *options, info *runI
 	fmt.Fprintf(w, "# tensors %d (%d with gradients), parameters %s, gradient bytes %s, buckets %d (%s on the wire), streams %d\n",
 		nt, ng, text.Count(params), text.Bytes(bytes), len(p.Buckets), text.Bytes(wire), len(p.Streams))
 	check := "off"
-	if opts.checkEvery > 0 {
-		check = fmt.Sprintf("every %d", opts.checkEvery)
+	if run.CheckEvery > 0 {
+		check = fmt.Sprintf("every %d", run.CheckEvery)
 	}
-	fmt.Fprintf(w, "# steps %d + %d warm-up, check %s\n", opts.steps, opts.warmup, check)
+	fmt.Fprintf(w, "# steps %d + %d warm-up, check %s\n", run.Steps, run.Warmup, check)
 }
 
-// printReport prints the table and the summary.
-func printReport(w io.Writer, e *engine, rep *report, opts *options) {
-	if !opts.quiet {
+// Print prints the table and the summary.
+func Print(w io.Writer, run *Run, rep *Report) {
+	if !run.Quiet {
 		fmt.Fprintf(w, "#\n# %-24s %7s %12s %5s %-14s %-5s %12s %10s %10s %7s\n",
 			"bucket", "tensors", "bytes", "wire", "collective", "op", "time(us)", "algbw", "busbw", "wrong")
 		fmt.Fprintf(w, "# %-24s %7s %12s %5s %-14s %-5s %12s %10s %10s %7s\n",
 			"", "", "", "", "", "", "", "(GB/s)", "(GB/s)", "")
 		groups := false
 		for _, r := range rep.rows {
-			b := e.plan.Buckets[r.bucket]
+			b := run.Plan.Buckets[r.Bucket]
 			// Padded by terminal columns, with what does not print
 			// escaped: fmt's %-24s counts runes.
 			name := text.Cell(b.Name, 24)
-			coll := r.coll.String()
-			if r.coll == plan.CollBroadcast || r.coll == plan.CollReduce {
-				coll = fmt.Sprintf("%s(%d)", coll, r.root)
+			coll := r.Coll.String()
+			if r.Coll.Info().RootWord != "" {
+				coll = fmt.Sprintf("%s(%d)", coll, r.Root)
 			}
-			if r.group {
+			if r.Group {
 				coll += "*"
 				groups = true
 			}
 			op := "-"
-			if r.coll.Reduces() {
-				op = r.op.String()
+			if r.Coll.Reduces() {
+				op = r.Op.String()
 			}
 			wrong := ""
 			if r.showWrong {
@@ -318,15 +308,15 @@ func printReport(w io.Writer, e *engine, rep *report, opts *options) {
 				alg, bus = fmt.Sprintf("%.3f", r.algbw), fmt.Sprintf("%.3f", r.busbw)
 			}
 			fmt.Fprintf(w, "  %s %7d %12d %5s %-14s %-5s %12s %10s %10s %7s\n",
-				name, len(b.Tensors), r.bytes, b.Wire, coll, op, tm, alg, bus, wrong)
+				name, len(b.Tensors), r.Bytes, b.Wire, coll, op, tm, alg, bus, wrong)
 		}
 		fmt.Fprintf(w, "# time: the maximum over ranks of each rank's mean over %d measured steps; busbw as nccl-tests (allreduce 2(n-1)/n, allgather and reducescatter (n-1)/n, broadcast and reduce 1)\n",
 			len(rep.stepTimes))
 		if groups {
 			fmt.Fprintf(w, "# *: issued in a group; time is the whole group's on its stream; algbw and busbw are this bucket's bytes over that time\n")
 		}
-		if n, ok := e.be.(backend.PieceSizer); ok && n.PieceNote() != "" {
-			fmt.Fprintf(w, "# %s\n", n.PieceNote())
+		if run.PieceNote != "" {
+			fmt.Fprintf(w, "# %s\n", run.PieceNote)
 		}
 	}
 	if len(rep.stepTimes) > 0 {
@@ -335,9 +325,9 @@ func printReport(w io.Writer, e *engine, rep *report, opts *options) {
 	}
 	var parts []string
 	switch {
-	case rep.checks == 0 && opts.checkEvery == 0:
+	case rep.checks == 0 && run.CheckEvery == 0:
 		parts = append(parts, "checks off")
-	case rep.checks == 0 && opts.warmup+opts.steps == 0:
+	case rep.checks == 0 && run.Warmup+run.Steps == 0:
 		// Checks were on, but no step ran to be checked.
 		parts = append(parts, "0 checks (no step ran)")
 	case rep.checks == 0:
@@ -353,3 +343,6 @@ func printReport(w io.Writer, e *engine, rep *report, opts *options) {
 	}
 	fmt.Fprintf(w, "# %s\n", strings.Join(parts, ", "))
 }
+
+// Wrong returns the number of wrong elements over all checks and ranks.
+func (r *Report) Wrong() int64 { return r.wrong }

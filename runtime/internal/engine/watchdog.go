@@ -1,4 +1,4 @@
-package runtime
+package engine
 
 // The watchdog: a step that takes longer than --timeout aborts the job, and
 // before it does, every rank prints what it was waiting in, so that the user
@@ -14,23 +14,26 @@ import (
 	"time"
 
 	"github.com/syncgen/syncgen/runtime/internal/backend"
+	"github.com/syncgen/syncgen/runtime/internal/mpihost"
+	"github.com/syncgen/syncgen/runtime/internal/plan"
 	"github.com/syncgen/syncgen/runtime/internal/proc"
+	"github.com/syncgen/syncgen/runtime/internal/result"
 )
 
-// watchGrace is how long a rank that timed out waits before it aborts the
+// watchGrace is how long a rank that result.Record out waits before it aborts the
 // job, so that the other ranks' watchdogs fire and print too.
 const watchGrace = 2 * time.Second
 
 // timedOut is set when a watchdog or phase watch of this rank has fired:
 // the job is then to end with its abort, even if the late step or phase
-// finishes during the grace (see awaitTimeoutAbort).
+// finishes during the grace (see AwaitTimeoutAbort).
 var timedOut atomic.Bool
 
-// awaitTimeoutAbort blocks for good if a timeout has fired on this rank:
+// AwaitTimeoutAbort blocks for good if a timeout has fired on this rank:
 // the watchdog that fired aborts the job (exit status 3) at the end of its
 // grace. Without this, a step that was late but then finished let the rank
 // report and exit 0 before the abort.
-func awaitTimeoutAbort() {
+func AwaitTimeoutAbort() {
 	if timedOut.Load() {
 		select {}
 	}
@@ -43,7 +46,7 @@ type watchPoint struct {
 	mu     sync.Mutex
 	s      string
 	stream string // set by setWait
-	at     Src
+	at     plan.Src
 }
 
 func (w *watchPoint) set(s string) {
@@ -53,7 +56,7 @@ func (w *watchPoint) set(s string) {
 }
 
 // setWait notes that the host waits for stream at a wait statement.
-func (w *watchPoint) setWait(stream string, at Src) {
+func (w *watchPoint) setWait(stream string, at plan.Src) {
 	w.mu.Lock()
 	w.s, w.stream, w.at = "", stream, at
 	w.mu.Unlock()
@@ -68,9 +71,9 @@ func (w *watchPoint) get() string {
 	return w.s
 }
 
-// watchdog watches the engine's steps.
-type watchdog struct {
-	e       *engine
+// Watchdog watches the engine's steps.
+type Watchdog struct {
+	e       *Engine
 	timeout time.Duration
 	mu      sync.Mutex
 	active  bool
@@ -78,9 +81,10 @@ type watchdog struct {
 	stop    chan struct{}
 }
 
-// startWatchdog starts the watchdog goroutine for e.
-func startWatchdog(e *engine, timeout time.Duration) *watchdog {
-	w := &watchdog{e: e, timeout: timeout, stop: make(chan struct{})}
+// StartWatchdog starts the watchdog goroutine of e: a step that takes
+// longer than timeout aborts the job.
+func (e *Engine) StartWatchdog(timeout time.Duration) *Watchdog {
+	w := &Watchdog{e: e, timeout: timeout, stop: make(chan struct{})}
 	e.wd = w
 	tick := min(max(timeout/10, 10*time.Millisecond), time.Second)
 	go func() {
@@ -102,7 +106,7 @@ func startWatchdog(e *engine, timeout time.Duration) *watchdog {
 				}
 				fmt.Fprint(os.Stderr, w.report(since))
 				time.Sleep(watchGrace)
-				abortBackend(e.be)
+				AbortBackend(e.be)
 				e.h.Abort(3)
 				os.Exit(3)
 			}
@@ -112,18 +116,18 @@ func startWatchdog(e *engine, timeout time.Duration) *watchdog {
 }
 
 // watchStep tells the watchdog that a step began.
-func watchStep(e *engine) {
+func watchStep(e *Engine) {
 	if e.wd == nil {
 		return
 	}
-	awaitTimeoutAbort() // a timeout already fired: the job is ending
+	AwaitTimeoutAbort() // a timeout already fired: the job is ending
 	e.wd.mu.Lock()
 	e.wd.active, e.wd.started = true, time.Now()
 	e.wd.mu.Unlock()
 }
 
 // watchIdle tells the watchdog that the step ended.
-func watchIdle(e *engine) {
+func watchIdle(e *Engine) {
 	if e.wd == nil {
 		return
 	}
@@ -132,10 +136,11 @@ func watchIdle(e *engine) {
 	e.wd.mu.Unlock()
 }
 
-func (w *watchdog) close() { close(w.stop) }
+// Close stops the watchdog.
+func (w *Watchdog) Close() { close(w.stop) }
 
 // report describes where this rank is stuck.
-func (w *watchdog) report(since time.Duration) string {
+func (w *Watchdog) report(since time.Duration) string {
 	e := w.e
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: rank %d (%s): timeout: step %s has run for %s (--timeout %s)\n",
@@ -144,19 +149,19 @@ func (w *watchdog) report(since time.Duration) string {
 		fmt.Fprintf(&b, "  rank %d host: waiting at %s\n", e.rank, at)
 	}
 	e.mu.Lock()
-	recs := append([]timed(nil), e.recs...)
+	recs := append([]result.Record(nil), e.recs...)
 	e.mu.Unlock()
 	for si := range e.streams {
 		state := "idle (all its work of the step is done)"
 		for _, r := range recs {
-			if r.stream != si || r.kind == tWait || r.kind == tGrad {
+			if r.Stream != si || r.Kind == result.Wait || r.Kind == result.Grad {
 				continue
 			}
-			if ok, _ := r.end.Query(); ok {
+			if ok, _ := r.End.Query(); ok {
 				continue
 			}
-			started, _ := r.start.Query()
-			what := r.describe(e)
+			started, _ := r.Start.Query()
+			what := describe(&r, e)
 			if started {
 				state = "in " + what
 			} else {
@@ -169,28 +174,30 @@ func (w *watchdog) report(since time.Duration) string {
 	return b.String()
 }
 
-// describe names a record for messages.
-func (r *timed) describe(e *engine) string {
+// describe names record r for messages.
+func describe(r *result.Record, e *Engine) string {
 	pos := ""
-	if r.at != "" {
-		pos = " at " + string(r.at)
+	if r.At != "" {
+		pos = " at " + string(r.At)
 	}
-	switch r.kind {
-	case tColl:
-		return fmt.Sprintf("%s of bucket %q, step %s%s", r.coll, r.name, e.stepName(), pos)
+	switch r.Kind {
+	case result.Collective:
+		return fmt.Sprintf("%s of bucket %q, step %s%s", r.Coll, r.Name, e.stepName(), pos)
 	default:
-		return fmt.Sprintf("%s, step %s%s", r.name, e.stepName(), pos)
+		return fmt.Sprintf("%s, step %s%s", r.Name, e.stepName(), pos)
 	}
 }
 
-// phaseWatch covers what a rank does outside the steps: comparing plans,
+// PhaseWatch covers what a rank does outside the steps: comparing plans,
 // starting the backend, allocating and filling the buffers, gathering the
 // report. A rank stuck there leaves the others waiting inside an MPI call
 // for good, so a phase that lasts longer than --timeout makes this rank say
 // which phase it is in and abort the job, as the step watchdog does.
-type phaseWatch struct {
-	r       *runner
-	timeout time.Duration
+type PhaseWatch struct {
+	// H is the MPI host of the job to abort; Timeout the longest a phase
+	// may last.
+	H       *mpihost.Host
+	Timeout time.Duration
 	mu      sync.Mutex
 	name    string
 	gen     int // phase number: a timer of an earlier phase does nothing
@@ -198,17 +205,17 @@ type phaseWatch struct {
 	be      backend.Backend // aborted with the job, once there is one
 }
 
-// setBackend tells the watch which backend to abort.
-func (w *phaseWatch) setBackend(be backend.Backend) {
+// SetBackend tells the watch which backend to abort.
+func (w *PhaseWatch) SetBackend(be backend.Backend) {
 	w.mu.Lock()
 	w.be = be
 	w.mu.Unlock()
 }
 
-// enter starts phase name, ending the current one; "" ends it without
+// Enter starts phase name, ending the current one; "" ends it without
 // starting another (the steps have their own watchdog).
-func (w *phaseWatch) enter(name string) {
-	awaitTimeoutAbort() // a phase already timed out: the job is ending
+func (w *PhaseWatch) Enter(name string) {
+	AwaitTimeoutAbort() // a phase already timed out: the job is ending
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.timer != nil {
@@ -221,10 +228,10 @@ func (w *phaseWatch) enter(name string) {
 		return
 	}
 	gen, start := w.gen, time.Now()
-	w.timer = time.AfterFunc(w.timeout, func() { w.expire(gen, start) })
+	w.timer = time.AfterFunc(w.Timeout, func() { w.expire(gen, start) })
 }
 
-func (w *phaseWatch) expire(gen int, start time.Time) {
+func (w *PhaseWatch) expire(gen int, start time.Time) {
 	w.mu.Lock()
 	name, current, be := w.name, w.gen == gen, w.be
 	w.mu.Unlock()
@@ -234,13 +241,21 @@ func (w *phaseWatch) expire(gen int, start time.Time) {
 	if !current || !timedOut.CompareAndSwap(false, true) {
 		return
 	}
-	r := w.r
 	fmt.Fprintf(os.Stderr, "%s: rank %d (%s): timeout: %s has taken %s (--timeout %s); the other ranks' messages say where they are\n",
-		proc.Name(), r.h.Rank, r.h.Name, name, time.Since(start).Round(time.Millisecond), w.timeout)
+		proc.Name(), w.H.Rank, w.H.Name, name, time.Since(start).Round(time.Millisecond), w.Timeout)
 	time.Sleep(watchGrace)
 	if be != nil {
-		abortBackend(be)
+		AbortBackend(be)
 	}
-	r.h.Abort(3)
+	w.H.Abort(3)
 	os.Exit(3)
+}
+
+// AbortBackend lets a backend that holds communicators of its own (NCCL,
+// a backend.Aborter) abort them before MPI_Abort ends the job, so that no
+// rank stays blocked inside a collective whose peer is gone.
+func AbortBackend(be backend.Backend) {
+	if a, ok := be.(backend.Aborter); ok {
+		a.Abort()
+	}
 }

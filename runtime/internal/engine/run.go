@@ -1,7 +1,7 @@
-package runtime
+package engine
 
 // The step loop: init block, warm-up and measured steps, with the drain,
-// timing, model update and check that follow every step.
+// timing, check.Model update and check that follow every step.
 
 import (
 	"cmp"
@@ -14,65 +14,11 @@ import (
 	"github.com/syncgen/syncgen/runtime/internal/backend"
 	"github.com/syncgen/syncgen/runtime/internal/elem"
 	"github.com/syncgen/syncgen/runtime/internal/plan"
+	"github.com/syncgen/syncgen/runtime/internal/result"
 )
 
-// row is one line of the per-bucket table: one bucket of one collective
-// statement of the step.
-type row struct {
-	id     int
-	bucket int
-	at     Src
-	coll   plan.Coll
-	op     RedOp
-	root   int
-	stream int
-	group  bool
-	bytes  int64
-	// times are this rank's durations in the measured steps.
-	times []time.Duration
-}
-
-// stepStats are one measured step's figures on this rank.
-type stepStats struct {
-	step    time.Duration
-	compute time.Duration // union of backward and compute intervals
-	comm    time.Duration // union of collective intervals
-	hidden  time.Duration // communication that overlapped compute
-}
-
-// results is what a run produced on this rank.
-type results struct {
-	rows      []row
-	rowOf     map[[2]int]int
-	steps     []stepStats
-	wrong     []int64 // per bucket, summed over checks
-	unchecked []int64
-	checked   int // number of checks run
-	firstBad  []string
-	traced    []tracedRec // --trace: every step's records (trace.go)
-	origin    time.Time
-}
-
-func newResults(p *plan.Plan, prog *plan.Program) *results {
-	r := &results{rowOf: map[[2]int]int{}, wrong: make([]int64, len(p.Buckets)), unchecked: make([]int64, len(p.Buckets))}
-	for _, s := range plan.Flat(prog.Step) {
-		if s.Kind != plan.StmtColl {
-			continue
-		}
-		for _, b := range s.Buckets {
-			key := [2]int{s.ID, b}
-			if _, ok := r.rowOf[key]; ok {
-				continue
-			}
-			r.rowOf[key] = len(r.rows)
-			r.rows = append(r.rows, row{id: s.ID, bucket: b, at: s.At, coll: s.Coll, op: s.Op, root: s.Root, stream: s.Stream})
-		}
-	}
-	return r
-}
-
-// runAll runs the init block and every step.
-func (e *engine) runAll(res *results, progress *progressBar) error {
+// Run runs the init block and every step, filling res.
+func (e *Engine) Run(res *result.Results) error {
 	// The host runs the queue of the stream it waits for itself (the CPU
 	// backend's collectives, see backend/cpu/stream.go): kept on one OS thread, its
 	// MPI calls are not moved from thread to thread whenever it yields or
@@ -81,20 +27,20 @@ func (e *engine) runAll(res *results, progress *progressBar) error {
 	// at 4 ranks.
 	goruntime.LockOSThread()
 	defer goruntime.UnlockOSThread()
-	if e.runInit != nil {
+	if e.cfg.Init != nil {
 		e.seedStep, e.stepNo = elem.InitStep, -1
 		e.beginStep()
-		e.runInit()
+		e.cfg.Init()
 		if err := e.drain(); err != nil {
 			return err
 		}
 		if _, err := e.collect(); err != nil {
 			return err
 		}
-		e.model.apply(plan.Flat(e.prog.Init), elem.InitStep)
+		e.model.Apply(plan.Flat(e.prog.Init), elem.InitStep)
 		// The init block's results (a broadcast of the parameters) are
 		// checked once, before a backward overwrites them.
-		if e.opts.checkEvery > 0 {
+		if e.cfg.CheckEvery > 0 {
 			testHooksFromEnv().beforeCheck(e, -1)
 			if err := e.checkBuckets(res, plan.Flat(e.prog.Init)); err != nil {
 				return err
@@ -102,11 +48,11 @@ func (e *engine) runAll(res *results, progress *progressBar) error {
 		}
 		e.endStep()
 	}
-	total := e.opts.warmup + e.opts.steps
+	total := e.cfg.Warmup + e.cfg.Steps
 	hooks := testHooksFromEnv()
-	res.steps = preallocated[stepStats](e.opts.steps)
-	for k := range res.rows {
-		res.rows[k].times = preallocated[time.Duration](e.opts.steps)
+	res.Steps = result.Preallocated[result.StepStats](e.cfg.Steps)
+	for k := range res.Rows {
+		res.Rows[k].Times = result.Preallocated[time.Duration](e.cfg.Steps)
 	}
 	gc := startQuietGC()
 	defer gc.stop()
@@ -116,7 +62,7 @@ func (e *engine) runAll(res *results, progress *progressBar) error {
 		if err := e.sizePieces(i); err != nil {
 			return err
 		}
-		if i == e.opts.warmup {
+		if i == e.cfg.Warmup {
 			if err := e.settleBeforeMeasuring(); err != nil {
 				return err
 			}
@@ -128,7 +74,7 @@ func (e *engine) runAll(res *results, progress *progressBar) error {
 			return err
 		}
 		hooks.beforeStep(e, i)
-		e.runStep()
+		e.cfg.Step()
 		if err := e.drain(); err != nil {
 			return err
 		}
@@ -138,24 +84,24 @@ func (e *engine) runAll(res *results, progress *progressBar) error {
 		if err != nil {
 			return err
 		}
-		e.model.apply(e.flatStep, e.seedStep)
-		measured := i >= e.opts.warmup
+		e.model.Apply(e.flatStep, e.seedStep)
+		measured := i >= e.cfg.Warmup
 		if measured {
 			st := e.stats.stepStatsOf(recs, t1.Sub(e.stepStart))
-			res.steps = append(res.steps, st)
+			res.Steps = append(res.Steps, st)
 			for _, r := range recs {
-				if r.kind != tColl || r.id < 0 {
+				if r.Kind != result.Collective || r.ID < 0 {
 					continue
 				}
-				if k, ok := res.rowOf[[2]int{r.id, r.bucket}]; ok {
-					row := &res.rows[k]
-					row.times = append(row.times, r.t1-r.t0)
-					row.group, row.bytes = r.group, r.bytes
+				if k, ok := res.RowOf[[2]int{r.ID, r.Bucket}]; ok {
+					row := &res.Rows[k]
+					row.Times = append(row.Times, r.T1-r.T0)
+					row.Group, row.Bytes = r.Group, r.Bytes
 				}
 			}
 		}
 		if e.tracing {
-			res.keepForTrace(recs, i, e.stepStart.Sub(res.origin), total)
+			res.KeepForTrace(recs, i, e.stepStart.Sub(res.Origin), total)
 		}
 		if e.checks(i) {
 			hooks.beforeCheck(e, i)
@@ -165,7 +111,9 @@ func (e *engine) runAll(res *results, progress *progressBar) error {
 		}
 		e.endStep()
 		gc.afterStep()
-		progress.update(i+1, total)
+		if e.cfg.Progress != nil {
+			e.cfg.Progress(i+1, total)
+		}
 	}
 	hooks.reportAllocs(e, allocs0)
 	return nil
@@ -174,8 +122,8 @@ func (e *engine) runAll(res *results, progress *progressBar) error {
 // settleBeforeMeasuring lets every rank's process become quiet before the
 // first measured step (settle.go): together, after a barrier, so that no
 // rank then waits long for another in the step's own barrier.
-func (e *engine) settleBeforeMeasuring() error {
-	if e.opts.settle <= 0 || e.opts.steps == 0 {
+func (e *Engine) settleBeforeMeasuring() error {
+	if e.cfg.Settle <= 0 || e.cfg.Steps == 0 {
 		return nil
 	}
 	// Watched like a step: a rank that never reaches the barrier would
@@ -187,19 +135,19 @@ func (e *engine) settleBeforeMeasuring() error {
 	}
 	e.hostAt.set("")
 	watchIdle(e)
-	settle(e.opts.settle)
+	settle(e.cfg.Settle)
 	return nil
 }
 
 // sizePieces runs before step i: a backend that sizes the pieces of large
 // collectives from the warm-up (backend.PieceSizer) starts timing them
 // before step 1 and sizes them before its SizingStep.
-func (e *engine) sizePieces(i int) error {
+func (e *Engine) sizePieces(i int) error {
 	ps, ok := e.be.(backend.PieceSizer)
 	if !ok {
 		return nil
 	}
-	at := ps.SizingStep(e.opts.warmup)
+	at := ps.SizingStep(e.cfg.Warmup)
 	if at < 0 {
 		return nil
 	}
@@ -219,20 +167,10 @@ func (e *engine) sizePieces(i int) error {
 	return nil
 }
 
-// preallocated returns an empty slice with room for n elements, its memory
-// already written: the measured steps then neither grow it nor take the
-// page faults of fresh memory (each of which, on a virtual machine, can
-// wake other threads and stall a rank that is inside a collective).
-func preallocated[T any](n int) []T {
-	s := make([]T, n)
-	clear(s)
-	return s[:0]
-}
-
 // checks reports whether step i (warm-up steps counted) ends with a check.
-func (e *engine) checks(i int) bool {
-	c := e.opts.checkEvery
-	return c > 0 && ((i+1)%c == 0 || i == e.opts.warmup+e.opts.steps-1)
+func (e *Engine) checks(i int) bool {
+	c := e.cfg.CheckEvery
+	return c > 0 && ((i+1)%c == 0 || i == e.cfg.Warmup+e.cfg.Steps-1)
 }
 
 // startStep aligns the ranks and begins a step. Steps start together, so
@@ -243,7 +181,7 @@ func (e *engine) checks(i int) bool {
 // time starts when it completes: the collective that follows runs on the
 // same thread right after it, as in a plain MPI program. Otherwise the host
 // joins a barrier. The watchdog covers the barrier either way.
-func (e *engine) startStep() error {
+func (e *Engine) startStep() error {
 	watchStep(e)
 	if al, ok := e.be.(backend.StepAligner); ok {
 		e.beginRecords()
@@ -263,7 +201,7 @@ func (e *engine) startStep() error {
 				e.queued(i)
 			}
 		}
-		e.addTimed(timed{kind: tBarrier, stream: s, name: "step barrier", bucket: -1, start: start, end: e.epoch})
+		e.addTimed(result.Record{Kind: result.Barrier, Stream: s, Name: "step barrier", Bucket: -1, Start: start, End: e.epoch})
 		e.stepStart = time.Now() // until the epoch's own time is known
 		e.hostAt.set("")
 		e.flush()
@@ -277,8 +215,8 @@ func (e *engine) startStep() error {
 	return nil
 }
 
-// beginRecords clears the step's timed records.
-func (e *engine) beginRecords() {
+// beginRecords clears the step's result.Record records.
+func (e *Engine) beginRecords() {
 	e.mu.Lock()
 	e.recs = e.recs[:0]
 	e.mu.Unlock()
@@ -288,7 +226,7 @@ func (e *engine) beginRecords() {
 
 // beginStep records the step's epoch event on the first stream and tells
 // the watchdog (again: the step's time starts here).
-func (e *engine) beginStep() {
+func (e *Engine) beginStep() {
 	e.beginRecords()
 	e.stepStart = time.Now()
 	e.epoch = e.recordOn(0, "")
@@ -298,7 +236,7 @@ func (e *engine) beginStep() {
 }
 
 // drain waits for every stream at the end of a step.
-func (e *engine) drain() error {
+func (e *Engine) drain() error {
 	e.hostAt.set("the end of the step (waiting for every stream)")
 	for i, st := range e.streams {
 		if err := st.Synchronize(); err != nil {
@@ -310,18 +248,18 @@ func (e *engine) drain() error {
 }
 
 // endStep returns the step's events to the pool.
-func (e *engine) endStep() {
+func (e *Engine) endStep() {
 	watchIdle(e)
 	e.freeEvents = append(e.freeEvents, e.usedEvents...)
 	e.usedEvents = e.usedEvents[:0]
 }
 
 // stepName names the current step for messages.
-func (e *engine) stepName() string {
+func (e *Engine) stepName() string {
 	if e.stepNo < 0 {
 		return "init"
 	}
-	if e.stepNo < e.opts.warmup {
+	if e.stepNo < e.cfg.Warmup {
 		return fmt.Sprintf("%d (warm-up)", e.stepNo)
 	}
 	return fmt.Sprintf("%d", e.stepNo)
@@ -329,7 +267,7 @@ func (e *engine) stepName() string {
 
 // collect resolves the times of the step's records relative to its epoch;
 // the slice it returns is reused by the next call.
-func (e *engine) collect() ([]timed, error) {
+func (e *Engine) collect() ([]result.Record, error) {
 	e.mu.Lock()
 	e.collected = append(e.collected[:0], e.recs...)
 	recs := e.collected
@@ -343,18 +281,18 @@ func (e *engine) collect() ([]timed, error) {
 	}
 	for i := range recs {
 		r := &recs[i]
-		if r.kind == tWait {
+		if r.Kind == result.Wait {
 			// Waits are host times; the epoch event completed when the
 			// step began on the host (every stream was idle then).
-			r.t0, r.t1 = max(r.hostStart.Sub(e.stepStart), 0), max(r.hostEnd.Sub(e.stepStart), 0)
+			r.T0, r.T1 = max(r.HostStart.Sub(e.stepStart), 0), max(r.HostEnd.Sub(e.stepStart), 0)
 			continue
 		}
 		var err error
-		if r.t0, err = e.be.Elapsed(e.epoch, r.start); err != nil {
-			return nil, fmt.Errorf("timing %s: %w", r.name, err)
+		if r.T0, err = e.be.Elapsed(e.epoch, r.Start); err != nil {
+			return nil, fmt.Errorf("timing %s: %w", r.Name, err)
 		}
-		if r.t1, err = e.be.Elapsed(e.epoch, r.end); err != nil {
-			return nil, fmt.Errorf("timing %s: %w", r.name, err)
+		if r.T1, err = e.be.Elapsed(e.epoch, r.End); err != nil {
+			return nil, fmt.Errorf("timing %s: %w", r.Name, err)
 		}
 	}
 	return recs, nil
@@ -366,20 +304,20 @@ type intervalScratch struct {
 }
 
 // stepStatsOf computes a step's summary figures from its records.
-func (sc *intervalScratch) stepStatsOf(recs []timed, step time.Duration) stepStats {
+func (sc *intervalScratch) stepStatsOf(recs []result.Record, step time.Duration) result.StepStats {
 	comp, comm := sc.comp[:0], sc.comm[:0]
 	for _, r := range recs {
-		switch r.kind {
-		case tBackward, tCompute:
-			comp = append(comp, interval{r.t0, r.t1})
-		case tColl:
-			comm = append(comm, interval{r.t0, r.t1})
+		switch r.Kind {
+		case result.Backward, result.Compute:
+			comp = append(comp, interval{r.T0, r.T1})
+		case result.Collective:
+			comm = append(comm, interval{r.T0, r.T1})
 		}
 	}
 	comp, comm = union(comp), union(comm)
 	both := intersect(sc.both[:0], comp, comm)
 	sc.comp, sc.comm, sc.both = comp, comm, both
-	return stepStats{step: step, compute: length(comp), comm: length(comm), hidden: length(both)}
+	return result.StepStats{Step: step, Compute: length(comp), Comm: length(comm), Hidden: length(both)}
 }
 
 // interval is a span of time within a step.
@@ -429,13 +367,13 @@ func length(in []interval) time.Duration {
 }
 
 // checkStep verifies every bucket that a collective of the step touched.
-func (e *engine) checkStep(res *results) error {
+func (e *Engine) checkStep(res *result.Results) error {
 	return e.checkBuckets(res, e.flatStep)
 }
 
 // checkBuckets checks every bucket that a collective of stmts touched; a
 // block without collectives makes no check.
-func (e *engine) checkBuckets(res *results, stmts []plan.Stmt) error {
+func (e *Engine) checkBuckets(res *result.Results, stmts []plan.Stmt) error {
 	touched := map[int]bool{}
 	var order []int
 	for _, s := range stmts {
@@ -452,17 +390,17 @@ func (e *engine) checkBuckets(res *results, stmts []plan.Stmt) error {
 	if len(order) == 0 {
 		return nil
 	}
-	res.checked++
+	res.Checked++
 	for _, b := range order {
-		r, err := e.model.checkBucket(b)
+		r, err := e.model.CheckBucket(b)
 		if err != nil {
 			return fmt.Errorf("checking bucket %q: %w", e.plan.Buckets[b].Name, err)
 		}
-		res.wrong[b] += r.wrong
-		res.unchecked[b] += r.unchecked
-		if r.wrong > 0 && len(res.firstBad) < 5 {
-			msg := fmt.Sprintf("rank %d: step %s: bucket %q: %d wrong; first: %s", e.rank, e.stepName(), e.plan.Buckets[b].Name, r.wrong, r.first)
-			res.firstBad = append(res.firstBad, msg)
+		res.Wrong[b] += r.Wrong
+		res.Unchecked[b] += r.Unchecked
+		if r.Wrong > 0 && len(res.FirstBad) < 5 {
+			msg := fmt.Sprintf("rank %d: step %s: bucket %q: %d wrong; first: %s", e.rank, e.stepName(), e.plan.Buckets[b].Name, r.Wrong, r.First)
+			res.FirstBad = append(res.FirstBad, msg)
 			fmt.Fprintf(os.Stderr, "%s\n", msg)
 		}
 	}

@@ -1,4 +1,4 @@
-package runtime
+package engine
 
 // Test hooks, for the runtime's own tests only: they make one rank fail on
 // purpose so that tests can see the failure handled. Each is an environment
@@ -86,7 +86,7 @@ func (h *testHooks) duringSetup(rank int) {
 }
 
 // beforeStep runs at the start of step i.
-func (h *testHooks) beforeStep(e *engine, i int) {
+func (h *testHooks) beforeStep(e *Engine, i int) {
 	if h.panic != nil && h.panic[0] == e.rank && h.panic[1] == i {
 		panic(fmt.Sprintf("SYNCGEN_TEST_PANIC: rank %d panics in step %d on purpose", e.rank, i))
 	}
@@ -101,7 +101,7 @@ func (h *testHooks) beforeStep(e *engine, i int) {
 
 // hangForever stops the calling goroutine for good, saying why to the
 // watchdog.
-func hangForever(e *engine, why string) {
+func hangForever(e *Engine, why string) {
 	e.hostAt.set(why)
 	// The work queued before the stop runs, as it would on a GPU whose
 	// host thread is stuck.
@@ -117,7 +117,7 @@ func sleepForever() {
 }
 
 // beforeCheck runs before the check of step i.
-func (h *testHooks) beforeCheck(e *engine, i int) {
+func (h *testHooks) beforeCheck(e *Engine, i int) {
 	c := h.corrupt
 	if c == nil || c[0] != e.rank || c[1] != i || c[2] < 0 || c[2] >= len(e.plan.Buckets) {
 		return
@@ -127,7 +127,7 @@ func (h *testHooks) beforeCheck(e *engine, i int) {
 	// and an ELEM past that tensor changed nothing without a word).
 	at, t := int64(c[3]), -1
 	for _, k := range e.plan.Buckets[c[2]].Tensors {
-		if off := e.plan.Tensors[k].Offset; at >= off && at < off+e.tensors[k].elems {
+		if off := e.plan.Tensors[k].Offset; at >= off && at < off+e.mem.Tensors[k].Elems {
 			t = k
 		}
 	}
@@ -136,8 +136,8 @@ func (h *testHooks) beforeCheck(e *engine, i int) {
 			e.rank, at, e.plan.Buckets[c[2]].Name)
 		return
 	}
-	tm := &e.tensors[t]
-	el := tm.store
+	tm := &e.mem.Tensors[t]
+	el := tm.Store
 	el.Off += at - e.plan.Tensors[t].Offset
 	el.N = 1
 	b := make([]byte, el.Bytes())
@@ -169,8 +169,8 @@ func heapAllocs() uint64 {
 }
 
 // reportAllocs prints SYNCGEN_TEST_ALLOCS's line.
-func (h *testHooks) reportAllocs(e *engine, since uint64) {
+func (h *testHooks) reportAllocs(e *Engine, since uint64) {
 	if h.allocs {
-		fmt.Fprintf(os.Stderr, "rank %d: %d heap allocations in %d measured steps\n", e.rank, heapAllocs()-since, e.opts.steps)
+		fmt.Fprintf(os.Stderr, "rank %d: %d heap allocations in %d measured steps\n", e.rank, heapAllocs()-since, e.cfg.Steps)
 	}
 }

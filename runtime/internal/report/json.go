@@ -1,13 +1,12 @@
-package runtime
+package report
 
 // --json FILE: the report's figures and the environment, for scripts that
 // compare runs.
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
-
-	"github.com/syncgen/syncgen/runtime/internal/plan"
 )
 
 // jsonReport is the file's schema.
@@ -79,11 +78,11 @@ type jsonSummary struct {
 	TimeOverRks string    `json:"time_over_ranks"`
 }
 
-// writeJSON writes the report as JSON to path (rank 0; "-": standard
+// WriteJSON writes the report as JSON to path (rank 0; "-": standard
 // output), or to pipe, the named pipe checkOutputs kept open for it. A
-// file it cannot write is an *outputError.
-func writeJSON(path string, pipe *os.File, e *engine, rep *report, info *runInfo) error {
-	data, err := json.MarshalIndent(makeJSON(e, rep, info), "", "  ")
+// file it cannot write is an *OutputError.
+func WriteJSON(path string, pipe *os.File, run *Run, rep *Report, info *Info) error {
+	data, err := json.MarshalIndent(makeJSON(run, rep, info), "", "  ")
 	if err != nil {
 		return err
 	}
@@ -91,23 +90,23 @@ func writeJSON(path string, pipe *os.File, e *engine, rep *report, info *runInfo
 	if path == "-" {
 		_, err = os.Stdout.Write(data)
 	} else {
-		err = writeOutput(path, pipe, data)
+		err = WriteOutput(path, pipe, data)
 	}
 	if err != nil {
-		return &outputError{flag: "--json", path: path, err: err}
+		return &OutputError{flag: "--json", path: path, err: err}
 	}
 	return nil
 }
 
 // makeJSON fills the file's schema from the report.
-func makeJSON(e *engine, rep *report, info *runInfo) jsonReport {
-	p := e.plan
+func makeJSON(run *Run, rep *Report, info *Info) jsonReport {
+	p := run.Plan
 	nt, _, params, bytes := planTotals(p)
-	j := jsonReport{Program: p.Name, Source: p.Source, PlanHash: p.Hash, Ranks: e.size, Hosts: info.hosts,
+	j := jsonReport{Program: p.Name, Source: p.Source, PlanHash: p.Hash, Ranks: run.Ranks, Hosts: info.hosts,
 		Backend: info.backend, Why: info.why, Versions: map[string]string{}, Env: map[string]string{},
 		GoVersion: info.goVer, MaxProcs: info.maxprocs, NumCPU: info.numCPU, ProcNote: info.procNote, Warnings: info.warnings,
-		Steps: e.opts.steps, Warmup: e.opts.warmup, Check: e.opts.checkEvery, Tensors: nt, Params: params, GradBytes: bytes}
-	for _, kv := range info.versions {
+		Steps: run.Steps, Warmup: run.Warmup, Check: run.CheckEvery, Tensors: nt, Params: params, GradBytes: bytes}
+	for _, kv := range info.Versions {
 		j.Versions[kv.Key] = kv.Value
 	}
 	for _, kv := range info.env {
@@ -124,15 +123,15 @@ func makeJSON(e *engine, rep *report, info *runInfo) jsonReport {
 	// step times.
 	j.Buckets = []jsonRow{}
 	for _, r := range rep.rows {
-		b := p.Buckets[r.bucket]
-		jr := jsonRow{Bucket: b.Name, Src: string(r.at), Stream: p.Streams[r.stream].Name, Tensors: len(b.Tensors), Bytes: r.bytes,
-			Wire: b.Wire.String(), Collective: r.coll.String(), Group: r.group,
+		b := p.Buckets[r.Bucket]
+		jr := jsonRow{Bucket: b.Name, Src: string(r.At), Stream: p.Streams[r.Stream].Name, Tensors: len(b.Tensors), Bytes: r.Bytes,
+			Wire: b.Wire.String(), Collective: r.Coll.String(), Group: r.Group,
 			TimeUs: float64(r.time) / 1e3, MedianUs: float64(r.median) / 1e3, AlgBW: r.algbw, BusBW: r.busbw}
-		if r.coll.Reduces() {
-			jr.Op = r.op.String()
+		if r.Coll.Reduces() {
+			jr.Op = r.Op.String()
 		}
-		if r.coll == plan.CollBroadcast || r.coll == plan.CollReduce {
-			root := r.root
+		if r.Coll.Info().RootWord != "" {
+			root := r.Root
 			jr.Root = &root
 		}
 		if r.showWrong && rep.checks > 0 {
@@ -153,9 +152,9 @@ func makeJSON(e *engine, rep *report, info *runInfo) jsonReport {
 	return j
 }
 
-// writeOutput writes data to the file at path, or to pipe when
+// WriteOutput writes data to the file at path, or to pipe when
 // checkOutputs kept one open for it, and closes it.
-func writeOutput(path string, pipe *os.File, data []byte) error {
+func WriteOutput(path string, pipe *os.File, data []byte) error {
 	f, err := createOutput(path, pipe)
 	if err != nil {
 		return err
@@ -166,3 +165,26 @@ func writeOutput(path string, pipe *os.File, data []byte) error {
 	}
 	return err
 }
+
+// createOutput opens an output file for writing its data: the pipe that
+// checkOutputs kept open for it, or the file at path, created or
+// truncated.
+func createOutput(path string, pipe *os.File) (*os.File, error) {
+	if pipe != nil {
+		return pipe, nil
+	}
+	return os.Create(path)
+}
+
+// OutputError is a --json or --trace file that rank 0 could not write
+// after the run: the file is lost, the run is not.
+type OutputError struct {
+	flag, path string
+	err        error
+}
+
+func (e *OutputError) Error() string {
+	return fmt.Sprintf("%s %s: writing the file: %v", e.flag, e.path, e.err)
+}
+
+func (e *OutputError) Unwrap() error { return e.err }

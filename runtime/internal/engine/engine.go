@@ -1,0 +1,273 @@
+package engine
+
+// The Engine holds a running plan: the backend's streams, the buckets' and
+// tensors' memory, the events, and the per-step bookkeeping that the
+// statements (issue.go) fill in.
+
+import (
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/syncgen/syncgen/runtime/internal/backend"
+	"github.com/syncgen/syncgen/runtime/internal/check"
+	"github.com/syncgen/syncgen/runtime/internal/elem"
+	"github.com/syncgen/syncgen/runtime/internal/mpihost"
+	"github.com/syncgen/syncgen/runtime/internal/plan"
+	"github.com/syncgen/syncgen/runtime/internal/proc"
+	"github.com/syncgen/syncgen/runtime/internal/result"
+)
+
+// Engine runs one plan on one rank.
+type Engine struct {
+	plan *plan.Plan
+	prog *plan.Program
+	cfg  Config
+	h    *mpihost.Host
+	rank int
+	size int
+
+	be      backend.Backend
+	streams []backend.Stream
+
+	mem    *backend.Layout
+	shapes []elem.PatternShape
+	// backOrder lists the non-frozen tensors in the order backward makes
+	// their gradients ready (reverse declaration order); lastOf[t] is the
+	// bucket whose last gradient t is, or -1.
+	backOrder []int
+	lastOf    []int
+
+	// Events: free ones, and those used by the current step.
+	freeEvents []backend.Event
+	usedEvents []backend.Event
+	// lastRec[s] is the event recorded last on stream s if nothing was
+	// queued on s after it and the host has not blocked since; nil
+	// otherwise (see startEvent).
+	lastRec []backend.Event
+
+	// The current step.
+	seedStep uint32 // the step number that seeds the fill pattern
+	stepNo   int    // 0-based over warm-up and measured steps; -1 in init
+	epoch    backend.Event
+	// stepStart is the host time at which the epoch was recorded (or, with
+	// a StepAligner, completed).
+	stepStart  time.Time
+	epochTimer backend.StepAligner
+	// alignStream runs the step barrier of a StepAligner backend: the
+	// first stream that runs a collective in the step.
+	alignStream int
+	ready       []readyMark
+	inGroup     bool // the collectives go to groupBuf until the group ends
+	cursor      int  // index into the recorded flat statements, for the sanity check
+	hangAt      int  // test hook: stop before this statement (-1: never)
+	flatStep    []plan.Stmt
+	collected   []result.Record  // collect's result, reused from step to step
+	itemBuf     []collItem       // a statement's buckets, reused (issue.go)
+	opBuf       []backend.CollOp // a statement's collectives, reused (issue.go)
+	groupBuf    []collItem       // a group's buckets, reused (issue.go)
+	// What the steps reuse so that they allocate nothing once warm (see
+	// cpuEvent.record for why that matters): each stream's
+	// "wait NAME" record name, the intervals of stepStatsOf.
+	waitNames []string
+	stats     intervalScratch
+
+	// mu guards recs, which the watchdog reads.
+	mu   sync.Mutex
+	recs []result.Record
+
+	model   *check.Model
+	tracing bool
+	hostAt  watchPoint
+	wd      *Watchdog
+}
+
+// readyMark is a bucket's "all gradients ready" event of one step.
+type readyMark struct {
+	ev   backend.Event
+	step int
+	ok   bool
+}
+
+// Config is what the engine is told of the run.
+type Config struct {
+	// Steps and Warmup count the measured and the warm-up steps;
+	// CheckEvery checks every element every CheckEvery steps and after the
+	// last (0: never).
+	Steps, Warmup, CheckEvery int
+	// Tracing keeps every step's records for the trace.
+	Tracing bool
+	// Settle is how long the ranks settle before the measured steps (0:
+	// not at all; settle.go).
+	Settle time.Duration
+	// Init runs the plan's init block (nil without one), Step one step:
+	// the generated functions, issuing their statements on the engine.
+	Init, Step func()
+	// Progress, if not nil, hears after every step how many of how many
+	// are done.
+	Progress func(done, total int)
+}
+
+// New sets up plan p, recorded as prog, on backend be: it creates the
+// streams, allocates and fills the buffers, and chooses the fill patterns
+// and the checker's model.
+func New(cfg Config, p *plan.Plan, prog *plan.Program, h *mpihost.Host, be backend.Backend) (*Engine, error) {
+	testHooksFromEnv().duringSetup(h.Rank)
+	e := &Engine{cfg: cfg, plan: p, prog: prog, h: h, rank: h.Rank, size: h.Size, be: be}
+	for _, s := range p.Streams {
+		e.waitNames = append(e.waitNames, "wait "+s.Name)
+	}
+	e.tracing = cfg.Tracing
+	e.flatStep = plan.Flat(prog.Step)
+	for i, s := range p.Streams {
+		st, err := be.NewStream(i, s.Name, s.Priority)
+		if err != nil {
+			return nil, err
+		}
+		e.streams = append(e.streams, st)
+	}
+	e.shapes = check.Patterns(p, prog, e.size)
+	if err := e.allocate(); err != nil {
+		return nil, err
+	}
+	e.ready = make([]readyMark, len(p.Buckets))
+	e.lastRec = make([]backend.Event, len(e.streams))
+	for _, s := range e.flatStep {
+		if s.Kind == plan.StmtColl {
+			e.alignStream = s.Stream
+			break
+		}
+	}
+	e.planBackward()
+	e.model = check.New(p, e.rank, e.size, e.shapes, e.mem, e.backOrder, be)
+	return e, nil
+}
+
+// allocate lays the plan out in the backend's memory and fills every
+// gradient with the pattern of InitStep, so that collectives that run
+// before any backward move defined values.
+func (e *Engine) allocate() error {
+	p := e.plan
+	mem, err := backend.Allocate(e.be, p, backend.SlicedBuckets(e.prog, len(p.Buckets)), e.size)
+	if err != nil {
+		return err
+	}
+	e.mem = mem
+	// Initial values, on the first stream.
+	st := e.streams[0]
+	for i := range p.Tensors {
+		tm := &mem.Tensors[i]
+		if err := st.Fill(tm.Store, e.shapes[i].Params(e.rank, e.size, elem.InitStep, i)); err != nil {
+			return fmt.Errorf("initial fill of %q: %w", p.Tensors[i].Name, err)
+		}
+		if !tm.InPlace && p.Tensors[i].Bucket >= 0 {
+			if err := st.Cast(tm.Wire, tm.Store); err != nil {
+				return fmt.Errorf("initial cast of %q: %w", p.Tensors[i].Name, err)
+			}
+		}
+	}
+	return st.Synchronize()
+}
+
+// planBackward computes the order in which backward makes gradients ready
+// and which tensor completes each bucket.
+func (e *Engine) planBackward() {
+	p := e.plan
+	e.lastOf = make([]int, len(p.Tensors))
+	for i := range e.lastOf {
+		e.lastOf[i] = -1
+	}
+	seen := make([]bool, len(p.Buckets))
+	for i := len(p.Tensors) - 1; i >= 0; i-- {
+		if p.Tensors[i].Frozen {
+			continue
+		}
+		e.backOrder = append(e.backOrder, i)
+	}
+	// The last tensor of a bucket in backward order is the first one met
+	// walking forward through the declaration order.
+	for i := range p.Tensors {
+		t := &p.Tensors[i]
+		if t.Frozen || t.Bucket < 0 || seen[t.Bucket] {
+			continue
+		}
+		seen[t.Bucket] = true
+		e.lastOf[i] = t.Bucket
+	}
+}
+
+// event returns an event for the current step.
+func (e *Engine) event() backend.Event {
+	var ev backend.Event
+	if n := len(e.freeEvents); n > 0 {
+		ev = e.freeEvents[n-1]
+		e.freeEvents = e.freeEvents[:n-1]
+	} else {
+		var err error
+		ev, err = e.be.NewEvent()
+		if err != nil {
+			e.fatal("", fmt.Errorf("creating an event: %w", err))
+		}
+	}
+	e.usedEvents = append(e.usedEvents, ev)
+	return ev
+}
+
+// recordOn records a fresh event on stream and returns it.
+func (e *Engine) recordOn(stream int, at plan.Src) backend.Event {
+	ev := e.event()
+	if err := e.streams[stream].Record(ev); err != nil {
+		e.fatal(at, err)
+	}
+	e.lastRec[stream] = ev
+	return ev
+}
+
+// startEvent returns an event that marks the current end of stream's
+// queue: the last one recorded there when nothing was queued after it
+// (a collective that follows another on its stream starts when that one
+// ends), else a new one. Recording a timing event costs a GPU's host about
+// 1.6 µs, so sharing one between consecutive collectives halves the
+// runtime's cost per collective. Sharing is only right while the host
+// issues without blocking: a collective queued after a Wait would else be
+// result.Record from before the wait.
+func (e *Engine) startEvent(stream int, at plan.Src) backend.Event {
+	if ev := e.lastRec[stream]; ev != nil {
+		return ev
+	}
+	return e.recordOn(stream, at)
+}
+
+// queued notes that work other than an event record was queued on stream.
+func (e *Engine) queued(stream int) { e.lastRec[stream] = nil }
+
+// hostBlocked notes that the host waited: no recorded event may start what
+// is queued from now on.
+func (e *Engine) hostBlocked() { clear(e.lastRec) }
+
+// addTimed appends a record for the watchdog and the reports.
+func (e *Engine) addTimed(r result.Record) {
+	e.mu.Lock()
+	e.recs = append(e.recs, r)
+	e.mu.Unlock()
+}
+
+// fatal reports an error of the running plan, naming this rank, the step
+// and the statement, and aborts the whole job so that no rank hangs.
+func (e *Engine) fatal(at plan.Src, err error) {
+	pos := ""
+	if at != "" {
+		pos = string(at) + ": "
+	}
+	fmt.Fprintf(os.Stderr, "%s: rank %d (%s): error: step %s: %s%v\n", proc.Name(), e.rank, e.h.Name, e.stepName(), pos, err)
+	e.h.Abort(1)
+	os.Exit(1)
+}
+
+// Memory returns the plan's memory on the backend.
+func (e *Engine) Memory() *backend.Layout { return e.mem }
+
+// SetProgress sets what hears after every step how many of how many are
+// done (Config.Progress).
+func (e *Engine) SetProgress(f func(done, total int)) { e.cfg.Progress = f }

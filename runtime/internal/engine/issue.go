@@ -1,0 +1,309 @@
+package engine
+
+// The statements of a step as the Engine runs them: each queues work on the
+// backend's streams and returns at once; only Wait blocks the host. The
+// runtime's Step methods, which generated code calls, come here when they
+// are not recording.
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/syncgen/syncgen/runtime/internal/backend"
+	"github.com/syncgen/syncgen/runtime/internal/plan"
+	"github.com/syncgen/syncgen/runtime/internal/result"
+)
+
+// collItem is one bucket of one collective statement.
+type collItem struct {
+	at     plan.Src
+	stream int
+	coll   plan.Coll
+	op     plan.RedOp
+	root   int
+	after  plan.After
+	bucket int
+	id     int
+	// afterEv is the event an AfterStream dependency waits for, recorded
+	// when the statement was issued.
+	afterEv backend.Event
+}
+
+// Backward queues a simulated backward pass of duration d on stream: the
+// gradients of all non-frozen tensors become ready in reverse declaration
+// order, d shared among them in proportion to their bytes. Each gradient
+// is filled with the deterministic pattern, and each bucket's "ready"
+// event is recorded when its last gradient is written.
+func (e *Engine) Backward(at plan.Src, stream int, d time.Duration) {
+	e.expect(plan.StmtBackward, at)
+	e.backward(at, stream, d)
+	e.flush()
+}
+
+// Compute queues other simulated work (forward pass, optimizer) of
+// duration d on stream.
+func (e *Engine) Compute(at plan.Src, stream int, d time.Duration) {
+	e.expect(plan.StmtCompute, at)
+	start := e.recordOn(stream, at)
+	e.queued(stream)
+	if err := e.streams[stream].Busy(d); err != nil {
+		e.fatal(at, err)
+	}
+	end := e.recordOn(stream, at)
+	e.addTimed(result.Record{Kind: result.Compute, Stream: stream, At: at, Name: "compute", Bucket: -1, Start: start, End: end})
+	e.flush()
+}
+
+// BeginGroup starts a group (NCCL's ncclGroupStart): the collectives
+// issued until EndGroup are kept and issued together.
+func (e *Engine) BeginGroup(at plan.Src) {
+	if e.inGroup {
+		e.fatal(at, fmt.Errorf("groups do not nest"))
+	}
+	e.inGroup = true
+	e.groupBuf = e.groupBuf[:0]
+}
+
+// EndGroup issues the group's collectives: each stream waits for all of
+// its group members' dependencies, then they run together.
+func (e *Engine) EndGroup() {
+	e.inGroup = false
+	e.issue(e.groupBuf, true)
+	e.flush()
+}
+
+// Wait blocks the host until the work queued on stream so far is done.
+func (e *Engine) Wait(at plan.Src, stream int) {
+	e.expect(plan.StmtWait, at)
+	e.hostAt.setWait(e.plan.Streams[stream].Name, at)
+	t0 := time.Now()
+	err := e.streams[stream].Synchronize()
+	t1 := time.Now()
+	e.hostBlocked()
+	e.hostAt.set("")
+	if err != nil {
+		e.fatal(at, err)
+	}
+	e.addTimed(result.Record{Kind: result.Wait, Stream: stream, At: at, Name: e.waitNames[stream], Bucket: -1, HostStart: t0, HostEnd: t1})
+}
+
+// Collective issues collective statement st on buckets. The buckets come
+// apart from st so that the variadic slice of the generated call does not
+// escape: the steps allocate nothing.
+func (e *Engine) Collective(st plan.Stmt, buckets []int) {
+	id := e.expect(plan.StmtColl, st.At)
+	if st.Coll.Reduces() && st.Op == plan.NoOp {
+		st.Op = plan.Sum
+	}
+	var afterEv backend.Event
+	if st.After.Kind() == plan.AfterStreamKind && st.After.Stream() != st.Stream {
+		afterEv = e.recordOn(st.After.Stream(), st.At)
+	}
+	// A statement's items are issued at once, except in a group, which
+	// keeps them until the group ends: only then can the slice be reused.
+	items := e.itemBuf[:0]
+	if e.inGroup {
+		items = e.groupBuf
+	}
+	for _, b := range buckets {
+		items = append(items, collItem{at: st.At, stream: st.Stream, coll: st.Coll, op: st.Op, root: st.Root,
+			after: st.After, bucket: b, id: id, afterEv: afterEv})
+	}
+	if e.inGroup {
+		e.groupBuf = items
+		return
+	}
+	e.itemBuf = items
+	e.issue(items, false)
+	e.flush()
+}
+
+// flush tells a backend.Flusher backend that a statement's work is queued.
+func (e *Engine) flush() {
+	if f, ok := e.be.(backend.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// startQueued makes a backend.Flusher backend run everything queued so far.
+func (e *Engine) startQueued() {
+	if f, ok := e.be.(backend.Flusher); ok {
+		f.Start()
+	}
+}
+
+// expect checks that the statement issued now is the one the recording
+// saw at this point, and returns its collective id. The generated step
+// function has no branches, so a difference is a bug worth stopping for:
+// the checker's check.Model and the report rows rely on it.
+func (e *Engine) expect(k plan.StmtKind, at plan.Src) int {
+	if e.stepNo < 0 {
+		return -1 // init: not tracked
+	}
+	if e.cursor == e.hangAt {
+		hangForever(e, fmt.Sprintf("SYNCGEN_TEST_HANG: rank %d stopped before %s in step %d on purpose", e.rank, at, e.stepNo))
+	}
+	if e.cursor >= len(e.flatStep) || e.flatStep[e.cursor].Kind != k || e.flatStep[e.cursor].At != at {
+		e.fatal(at, fmt.Errorf("step %d issued a statement that the first recording of the step did not have; steps must issue the same statements every time", e.stepNo))
+	}
+	id := e.flatStep[e.cursor].ID
+	e.cursor++
+	return id
+}
+
+// backward queues a simulated backward pass.
+func (e *Engine) backward(at plan.Src, stream int, d time.Duration) {
+	p := e.plan
+	st := e.streams[stream]
+	start := e.recordOn(stream, at)
+	var total int64
+	for _, t := range e.backOrder {
+		total += e.mem.Tensors[t].Elems * p.Tensors[t].DType.Size()
+	}
+	var cum int64
+	var done time.Duration
+	prev := start
+	for _, t := range e.backOrder {
+		cum += e.mem.Tensors[t].Elems * p.Tensors[t].DType.Size()
+		until := time.Duration(float64(d) * float64(cum) / float64(max(total, 1)))
+		e.queued(stream)
+		if err := st.Busy(until - done); err != nil {
+			e.fatal(at, err)
+		}
+		done = until
+		params := e.shapes[t].Params(e.rank, e.size, e.seedStep, t)
+		params.Unchecked = !e.checks(e.stepNo)
+		if err := st.Fill(e.mem.Tensors[t].Store, params); err != nil {
+			e.fatal(at, fmt.Errorf("gradient of %q: %w", p.Tensors[t].Name, err))
+		}
+		if e.tracing {
+			ev := e.recordOn(stream, at)
+			e.addTimed(result.Record{Kind: result.Grad, Stream: stream, At: at, Name: p.Tensors[t].Name, Bucket: p.Tensors[t].Bucket,
+				Bytes: e.mem.Tensors[t].Elems * p.Tensors[t].DType.Size(), Start: prev, End: ev})
+			prev = ev
+		}
+		if b := e.lastOf[t]; b >= 0 {
+			e.ready[b] = readyMark{ev: e.recordOn(stream, at), step: e.stepNo, ok: true}
+		}
+	}
+	end := e.recordOn(stream, at)
+	e.addTimed(result.Record{Kind: result.Backward, Stream: stream, At: at, Name: "backward", Bucket: -1, Start: start, End: end})
+}
+
+// issue queues collectives: one at a time in order, or all together as a
+// group.
+func (e *Engine) issue(items []collItem, group bool) {
+	if !group {
+		for i := range items {
+			e.issueGroup(items[i:i+1], false)
+		}
+		return
+	}
+	if len(items) > 0 {
+		e.issueGroup(items, true)
+	}
+}
+
+// issueGroup queues one group: per stream, the dependencies and casts into
+// the wire buffers, a start event, then the collectives, then per stream an
+// end event and the casts back.
+func (e *Engine) issueGroup(items []collItem, group bool) {
+	p := e.plan
+	// Streams in order of first use, and their start events. Groups are
+	// small: slices and linear scans, no maps (this runs for every
+	// collective of every step).
+	var orderBuf [4]int
+	order := orderBuf[:0]
+	for _, it := range items {
+		if !slices.Contains(order, it.stream) {
+			order = append(order, it.stream)
+		}
+	}
+	var startsBuf [4]backend.Event
+	starts := startsBuf[:0]
+	for _, si := range order {
+		st := e.streams[si]
+		var waitedBuf [4]backend.Event
+		waited := waitedBuf[:0]
+		for _, it := range items {
+			if it.stream != si {
+				continue
+			}
+			at := it.at
+			switch {
+			case it.after.Kind() == plan.AfterReadyKind:
+				if m := e.ready[it.bucket]; m.ok && m.step == e.stepNo {
+					if err := st.WaitEvent(m.ev); err != nil {
+						e.fatal(at, err)
+					}
+					e.queued(si)
+				}
+			case it.afterEv != nil && !slices.Contains(waited, it.afterEv):
+				waited = append(waited, it.afterEv)
+				if err := st.WaitEvent(it.afterEv); err != nil {
+					e.fatal(at, err)
+				}
+				e.queued(si)
+			}
+			e.castIn(st, it)
+		}
+		starts = append(starts, e.startEvent(si, items[0].at))
+	}
+	ops := e.opBuf[:0]
+	for _, it := range items {
+		bm := &e.mem.Buckets[it.bucket]
+		span := bm.Span
+		if !it.coll.Info().Sliced {
+			span.N = p.Buckets[it.bucket].Elems
+		}
+		ops = append(ops, backend.CollOp{Stream: e.streams[it.stream], Coll: it.coll, Op: it.op, Root: it.root, Buf: span, Name: p.Buckets[it.bucket].Name})
+	}
+	e.opBuf = ops // reused by the next statement (Collectives copies what it keeps)
+	if err := e.be.Collectives(ops); err != nil {
+		e.fatal(items[0].at, err)
+	}
+	for _, si := range order {
+		e.queued(si)
+	}
+	for k, si := range order {
+		end := e.recordOn(si, items[0].at)
+		for i, it := range items {
+			if it.stream != si {
+				continue
+			}
+			e.addTimed(result.Record{Kind: result.Collective, Stream: si, At: it.at, Name: p.Buckets[it.bucket].Name, Bucket: it.bucket, ID: it.id,
+				Coll: it.coll, Op: it.op, Bytes: ops[i].Buf.Bytes(), Group: group, Start: starts[k], End: end})
+			e.castOut(e.streams[si], it)
+		}
+	}
+}
+
+// castIn converts the bucket's tensors that live apart into its wire
+// buffer.
+func (e *Engine) castIn(st backend.Stream, it collItem) {
+	for _, t := range e.plan.Buckets[it.bucket].Tensors {
+		tm := &e.mem.Tensors[t]
+		if tm.InPlace {
+			continue
+		}
+		e.queued(it.stream)
+		if err := st.Cast(tm.Wire, tm.Store); err != nil {
+			e.fatal(it.at, fmt.Errorf("casting %q into bucket %q: %w", e.plan.Tensors[t].Name, e.plan.Buckets[it.bucket].Name, err))
+		}
+	}
+}
+
+// castOut converts the wire buffer back into the tensors that live apart.
+func (e *Engine) castOut(st backend.Stream, it collItem) {
+	for _, t := range e.plan.Buckets[it.bucket].Tensors {
+		tm := &e.mem.Tensors[t]
+		if tm.InPlace {
+			continue
+		}
+		e.queued(it.stream)
+		if err := st.Cast(tm.Store, tm.Wire); err != nil {
+			e.fatal(it.at, fmt.Errorf("casting bucket %q back into %q: %w", e.plan.Buckets[it.bucket].Name, e.plan.Tensors[t].Name, err))
+		}
+	}
+}

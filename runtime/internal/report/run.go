@@ -1,0 +1,46 @@
+package report
+
+import (
+	"os"
+
+	"github.com/syncgen/syncgen/runtime/internal/backend"
+	"github.com/syncgen/syncgen/runtime/internal/plan"
+)
+
+// Run is what the report knows of the run besides its figures: the plan,
+// where this rank stands, the settings of the program's flags, and how to
+// reach the other ranks. It stands in for the engine and the options,
+// which the report never sees.
+type Run struct {
+	Plan *plan.Plan
+	Prog *plan.Program
+	// Mem is the plan's memory; the report reads the buckets' padded
+	// lengths from it.
+	Mem *backend.Layout
+	// Rank is this rank, Ranks the world's size, Host this rank's host.
+	Rank, Ranks int
+	Host        string
+	// Steps, Warmup and CheckEvery are the flags' values; Quiet prints
+	// only the summary lines.
+	Steps, Warmup, CheckEvery int
+	Quiet                     bool
+	// Tracing: rank 0 writes a trace to Trace ("-": standard output),
+	// through TracePipe when that is a named pipe kept open for it.
+	Tracing   bool
+	Trace     string
+	TracePipe *os.File
+	// PieceNote is the backend's word on the pieces of large collectives
+	// (backend.PieceSizer), or "".
+	PieceNote string
+	// Comm gathers every rank's figures and events.
+	Comm Comm
+}
+
+// Comm is what the report needs of MPI (mpihost.Host has it).
+type Comm interface {
+	// Allgather returns every rank's rec (all of the same length), in
+	// rank order, on every rank.
+	Allgather(rec []byte) ([][]byte, error)
+	// Gather returns every rank's rec (any length) on rank 0.
+	Gather(rec []byte) ([][]byte, error)
+}

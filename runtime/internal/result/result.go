@@ -1,0 +1,142 @@
+// Package result holds what a run measured and checked on one rank: the
+// records of each step's work with their times, the per-bucket table rows,
+// each measured step's figures, the check counts, and the records kept for
+// the trace. The engine fills a Results; the report reads it (and every
+// rank's, gathered) and never the engine.
+package result
+
+import (
+	"time"
+	"unsafe"
+
+	"github.com/syncgen/syncgen/runtime/internal/backend"
+	"github.com/syncgen/syncgen/runtime/internal/plan"
+)
+
+// Kind says what a Record measures.
+type Kind uint8
+
+// The kinds of records.
+const (
+	Backward Kind = iota + 1
+	Compute
+	Collective
+	Grad
+	Wait
+	Barrier
+)
+
+// Record is one measured piece of work of the current step: on a stream
+// (between two events) or on the host (Wait).
+type Record struct {
+	Kind   Kind
+	Stream int
+	At     plan.Src
+	Name   string
+	Bucket int
+	ID     int // collective statement id, for table rows
+	Coll   plan.Coll
+	Op     plan.RedOp
+	Bytes  int64
+	Group  bool
+	Start  backend.Event
+	End    backend.Event
+	// Host times (Wait), and the resolved times of all records after the
+	// step, relative to the step's epoch.
+	HostStart, HostEnd time.Time
+	T0, T1             time.Duration
+}
+
+// Row is one line of the per-bucket table: one bucket of one collective
+// statement of the step.
+type Row struct {
+	ID     int
+	Bucket int
+	At     plan.Src
+	Coll   plan.Coll
+	Op     plan.RedOp
+	Root   int
+	Stream int
+	Group  bool
+	Bytes  int64
+	// Times are this rank's durations in the measured steps.
+	Times []time.Duration
+}
+
+// StepStats are one measured step's figures on this rank.
+type StepStats struct {
+	Step    time.Duration
+	Compute time.Duration // union of backward and compute intervals
+	Comm    time.Duration // union of collective intervals
+	Hidden  time.Duration // communication that overlapped compute
+}
+
+// Results is what a run produced on this rank.
+type Results struct {
+	Rows      []Row
+	RowOf     map[[2]int]int
+	Steps     []StepStats
+	Wrong     []int64 // per bucket, summed over checks
+	Unchecked []int64
+	Checked   int // number of checks run
+	FirstBad  []string
+	Traced    []Traced // --trace: every step's records (KeepForTrace)
+	Origin    time.Time
+}
+
+// New returns the empty results of a run of prog: a row for every bucket
+// of every collective statement of the step.
+func New(p *plan.Plan, prog *plan.Program) *Results {
+	r := &Results{RowOf: map[[2]int]int{}, Wrong: make([]int64, len(p.Buckets)), Unchecked: make([]int64, len(p.Buckets))}
+	for _, s := range plan.Flat(prog.Step) {
+		if s.Kind != plan.StmtColl {
+			continue
+		}
+		for _, b := range s.Buckets {
+			key := [2]int{s.ID, b}
+			if _, ok := r.RowOf[key]; ok {
+				continue
+			}
+			r.RowOf[key] = len(r.Rows)
+			r.Rows = append(r.Rows, Row{ID: s.ID, Bucket: b, At: s.At, Coll: s.Coll, Op: s.Op, Root: s.Root, Stream: s.Stream})
+		}
+	}
+	return r
+}
+
+// Preallocated returns an empty slice with room for n elements, its memory
+// already written: the measured steps then neither grow it nor take the
+// page faults of fresh memory (each of which, on a virtual machine, can
+// wake other threads and stall a rank that is inside a collective).
+func Preallocated[T any](n int) []T {
+	s := make([]T, n)
+	clear(s)
+	return s[:0]
+}
+
+// Traced is one record of a step, kept for the trace.
+type Traced struct {
+	Step int
+	Base time.Duration // the step's start, from the time origin
+	R    Record
+}
+
+// traceCapBytes bounds the memory reserved for the trace's records before
+// the steps; a longer trace grows as needed.
+const traceCapBytes = 64 << 20
+
+// KeepForTrace keeps one step's records for the trace. The events are made
+// only when the trace is written: converting them during the steps
+// allocated a few hundred bytes per record, and the growing slice's copies
+// and page faults landed between the ranks' collectives. The first step
+// reserves room (its memory written) for every step like it.
+func (res *Results) KeepForTrace(recs []Record, step int, base time.Duration, steps int) {
+	if res.Traced == nil {
+		n := min(len(recs)*steps, traceCapBytes/int(unsafe.Sizeof(Traced{})))
+		res.Traced = Preallocated[Traced](max(n, len(recs)))
+	}
+	for _, r := range recs {
+		r.Start, r.End = nil, nil // pooled events, reused by later steps
+		res.Traced = append(res.Traced, Traced{Step: step, Base: base, R: r})
+	}
+}
