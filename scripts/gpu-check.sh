@@ -38,7 +38,7 @@ if [ "$mode" = build ]; then
 	find "$t/runtime" -maxdepth 1 -name '*_test.go' ! -name 'gpu*_test.go' -delete
 	(cd "$t" && go test -c "$strip" -o "$OLDPWD/$bin/runtime.test" ./runtime)
 	go test -c "$strip" -o $bin/cuda.test ./runtime/cuda
-	go test -c "$strip" -o $bin/dl.test ./runtime/cuda/dl
+	go test -c "$strip" -o $bin/dl.test ./runtime/internal/dl
 	go test -c "$strip" -o $bin/nccl.test ./runtime/nccl
 	go build "$strip" -o $bin/allops ./bench/gpu/allops
 	# For the CPU comparison on the GPU machine's cores (bench/allreduce.sh

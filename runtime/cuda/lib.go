@@ -25,7 +25,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/syncgen/syncgen/runtime/cuda/dl"
+	"github.com/syncgen/syncgen/runtime/internal/dl"
 )
 
 // Environment variables that name the libraries' paths.

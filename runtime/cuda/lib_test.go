@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/syncgen/syncgen/runtime/cuda/dl"
+	"github.com/syncgen/syncgen/runtime/internal/dl"
 )
 
 // These tests call load, not Load, so that each sees its own environment.

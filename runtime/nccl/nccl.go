@@ -25,7 +25,7 @@ import (
 	"unsafe"
 
 	"github.com/syncgen/syncgen/runtime/cuda"
-	"github.com/syncgen/syncgen/runtime/cuda/dl"
+	"github.com/syncgen/syncgen/runtime/internal/dl"
 )
 
 // EnvLib is the environment variable that names libnccl's path.

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/syncgen/syncgen/runtime/cuda/dl"
+	"github.com/syncgen/syncgen/runtime/internal/dl"
 )
 
 func TestLoadNotFound(t *testing.T) {
