@@ -327,52 +327,119 @@ var allKeywords = append(append([]string{"frozen", "priority", "cap", "first", "
 func explainSyntaxError(all []token, off int) (string, string) {
 	toks := significantTokens(all)
 	at := tokenIndex(toks, off)
-	depth := 0
-	var opens []int      // the index of each open `{`
-	var openers []string // the token before each open `{`
-	bracket := -1        // the index of an open `[`, or -1
+	cx := syntaxContextAt(toks, at)
+	hint := constructSyntax[cx.construct]
+	if at >= len(toks) {
+		return explainEOF(toks, cx, hint)
+	}
+	if msg, hint, ok := missingOperand(toks, at, cx.inStatements, hint); ok {
+		return msg, hint
+	}
+	t := toks[at]
+	startsLine := at == 0 || toks[at-1].Pos.Line != t.Pos.Line
+	keyword := misspeltKeyword(toks, at, cx, startsLine)
+	msg, construct, stray := "unexpected "+tokenText(t), cx.construct, ""
+	if startsLine && keyword != "" {
+		// Most likely a misspelt keyword starting a new line: an option
+		// of the construct continued on this line, or a new statement or
+		// declaration.
+		if !slices.Contains(expectedKeywords(construct, toks[max(at-1, 0)].Value), keyword) {
+			construct = ""
+		}
+	} else if opt, ok := optionWithoutValue(toks, at, construct); ok {
+		// `allreduce g op }`: the option is there, its value is not.
+		msg, hint = explainMissingValue(toks, at, opt, hint)
+	} else if t.Value == "[" && at > 0 && at+1 < len(toks) && toks[at+1].Type != tokWord && (toks[at-1].Type == tokWord || toks[at-1].Type == tokString) {
+		// `allreduce g[step]`, `g[]`: participle backs out of the whole
+		// index and reports its `[`.
+		msg = fmt.Sprintf("unexpected %s in the index of %s: a piece index is a number", tokenText(toks[at+1]), code(shortText(toks[at-1].Value)))
+		hint = "write e.g. `" + shortText(toks[at-1].Value) + "[0]`; " + hint
+	} else if h, ok := spacedUnit(toks, at); ok {
+		// `backward 60 ms`: the statement is complete with a duration
+		// of "60", which the checker would reject for its missing unit.
+		msg = fmt.Sprintf("unexpected %s: a number and its unit are written without a space between them", tokenText(t))
+		hint = h
+	} else if keyword == "" && construct != "" && !cx.isBlock && completeConstruct(toks[cx.at:at], construct) {
+		// A stray token after a declaration or statement that is
+		// complete without it: saying it is incomplete would send the
+		// user looking for something missing.
+		msg = fmt.Sprintf("unexpected %s after the complete %s %s", tokenText(t), construct, constructNoun(construct))
+		if cx.line < t.Pos.Line {
+			msg += fmt.Sprintf(" on line %d", cx.line)
+		}
+		if startsLine {
+			// Not a continuation of it: a new one should start here.
+			construct = ""
+		}
+		stray = tokenText(t)
+	} else if startsLine && construct != "" && !cx.isBlock && cx.line < t.Pos.Line {
+		msg += fmt.Sprintf(": the %s on line %d is incomplete", construct, cx.line)
+	}
+	return msg, finishSyntaxHint(hint, construct, keyword, stray, cx.inBraces)
+}
+
+// syntaxContext is where a syntax error is, as far as the tokens before it
+// tell: every kind of syntax error is explained from it.
+type syntaxContext struct {
+	opens        []int  // the index of each `{` still open
+	bracket      int    // the index of a `[` still open, or -1
+	inStatements bool   // among the statements of a block or group
+	construct    string // the keyword of the construct the error is in, or ""
+	line, at     int    // the line and the index of that keyword
+	isBlock      bool   // the keyword found is init, step or group
+	inBraces     bool   // a statement, not a declaration, may start here
+}
+
+// syntaxContextAt finds the context of the syntax error at toks[at]. A
+// block's keyword found across its `{` means the error is where a
+// statement should start, so the context has no construct then.
+func syntaxContextAt(toks []token, at int) syntaxContext {
+	cx := syntaxContext{bracket: -1}
 	for i, t := range toks[:at] {
 		switch t.Value {
 		case "{":
-			depth++
-			opens = append(opens, i)
-			opener := ""
-			if i > 0 {
-				opener = toks[i-1].Value
-			}
-			openers = append(openers, opener)
-			bracket = -1
+			cx.opens = append(cx.opens, i)
+			cx.bracket = -1
 		case "}":
-			if depth > 0 {
-				depth--
-				opens = opens[:len(opens)-1]
-				openers = openers[:len(openers)-1]
+			if len(cx.opens) > 0 {
+				cx.opens = cx.opens[:len(cx.opens)-1]
 			}
-			bracket = -1
+			cx.bracket = -1
 		case "[":
-			bracket = i
+			cx.bracket = i
 		case "]":
-			bracket = -1
+			cx.bracket = -1
 		}
 	}
-	// inStatements: the error is among the statements of a block or group
-	// (not, say, in a bucket's pattern list, where `allreduce` is a name).
-	inStatements := len(openers) > 0 && slices.Contains([]string{"init", "step", "group"}, openers[len(openers)-1])
-	// The construct the error is in: the nearest keyword before it that
-	// starts one (not a keyword used as a value, as in `on compute`). A
-	// block's keyword found across its `{` means the error is where a
-	// statement should start.
-	construct, constructLine, constructAt, inBody := "", 0, 0, false
+	depth := len(cx.opens)
+	// Inside the innermost `{` of a block or group: not, say, in a bucket's
+	// pattern list, where `allreduce` is a name.
+	if depth > 0 && cx.opens[depth-1] > 0 {
+		cx.inStatements = slices.Contains([]string{"init", "step", "group"}, toks[cx.opens[depth-1]-1].Value)
+	}
+	var inBody bool
+	cx.construct, cx.line, cx.at, inBody = constructBefore(toks, at, depth)
+	cx.isBlock = cx.construct == "init" || cx.construct == "step" || cx.construct == "group"
+	if cx.isBlock && inBody || cx.construct == "" && depth > 0 {
+		cx.construct = ""
+		inBody = true
+	}
+	cx.inBraces = inBody || depth > 0
+	return cx
+}
+
+// constructBefore returns the construct that the syntax error at toks[at]
+// is in: the nearest keyword before it that starts one (after a bucket's
+// patterns, the bucket, whose options come there), its line and index, and
+// whether the error is in a body (depth `{` are open at toks[at]).
+func constructBefore(toks []token, at, depth int) (construct string, line, index int, inBody bool) {
 	for i := at - 1; i >= 0; i-- {
 		v := toks[i].Value
 		if v == "}" {
 			if b, ok := bucketClosedAt(toks, i); ok {
-				// After a bucket's patterns: among its options.
-				construct, constructLine, constructAt = "bucket", toks[b].Pos.Line, b
-				break
+				return "bucket", toks[b].Pos.Line, b, inBody
 			}
-			inBody = depth > 0
-			break
+			return "", 0, 0, depth > 0
 		}
 		if v == "{" {
 			inBody = true
@@ -381,30 +448,17 @@ func explainSyntaxError(all []token, off int) (string, string) {
 		// A keyword after an option key is its value (`on compute`), and
 		// after `tensor` it is the tensor's name (`tensor step f32[1]`).
 		if _, ok := constructSyntax[v]; ok && (i == 0 || !isOptionKey(toks[i-1].Value) && !isTensorKeyword(toks[i-1])) {
-			construct, constructLine, constructAt = v, toks[i].Pos.Line, i
-			break
+			return v, toks[i].Pos.Line, i, inBody
 		}
 	}
-	isBlock := construct == "init" || construct == "step" || construct == "group"
-	if isBlock && inBody || construct == "" && depth > 0 {
-		construct = ""
-		inBody = true
-	}
-	hint := constructSyntax[construct]
-	if at >= len(toks) {
-		if opt, ok := optionWithoutValue(toks, at, construct); ok && len(opens) == 0 && bracket < 0 {
-			o := toks[opt]
-			if write := "`" + o.Value + " " + optionValues[o.Value] + "`"; !strings.Contains(hint, write) {
-				hint = "write " + write + "; " + hint
-			}
-			return fmt.Sprintf("unexpected end of file: %s needs a value after it", code(o.Value)), hint
-		}
-		return explainEOF(toks, opens, bracket, construct, constructLine, hint)
-	}
+	return "", 0, 0, inBody
+}
+
+// missingOperand explains a collective whose first target is missing or
+// is a keyword, and a backward or compute without its duration: the parser
+// reports the keyword or the statement's keyword, so both are tried.
+func missingOperand(toks []token, at int, inStatements bool, hint string) (string, string, bool) {
 	t := toks[at]
-	msg := "unexpected " + tokenText(t)
-	// A collective whose first target is missing or is a keyword: the
-	// parser reports the keyword or the collective itself.
 	kw, next := "", ""
 	if _, ok := collectiveKinds[t.Value]; ok && at+1 < len(toks) {
 		kw, next = t.Value, toks[at+1].Value
@@ -416,90 +470,75 @@ func explainSyntaxError(all []token, off int) (string, string) {
 		if next == "}" || next == ";" {
 			hint = "targets are buckets, pieces like grads[0], tensors and patterns, e.g. `" + kw + " grads`"
 		}
-		return fmt.Sprintf("%s needs a target before %s", kw, code(next)), hint
+		return fmt.Sprintf("%s needs a target before %s", kw, code(next)), hint, true
 	}
 	if (kw == "backward" || kw == "compute") && next == "on" && t.Value == "on" {
 		// `backward on comm`: the duration is what is missing.
-		return fmt.Sprintf("%s needs a duration before %s", code(kw), code("on")), hint
+		return fmt.Sprintf("%s needs a duration before %s", code(kw), code("on")), hint, true
 	}
-	startsLine := at == 0 || toks[at-1].Pos.Line != t.Pos.Line
-	keyword, stray := "", false
-	if t.Type == tokWord && !slices.Contains(allKeywords, t.Value) {
-		expected := expectedKeywords(construct, toks[max(at-1, 0)].Value)
-		if startsLine {
-			// A new statement or declaration may start here too.
-			if inBody || depth > 0 {
-				expected = append(expected, statementKeywords...)
-			} else {
-				expected = append(expected, topKeywords...)
-			}
-		}
-		keyword = suggestKeyword(t.Value, expected)
+	return "", "", false
+}
+
+// misspeltKeyword returns the keyword that the word toks[at] most likely
+// stands for, or "". The keywords expected there come first: the construct's
+// options and, at the start of a line, those that start a new one.
+func misspeltKeyword(toks []token, at int, cx syntaxContext, startsLine bool) string {
+	t := toks[at]
+	if t.Type != tokWord || slices.Contains(allKeywords, t.Value) {
+		return ""
 	}
-	if startsLine && keyword != "" {
-		// Most likely a misspelt keyword starting a new line: an option
-		// of the construct continued on this line, or a new statement or
-		// declaration.
-		if !slices.Contains(expectedKeywords(construct, toks[max(at-1, 0)].Value), keyword) {
-			construct = ""
-		}
-	} else if opt, ok := optionWithoutValue(toks, at, construct); ok {
-		// `allreduce g op }`: the option is there, its value is not.
-		if opt != at {
-			msg += ": "
+	expected := expectedKeywords(cx.construct, toks[max(at-1, 0)].Value)
+	if startsLine {
+		// A new statement or declaration may start here too.
+		if cx.inBraces {
+			expected = append(expected, statementKeywords...)
 		} else {
-			msg = ""
+			expected = append(expected, topKeywords...)
 		}
-		o := toks[opt]
-		msg += code(o.Value)
-		if o.Pos.Line != t.Pos.Line {
-			msg += fmt.Sprintf(" on line %d", o.Pos.Line)
-		}
-		msg += " needs a value after it"
-		value := optionValues[o.Value]
-		if opt+1 < len(toks) && toks[opt+1].Type == tokKeyword && toks[opt+1].Pos.Line == o.Pos.Line {
-			// `on step`: a reserved word is never a value.
-			msg = fmt.Sprintf("%s needs a value, and %s is a keyword", code(o.Value), code(toks[opt+1].Value))
-			if opt != at {
-				msg = "unexpected " + tokenText(t) + ": " + msg
-			}
-		}
-		if opt+1 < len(toks) && toks[opt+1].Type == tokString {
-			// `on "comm"`: values are words, never quoted.
-			msg = fmt.Sprintf("%s takes a value without quotes", code(o.Value))
-			value = strings.Trim(toks[opt+1].Value, `"`)
-		}
-		if write := "`" + o.Value + " " + value + "`"; !strings.Contains(hint, write) {
-			hint = "write " + write + "; " + hint
-		}
-	} else if t.Value == "[" && at > 0 && at+1 < len(toks) && toks[at+1].Type != tokWord && (toks[at-1].Type == tokWord || toks[at-1].Type == tokString) {
-		// `allreduce g[step]`, `g[]`: participle backs out of the whole
-		// index and reports its `[`.
-		msg = fmt.Sprintf("unexpected %s in the index of %s: a piece index is a number", tokenText(toks[at+1]), code(shortText(toks[at-1].Value)))
-		hint = "write e.g. `" + shortText(toks[at-1].Value) + "[0]`; " + hint
-	} else if h, ok := spacedUnit(toks, at); ok {
-		// `backward 60 ms`: the statement is complete with a duration
-		// of "60", which the checker would reject for its missing unit.
-		msg = fmt.Sprintf("unexpected %s: a number and its unit are written without a space between them", tokenText(t))
-		hint = h
-	} else if keyword == "" && construct != "" && !isBlock && completeConstruct(toks[constructAt:at], construct) {
-		// A stray token after a declaration or statement that is
-		// complete without it: saying it is incomplete would send the
-		// user looking for something missing.
-		msg = fmt.Sprintf("unexpected %s after the complete %s %s", tokenText(t), construct, constructNoun(construct))
-		if constructLine < t.Pos.Line {
-			msg += fmt.Sprintf(" on line %d", constructLine)
-		}
-		if startsLine {
-			// Not a continuation of it: a new one should start here.
-			construct = ""
-		}
-		stray = true
-	} else if startsLine && construct != "" && !isBlock && constructLine < t.Pos.Line {
-		msg += fmt.Sprintf(": the %s on line %d is incomplete", construct, constructLine)
 	}
+	return suggestKeyword(t.Value, expected)
+}
+
+// explainMissingValue explains the option toks[opt] without its value, for
+// a syntax error at toks[at] (the option or the token after it). A keyword
+// or a string after the option was likely meant as its value, so is named.
+func explainMissingValue(toks []token, at, opt int, hint string) (string, string) {
+	t := toks[at]
+	msg := ""
+	if opt != at {
+		msg = "unexpected " + tokenText(t) + ": "
+	}
+	o := toks[opt]
+	msg += code(o.Value)
+	if o.Pos.Line != t.Pos.Line {
+		msg += fmt.Sprintf(" on line %d", o.Pos.Line)
+	}
+	msg += " needs a value after it"
+	value := optionValues[o.Value]
+	if opt+1 < len(toks) && toks[opt+1].Type == tokKeyword && toks[opt+1].Pos.Line == o.Pos.Line {
+		// `on step`: a reserved word is never a value.
+		msg = fmt.Sprintf("%s needs a value, and %s is a keyword", code(o.Value), code(toks[opt+1].Value))
+		if opt != at {
+			msg = "unexpected " + tokenText(t) + ": " + msg
+		}
+	}
+	if opt+1 < len(toks) && toks[opt+1].Type == tokString {
+		// `on "comm"`: values are words, never quoted.
+		msg = fmt.Sprintf("%s takes a value without quotes", code(o.Value))
+		value = strings.Trim(toks[opt+1].Value, `"`)
+	}
+	if write := "`" + o.Value + " " + value + "`"; !strings.Contains(hint, write) {
+		hint = "write " + write + "; " + hint
+	}
+	return msg, hint
+}
+
+// finishSyntaxHint completes a syntax error's hint: outside any construct,
+// what starts a statement (in braces) or a declaration; led by the likeliest
+// fixes, a suggested keyword and then removing the stray token (or "").
+func finishSyntaxHint(hint, construct, keyword, stray string, inBraces bool) string {
 	if construct == "" {
-		if inBody || depth > 0 {
+		if inBraces {
 			hint = "a statement starts with one of: " + strings.Join(statementKeywords, ", ")
 		} else {
 			hint = "a declaration starts with one of: " + strings.Join(topKeywords, ", ")
@@ -508,10 +547,10 @@ func explainSyntaxError(all []token, off int) (string, string) {
 	if keyword != "" {
 		hint = "did you mean " + code(keyword) + "? " + hint
 	}
-	if stray {
-		hint = "remove " + tokenText(t) + "; " + hint
+	if stray != "" {
+		hint = "remove " + stray + "; " + hint
 	}
-	return msg, hint
+	return hint
 }
 
 // optionValues says what value each option takes, for hints.

@@ -173,7 +173,8 @@ func reduces(k ir.Collective) bool {
 	return k == ir.AllReduce || k == ir.Reduce || k == ir.ReduceScatter
 }
 
-// resolveCollective resolves a collective's options and targets.
+// resolveCollective resolves a collective's options and targets. It checks
+// everything before it gives up, so that one run reports every error.
 func (c *checker) resolveCollective(st *blockState, cs *CollectiveStmt) ir.Stmt {
 	f := c.main.file
 	kind := collectiveKinds[cs.Kind]
@@ -182,106 +183,58 @@ func (c *checker) resolveCollective(st *blockState, cs *CollectiveStmt) ir.Stmt 
 	if reduces(kind) {
 		s.Op = ir.Sum
 	}
-	ok := true
+	on, opWord, ok := c.resolveCollectiveOptions(st, cs, &s)
+	stream, sok := c.stmtStream(f, on, "comm", cs.Kind, kw)
+	s.Stream = stream
+	buckets, tok := c.resolveTargets(cs)
+	s.Buckets = buckets
+	if s.Op == ir.Avg && opWord != nil && !c.avgOnFloats(opWord, buckets) {
+		ok = false
+	}
+	if !ok || !sok || !tok {
+		return ir.Stmt{}
+	}
+	return s
+}
+
+// resolveCollectiveOptions sets s's op, after and root from the options of
+// cs, each given at most once, and requires the root of broadcast and
+// reduce. It returns the value words of `on` and of a valid `op` (else
+// nil), which need the targets or the streams resolved first, and whether
+// every option is valid.
+func (c *checker) resolveCollectiveOptions(st *blockState, cs *CollectiveStmt, s *ir.Stmt) (on, opWord *Word, ok bool) {
+	f := c.main.file
+	ok = true
 	seen := map[string]*Option{}
-	var on *Word
-	var opWord *Word
-	hasRoot := false
 	for _, o := range cs.Options {
-		sp := spanOf(o.Pos, o.EndPos)
-		key := keywordSpan(o.Pos.Offset, len(o.Key))
 		if prev, dup := seen[o.Key]; dup {
-			c.errorf(f, sp, "each option is given at most once: remove one of them", "duplicate option %s (first on line %d)", code(o.Key), prev.Pos.Line)
+			c.errorf(f, spanOf(o.Pos, o.EndPos), "each option is given at most once: remove one of them", "duplicate option %s (first on line %d)", code(o.Key), prev.Pos.Line)
 			ok = false
 			continue
 		}
 		seen[o.Key] = o
+		valid := true
 		switch o.Key {
 		case "op":
-			if !reduces(kind) {
-				c.errorf(f, key, cs.Kind+" moves data without reducing it", "%s takes no `op`", cs.Kind)
-				ok = false
-				continue
+			if valid = c.resolveOp(cs, o, s); valid {
+				opWord = o.Value
 			}
-			op, known := redOps[o.Value.Text]
-			if !known {
-				hint := "ops are sum, avg, min, max and prod"
-				if a, ok := opAliases[strings.ToLower(o.Value.Text)]; ok {
-					hint = "did you mean " + code(a) + "? " + hint
-				} else if m := didYouMean(o.Value.Text, keys(redOps)); m != "" {
-					hint = m + " " + hint
-				}
-				c.errorOnce("op "+o.Value.Text, usedTimes, f, wordSpan(o.Value), hint, "unknown op %s", code(o.Value.Text))
-				ok = false
-				continue
-			}
-			s.Op = op
-			opWord = o.Value
 		case "on":
 			on = o.Value
 		case "after":
-			if o.Value.Text == "ready" {
-				if !st.sawBackward {
-					hint := "`after ready` waits for gradients made by a backward earlier in the step; use `after STREAM`, or move it after the backward"
-					if st.kind == "init" {
-						hint = "init has no backward, so nothing ever becomes ready; remove `after ready`"
-					}
-					c.errorf(f, sp, hint, "`after ready` with no backward before it in %s", st.kind)
-					ok = false
-				}
-				s.After = ir.After{Kind: ir.AfterReady}
-				continue
-			}
-			if _, isStream := c.streamIndex[o.Value.Text]; !isStream &&
-				suggest(o.Value.Text, append(c.streamNames(), "ready")) == "ready" {
-				// A misspelt `ready` (`after redy`) rather than a stream.
-				c.errorOnce("stream "+o.Value.Text, usedTimes, f, wordSpan(o.Value), "did you mean `ready`? `after ready` starts each bucket once its gradients are ready",
-					"no stream %s", code(o.Value.Text))
-				ok = false
-				continue
-			}
-			si, found := c.lookupStream(f, o.Value)
-			if !found {
-				ok = false
-				continue
-			}
-			s.After = ir.After{Kind: ir.AfterStream, Stream: si}
+			valid = c.resolveAfter(st, o, s)
 		case "from", "to":
-			want := map[ir.Collective]string{ir.Broadcast: "from", ir.Reduce: "to"}[kind]
-			if o.Key != want {
-				hint := "only broadcast takes `from RANK` and only reduce takes `to RANK`"
-				if want != "" {
-					hint = "write `" + want + " RANK`"
-					for _, other := range cs.Options {
-						if other.Key == want {
-							// `broadcast g to 0 from 0`: the root is there already.
-							hint = "remove it: " + cs.Kind + "'s root is given by `" + want + "`"
-						}
-					}
-				}
-				c.errorf(f, key, hint, "%s takes no %s", cs.Kind, code(o.Key))
-				ok = false
-				continue
-			}
-			n, msg := parseInt(o.Value.Text, "root rank")
-			switch {
-			case msg != "":
-				c.errorf(f, wordSpan(o.Value), intHint(o.Value.Text, msg, o.Key+" 0")+"; ranks count from 0", "%s", msg)
-				ok = false
-			case n < 0:
-				c.errorf(f, wordSpan(o.Value), "ranks count from 0", "negative root rank %d", n)
-				ok = false
-			default:
-				s.Root = n
-				hasRoot = true
-			}
+			valid = c.resolveRoot(cs, o, s)
 		default:
-			c.errorf(f, key, "collective options are op, on, after, from (broadcast) and to (reduce)", "%s is not an option of %s", code(o.Key), cs.Kind)
-			ok = false
+			c.errorf(f, keywordSpan(o.Pos.Offset, len(o.Key)), "collective options are op, on, after, from (broadcast) and to (reduce)", "%s is not an option of %s", code(o.Key), cs.Kind)
+			valid = false
 		}
+		ok = ok && valid
 	}
-	if !hasRoot && seen["from"] == nil && seen["to"] == nil {
-		switch kind {
+	if seen["from"] == nil && seen["to"] == nil {
+		// broadcast and reduce send from or reduce to one rank.
+		kw := keywordSpan(cs.Pos.Offset, len(cs.Kind))
+		switch s.Collective {
 		case ir.Broadcast:
 			c.errorf(f, kw, "add `from RANK`, e.g. `from 0`", "broadcast needs a root rank")
 			ok = false
@@ -290,25 +243,114 @@ func (c *checker) resolveCollective(st *blockState, cs *CollectiveStmt) ir.Stmt 
 			ok = false
 		}
 	}
-	stream, sok := c.stmtStream(f, on, "comm", cs.Kind, kw)
-	s.Stream = stream
-	buckets, tok := c.resolveTargets(cs)
-	s.Buckets = buckets
-	if s.Op == ir.Avg && opWord != nil {
-		for _, bi := range buckets {
-			b := c.prog.Buckets[bi]
-			if b.Wire != ir.InvalidDType && !b.Wire.IsFloat() {
-				c.errorf(f, wordSpan(opWord), "integer averages are not exact; use sum (and divide), min, max or prod",
-					"op avg on integer bucket %s (%s)", code(b.Name), b.Wire)
-				ok = false
-				break
+	return on, opWord, ok
+}
+
+// resolveOp sets s.Op from `op OP`. Only reducing collectives take an op:
+// the others move data unchanged. An unknown op's hint names the op that a
+// known alias or a close spelling stands for.
+func (c *checker) resolveOp(cs *CollectiveStmt, o *Option, s *ir.Stmt) bool {
+	f := c.main.file
+	if !reduces(s.Collective) {
+		c.errorf(f, keywordSpan(o.Pos.Offset, len(o.Key)), cs.Kind+" moves data without reducing it", "%s takes no `op`", cs.Kind)
+		return false
+	}
+	op, known := redOps[o.Value.Text]
+	if !known {
+		hint := "ops are sum, avg, min, max and prod"
+		if a, ok := opAliases[strings.ToLower(o.Value.Text)]; ok {
+			hint = "did you mean " + code(a) + "? " + hint
+		} else if m := didYouMean(o.Value.Text, keys(redOps)); m != "" {
+			hint = m + " " + hint
+		}
+		c.errorOnce("op "+o.Value.Text, usedTimes, f, wordSpan(o.Value), hint, "unknown op %s", code(o.Value.Text))
+		return false
+	}
+	s.Op = op
+	return true
+}
+
+// resolveAfter sets s.After from `after ready` or `after STREAM`. `after
+// ready` needs a backward earlier in the block, since only a backward makes
+// gradients ready; a word closer to `ready` than to any stream is taken for
+// a misspelt `ready`, which is the likelier mistake.
+func (c *checker) resolveAfter(st *blockState, o *Option, s *ir.Stmt) bool {
+	f := c.main.file
+	if o.Value.Text == "ready" {
+		ok := true
+		if !st.sawBackward {
+			hint := "`after ready` waits for gradients made by a backward earlier in the step; use `after STREAM`, or move it after the backward"
+			if st.kind == "init" {
+				hint = "init has no backward, so nothing ever becomes ready; remove `after ready`"
+			}
+			c.errorf(f, spanOf(o.Pos, o.EndPos), hint, "`after ready` with no backward before it in %s", st.kind)
+			ok = false
+		}
+		s.After = ir.After{Kind: ir.AfterReady}
+		return ok
+	}
+	if _, isStream := c.streamIndex[o.Value.Text]; !isStream &&
+		suggest(o.Value.Text, append(c.streamNames(), "ready")) == "ready" {
+		// A misspelt `ready` (`after redy`) rather than a stream.
+		c.errorOnce("stream "+o.Value.Text, usedTimes, f, wordSpan(o.Value), "did you mean `ready`? `after ready` starts each bucket once its gradients are ready",
+			"no stream %s", code(o.Value.Text))
+		return false
+	}
+	si, found := c.lookupStream(f, o.Value)
+	if !found {
+		return false
+	}
+	s.After = ir.After{Kind: ir.AfterStream, Stream: si}
+	return true
+}
+
+// resolveRoot sets s.Root from `from RANK` (broadcast only) or `to RANK`
+// (reduce only), a rank counted from 0. The hint for the wrong key says
+// which key is right, or that the root is given already, so that the fix
+// does not make a duplicate.
+func (c *checker) resolveRoot(cs *CollectiveStmt, o *Option, s *ir.Stmt) bool {
+	f := c.main.file
+	want := map[ir.Collective]string{ir.Broadcast: "from", ir.Reduce: "to"}[s.Collective]
+	if o.Key != want {
+		hint := "only broadcast takes `from RANK` and only reduce takes `to RANK`"
+		if want != "" {
+			hint = "write `" + want + " RANK`"
+			for _, other := range cs.Options {
+				if other.Key == want {
+					// `broadcast g to 0 from 0`: the root is there already.
+					hint = "remove it: " + cs.Kind + "'s root is given by `" + want + "`"
+				}
 			}
 		}
+		c.errorf(f, keywordSpan(o.Pos.Offset, len(o.Key)), hint, "%s takes no %s", cs.Kind, code(o.Key))
+		return false
 	}
-	if !ok || !sok || !tok {
-		return ir.Stmt{}
+	n, msg := parseInt(o.Value.Text, "root rank")
+	switch {
+	case msg != "":
+		c.errorf(f, wordSpan(o.Value), intHint(o.Value.Text, msg, o.Key+" 0")+"; ranks count from 0", "%s", msg)
+		return false
+	case n < 0:
+		c.errorf(f, wordSpan(o.Value), "ranks count from 0", "negative root rank %d", n)
+		return false
 	}
-	return s
+	s.Root = n
+	return true
+}
+
+// avgOnFloats reports whether `op avg` (opWord is its value) only averages
+// buckets of floats on the wire, and reports the first integer bucket
+// otherwise: an integer average would be rounded.
+func (c *checker) avgOnFloats(opWord *Word, buckets []int) bool {
+	for _, bi := range buckets {
+		b := c.prog.Buckets[bi]
+		if b.Wire != ir.InvalidDType && !b.Wire.IsFloat() {
+			c.errorf(c.main.file, wordSpan(opWord), "integer averages are not exact; use sum (and divide), min, max or prod",
+				"op avg on integer bucket %s (%s)", code(b.Name), b.Wire)
+			return false
+		}
+	}
+	return true
 }
 
 // pieceHint says what to do about a piece `NAME[i]` of an unknown bucket:

@@ -445,15 +445,23 @@ func endOfContent(all []token, off int) (int, bool) {
 	return all[last].end(), true
 }
 
-// explainEOF says what is missing at an unexpected end of file: the `]`
-// of an open `[`, the `}` of the innermost open block (opens holds the
-// indices of the open `{` in toks), or the rest of an incomplete
+// explainEOF says what is missing at an unexpected end of file: the value
+// of an option that ends the file outside any brackets, the `]` of an open
+// `[`, the `}` of the innermost open block, or the rest of an incomplete
 // construct.
-func explainEOF(toks []token, opens []int, bracket int, construct string, constructLine int, hint string) (string, string) {
+func explainEOF(toks []token, cx syntaxContext, hint string) (string, string) {
 	const msg = "unexpected end of file"
+	if opt, ok := optionWithoutValue(toks, len(toks), cx.construct); ok && len(cx.opens) == 0 && cx.bracket < 0 {
+		o := toks[opt]
+		if write := "`" + o.Value + " " + optionValues[o.Value] + "`"; !strings.Contains(hint, write) {
+			hint = "write " + write + "; " + hint
+		}
+		return fmt.Sprintf("%s: %s needs a value after it", msg, code(o.Value)), hint
+	}
+	opens := cx.opens
 	switch {
-	case bracket >= 0:
-		line := toks[bracket].Pos.Line
+	case cx.bracket >= 0:
+		line := toks[cx.bracket].Pos.Line
 		h := fmt.Sprintf("add `]` to close the `[` on line %d", line)
 		if hint != "" {
 			h += "; " + hint
@@ -483,8 +491,8 @@ func explainEOF(toks []token, opens []int, bracket int, construct string, constr
 			h += fmt.Sprintf(", and one `}` for each `{` still open before it (%s)", where)
 		}
 		return fmt.Sprintf("%s: %s opened on line %d is never closed", msg, describeOpen(toks, i), line), h
-	case construct != "":
-		return fmt.Sprintf("%s: the %s on line %d is incomplete", msg, construct, constructLine), hint
+	case cx.construct != "":
+		return fmt.Sprintf("%s: the %s on line %d is incomplete", msg, cx.construct, cx.line), hint
 	}
 	return msg, hint
 }
