@@ -98,6 +98,8 @@ func (p Priority) String() string {
 // Program is a whole checked plan.
 type Program struct {
 	// Source is the path of the main .sync file as given to the compiler.
+	// Generated code names the file by its base name only, so that it does
+	// not depend on the directory the plan was built from.
 	Source string
 	// Name is the program's name: the source file's stem ("resnet50").
 	Name string

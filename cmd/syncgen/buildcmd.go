@@ -69,7 +69,7 @@ func buildPlan(c *cli.Context, path, out string, noCache bool) (*build.Result, e
 		return nil, err
 	}
 	flagO := out // -o as given; out becomes the program's path below
-	files, err := codegen.Generate(prog)
+	files, err := codegen.Generate(prog, codegen.Options{Version: version})
 	if err != nil {
 		return nil, cli.Exit(fmt.Sprintf("build: %v", err), 1)
 	}

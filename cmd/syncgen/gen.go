@@ -41,7 +41,7 @@ Examples:
 			if err != nil {
 				return err
 			}
-			files, err := codegen.Generate(prog)
+			files, err := codegen.Generate(prog, codegen.Options{Version: version})
 			if err != nil {
 				return cli.Exit(fmt.Sprintf("gen: %v", err), 1)
 			}

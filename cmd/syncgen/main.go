@@ -18,6 +18,7 @@ import (
 )
 
 // version is the syncgen release; set with -ldflags "-X main.version=...".
+// --version prints it, and the header of every generated file names it.
 var version = "0.1.0-dev"
 
 func main() {
