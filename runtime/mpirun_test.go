@@ -36,7 +36,8 @@ func runTests(m *testing.M) int {
 		}
 		defer os.RemoveAll(dir)
 		testprog = filepath.Join(dir, "testprog")
-		cmd := exec.Command("go", "build", "-o", testprog, "./internal/testprog")
+		// The test hooks (SYNCGEN_TEST_*) exist only with this tag.
+		cmd := exec.Command("go", "build", "-tags", "syncgen_testhooks", "-o", testprog, "./internal/testprog")
 		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 		if err := cmd.Run(); err != nil {
 			fmt.Fprintf(os.Stderr, "building internal/testprog: %v\n", err)
@@ -126,6 +127,25 @@ func mustContain(t *testing.T, r result, subs ...string) {
 		if !strings.Contains(r.out, s) {
 			t.Fatalf("output lacks %q:\n%s", s, r.out)
 		}
+	}
+}
+
+// A program built as users build theirs, without the tag the tests set,
+// has none of the test hooks: a hook that would make it panic, corrupt an
+// element or hang changes nothing.
+func TestHooksOnlyWithTheTag(t *testing.T) {
+	needMPI(t)
+	prog := filepath.Join(t.TempDir(), "userprog")
+	cmd := exec.Command("go", "build", "-o", prog, "./internal/testprog")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building internal/testprog without the tag: %v\n%s", err, out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	r := run(t, ctx, []string{"SYNCGEN_TEST_PANIC=0:0", "SYNCGEN_TEST_CORRUPT=0:0:0:0", "SYNCGEN_TEST_HANG=0:1"},
+		[]string{prog, "basic", "--steps", "2", "--timeout", "20s"})
+	if r.code != 0 || !strings.Contains(r.out, "# 0 wrong") || strings.Contains(r.out, "SYNCGEN_TEST") {
+		t.Fatalf("exit %d, want 0 and 0 wrong with no hook acting:\n%s", r.code, r.out)
 	}
 }
 

@@ -30,13 +30,8 @@ if [ "$mode" = build ]; then
 	set -e
 	rm -rf $bin && mkdir -p $bin/examples $bin/cpu
 	strip="-ldflags=-s -w"
-	# The runtime's test binary carries only the GPU backend's tests (the
-	# others run in CI): built from a copy without the other _test.go files.
-	t=$(mktemp -d)
-	cp go.mod go.sum "$t"/
-	cp -r runtime "$t"/
-	find "$t/runtime" -maxdepth 1 -name '*_test.go' ! -name 'gpu*_test.go' -delete
-	(cd "$t" && go test -c "$strip" -o "$OLDPWD/$bin/runtime.test" ./runtime)
+	# The GPU backend's tests (the others run in CI).
+	go test -c "$strip" -o $bin/gpu.test ./runtime/internal/backend/nccl
 	go test -c "$strip" -o $bin/cuda.test ./runtime/cuda
 	go test -c "$strip" -o $bin/dl.test ./runtime/internal/dl
 	go test -c "$strip" -o $bin/nccl.test ./runtime/nccl
@@ -104,7 +99,7 @@ fi
 run "dl tests" $bin/dl.test -test.v
 run "cuda tests" $bin/cuda.test -test.v
 run "nccl tests" $bin/nccl.test -test.v
-run "GPU tests" $bin/runtime.test -test.v -test.run 'GPU|Peers|Divide' -test.timeout 10m
+run "GPU tests" $bin/gpu.test -test.v -test.timeout 10m
 
 # 3. Every collective, op and dtype through runtime.Main, checked every step.
 if [ -x $bin/allops ]; then
@@ -144,7 +139,7 @@ if [ -n "${NCCL_HOME:-}" ] && gcc -O2 -o "$OUT/nccl_allreduce" bench/gpu/nccl_al
 else
 	fail "building the C baseline (NCCL_HOME=${NCCL_HOME:-unset})"
 fi
-SYNCGEN_GPU_BENCH=1 $bin/runtime.test -test.run 'GPUBench' -test.v >>"$bench" 2>>"$log" || fail "runtime benchmark"
+SYNCGEN_GPU_BENCH=1 $bin/gpu.test -test.run 'GPUBench' -test.v >>"$bench" 2>>"$log" || fail "runtime benchmark"
 # Through a whole program as generated code drives it: K allreduces a step.
 echo "# syncgen program allreduce (bench/gpu/rtbench): step time p50 / K" >>"$bench"
 for bytes in 4 4096 65536 1048576 16777216 268435456 1073741824; do

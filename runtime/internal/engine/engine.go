@@ -1,6 +1,6 @@
 package engine
 
-// The Engine holds a running plan: the backend's streams, the buckets' and
+// The engine holds a running plan: the backend's streams, the buckets' and
 // tensors' memory, the events, and the per-step bookkeeping that the
 // statements (issue.go) fill in.
 
@@ -62,6 +62,7 @@ type Engine struct {
 	inGroup     bool // the collectives go to groupBuf until the group ends
 	cursor      int  // index into the recorded flat statements, for the sanity check
 	hangAt      int  // test hook: stop before this statement (-1: never)
+	hooks       *testHooks
 	flatStep    []plan.Stmt
 	collected   []result.Record  // collect's result, reused from step to step
 	itemBuf     []collItem       // a statement's buckets, reused (issue.go)
@@ -113,8 +114,9 @@ type Config struct {
 // streams, allocates and fills the buffers, and chooses the fill patterns
 // and the checker's model.
 func New(cfg Config, p *plan.Plan, prog *plan.Program, h *mpihost.Host, be backend.Backend) (*Engine, error) {
-	testHooksFromEnv().duringSetup(h.Rank)
-	e := &Engine{cfg: cfg, plan: p, prog: prog, h: h, rank: h.Rank, size: h.Size, be: be}
+	hooks := testHooksFromEnv()
+	hooks.duringSetup(h.Rank)
+	e := &Engine{cfg: cfg, plan: p, prog: prog, h: h, rank: h.Rank, size: h.Size, be: be, hooks: hooks, hangAt: -1}
 	for _, s := range p.Streams {
 		e.waitNames = append(e.waitNames, "wait "+s.Name)
 	}
@@ -231,7 +233,7 @@ func (e *Engine) recordOn(stream int, at plan.Src) backend.Event {
 // 1.6 µs, so sharing one between consecutive collectives halves the
 // runtime's cost per collective. Sharing is only right while the host
 // issues without blocking: a collective queued after a Wait would else be
-// result.Record from before the wait.
+// timed from before the wait.
 func (e *Engine) startEvent(stream int, at plan.Src) backend.Event {
 	if ev := e.lastRec[stream]; ev != nil {
 		return ev

@@ -1,6 +1,6 @@
 package engine
 
-// The statements of a step as the Engine runs them: each queues work on the
+// The statements of a step as the engine runs them: each queues work on the
 // backend's streams and returns at once; only Wait blocks the host. The
 // runtime's Step methods, which generated code calls, come here when they
 // are not recording.
@@ -126,24 +126,15 @@ func (e *Engine) flush() {
 	}
 }
 
-// startQueued makes a backend.Flusher backend run everything queued so far.
-func (e *Engine) startQueued() {
-	if f, ok := e.be.(backend.Flusher); ok {
-		f.Start()
-	}
-}
-
 // expect checks that the statement issued now is the one the recording
 // saw at this point, and returns its collective id. The generated step
 // function has no branches, so a difference is a bug worth stopping for:
-// the checker's check.Model and the report rows rely on it.
+// the checker's model and the report rows rely on it.
 func (e *Engine) expect(k plan.StmtKind, at plan.Src) int {
 	if e.stepNo < 0 {
 		return -1 // init: not tracked
 	}
-	if e.cursor == e.hangAt {
-		hangForever(e, fmt.Sprintf("SYNCGEN_TEST_HANG: rank %d stopped before %s in step %d on purpose", e.rank, at, e.stepNo))
-	}
+	e.hooks.beforeStatement(e, at)
 	if e.cursor >= len(e.flatStep) || e.flatStep[e.cursor].Kind != k || e.flatStep[e.cursor].At != at {
 		e.fatal(at, fmt.Errorf("step %d issued a statement that the first recording of the step did not have; steps must issue the same statements every time", e.stepNo))
 	}

@@ -1,7 +1,7 @@
 package engine
 
 // The step loop: init block, warm-up and measured steps, with the drain,
-// timing, check.Model update and check that follow every step.
+// timing, model update and check that follow every step.
 
 import (
 	"cmp"
@@ -41,7 +41,7 @@ func (e *Engine) Run(res *result.Results) error {
 		// The init block's results (a broadcast of the parameters) are
 		// checked once, before a backward overwrites them.
 		if e.cfg.CheckEvery > 0 {
-			testHooksFromEnv().beforeCheck(e, -1)
+			e.hooks.beforeCheck(e, -1)
 			if err := e.checkBuckets(res, plan.Flat(e.prog.Init)); err != nil {
 				return err
 			}
@@ -49,14 +49,13 @@ func (e *Engine) Run(res *result.Results) error {
 		e.endStep()
 	}
 	total := e.cfg.Warmup + e.cfg.Steps
-	hooks := testHooksFromEnv()
+	hooks := e.hooks
 	res.Steps = result.Preallocated[result.StepStats](e.cfg.Steps)
 	for k := range res.Rows {
 		res.Rows[k].Times = result.Preallocated[time.Duration](e.cfg.Steps)
 	}
 	gc := startQuietGC()
 	defer gc.stop()
-	var allocs0 uint64
 	for i := 0; i < total; i++ {
 		e.seedStep, e.stepNo, e.cursor = uint32(i), i, 0
 		if err := e.sizePieces(i); err != nil {
@@ -66,9 +65,7 @@ func (e *Engine) Run(res *result.Results) error {
 			if err := e.settleBeforeMeasuring(); err != nil {
 				return err
 			}
-			if hooks.allocs {
-				allocs0 = heapAllocs()
-			}
+			hooks.measuring()
 		}
 		if err := e.startStep(); err != nil {
 			return err
@@ -115,7 +112,7 @@ func (e *Engine) Run(res *result.Results) error {
 			e.cfg.Progress(i+1, total)
 		}
 	}
-	hooks.reportAllocs(e, allocs0)
+	hooks.reportAllocs(e)
 	return nil
 }
 
@@ -215,7 +212,7 @@ func (e *Engine) startStep() error {
 	return nil
 }
 
-// beginRecords clears the step's result.Record records.
+// beginRecords clears the step's timed records.
 func (e *Engine) beginRecords() {
 	e.mu.Lock()
 	e.recs = e.recs[:0]

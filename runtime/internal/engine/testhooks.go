@@ -1,8 +1,12 @@
+//go:build syncgen_testhooks
+
 package engine
 
 // Test hooks, for the runtime's own tests only: they make one rank fail on
-// purpose so that tests can see the failure handled. Each is an environment
-// variable read at start-up:
+// purpose so that tests can see the failure handled. They are compiled only
+// with the build tag syncgen_testhooks, which the runtime's tests set when
+// they build their test program; a user's program has none of them
+// (testhooks_off.go). Each is an environment variable read at start-up:
 //
 //	SYNCGEN_TEST_CORRUPT=RANK:STEP:BUCKET:ELEM  before the check of STEP (-1:
 //	    the check after the init block), rank RANK changes element ELEM of
@@ -28,7 +32,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/syncgen/syncgen/runtime/internal/backend"
 	"github.com/syncgen/syncgen/runtime/internal/elem"
+	"github.com/syncgen/syncgen/runtime/internal/plan"
 	"github.com/syncgen/syncgen/runtime/internal/proc"
 )
 
@@ -38,6 +44,9 @@ type testHooks struct {
 	panic   []int // rank, step
 	hang    []int // rank, step, statement (-1: the start of the step)
 	allocs  bool
+	// allocs0 is the count of heap allocations when the measured steps
+	// began (measuring).
+	allocs0 uint64
 }
 
 // testHooksFromEnv parses the hooks from the environment. It is read once:
@@ -96,6 +105,20 @@ func (h *testHooks) beforeStep(e *Engine, i int) {
 	e.hangAt = -1
 	if h.hang != nil && h.hang[0] == e.rank && h.hang[1] == i {
 		e.hangAt = h.hang[2]
+	}
+}
+
+// beforeStatement runs before the step issues statement e.cursor (at).
+func (h *testHooks) beforeStatement(e *Engine, at plan.Src) {
+	if e.cursor == e.hangAt {
+		hangForever(e, fmt.Sprintf("SYNCGEN_TEST_HANG: rank %d stopped before %s in step %d on purpose", e.rank, at, e.stepNo))
+	}
+}
+
+// measuring runs when the measured steps begin.
+func (h *testHooks) measuring() {
+	if h.allocs {
+		h.allocs0 = heapAllocs()
 	}
 }
 
@@ -169,8 +192,15 @@ func heapAllocs() uint64 {
 }
 
 // reportAllocs prints SYNCGEN_TEST_ALLOCS's line.
-func (h *testHooks) reportAllocs(e *Engine, since uint64) {
+func (h *testHooks) reportAllocs(e *Engine) {
 	if h.allocs {
-		fmt.Fprintf(os.Stderr, "rank %d: %d heap allocations in %d measured steps\n", e.rank, heapAllocs()-since, e.cfg.Steps)
+		fmt.Fprintf(os.Stderr, "rank %d: %d heap allocations in %d measured steps\n", e.rank, heapAllocs()-h.allocs0, e.cfg.Steps)
+	}
+}
+
+// startQueued makes a backend.Flusher backend run everything queued so far.
+func (e *Engine) startQueued() {
+	if f, ok := e.be.(backend.Flusher); ok {
+		f.Start()
 	}
 }

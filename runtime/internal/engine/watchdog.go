@@ -20,7 +20,7 @@ import (
 	"github.com/syncgen/syncgen/runtime/internal/result"
 )
 
-// watchGrace is how long a rank that result.Record out waits before it aborts the
+// watchGrace is how long a rank that timed out waits before it aborts the
 // job, so that the other ranks' watchdogs fire and print too.
 const watchGrace = 2 * time.Second
 

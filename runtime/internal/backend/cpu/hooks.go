@@ -1,3 +1,5 @@
+//go:build syncgen_testhooks
+
 package cpu
 
 import (
