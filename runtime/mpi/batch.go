@@ -9,6 +9,8 @@ import "C"
 import (
 	"fmt"
 	"unsafe"
+
+	"github.com/syncgen/syncgen/runtime/internal/elem"
 )
 
 // Batch is a list of MPI calls and clock reads that Run performs in one
@@ -86,7 +88,7 @@ type Coll struct {
 	Buf        unsafe.Pointer // C memory
 	Count      int64          // elements
 	Chunk      int64          // elements per MPI call (a large collective runs in pieces)
-	DType      DType
+	DType      elem.DType
 	Op         Op  // allreduce and reduce; Avg sums, then divides by Size
 	Root       int // broadcast and reduce
 	Rank, Size int // this rank in Comm, and Comm's size
@@ -118,7 +120,7 @@ func (b *Batch) coll(kind C.int32_t, x Coll) {
 	c.size = C.int32_t(x.Size)
 }
 
-// Avg is the reduction code of an average (package runtime's RedOp Avg):
+// Avg is the reduction code of an average (package plan's RedOp Avg):
 // MPI sums, then the batch divides by the number of ranks.
 const Avg Op = C.SG_AVG
 

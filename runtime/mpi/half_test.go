@@ -111,7 +111,7 @@ func TestReduceHalfMatchesGo(t *testing.T) {
 					want[i] = store(r)
 				}
 				x, y := append([]uint16(nil), a...), append([]uint16(nil), b...)
-				if err := ReduceHalf(DType(dt), op, in, io, n); err != nil {
+				if err := ReduceHalf(dt, op, in, io, n); err != nil {
 					t.Fatal(err)
 				}
 				for i, got := range b {
@@ -123,7 +123,7 @@ func TestReduceHalfMatchesGo(t *testing.T) {
 			}
 		}
 	}
-	if err := ReduceHalf(DType(elem.F32), opSum, in, io, 1); err == nil {
+	if err := ReduceHalf(elem.F32, opSum, in, io, 1); err == nil {
 		t.Errorf("ReduceHalf accepted f32")
 	}
 }

@@ -21,6 +21,8 @@ import (
 	"fmt"
 	"math"
 	"unsafe"
+
+	"github.com/syncgen/syncgen/runtime/internal/elem"
 )
 
 // ThreadLevel is an MPI thread support level.
@@ -49,10 +51,21 @@ func (l ThreadLevel) String() string {
 	return fmt.Sprintf("thread level %d", int(l))
 }
 
-// DType is an element type code; the values are package runtime's DType.
-type DType uint8
+// The dtypes are package elem's: sg_mpi.h numbers them the same way, which
+// these declarations check at compile time (an array of negative or
+// non-zero length would not compile).
+var (
+	_ [0]int = [int(C.SG_F64) - int(elem.F64)]int{}
+	_ [0]int = [int(C.SG_F32) - int(elem.F32)]int{}
+	_ [0]int = [int(C.SG_F16) - int(elem.F16)]int{}
+	_ [0]int = [int(C.SG_BF16) - int(elem.BF16)]int{}
+	_ [0]int = [int(C.SG_I64) - int(elem.I64)]int{}
+	_ [0]int = [int(C.SG_I32) - int(elem.I32)]int{}
+	_ [0]int = [int(C.SG_I8) - int(elem.I8)]int{}
+	_ [0]int = [int(C.SG_U8) - int(elem.U8)]int{}
+)
 
-// Op is a reduction code; the values are package runtime's RedOp. Avg is
+// Op is a reduction code; the values are package plan's RedOp. Avg is
 // reduced as a sum: the caller divides.
 type Op uint8
 
@@ -273,7 +286,7 @@ func (c Comm) AllgatherBytes(rec []byte) ([][]byte, error) {
 }
 
 // datatype maps a dtype code to the MPI datatype the buffers travel as.
-func datatype(dt DType) (C.MPI_Datatype, error) {
+func datatype(dt elem.DType) (C.MPI_Datatype, error) {
 	if dt < 1 || dt > 8 {
 		return nil, fmt.Errorf("mpi: invalid dtype %d", dt)
 	}
@@ -282,7 +295,7 @@ func datatype(dt DType) (C.MPI_Datatype, error) {
 
 // op maps (dtype, reduction) to an MPI operator (user-defined ones for the
 // 16-bit floats).
-func op(dt DType, o Op) (C.MPI_Op, error) {
+func op(dt elem.DType, o Op) (C.MPI_Op, error) {
 	r := C.sg_op_value(C.int(dt), C.int(o))
 	if r.rc != C.MPI_SUCCESS {
 		return nil, check(fmt.Sprintf("MPI_Op for dtype %d op %d", dt, o), r.rc)
@@ -294,7 +307,7 @@ func op(dt DType, o Op) (C.MPI_Op, error) {
 type Request struct{ r C.MPI_Request }
 
 // Iallreduce starts an in-place allreduce of count elements at buf.
-func (c Comm) Iallreduce(buf unsafe.Pointer, count int, dt DType, o Op) (Request, error) {
+func (c Comm) Iallreduce(buf unsafe.Pointer, count int, dt elem.DType, o Op) (Request, error) {
 	t, err := datatype(dt)
 	if err != nil {
 		return Request{}, err
@@ -309,7 +322,7 @@ func (c Comm) Iallreduce(buf unsafe.Pointer, count int, dt DType, o Op) (Request
 }
 
 // Allreduce is the blocking in-place allreduce (for benchmarks).
-func (c Comm) Allreduce(buf unsafe.Pointer, count int, dt DType, o Op) error {
+func (c Comm) Allreduce(buf unsafe.Pointer, count int, dt elem.DType, o Op) error {
 	t, err := datatype(dt)
 	if err != nil {
 		return err
@@ -322,7 +335,7 @@ func (c Comm) Allreduce(buf unsafe.Pointer, count int, dt DType, o Op) error {
 }
 
 // Bcast is the blocking broadcast of count elements at buf from root.
-func (c Comm) Bcast(buf unsafe.Pointer, count int, dt DType, root int) error {
+func (c Comm) Bcast(buf unsafe.Pointer, count int, dt elem.DType, root int) error {
 	t, err := datatype(dt)
 	if err != nil {
 		return err
@@ -332,7 +345,7 @@ func (c Comm) Bcast(buf unsafe.Pointer, count int, dt DType, root int) error {
 
 // Reduce is the blocking in-place reduce of count elements at buf to root;
 // the other ranks' buffers are left unchanged.
-func (c Comm) Reduce(buf unsafe.Pointer, count int, dt DType, o Op, root, rank int) error {
+func (c Comm) Reduce(buf unsafe.Pointer, count int, dt elem.DType, o Op, root, rank int) error {
 	t, err := datatype(dt)
 	if err != nil {
 		return err
@@ -350,7 +363,7 @@ func (c Comm) Reduce(buf unsafe.Pointer, count int, dt DType, o Op, root, rank i
 
 // Allgather is the blocking in-place allgather: buf holds size blocks of
 // count elements and each rank contributes its own block.
-func (c Comm) Allgather(buf unsafe.Pointer, count int, dt DType) error {
+func (c Comm) Allgather(buf unsafe.Pointer, count int, dt elem.DType) error {
 	t, err := datatype(dt)
 	if err != nil {
 		return err
@@ -365,7 +378,7 @@ func (c Comm) Allgather(buf unsafe.Pointer, count int, dt DType) error {
 // the sizes where MPI's algorithms are fast. The blocks are described by a
 // datatype of count elements whose extent is stride elements, made and
 // freed for the call (in C: sg_allgather_strided).
-func (c Comm) AllgatherStrided(buf unsafe.Pointer, count int, stride int64, dt DType) error {
+func (c Comm) AllgatherStrided(buf unsafe.Pointer, count int, stride int64, dt elem.DType) error {
 	if _, err := datatype(dt); err != nil {
 		return err
 	}
@@ -375,7 +388,7 @@ func (c Comm) AllgatherStrided(buf unsafe.Pointer, count int, stride int64, dt D
 // ReduceScatterBlock is the blocking in-place reduce-scatter: buf holds
 // size blocks of count elements; MPI leaves the reduction of block r at the
 // start of rank r's buf (the caller moves it where it belongs).
-func (c Comm) ReduceScatterBlock(buf unsafe.Pointer, count int, dt DType, o Op) error {
+func (c Comm) ReduceScatterBlock(buf unsafe.Pointer, count int, dt elem.DType, o Op) error {
 	t, err := datatype(dt)
 	if err != nil {
 		return err
@@ -443,7 +456,7 @@ func (c Comm) GatherBytes(root int, rec []byte) ([][]byte, error) {
 }
 
 // Ibcast starts a broadcast of count elements at buf from root.
-func (c Comm) Ibcast(buf unsafe.Pointer, count int, dt DType, root int) (Request, error) {
+func (c Comm) Ibcast(buf unsafe.Pointer, count int, dt elem.DType, root int) (Request, error) {
 	t, err := datatype(dt)
 	if err != nil {
 		return Request{}, err
@@ -455,7 +468,7 @@ func (c Comm) Ibcast(buf unsafe.Pointer, count int, dt DType, root int) (Request
 
 // Ireduce starts an in-place reduce of count elements at buf to root; the
 // other ranks' buffers are left unchanged.
-func (c Comm) Ireduce(buf unsafe.Pointer, count int, dt DType, o Op, root, rank int) (Request, error) {
+func (c Comm) Ireduce(buf unsafe.Pointer, count int, dt elem.DType, o Op, root, rank int) (Request, error) {
 	t, err := datatype(dt)
 	if err != nil {
 		return Request{}, err
@@ -475,7 +488,7 @@ func (c Comm) Ireduce(buf unsafe.Pointer, count int, dt DType, o Op, root, rank 
 
 // Iallgather starts an in-place allgather: buf holds size blocks of count
 // elements and each rank contributes its own block.
-func (c Comm) Iallgather(buf unsafe.Pointer, count int, dt DType) (Request, error) {
+func (c Comm) Iallgather(buf unsafe.Pointer, count int, dt elem.DType) (Request, error) {
 	t, err := datatype(dt)
 	if err != nil {
 		return Request{}, err
@@ -488,7 +501,7 @@ func (c Comm) Iallgather(buf unsafe.Pointer, count int, dt DType) (Request, erro
 // IreduceScatterBlock starts an in-place reduce-scatter: buf holds size
 // blocks of count elements; MPI leaves the reduction of block r at the
 // start of rank r's buf (the caller moves it where it belongs).
-func (c Comm) IreduceScatterBlock(buf unsafe.Pointer, count int, dt DType, o Op) (Request, error) {
+func (c Comm) IreduceScatterBlock(buf unsafe.Pointer, count int, dt elem.DType, o Op) (Request, error) {
 	t, err := datatype(dt)
 	if err != nil {
 		return Request{}, err
@@ -603,7 +616,7 @@ func BF16ToF32(h uint16) float32 { return float32(C.sg_bf16_to_f32(C.uint16_t(h)
 // ReduceHalf applies the user-defined reduction operator of the 16-bit
 // dtype dt (F16 or BF16) to n elements: inout[i] = in[i] op inout[i], as
 // MPI calls it (exported for tests and benchmarks).
-func ReduceHalf(dt DType, o Op, in, inout unsafe.Pointer, n int) error {
+func ReduceHalf(dt elem.DType, o Op, in, inout unsafe.Pointer, n int) error {
 	if n < 0 || n > math.MaxInt32 {
 		return fmt.Errorf("mpi: %d elements exceed MPI's int count", n)
 	}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"unsafe"
+
+	"github.com/syncgen/syncgen/runtime/internal/elem"
 )
 
 // One test runs MPI as a single rank (Open MPI's singleton mode), since MPI
@@ -127,7 +129,7 @@ func testBatch(t *testing.T, c Comm) {
 	for i := range i32 {
 		i32[i] = int32(i) - 5
 	}
-	x := Coll{Comm: c, Buf: p, Count: n, Chunk: 3, DType: 6, Op: 1, Size: 1}
+	x := Coll{Comm: c, Buf: p, Count: n, Chunk: 3, DType: elem.I32, Op: 1, Size: 1}
 	before := MonotonicNanos()
 	b.Barrier(c)
 	s0 := b.Stamp()
@@ -154,11 +156,11 @@ func testBatch(t *testing.T, c Comm) {
 	// avgDivide does.
 	h := unsafe.Slice((*uint16)(p), n)
 	for _, dt := range []struct {
-		code     DType
+		code     elem.DType
 		from     func(float32) uint16
 		to       func(uint16) float32
 		dtypeStr string
-	}{{3, F32ToF16, F16ToF32, "f16"}, {4, F32ToBF16, BF16ToF32, "bf16"}} {
+	}{{elem.F16, F32ToF16, F16ToF32, "f16"}, {elem.BF16, F32ToBF16, BF16ToF32, "bf16"}} {
 		for i := range h {
 			h[i] = dt.from(float32(i)*1.37 + 0.01)
 		}

@@ -3,6 +3,8 @@ package mpi
 import (
 	"testing"
 	"unsafe"
+
+	"github.com/syncgen/syncgen/runtime/internal/elem"
 )
 
 // BenchmarkReduceHalf measures the user-defined 16-bit reduction operators
@@ -12,9 +14,9 @@ func BenchmarkReduceHalf(b *testing.B) {
 	const n = 2 << 20
 	for _, c := range []struct {
 		name string
-		dt   DType
+		dt   elem.DType
 		op   Op
-	}{{"bf16/sum", 4, 1}, {"f16/sum", 3, 1}, {"bf16/max", 4, 4}, {"f16/prod", 3, 5}} {
+	}{{"bf16/sum", elem.BF16, 1}, {"f16/sum", elem.F16, 1}, {"bf16/max", elem.BF16, 4}, {"f16/prod", elem.F16, 5}} {
 		b.Run(c.name, func(b *testing.B) {
 			in, err := Malloc(2 * n)
 			if err != nil {

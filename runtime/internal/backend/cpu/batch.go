@@ -159,7 +159,7 @@ func (s *cpuStream) addPiece(op *cpuOp) (last bool) {
 		Buf:   unsafe.Add(spanPtr(c.Buf), op.off*c.Buf.DType.Size()),
 		Count: n,
 		Chunk: chunk,
-		DType: mpi.DType(c.Buf.DType),
+		DType: c.Buf.DType,
 		Op:    mpi.Op(c.Op),
 		Root:  c.Root,
 		Rank:  s.b.h.Rank,

@@ -164,7 +164,7 @@ func (b *cpuBackend) run(s *cpuStream, op *backend.CollOp) error {
 		var err error
 		if op.Coll == plan.CollAllGather {
 			b.h.Lock()
-			err = s.comm.AllgatherStrided(unsafe.Add(base, off*esz), int(cnt), per, mpi.DType(dt))
+			err = s.comm.AllgatherStrided(unsafe.Add(base, off*esz), int(cnt), per, dt)
 			b.h.Unlock()
 		} else {
 			err = b.reduceScatterPiece(s, op, base, per, off, cnt)
@@ -191,9 +191,9 @@ func (b *cpuBackend) blocks(s *cpuStream, op *backend.CollOp, base unsafe.Pointe
 	b.h.Lock()
 	defer b.h.Unlock()
 	if op.Coll == plan.CollAllGather {
-		return s.comm.Allgather(base, int(per), mpi.DType(dt))
+		return s.comm.Allgather(base, int(per), dt)
 	}
-	if err := s.comm.ReduceScatterBlock(base, int(per), mpi.DType(dt), mpi.Op(op.Op)); err != nil {
+	if err := s.comm.ReduceScatterBlock(base, int(per), dt, mpi.Op(op.Op)); err != nil {
 		return err
 	}
 	// MPI leaves rank r's reduced block at the start of the buffer; NCCL's
@@ -228,7 +228,7 @@ func (b *cpuBackend) reduceScatterPiece(s *cpuStream, op *backend.CollOp, base u
 		copy(scratch[r*cnt*esz:], at(r, off, cnt))
 	}
 	b.h.Lock()
-	err = s.comm.ReduceScatterBlock(unsafe.Pointer(&scratch[0]), int(cnt), mpi.DType(op.Buf.DType), mpi.Op(op.Op))
+	err = s.comm.ReduceScatterBlock(unsafe.Pointer(&scratch[0]), int(cnt), op.Buf.DType, mpi.Op(op.Op))
 	b.h.Unlock()
 	if err != nil {
 		return err

@@ -191,9 +191,9 @@ func (p *progressThread) start(j *nbJob, set *mpi.RequestSet, owner map[int]*nbJ
 			var r mpi.Request
 			var err error
 			if op.Coll == plan.CollAllGather {
-				r, err = j.s.comm.Iallgather(base, int(per), mpi.DType(dt))
+				r, err = j.s.comm.Iallgather(base, int(per), dt)
 			} else {
-				r, err = j.s.comm.IreduceScatterBlock(base, int(per), mpi.DType(dt), mpi.Op(op.Op))
+				r, err = j.s.comm.IreduceScatterBlock(base, int(per), dt, mpi.Op(op.Op))
 			}
 			unlock()
 			add(r, err)
@@ -208,11 +208,11 @@ func (p *progressThread) start(j *nbJob, set *mpi.RequestSet, owner map[int]*nbJ
 			var err error
 			switch op.Coll {
 			case plan.CollAllReduce:
-				r, err = j.s.comm.Iallreduce(ptr, int(cnt), mpi.DType(dt), mpi.Op(op.Op))
+				r, err = j.s.comm.Iallreduce(ptr, int(cnt), dt, mpi.Op(op.Op))
 			case plan.CollBroadcast:
-				r, err = j.s.comm.Ibcast(ptr, int(cnt), mpi.DType(dt), op.Root)
+				r, err = j.s.comm.Ibcast(ptr, int(cnt), dt, op.Root)
 			case plan.CollReduce:
-				r, err = j.s.comm.Ireduce(ptr, int(cnt), mpi.DType(dt), mpi.Op(op.Op), op.Root, rank)
+				r, err = j.s.comm.Ireduce(ptr, int(cnt), dt, mpi.Op(op.Op), op.Root, rank)
 			default:
 				err = fmt.Errorf("unknown collective %d", op.Coll)
 			}

@@ -1,0 +1,33 @@
+package codegen
+
+import (
+	"testing"
+
+	"github.com/syncgen/syncgen/ir"
+	rt "github.com/syncgen/syncgen/runtime"
+)
+
+// The compiler's dtypes (package ir) and the runtime's (rt.DType) are one
+// table written twice, because the compiler does not import the runtime:
+// they must agree on every dtype's name and size, and the constant that
+// generated code names (rt.F32) must be the runtime's dtype of that name.
+func TestDTypesAgreeWithRuntime(t *testing.T) {
+	constants := map[string]rt.DType{"F64": rt.F64, "F32": rt.F32, "F16": rt.F16, "BF16": rt.BF16,
+		"I64": rt.I64, "I32": rt.I32, "I8": rt.I8, "U8": rt.U8}
+	n := 0
+	for d := ir.F64; d.Size() > 0; d++ {
+		n++
+		r, ok := constants[dtypeName(d)]
+		if !ok {
+			t.Errorf("%s: generated code names rt.%s, which the runtime lacks", d, dtypeName(d))
+			continue
+		}
+		if r.String() != d.String() || r.Size() != d.Size() || r.IsFloat() != d.IsFloat() {
+			t.Errorf("%s (%d bytes, float %v) is rt.%s, which is %s (%d bytes, float %v)",
+				d, d.Size(), d.IsFloat(), dtypeName(d), r, r.Size(), r.IsFloat())
+		}
+	}
+	if n != len(constants) || rt.DType(n+1).Valid() {
+		t.Errorf("the compiler has %d dtypes, the runtime %d constants and valid dtypes up to %d", n, len(constants), n)
+	}
+}
