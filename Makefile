@@ -74,6 +74,8 @@ fmt:
 vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1)
 	$(GO) vet ./...
+	$(GO) vet -tags syncgen_testhooks ./runtime/...
+	sh scripts/check-imports.sh
 
 clean:
 	rm -rf $(BIN) *_sync

@@ -85,8 +85,9 @@ type Src = plan.Src
 
 // Plan is everything a generated program hands to Main.
 type Plan struct {
-	// Name is the program's name ("resnet50"); Source the .sync file it was
-	// generated from.
+	// Name is the program's name ("resnet50"); Source the name of the .sync
+	// file it was generated from, without its directory ("resnet50.sync"),
+	// so that the program is the same wherever it was built from.
 	Name   string
 	Source string
 	// Hash identifies the plan; every rank must run the same one.

@@ -1,0 +1,80 @@
+#!/bin/sh
+# check-imports.sh keeps the rooms rooms: every package of the module has a
+# layer below, and may import only packages of lower layers. The runtime's
+# layers and the compiler's are apart: neither side imports the other, but
+# for the compiler's tests, which may import the runtime's contract (package
+# runtime) to check that they agree. Tests' other imports may point up: an
+# end-to-end test of a lower package runs the higher ones. `make vet` runs
+# it.
+set -eu
+cd "$(dirname "$0")/.."
+module=$(go list -m)
+
+# package (relative to the module; . is the module's root) and its layer.
+layers='
+runtime/internal/text            0
+runtime/internal/proc            0
+runtime/internal/dl              0
+runtime/internal/elem            0
+runtime/mpi                      1
+runtime/cuda                     1
+runtime/internal/plan            1
+runtime/nccl                     2
+runtime/internal/mpihost         2
+runtime/internal/backend         2
+runtime/internal/backend/cpu     3
+runtime/internal/backend/nccl    3
+runtime/internal/check           3
+runtime/internal/result          3
+runtime/internal/engine          4
+runtime/internal/report          4
+runtime                          5
+runtime/internal/testprog        6
+bench/gompi                      6
+bench/gpu/allops                 6
+bench/gpu/rtbench                6
+ir                               100
+stdlib                           100
+.                                100
+dsl                              101
+codegen                          101
+build                            101
+cmd/syncgen                      102
+'
+
+go list -f '{{.ImportPath}} {{join .Imports " "}} | {{join .TestImports " "}} {{join .XTestImports " "}}' ./... |
+	awk -v module="$module" -v layers="$layers" '
+	function rel(p) {
+		if (p == module) return "."
+		if (index(p, module "/") == 1) return substr(p, length(module) + 2)
+		return ""
+	}
+	BEGIN {
+		n = split(layers, lines, "\n")
+		for (i = 1; i <= n; i++) {
+			if (split(lines[i], f, " ") == 2) layer[f[1]] = f[2]
+		}
+	}
+	{
+		from = rel($1)
+		if (!(from in layer)) {
+			printf "check-imports: package %s has no layer: add it to scripts/check-imports.sh\n", from
+			bad = 1
+			next
+		}
+		tests = 0
+		for (i = 2; i <= NF; i++) {
+			if ($i == "|") { tests = 1; continue }
+			to = rel($i)
+			if (to == "" || to == from) continue
+			if (!(to in layer)) continue # reported as an importer of its own
+			lf = layer[from]; lt = layer[to]
+			runtimeSide = lf < 100; toRuntime = lt < 100
+			if (tests && !runtimeSide && to == "runtime") continue
+			if (runtimeSide != toRuntime || (!tests && lt >= lf)) {
+				printf "check-imports: %s (layer %d) imports %s (layer %d): imports point to lower layers only\n", from, lf, to, lt
+				bad = 1
+			}
+		}
+	}
+	END { exit bad }'
