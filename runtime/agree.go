@@ -61,7 +61,7 @@ func checkSamePlan(h *mpihost.Host, p *plan.Plan, prog *plan.Program, tune cpu.T
 		for _, g := range plans {
 			lines = append(lines, fmt.Sprintf("  %s %s", verb(g), field(all[g[0]], recLabel, planRecordSize)))
 		}
-		return fmt.Errorf("the ranks do not all run the same plan (every rank must run the same plan.Program, built from the same .sync file):\n%s",
+		return fmt.Errorf("the ranks do not all run the same plan (every rank must run the same program, built from the same .sync file):\n%s",
 			strings.Join(lines, "\n"))
 	}
 	tunings := groupRanks(all, func(x []byte) string { return string(x[recTuning:recSteps]) })

@@ -31,7 +31,7 @@ func TestParseOptions(t *testing.T) {
 		{[]string{"--warmup", "1e3"}, `invalid value "1e3" for flag --warmup: want a number of steps`, 0, 0},
 		{[]string{"--bogus"}, "flag provided but not defined: --bogus (prog --help lists the flags)", 0, 0},
 		{[]string{"--", "--steps", "3"}, `unexpected argument "--steps": the "--" before it ends the flags`, 0, 0},
-		{[]string{"extra"}, `unexpected argument "extra": the plan.Program takes only flags`, 0, 0},
+		{[]string{"extra"}, `unexpected argument "extra": the program takes only flags`, 0, 0},
 		{[]string{"--steps", "-1"}, `invalid value "-1" for flag --steps: want a number of steps, 0 or more`, 0, 0},
 		// The flag package's own messages said "parse error", and named
 		// a bool flag with one dash.

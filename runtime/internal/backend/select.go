@@ -88,7 +88,7 @@ func Select(env *Env, want string, cpu func() Backend) (Backend, string, error) 
 		}
 	}
 	if want != "auto" && !found {
-		return nil, "", agreed(fmt.Errorf("--backend %s: this plan.Program was built without that backend", want))
+		return nil, "", agreed(fmt.Errorf("--backend %s: this program was built without that backend", want))
 	}
 	if len(reasons) == 0 {
 		reasons = append(reasons, "no GPU backend is built in")

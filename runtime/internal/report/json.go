@@ -11,7 +11,7 @@ import (
 
 // jsonReport is the file's schema.
 type jsonReport struct {
-	Program   string            `json:"plan.Program"`
+	Program   string            `json:"program"`
 	Source    string            `json:"source"`
 	PlanHash  string            `json:"plan_hash"`
 	Ranks     int               `json:"ranks"`

@@ -344,7 +344,7 @@ func TestTraceFileIsJSON(t *testing.T) {
 	if err := json.Unmarshal(data, &tr); err != nil {
 		t.Fatalf("not JSON: %v\n%s", err, data)
 	}
-	if tr.OtherData["plan.Program"] != "odd\x01name" || tr.OtherData["ranks"] != 3.0 || len(tr.TraceEvents) != 2 {
+	if tr.OtherData["program"] != "odd\x01name" || tr.OtherData["ranks"] != 3.0 || len(tr.TraceEvents) != 2 {
 		t.Errorf("trace: %+v", tr)
 	}
 }

@@ -132,7 +132,7 @@ func writeTraceFile(path string, pipe *os.File, p *plan.Plan, ranks int, all [][
 	// byte that is not UTF-8 as \x01, which is not JSON.
 	name, _ := json.Marshal(p.Name)
 	source, _ := json.Marshal(p.Source)
-	fmt.Fprintf(w, "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"plan.Program\":%s,\"source\":%s,\"ranks\":%d},\"traceEvents\":[", name, source, ranks)
+	fmt.Fprintf(w, "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"program\":%s,\"source\":%s,\"ranks\":%d},\"traceEvents\":[", name, source, ranks)
 	first := true
 	for _, part := range all {
 		// Each part is a JSON array: splice its elements in.

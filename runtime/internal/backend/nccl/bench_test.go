@@ -100,7 +100,7 @@ func TestGPUBench(t *testing.T) {
 	cost("Collectives: one allreduce of 4 B", comm, func() error { return b.Collectives(tiny) })
 	cost("Record (cudaEventRecord)", comm, func() error { return comm.Record(e0) })
 	cost("WaitEvent (cudaStreamWaitEvent)", comm, func() error { return comm.WaitEvent(e0) })
-	cost("backend.Event.Query (cudaEventQuery)", comm, func() (err error) { _, err = e0.Query(); return })
+	cost("Event.Query (cudaEventQuery)", comm, func() (err error) { _, err = e0.Query(); return })
 	cost("Busy(0) (a spin kernel launch)", compute, func() error { return compute.Busy(0) })
 	cost("Fill of 1 element (fill kernel launch)", compute, func() error { return compute.Fill(one, p0) })
 	cost("as the runtime issues one: Record, Collectives, Record", comm, func() error {
