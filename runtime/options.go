@@ -144,8 +144,35 @@ func (f *outputFlag) Set(s string) error {
 // line as defaults.
 func parseOptions(p *plan.Plan, prog string, args []string, out io.Writer) (*options, error) {
 	o := &options{steps: p.Run.Steps, warmup: p.Run.Warmup, checkEvery: p.Run.CheckEvery, timeout: defaultTimeout, settle: settleFromEnv()}
+	fs, outputs := newFlagSet(o, prog)
+	// The flag package prints its error and the whole help text on a bad
+	// flag; the error alone, in the program's own words, says more.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			printHelp(out, fs, p, prog)
+			return nil, err
+		}
+		return nil, flagError(err, outputs, prog)
+	}
+	if fs.NArg() > 0 {
+		if a := fs.Arg(0); strings.HasPrefix(a, "-") {
+			// Only a "--" before it keeps a flag from being parsed.
+			return nil, fmt.Errorf("unexpected argument %q: the \"--\" before it ends the flags; remove the \"--\"", a)
+		}
+		return nil, fmt.Errorf("unexpected argument %q: the program takes only flags (%s --help lists them)", fs.Arg(0), prog)
+	}
+	if err := o.check(prog); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// newFlagSet defines the program's flags on o. It returns the flags of
+// --json and --trace too, which remember a second value (flagError).
+func newFlagSet(o *options, prog string) (*flag.FlagSet, []*outputFlag) {
 	fs := flag.NewFlagSet(prog, flag.ContinueOnError)
-	fs.SetOutput(out)
 	fs.Var(countFlag{&o.steps}, "steps", "run `N` measured steps")
 	fs.Var(countFlag{&o.warmup}, "warmup", "run `N` warm-up steps before the measured ones (checked, not timed)")
 	fs.Var(checkFlag{&o.checkEvery}, "check", "verify every element every `N` steps (and the last); off or 0: never")
@@ -155,8 +182,12 @@ func parseOptions(p *plan.Plan, prog string, args []string, out io.Writer) (*opt
 	fs.Var(traceFlag, "trace", "write a Chrome trace of every rank's timeline to `FILE` (rank 0; opens in Perfetto; - for standard output, as --json)")
 	fs.Var(durationFlag{&o.timeout}, "timeout", "abort the job when one step, or a phase before or after the steps, takes longer than `DUR`, printing on every rank what it waits for")
 	fs.BoolVar(&o.quiet, "quiet", false, "print only errors and the summary lines")
-	help := func() {
-		fmt.Fprintf(out, `%s runs the gradient synchronisation plan %q (from %s) with the syncgen runtime.
+	return fs, []*outputFlag{jsonFlag, traceFlag}
+}
+
+// printHelp prints --help: what the program is, how to run it, its flags.
+func printHelp(out io.Writer, fs *flag.FlagSet, p *plan.Plan, prog string) {
+	fmt.Fprintf(out, `%s runs the gradient synchronisation plan %q (from %s) with the syncgen runtime.
 
 Each step simulates the backward pass of the model's gradients and runs the
 plan's collectives on them, overlapping where the plan says so; results are
@@ -170,36 +201,27 @@ As root add --allow-run-as-root; with more ranks than cores, --oversubscribe.
 
 Flags (one or two dashes):
 `, prog, p.Name, p.Source, prog)
-		printFlags(out, fs)
-	}
-	// The flag package prints its error and the whole help text on a bad
-	// flag; the error alone, in the program's own words, says more.
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			help()
-			return nil, err
+	printFlags(out, fs)
+}
+
+// flagError rewrites the flag package's error in the program's words: a
+// FILE flag given twice says so, and flags are named with two dashes, as
+// the help and the documentation write them.
+func flagError(err error, outputs []*outputFlag, prog string) error {
+	for _, f := range outputs {
+		if f.twice != nil {
+			return f.twice
 		}
-		for _, f := range []*outputFlag{jsonFlag, traceFlag} {
-			if f.twice != nil {
-				return nil, f.twice
-			}
-		}
-		// The flag package names flags with one dash; the help uses two.
-		msg := strings.Replace(err.Error(), "flag -", "flag --", 1)
-		msg = strings.Replace(msg, "defined: -", "defined: --", 1)
-		msg = strings.Replace(msg, "\" for -", "\" for --", 1)       // a bool flag's: invalid boolean value "x" for -quiet
-		msg = strings.Replace(msg, "argument: -", "argument: --", 1) // flag needs an argument: -steps
-		return nil, fmt.Errorf("%s (%s --help lists the flags)", msg, prog)
 	}
-	if fs.NArg() > 0 {
-		if a := fs.Arg(0); strings.HasPrefix(a, "-") {
-			// Only a "--" before it keeps a flag from being parsed.
-			return nil, fmt.Errorf("unexpected argument %q: the \"--\" before it ends the flags; remove the \"--\"", a)
-		}
-		return nil, fmt.Errorf("unexpected argument %q: the plan.Program takes only flags (%s --help lists them)", fs.Arg(0), prog)
-	}
+	msg := strings.Replace(err.Error(), "flag -", "flag --", 1)
+	msg = strings.Replace(msg, "defined: -", "defined: --", 1)
+	msg = strings.Replace(msg, "\" for -", "\" for --", 1)       // a bool flag's: invalid boolean value "x" for -quiet
+	msg = strings.Replace(msg, "argument: -", "argument: --", 1) // flag needs an argument: -steps
+	return fmt.Errorf("%s (%s --help lists the flags)", msg, prog)
+}
+
+// check refuses what the flags cannot mean together or at all.
+func (o *options) check(prog string) error {
 	switch o.backend {
 	case "auto", "cpu", "nccl":
 	default:
@@ -208,7 +230,7 @@ Flags (one or two dashes):
 			known = known || f.Name == o.backend
 		}
 		if !known {
-			return nil, fmt.Errorf("--backend %q: want auto, cpu or nccl", o.backend)
+			return fmt.Errorf("--backend %q: want auto, cpu or nccl", o.backend)
 		}
 	}
 	// A flag that takes a FILE takes the next argument whatever it is:
@@ -216,11 +238,11 @@ Flags (one or two dashes):
 	// lone "-" is standard output.
 	for _, f := range []struct{ name, value string }{{"--json", o.json}, {"--trace", o.trace}} {
 		if strings.HasPrefix(f.value, "-") && f.value != "-" {
-			return nil, fmt.Errorf("%s %q: want a FILE after %s, not a flag (for a file whose name starts with \"-\", write ./%s)", f.name, f.value, f.name, f.value)
+			return fmt.Errorf("%s %q: want a FILE after %s, not a flag (for a file whose name starts with \"-\", write ./%s)", f.name, f.value, f.name, f.value)
 		}
 	}
 	if o.json == "-" && o.trace == "-" {
-		return nil, fmt.Errorf("--json - and --trace - both name standard output: give one of them a file")
+		return fmt.Errorf("--json - and --trace - both name standard output: give one of them a file")
 	}
 	// Rank 0 writes the JSON after the trace: one path for both would
 	// leave only the JSON, and the trace lost without a word. (Two names
@@ -230,20 +252,20 @@ Flags (one or two dashes):
 		j, _ := filepath.Abs(o.json)
 		t, _ := filepath.Abs(o.trace)
 		if j == t {
-			return nil, fmt.Errorf("--json and --trace both name %s: give them different files", o.json)
+			return fmt.Errorf("--json and --trace both name %s: give them different files", o.json)
 		}
 	}
 	if o.timeout <= 0 {
-		return nil, fmt.Errorf("--timeout %v must be positive: want a duration like 90s, 5m or 1h30m (%s --help lists the flags)", o.timeout, prog)
+		return fmt.Errorf("--timeout %v must be positive: want a duration like 90s, 5m or 1h30m (%s --help lists the flags)", o.timeout, prog)
 	}
 	// The fill pattern numbers the steps with 32 bits, the last number
 	// marking the init block; "--warmup 9223372036854775807 --steps 1"
 	// overflowed the count of steps, ran none and passed.
 	if total := uint64(o.warmup) + uint64(o.steps); total > maxTotalSteps {
-		return nil, fmt.Errorf("--warmup %d and --steps %d make %d steps, more than a run can number (at most %d, warm-up included)",
+		return fmt.Errorf("--warmup %d and --steps %d make %d steps, more than a run can number (at most %d, warm-up included)",
 			o.warmup, o.steps, total, uint64(maxTotalSteps))
 	}
-	return o, nil
+	return nil
 }
 
 // maxTotalSteps is the most steps, warm-up included, that a run can have:
