@@ -22,7 +22,7 @@
 # every call and faulted in again.) Up to 64 KiB, a fifth: the C program
 # with the settings the runtime makes before MPI_Init (eager limit and
 # fast boxes of 32 KiB, and on Open MPI 4 recursive doubling for 2-rank
-# allreduces of 4 to 8 KiB; runtime/mpisettings.go), which separates what
+# allreduces of 4 to 8 KiB; runtime/internal/mpihost/settings.go), which separates what
 # those settings gain from the runtime's own cost.
 # Rows have exactly five fields (bench/run.sh parses them).
 # The target is >= 0.95 at every size.
@@ -32,7 +32,7 @@
 #
 # Every contender gets 5 warm-up calls (steps): the runtime sizes the
 # pieces of large collectives before the last two of them (with fewer it
-# keeps 4 MiB pieces; runtime/cpu_pieces.go).
+# keeps 4 MiB pieces; runtime/internal/backend/cpu/pieces.go).
 #
 # Both sides time the same thing: after a barrier, one in-place f32 sum
 # allreduce; the time is the maximum over ranks of each rank's mean over the
@@ -58,7 +58,7 @@ if [ "$(id -u)" = 0 ]; then args="$args --allow-run-as-root"; fi
 if [ -n "${SYNCGEN_CPU_CHUNK:-}" ]; then args="$args -x SYNCGEN_CPU_CHUNK"; fi
 
 mpicc -O2 -o "$out/mpi_allreduce" "$root/bench/mpi_allreduce.c"
-# The runtime's shared-memory settings (runtime/transport.go): btl/vader
+# The runtime's shared-memory settings (runtime/internal/mpihost/settings.go): btl/vader
 # was renamed btl/sm in Open MPI 5.
 sm=vader
 case $(mpirun --version | head -1) in *" "[5-9].*) sm=sm ;; esac

@@ -6,16 +6,16 @@
 // program and loaded with cuModuleLoadData; the driver compiles it for the
 // GPU it runs on. So that one PTX file runs on Volta and newer and on older
 // drivers, the code uses no header (no cuda_fp16.h: the 16-bit formats are
-// converted by hand, bit-exactly as runtime/dtype.go does) and no
+// converted by hand, bit-exactly as runtime/internal/elem/dtype.go does) and no
 // instruction newer than sm_70.
 //
 // Every kernel takes only 64-bit parameters: package cuda launches them
 // with one array of uint64 values.
 //
 // Bit-exactness: each conversion reproduces the Go runtime's (RoundTo in
-// runtime/dtype.go: through float64, round to nearest even, integers
+// runtime/internal/elem/dtype.go: through float64, round to nearest even, integers
 // saturate, NaN becomes 0), and the fill reproduces FillValue in
-// runtime/pattern.go. The CPU backend and the checker rely on both.
+// runtime/internal/elem/pattern.go. The CPU backend and the checker rely on both.
 
 typedef unsigned long long u64;
 typedef long long i64;
@@ -28,7 +28,7 @@ enum { F64 = 1, F32, F16, BF16, I64, I32, I8, U8 };
 // runtime.FillKind values.
 enum { FILL_UNIFORM = 0, FILL_AVG = 1, FILL_PROD = 2 };
 
-// ---- the pattern (runtime/pattern.go) ----
+// ---- the pattern (runtime/internal/elem/pattern.go) ----
 
 __device__ __forceinline__ u32 mix(u32 x) {
 	x ^= x >> 16;
@@ -44,7 +44,7 @@ __device__ __forceinline__ u32 elemHash(u32 seed, i64 i) {
 	return mix(seed ^ mix((u32)u + 0x9e3779b9u * (u32)(u >> 32)));
 }
 
-// ---- conversions (runtime/dtype.go) ----
+// ---- conversions (runtime/internal/elem/dtype.go) ----
 
 __device__ __forceinline__ double bitsToDouble(u64 b) { return __longlong_as_double((long long)b); }
 
