@@ -49,10 +49,10 @@ type Model struct {
 	broken []bool
 	// host receives the tensors being checked, a batch at a time. It, the
 	// batch's lists and the workers are kept from batch to batch and from
-	// check to check: fresh memory costs a page fault per page, which on
-	// virtual machines cost more than the check itself, and when every
-	// tensor had goroutines, buffers and a simulator of its own, a bucket
-	// of one-element tensors took over 100 µs a tensor to check.
+	// check to check: fresh memory costs a page fault per page, and
+	// goroutines, buffers and a simulator per tensor made a bucket of
+	// one-element tensors cost far more than its elements
+	// (bench/results/2026-12-runtime-comments.md, "The cost of a check").
 	host    []byte
 	batch   []int   // tensors of the batch
 	offs    []int64 // their byte offsets in host

@@ -440,7 +440,7 @@ func len64[T any](s []T) int64 { return int64(len(s)) }
 // TestCheckCostPerTensor: checking a bucket of thousands of one-element
 // tensors allocates nothing once the checker's buffers exist; each tensor
 // used to start goroutines and allocate buffers and a simulator of its
-// own (80 µs a tensor).
+// own (bench/results/2026-12-runtime-comments.md, "The cost of a check").
 func TestCheckCostPerTensor(t *testing.T) {
 	const n = 5000
 	dts, elems := make([]elem.DType, n), make([]int64, n)

@@ -172,7 +172,8 @@ func fromHalf(b uint16, mant uint, bias int) float64 {
 // The conversions below are the hot-loop versions of F16Bits, BF16Bits,
 // F16Value and BF16Value for float32 values: the same results (the tests
 // compare them), without the float64 detour and its general rounding
-// code, which cost 10-20 ns an element in fills, casts and checks. NaN
+// code, too slow for the per-element loops of fills, casts and checks
+// (bench/results/2026-12-runtime-comments.md, "Fill and conversions"). NaN
 // becomes a positive quiet NaN when read, as F16Value and BF16Value give,
 // and a quiet NaN of the same sign when written, as F16Bits and BF16Bits
 // give.

@@ -33,8 +33,9 @@ func ClearBytes(b []byte) {
 
 // FillBytes writes pattern p into b, which holds elements of dt. Large
 // buffers are split between goroutines (parallelFor): the fill runs where
-// the simulated backward pass would compute, and a single core filled a
-// 1.3 GB model in seconds.
+// the simulated backward pass would compute, and a single core is too
+// slow for a model of a gigabyte or more
+// (bench/results/2026-12-runtime-comments.md, "Fill and conversions").
 func FillBytes(b []byte, dt DType, p *FillParams) {
 	n := int64(len(b)) / dt.Size()
 	if parallelWorkers(n) == 1 {

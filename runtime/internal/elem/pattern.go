@@ -156,10 +156,11 @@ func modOf(h, d uint32) uint32 {
 
 // modulus computes h % d for any uint32 h with two multiplications instead
 // of a division by a divisor unknown at compile time (Lemire, Kaser and
-// Kurz, "Faster remainder by direct computation", 2019), which saves about
-// a tenth of the fill's time on this project's machines: with
-// m = ceil(2^64/d), h % d = ((m*h mod 2^64) * d) >> 64, exactly, for every
-// 32-bit h and d. d = 0 stands for 2^32, as in modOf.
+// Kurz, "Faster remainder by direct computation", 2019), which the fill
+// does for every element (bench/results/2026-12-runtime-comments.md,
+// "Fill and conversions"): with m = ceil(2^64/d),
+// h % d = ((m*h mod 2^64) * d) >> 64, exactly, for every 32-bit h and d.
+// d = 0 stands for 2^32, as in modOf.
 type modulus struct {
 	d uint32
 	m uint64
@@ -214,7 +215,8 @@ func (s PatternShape) Params(rank, size int, step uint32, tensor int) FillParams
 
 // FillInts writes elements i0, i0+1, ... of pattern p into out, with one
 // loop per formula so that the hot loops carry no switch. It gives exactly
-// FillValue's values (the tests compare them) at 1.5-3 ns an element.
+// FillValue's values (the tests compare them); its cost an element is in
+// bench/results/2026-12-runtime-comments.md, "Fill and conversions".
 func FillInts(out []int32, p *FillParams, i0 int64) {
 	switch p.Kind {
 	case FillProd:

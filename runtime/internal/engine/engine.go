@@ -229,11 +229,12 @@ func (e *Engine) recordOn(stream int, at plan.Src) backend.Event {
 // startEvent returns an event that marks the current end of stream's
 // queue: the last one recorded there when nothing was queued after it
 // (a collective that follows another on its stream starts when that one
-// ends), else a new one. Recording a timing event costs a GPU's host about
-// 1.6 µs, so sharing one between consecutive collectives halves the
-// runtime's cost per collective. Sharing is only right while the host
-// issues without blocking: a collective queued after a Wait would else be
-// timed from before the wait.
+// ends), else a new one. Recording a timing event is most of what the
+// runtime adds to a GPU collective's host time (docs/performance.md,
+// "Per-collective cost"), so sharing one between consecutive collectives
+// halves the events recorded per collective. Sharing is only right while
+// the host issues without blocking: a collective queued after a Wait would
+// else be timed from before the wait.
 func (e *Engine) startEvent(stream int, at plan.Src) backend.Event {
 	if ev := e.lastRec[stream]; ev != nil {
 		return ev

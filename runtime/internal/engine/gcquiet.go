@@ -4,19 +4,19 @@ package engine
 //
 // A collection runs a mark worker on a thread of its own for a millisecond
 // or more; with as many ranks as cores that thread takes a core from a rank
-// inside a collective, which then waits up to a scheduler time slice
-// (measured: 8 to 10 ms stalls in 4 KiB allreduces during a traced run,
-// more than half of the steps' total time). The steps allocate little
-// (on the CPU backend nothing but the goroutines that fill or clear large
-// tensors, the checks and the trace: TestStepsAllocateNothing), so the
-// runtime turns the collector's pacing off for the steps and collects
-// only when the Go
-// memory has grown gcHeadroom beyond what it was, through Go's memory
-// limit. The limit follows the live heap (twice it, plus gcHeadroom, as
-// GOGC=100 would allow), so a run whose live data keeps growing (a long
-// traced run) is collected as it grows instead of against a fixed limit.
-// The buffers are C memory and do not count. GOGC or GOMEMLIMIT set by the
-// user leave the collector as they say.
+// inside a collective, which then waits up to a scheduler time slice, far
+// longer than a small collective takes
+// (bench/results/2026-12-runtime-comments.md, "The garbage collector").
+// The steps allocate little (on the CPU backend nothing but the goroutines
+// that fill or clear large tensors, the checks and the trace:
+// TestStepsAllocateNothing), so the runtime turns the collector's pacing
+// off for the steps and collects only when the Go memory has grown
+// gcHeadroom beyond what it was, through Go's memory limit. The limit
+// follows the live heap (twice it, plus gcHeadroom, as GOGC=100 would
+// allow), so a run whose live data keeps growing (a long traced run) is
+// collected as it grows instead of against a fixed limit. The buffers are
+// C memory and do not count. GOGC or GOMEMLIMIT set by the user leave the
+// collector as they say.
 
 import (
 	"os"

@@ -22,9 +22,9 @@ func (e *Engine) Run(res *result.Results) error {
 	// The host runs the queue of the stream it waits for itself (the CPU
 	// backend's collectives, see backend/cpu/stream.go): kept on one OS thread, its
 	// MPI calls are not moved from thread to thread whenever it yields or
-	// parks. Measured with 2 ranks on 2 cores, one 4 KiB allreduce a step:
-	// 0.22-0.35 GB/s busbw unlocked, 0.45-0.51 locked; neutral at 1 MiB and
-	// at 4 ranks.
+	// parks. That matters to small collectives with as many ranks as
+	// cores (bench/results/2026-12-runtime-comments.md, "The locked host
+	// thread").
 	goruntime.LockOSThread()
 	defer goruntime.UnlockOSThread()
 	if e.cfg.Init != nil {

@@ -9,14 +9,13 @@ package engine
 // of milliseconds in MPI_Init or a barrier for the others), or after it
 // slept deeply because every processor was idle, it polls every 20 us, and
 // doubles the pause only after 50 polls that found nothing, up to 10 ms.
-// With the timer slack of a normal Linux thread a poll is about 130 us
-// apart, so the monitor needs some 30 ms to calm down. On a machine with as
-// many ranks as cores every one of its wake-ups takes a core from a rank
-// inside a collective, and the first measured steps ran while it polled:
-// traced with 2 ranks on 2 cores, one 4 KiB allreduce a step, both ranks'
-// monitors woke 55-61 times in the first 25 ms of the measured steps, and
-// 2 times after settling for 30 ms; the runtime's busbw went from 0.58 to
-// 0.93 of plain MPI_Allreduce's (medians of 8 paired runs).
+// With the timer slack of a normal Linux thread the polls come further
+// apart than 20 us, and the monitor needs some 30 ms to calm down. On a
+// machine with as many ranks as cores every one of its wake-ups takes a
+// core from a rank inside a collective, and without the settle the first
+// measured steps run while it polls, which costs a small collective much
+// of its bandwidth (the trace and the paired runs:
+// bench/results/2026-12-runtime-comments.md, "The settle").
 //
 // settle spends the time in short system calls: the thread keeps its
 // processor, so the monitor neither sleeps deeply (waking from that starts

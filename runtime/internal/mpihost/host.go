@@ -14,19 +14,19 @@ package mpihost
 // so calls never overlap: that lets the job-level calls (bootstrap,
 // barriers, gathers) run on the goroutine that needs them and the CPU
 // backend's stream goroutines run their collectives themselves, without
-// hops through the owner thread (see cpu_coll.go for why that matters).
+// hops through the owner thread (see backend/cpu/coll.go for why that
+// matters).
 //
 // The thread level. Calls that never overlap are what MPI_THREAD_SERIALIZED
 // promises, but Open MPI turns on its internal locking for every level
 // above MPI_THREAD_SINGLE (ompi_mpi_init.c: opal_set_using_threads(true)
 // unless the level provided is single), and its progress loop then takes
-// and releases a mutex at every turn: measured with perf on a 4 KiB
-// allreduce loop in C, 23% of the time went to pthread_mutex_lock and
-// unlock, and the call took 0.4-0.6 us longer than with MPI_Init. Since
-// the runtime serialises every call itself, it asks for MPI_THREAD_SINGLE
-// by default, like a plain MPI program; SYNCGEN_MPI_THREAD=serialized asks
-// for the level the standard names, for an MPI stack that checks which
-// thread calls it.
+// and releases a mutex at every turn, which a small collective pays for
+// in every call (bench/results/2026-12-runtime-comments.md, "The thread
+// level"). Since the runtime serialises every call itself, it asks for
+// MPI_THREAD_SINGLE by default, like a plain MPI program;
+// SYNCGEN_MPI_THREAD=serialized asks for the level the standard names, for
+// an MPI stack that checks which thread calls it.
 
 import (
 	"fmt"

@@ -9,22 +9,22 @@ package mpihost
 // on. Above it, the two ranks first exchange a rendezvous handshake, and
 // the receiver then copies the data from the sender's memory (CMA). For a
 // few KiB the handshake costs more than the two copies, so Open MPI's
-// collectives fall off a cliff just above 4 KiB: on a 16-core host a
-// 2-rank allreduce of 8 KiB took 6.2 µs with the defaults and 4.1 µs with
-// a 32 KiB eager limit, and a 4-rank allreduce of 4 KiB 8.2 and 5.4 µs
-// (docs/runtime.md, "Open MPI's settings"). The small buckets of a plan
-// (biases and norms, DDP's first bucket, a per-tensor plan's many
+// collectives fall off a cliff just above 4 KiB. The small buckets of a
+// plan (biases and norms, DDP's first bucket, a per-tensor plan's many
 // collectives) sit exactly there. So the runtime raises the eager limit
 // and the size of the fast boxes (per-peer buffers that messages up to
 // their size use once two ranks have exchanged a few) to 32 KiB.
 //
 // The algorithm. Open MPI 4's fixed decision for an allreduce between 2
-// ranks leaves recursive doubling at 4096 bytes: on the same host a 4 KiB
-// allreduce took 3.3 to 3.6 µs, and 2.1 to 2.3 µs with recursive doubling
-// forced (4000 bytes, still recursive doubling, 2.2 to 2.6 µs). From 8 KiB
-// on the two were level. The runtime gives Open MPI 4's coll/tuned a rules
-// file that picks recursive doubling for 2 ranks from 4096 to 8191 bytes
-// and leaves every other size and communicator to the fixed decision.
+// ranks leaves recursive doubling at 4096 bytes for a slower algorithm;
+// from 8 KiB on the two are level. The runtime gives Open MPI 4's
+// coll/tuned a rules file that picks recursive doubling for 2 ranks from
+// 4096 to 8191 bytes and leaves every other size and communicator to the
+// fixed decision.
+//
+// Both cliffs and the settings' effect were measured with C's
+// MPI_Allreduce (bench/results/2026-12-03-openmpi-small-message-cliffs.md;
+// docs/runtime.md, "Open MPI's settings", says what the runtime does).
 //
 // A parameter the user has set in the environment (where `mpirun --mca
 // NAME VALUE` and `mpirun -x OMPI_MCA_NAME=VALUE` put it) is left alone,

@@ -319,10 +319,11 @@ func (e *cpuEvent) get() *cpuMarker {
 // reset, when nothing can still look at it, else a new one. Why reuse:
 // with the collector paused during the steps (gcquiet.go), every
 // allocation of a step is fresh memory, and the heap grows page fault by
-// page fault; in a profile of one rank running 4 KiB allreduces, a new
-// marker per event (three a step) made allocation 11% of its CPU samples
-// and page faults 10%. With markers reused (and the other per-step
-// allocations gone, TestStepsAllocateNothing) the steps allocate nothing.
+// page fault between the ranks' collectives; a new marker per event
+// (three a step) made allocation and page faults a large part of a small
+// collective's step (bench/results/2026-12-runtime-comments.md, "Event
+// markers"). With markers reused (and the other per-step allocations gone,
+// TestStepsAllocateNothing) the steps allocate nothing.
 // The previous marker is free once it completed (its stamp op ran) and no
 // queued wait refers to it; the host is the only one that records, and
 // the watchdog's Query looks under curMu.

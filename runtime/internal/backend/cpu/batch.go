@@ -7,11 +7,12 @@ package cpu
 // itself: the scheduler's bookkeeping on the way in and out, and, when Go's
 // system monitor sleeps, a wake-up of it. A small collective takes a few
 // microseconds, so the Go code between the step's barrier, the start event,
-// the MPI call and the end event showed in its time: measured with 2 ranks
-// on 2 cores, a loop calling MPI_Allreduce of 4 KiB from Go reached 0.5-0.6
-// of the bus bandwidth of the same loop in C, and 0.7-0.8 when the whole
-// loop ran in one call into C. In a batch the barrier, the clock reads and
-// the collective run back to back in C, as in a plain MPI program.
+// the MPI call and the end event shows in its time: a loop of small
+// allreduces called from Go loses much of C's bandwidth, and less when the
+// whole loop runs in one call into C
+// (bench/results/2026-12-runtime-comments.md, "Batches"). In a batch the
+// barrier, the clock reads and the collective run back to back in C, as
+// in a plain MPI program.
 //
 // A batch starts at a barrier or collective (clock reads queued before it
 // run alone, on the Go side, so that whoever waits for them is not held up
@@ -110,10 +111,9 @@ loop:
 
 	if partial && err == nil {
 		// Back to Go between the pieces of a large collective, as before
-		// batches: the stream yields when due (yieldIfDue). Measured
-		// with 4 ranks on 2 cores, 16 MiB in 4 pieces: 0.77-0.85 of
-		// plain MPI's busbw with every piece in one call into C,
-		// 0.88-0.91 like this (medians of 5 rounds; noisy).
+		// batches: the stream yields when due (yieldIfDue), which with
+		// more ranks than cores beat running every piece in one call
+		// into C (bench/results/2026-12-runtime-comments.md, "Batches").
 		ops[end].off += s.b.tune.chunkElems(ops[end].coll.Buf.DType)
 	}
 	for i := first; i < end; i++ {

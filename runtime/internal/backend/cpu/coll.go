@@ -2,13 +2,12 @@ package cpu
 
 // Collectives of the CPU backend.
 //
-// Why blocking calls, in issue order: measured with Open MPI 4.1.4 on this
-// project's 2-core machines, the nonblocking collectives (coll/libnbc) are
-// 30-70% slower than the blocking ones (coll/tuned) at every size: 4 KiB
-// MPI_Iallreduce+MPI_Wait takes ~11 us against ~3 us, 1 MiB reaches 4.3
-// GB/s busbw against 6.4. A runtime built on MPI_Iallreduce could never come
-// within 95% of a plain MPI_Allreduce. So each stream runs its collectives
-// itself, as blocking MPI calls on its own communicator.
+// Why blocking calls, in issue order: Open MPI 4.1's nonblocking
+// collectives (coll/libnbc) are slower than its blocking ones (coll/tuned)
+// at every size, by far more than the 5% a runtime may lose to a plain
+// MPI_Allreduce (bench/results/2026-12-runtime-comments.md, "Blocking
+// collectives"). So each stream runs its collectives itself, as blocking
+// MPI calls on its own communicator.
 //
 // Blocking calls from several streams could deadlock (rank 0 inside stream
 // A's allreduce, rank 1 inside stream B's), so the backend runs every
@@ -21,24 +20,23 @@ package cpu
 // different streams do not overlap each other on the CPU, which a single
 // MPI progress thread would not give either; they still overlap compute.
 //
-// Why chunks: MPI_Allreduce of 32 MiB and more falls off a cliff on these
-// machines (from 4-9.6 GB/s busbw at 1-16 MiB to 0.3-0.4 GB/s, 2 and 4
-// ranks). The cause is glibc, not the algorithm: Open MPI's allreduce
-// mallocs a scratch buffer as large as the message, and glibc serves a
-// malloc above its mmap threshold with a fresh mapping. The threshold
-// follows the largest block freed, but only up to 32 MiB, so from 32 MiB on
-// every call maps, page-faults and unmaps its scratch (strace: one munmap
-// of 33,558,528 bytes per call at 32 MiB, none at 16 MiB; the same C
-// program with MALLOC_MMAP_THRESHOLD_=1GiB and MALLOC_TRIM_THRESHOLD_=4GiB
-// keeps 5.5-6 GB/s at 32 to 256 MiB). Large allreduce, broadcast and reduce calls are therefore split
-// into pieces of chunkBytes (SYNCGEN_CPU_CHUNK, default 4 MiB), run back to
-// back, so the scratch buffers stay in glibc's heap; 4 MiB rather than 16
-// because a piece must also end well within 10 ms (yieldEvery says why). allgather and reducescatter are
-// split the same way, a piece being the same elements of every rank's block
-// (chunkBytes in all): an allgather piece is one MPI_Allgather with a
-// datatype whose extent is a whole block, a reducescatter piece one
-// MPI_Reduce_scatter_block on the pieces copied side by side into a
-// scratch buffer (the reduction wants them contiguous).
+// Why chunks: from 32 MiB on, MPI_Allreduce falls off a cliff, and the
+// cause is glibc, not the algorithm: Open MPI's allreduce mallocs a
+// scratch buffer as large as the message, and glibc serves a malloc above
+// its mmap threshold with a fresh mapping. The threshold follows the
+// largest block freed, but only up to 32 MiB, so from 32 MiB on every call
+// maps, page-faults and unmaps its scratch
+// (bench/results/2026-12-runtime-comments.md, "The glibc cliff"). Large
+// allreduce, broadcast and reduce calls are therefore split into pieces of
+// chunkBytes (SYNCGEN_CPU_CHUNK, default 4 MiB), run back to back, so the
+// scratch buffers stay in glibc's heap; 4 MiB rather than 16 because a
+// piece must also end well within 10 ms (yieldEvery says why). allgather
+// and reducescatter are split the same way, a piece being the same
+// elements of every rank's block (chunkBytes in all): an allgather piece
+// is one MPI_Allgather with a datatype whose extent is a whole block, a
+// reducescatter piece one MPI_Reduce_scatter_block on the pieces copied
+// side by side into a scratch buffer (the reduction wants them
+// contiguous).
 
 import (
 	"fmt"
@@ -245,10 +243,8 @@ func (b *cpuBackend) reduceScatterPiece(s *cpuStream, op *backend.CollOp, base u
 // releases the rank that arrives last first: the others learn of its
 // arrival a message later, and the collective that follows starts with
 // them late, which its time then includes. The second barrier finds the
-// ranks together and releases them together. Measured with 2 ranks on 2
-// cores, one 4 KiB allreduce a step: 0.67 of plain MPI's busbw with one
-// barrier, 0.79 with two (medians of 8 paired rounds; 4 ranks 0.63 and
-// 0.71).
+// ranks together and releases them together, which a small collective's
+// time shows (bench/results/2026-12-runtime-comments.md, "Two barriers").
 //
 // The stream is held from the barrier until its first collective has been
 // queued and flushed (or the host blocks on any stream): otherwise the rank

@@ -9,10 +9,10 @@ package cpu
 // a large collective is split into pieces of which several are in flight.
 //
 // It is not the default because Open MPI 4.1's nonblocking collectives
-// (coll/libnbc) are 30-70% slower than its blocking ones on the machines
-// this was measured on (see coll.go); it is there for plans whose
-// streams should overlap their communication, and for MPI libraries whose
-// nonblocking collectives are good.
+// (coll/libnbc) are slower than its blocking ones (coll.go says why that
+// rules them out); it is there for plans whose streams should overlap
+// their communication, and for MPI libraries whose nonblocking
+// collectives are good.
 
 import (
 	"fmt"

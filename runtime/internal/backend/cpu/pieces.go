@@ -8,39 +8,29 @@ package cpu
 // call, so a piece is never larger than 16 MiB. And Go: a call into C that
 // lasts longer than 10 ms lets Go's system monitor take the rank's
 // processor and start polling every 20 us (yieldEvery), so a piece must end
-// well within that. How long a piece takes depends on the machine and on
-// how many ranks share its cores, which only a measurement tells: measured
-// on a 2-core VM, one 4 MiB piece of an allreduce took about 0.7 ms with 2
-// ranks and about 4 ms with 4. With 2 ranks, 16 MiB pieces brought a 16
-// MiB allreduce from 0.89 to 1.0 of C's busbw (C's single 16 MiB call
-// beats four 4 MiB ones there); with 4, 8 and 16 MiB pieces (10 to 14 ms
-// each) fell from 0.88 to 0.65-0.75.
+// well within that. Within these bounds larger pieces are better (fewer
+// calls, as C makes), but how long one takes depends on the machine and on
+// how many ranks share its cores, which only a measurement tells.
 //
 // So the pieces start at 4 MiB and the streams time them during the
-// warm-up, from its second step on: the first step's pieces take several
-// times as long (the buffers' and MPI's scratch memory is touched for the
-// first time). Then the ranks agree on the slowest rank's quickest piece
-// and grow the pieces to 8 or 16 MiB where such a piece is still expected
-// to last at most pieceTarget. The quickest, because whatever disturbs a
-// rank only makes a piece slower, and the warm-up is disturbed more than
-// the measured steps (before the settle, settle.go): on the VM, 2 ranks'
-// pieces took 0.56-0.63 ms at the quickest and 0.66-0.80 ms at the median
-// (over 3 warm-up steps; 1.2-1.7 ms over 1), 4 ranks' 2.3-2.5 and 2.8-3.1
-// ms. Grown pieces then last about 2.4 ms (16 MiB with 2 ranks), and 4
-// ranks keep 4 MiB, since 8 would be expected to take 4.6 ms or more. In
-// a plan with a simulated backward the pieces that run while the host
-// sleeps are quicker: resnet50's quickest took 1.7-2.2 ms with 4 ranks,
-// and 8 MiB pieces at 4 ms, the first target, were chosen in some runs
-// and not in others; 3 ms keeps 4 ranks on 2 cores at 4 MiB.
+// warm-up, from its second step on (the first touches the buffers' and
+// MPI's scratch memory for the first time). Then the ranks agree on the
+// slowest rank's quickest piece and grow the pieces to 8 or 16 MiB where
+// such a piece is still expected to last at most pieceTarget. The
+// quickest, because whatever disturbs a rank only makes a piece slower,
+// and the warm-up, before the settle (settle.go), is disturbed more than
+// the measured steps.
 //
 // The sizing happens before the last two warm-up steps, which then run
 // with the new size: the first measured step must not pay for glibc's
 // first use of the larger scratch buffers, and that takes two calls (the
 // first maps a fresh block and raises the threshold as it frees it, the
-// second grows the heap and faults its pages in; a 16 MiB allreduce step
-// took 35 ms instead of 2.7 when only one warm-up step followed the
-// sizing). So plans with fewer than 4 warm-up steps (the default is 2)
-// keep 4 MiB pieces. SYNCGEN_CPU_CHUNK, when set, fixes the size instead.
+// second grows the heap and faults its pages in). So plans with fewer
+// than 4 warm-up steps (the default is 2) keep 4 MiB pieces.
+// SYNCGEN_CPU_CHUNK, when set, fixes the size instead.
+//
+// The piece times and paired runs behind these bounds:
+// bench/results/2026-12-runtime-comments.md, "Pieces of large collectives".
 
 import (
 	"encoding/binary"
@@ -51,7 +41,9 @@ import (
 const (
 	// pieceTarget is how long a grown piece may be expected to take,
 	// well within the 10 ms after which Go's system monitor takes the
-	// processor of a thread in a call into C.
+	// processor of a thread in a call into C. No looser: pieces timed
+	// while the host sleeps in a backward are quicker than in the steps,
+	// and a looser target grew them where ranks share cores.
 	pieceTarget = 3 * time.Millisecond
 	// maxPiece keeps Open MPI's scratch buffers below glibc's 32 MiB
 	// mmap threshold ceiling.

@@ -72,13 +72,12 @@ func (s *cpuStream) freeScratch() {
 // of a goroutine that has not been rescheduled for 10 ms, and after each
 // such take it polls every 20 us for a while: on a machine with as many
 // ranks as cores, each of those wake-ups preempts a rank busy inside a
-// collective (measured: about 3000 preemptions a second for a goroutine
-// that loops over MPI_Allreduce of 1 MiB, against 70 for the same loop in
-// C). A runtime.Gosched shortly before the 10 ms keeps the monitor asleep.
-// Not much before: a Gosched itself wakes another thread (and, for the
-// host's goroutine, locked to its thread, hands the processor over and
-// back), so yielding every 4 ms made these the most frequent wake-ups of
-// a rank.
+// collective, far more often than the same loop of MPI calls in C is
+// preempted. A runtime.Gosched shortly before the 10 ms keeps the monitor
+// asleep. Not much before: a Gosched itself wakes another thread (and, for
+// the host's goroutine, locked to its thread, hands the processor over and
+// back), so yielding much more often makes the yields a rank's most
+// frequent wake-ups (bench/results/2026-12-runtime-comments.md, "Yields").
 const yieldEvery = 8 * time.Millisecond
 
 // yieldIfDue reschedules the calling goroutine if it has run yieldEvery
