@@ -27,10 +27,11 @@ MPI_Datatype sg_datatype(int dtype) {
 
 // The 16-bit conversions, round to nearest even. They are branchless (every
 // case is computed and the right one selected) so that the compiler can
-// vectorise the reduction loops below, which run inside MPI's collectives;
-// a loop of branchy conversions ran at about 7 ns an element. The results
-// are bit-identical to package runtime's Go conversions (dtype_test.go
-// compares them on every 16-bit value and on ties).
+// vectorise the reduction loops below, which run inside MPI's collectives
+// (branchy ones are several times slower: bench/results/
+// 2026-12-runtime-comments.md). The results are bit-identical to package
+// elem's Go conversions (half_test.go compares them on every 16-bit value
+// and on ties).
 
 static inline uint32_t as_bits(float f) {
 	uint32_t x;
@@ -272,16 +273,10 @@ static int run_coll(sg_cmd *c) {
 // the collective finds it in the core's cache as it would in a loop of
 // MPI calls. Between two steps the runtime's own Go code (the step's
 // bookkeeping, timing, reports) runs on the same core and can evict it.
-// Measured on 2 cores with a Go program calling a C loop body (two
-// barriers, MPI_Allreduce of 4 KiB) once per iteration: as fast as plain C
-// with nothing in between; with Go code touching 64 KiB between the calls,
-// every call took about 0.4 us longer (the whole distribution shifted, p10
-// 2.35 -> 2.84 us); touching 16 KiB made no difference. The read runs
-// before the barrier, where the rank waits for the others anyway, and
-// outside the timed span. Against C's MPI_Allreduce, 2 ranks, medians of
-// paired rounds: 4 KiB 0.93 -> 0.95 of C's busbw (8 rounds; 0.91 -> 0.98
-// in another 6), 64 KiB unchanged; with 256 KiB and 1 MiB buffers it cost
-// a few percent, so larger buffers are left alone.
+// The read runs before the barrier, where the rank waits for the others
+// anyway, and outside the timed span. It pays off for small buffers only,
+// so larger ones are left alone (the paired runs: bench/results/
+// 2026-12-runtime-comments.md, "Warming a small buffer").
 enum { warm_bytes = 64 << 10 };
 
 static void warm_buffer(sg_cmd *cmds, int n) {

@@ -28,7 +28,7 @@ type cpuBackend struct {
 	// clock converts the clock readings of batches (batch.go).
 	clock monoClock
 	// timingPieces: the streams time the pieces of large collectives
-	// (pieces.go), until pieceTime, the slowest rank's median, sets
+	// (pieces.go), until pieceTime, the slowest rank's quickest piece, sets
 	// their size (0 while unset).
 	timingPieces bool
 	pieceTime    time.Duration
