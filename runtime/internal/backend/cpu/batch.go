@@ -45,18 +45,45 @@ func batchable(c plan.Coll) bool {
 // blocking operation ops[first], and returns the index of the first
 // operation it did not run.
 func (s *cpuStream) runBatch(ops []cpuOp, first int) int {
-	b := s.b
-	nb := &s.batch
-	nb.Reset()
-	firstTicket := ops[first].ticket
-	next := firstTicket
+	s.batch.Reset()
 	// A batch that starts inside a collective runs one whole piece and at
 	// most clock reads after it: the warm-up times these (pieces.go).
 	lead := &ops[first]
-	timed := b.timingPieces && lead.kind == opColl && lead.off > 0 &&
-		lead.coll.Buf.N-lead.off >= b.tune.chunkElems(lead.coll.Buf.DType)
-	end := first
-	sawColl, partial := false, false
+	timed := s.b.timingPieces && lead.kind == opColl && lead.off > 0 &&
+		lead.coll.Buf.N-lead.off >= s.b.tune.chunkElems(lead.coll.Buf.DType)
+	end, turns, partial := s.fillBatch(ops, first)
+	done, err := s.runFilled(ops, first, turns, timed)
+	if partial && err == nil {
+		// Back to Go between the pieces of a large collective, as before
+		// batches: the stream yields when due (yieldIfDue), which with
+		// more ranks than cores beat running every piece in one call
+		// into C (bench/results/2026-12-runtime-comments.md, "Batches").
+		ops[end].off += s.b.tune.chunkElems(ops[end].coll.Buf.DType)
+	}
+	s.completeMarkers(ops, first, end, done)
+	if err != nil {
+		s.err = fmt.Errorf("stream %q: %w", s.name, s.batchError(&ops[first+done], err))
+		// The markers after the failed call are published by the Go path,
+		// with the error, like every marker after a failure.
+		clear(ops[first : first+done+1])
+		return first + done + 1
+	}
+	clear(ops[first:end])
+	s.yieldIfDue()
+	return end
+}
+
+// fillBatch adds ops[first:] to the stream's batch up to the end of one
+// batch: operations that follow each other in the stream's turn order, at
+// most one collective, and of a large collective one piece. It returns the
+// index of the first operation left out, how many turns the batch takes,
+// and whether it ends inside a collective (more pieces to come).
+func (s *cpuStream) fillBatch(ops []cpuOp, first int) (end int, turns uint64, partial bool) {
+	nb := &s.batch
+	firstTicket := ops[first].ticket
+	next := firstTicket
+	end = first
+	sawColl := false
 loop:
 	for ; end < len(ops) && !nb.Full(); end++ {
 		op := &ops[end]
@@ -84,19 +111,25 @@ loop:
 		}
 		next++
 	}
+	return end, next - firstTicket, partial
+}
 
-	b.seq.wait(firstTicket)
+// runFilled runs the batch in its turn, holding the MPI lock, timing it
+// when it is a whole piece of a collective (timed). It returns how many of
+// its operations succeeded, and the error of the next.
+func (s *cpuStream) runFilled(ops []cpuOp, first int, turns uint64, timed bool) (int, error) {
+	b := s.b
+	b.seq.wait(ops[first].ticket)
 	b.h.Lock()
 	var t0 time.Time
 	if timed {
 		t0 = time.Now()
 	}
-	done, err := nb.Run()
+	done, err := s.batch.Run()
 	if timed {
 		s.samplePiece(time.Since(t0))
 	}
 	b.h.Unlock()
-	turns := next - firstTicket
 	if err != nil {
 		// The turns up to the failed call are used; the job is about to
 		// end (the stream's error reaches the host), as on the Go path.
@@ -108,14 +141,13 @@ loop:
 		}
 	}
 	b.seq.doneN(turns)
+	return done, err
+}
 
-	if partial && err == nil {
-		// Back to Go between the pieces of a large collective, as before
-		// batches: the stream yields when due (yieldIfDue), which with
-		// more ranks than cores beat running every piece in one call
-		// into C (bench/results/2026-12-runtime-comments.md, "Batches").
-		ops[end].off += s.b.tune.chunkElems(ops[end].coll.Buf.DType)
-	}
+// completeMarkers publishes the events of ops[first:end]: those of the
+// done operations that ran complete at the times the batch read.
+func (s *cpuStream) completeMarkers(ops []cpuOp, first, end, done int) {
+	b, nb := s.b, &s.batch
 	for i := first; i < end; i++ {
 		if m := ops[i].marker; m != nil {
 			m.pending.Store(nil)
@@ -124,26 +156,20 @@ loop:
 			}
 		}
 	}
-	if err != nil {
-		failed := &ops[first+done]
-		switch c := failed.coll; {
-		case failed.kind == opBarrier:
-			err = fmt.Errorf("step barrier: %w", err)
-		case c.Buf.N > s.b.tune.chunkElems(c.Buf.DType):
-			piece := min(s.b.tune.chunkElems(c.Buf.DType), c.Buf.N-failed.off)
-			err = fmt.Errorf("%s bucket %q: elements %d..%d of %d: %w", c.Coll, c.Name, failed.off, failed.off+piece, c.Buf.N, err)
-		default:
-			err = fmt.Errorf("%s bucket %q: %w", c.Coll, c.Name, err)
-		}
-		// The markers after the failed call are published by the Go path,
-		// with the error, like every marker after a failure.
-		s.err = fmt.Errorf("stream %q: %w", s.name, err)
-		clear(ops[first : first+done+1])
-		return first + done + 1
+}
+
+// batchError names what failed: the step barrier, a piece of a large
+// collective, or a collective.
+func (s *cpuStream) batchError(failed *cpuOp, err error) error {
+	switch c := failed.coll; {
+	case failed.kind == opBarrier:
+		return fmt.Errorf("step barrier: %w", err)
+	case c.Buf.N > s.b.tune.chunkElems(c.Buf.DType):
+		piece := min(s.b.tune.chunkElems(c.Buf.DType), c.Buf.N-failed.off)
+		return fmt.Errorf("%s bucket %q: elements %d..%d of %d: %w", c.Coll, c.Name, failed.off, failed.off+piece, c.Buf.N, err)
+	default:
+		return fmt.Errorf("%s bucket %q: %w", c.Coll, c.Name, err)
 	}
-	clear(ops[first:end])
-	s.yieldIfDue()
-	return end
 }
 
 // addPiece appends the next piece of op's collective, from element op.off,
