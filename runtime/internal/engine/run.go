@@ -20,36 +20,19 @@ import (
 // Run runs the init block and every step, filling res.
 func (e *Engine) Run(res *result.Results) error {
 	// The host runs the queue of the stream it waits for itself (the CPU
-	// backend's collectives, see backend/cpu/stream.go): kept on one OS thread, its
-	// MPI calls are not moved from thread to thread whenever it yields or
-	// parks. That matters to small collectives with as many ranks as
-	// cores (bench/results/2026-12-runtime-comments.md, "The locked host
+	// backend's collectives, see backend/cpu/stream.go): kept on one OS
+	// thread, its MPI calls are not moved from thread to thread whenever it
+	// yields or parks. That matters to small collectives with as many ranks
+	// as cores (bench/results/2026-12-runtime-comments.md, "The locked host
 	// thread").
 	goruntime.LockOSThread()
 	defer goruntime.UnlockOSThread()
 	if e.cfg.Init != nil {
-		e.seedStep, e.stepNo = elem.InitStep, -1
-		e.beginStep()
-		e.cfg.Init()
-		if err := e.drain(); err != nil {
+		if err := e.runInit(res); err != nil {
 			return err
 		}
-		if _, err := e.collect(); err != nil {
-			return err
-		}
-		e.model.Apply(plan.Flat(e.prog.Init), elem.InitStep)
-		// The init block's results (a broadcast of the parameters) are
-		// checked once, before a backward overwrites them.
-		if e.cfg.CheckEvery > 0 {
-			e.hooks.beforeCheck(e, -1)
-			if err := e.checkBuckets(res, plan.Flat(e.prog.Init)); err != nil {
-				return err
-			}
-		}
-		e.endStep()
 	}
 	total := e.cfg.Warmup + e.cfg.Steps
-	hooks := e.hooks
 	res.Steps = result.Preallocated[result.StepStats](e.cfg.Steps)
 	for k := range res.Rows {
 		res.Rows[k].Times = result.Preallocated[time.Duration](e.cfg.Steps)
@@ -57,63 +40,101 @@ func (e *Engine) Run(res *result.Results) error {
 	gc := startQuietGC()
 	defer gc.stop()
 	for i := 0; i < total; i++ {
-		e.seedStep, e.stepNo, e.cursor = uint32(i), i, 0
-		if err := e.sizePieces(i); err != nil {
+		if err := e.runStep(res, i, total); err != nil {
 			return err
 		}
-		if i == e.cfg.Warmup {
-			if err := e.settleBeforeMeasuring(); err != nil {
-				return err
-			}
-			hooks.measuring()
-		}
-		if err := e.startStep(); err != nil {
-			return err
-		}
-		hooks.beforeStep(e, i)
-		e.cfg.Step()
-		if err := e.drain(); err != nil {
-			return err
-		}
-		t1 := time.Now()
-		watchIdle(e) // what follows is local work: timing, checks
-		recs, err := e.collect()
-		if err != nil {
-			return err
-		}
-		e.model.Apply(e.flatStep, e.seedStep)
-		measured := i >= e.cfg.Warmup
-		if measured {
-			st := e.stats.stepStatsOf(recs, t1.Sub(e.stepStart))
-			res.Steps = append(res.Steps, st)
-			for _, r := range recs {
-				if r.Kind != result.Collective || r.ID < 0 {
-					continue
-				}
-				if k, ok := res.RowOf[[2]int{r.ID, r.Bucket}]; ok {
-					row := &res.Rows[k]
-					row.Times = append(row.Times, r.T1-r.T0)
-					row.Group, row.Bytes = r.Group, r.Bytes
-				}
-			}
-		}
-		if e.tracing {
-			res.KeepForTrace(recs, i, e.stepStart.Sub(res.Origin), total)
-		}
-		if e.checks(i) {
-			hooks.beforeCheck(e, i)
-			if err := e.checkStep(res); err != nil {
-				return err
-			}
-		}
-		e.endStep()
 		gc.afterStep()
 		if e.cfg.Progress != nil {
 			e.cfg.Progress(i+1, total)
 		}
 	}
-	hooks.reportAllocs(e)
+	e.hooks.reportAllocs(e)
 	return nil
+}
+
+// runInit runs the init block. Its results (a broadcast of the parameters)
+// are checked once, before a backward overwrites them.
+func (e *Engine) runInit(res *result.Results) error {
+	e.seedStep, e.stepNo = elem.InitStep, -1
+	e.beginStep()
+	e.cfg.Init()
+	if err := e.drain(); err != nil {
+		return err
+	}
+	if _, err := e.collect(); err != nil {
+		return err
+	}
+	e.model.Apply(plan.Flat(e.prog.Init), elem.InitStep)
+	if e.cfg.CheckEvery > 0 {
+		e.hooks.beforeCheck(e, -1)
+		if err := e.checkBuckets(res, plan.Flat(e.prog.Init)); err != nil {
+			return err
+		}
+	}
+	e.endStep()
+	return nil
+}
+
+// runStep runs step i of total (warm-up steps first): it issues the step,
+// drains the streams, times the records, advances the model, keeps the
+// figures of a measured step and the records for the trace, and checks
+// when the step is checked.
+func (e *Engine) runStep(res *result.Results, i, total int) error {
+	e.seedStep, e.stepNo, e.cursor = uint32(i), i, 0
+	if err := e.sizePieces(i); err != nil {
+		return err
+	}
+	if i == e.cfg.Warmup {
+		if err := e.settleBeforeMeasuring(); err != nil {
+			return err
+		}
+		e.hooks.measuring()
+	}
+	if err := e.startStep(); err != nil {
+		return err
+	}
+	e.hooks.beforeStep(e, i)
+	e.cfg.Step()
+	if err := e.drain(); err != nil {
+		return err
+	}
+	t1 := time.Now()
+	watchIdle(e) // what follows is local work: timing, checks
+	recs, err := e.collect()
+	if err != nil {
+		return err
+	}
+	e.model.Apply(e.flatStep, e.seedStep)
+	if i >= e.cfg.Warmup {
+		e.keepFigures(res, recs, t1.Sub(e.stepStart))
+	}
+	if e.tracing {
+		res.KeepForTrace(recs, i, e.stepStart.Sub(res.Origin), total)
+	}
+	if e.checks(i) {
+		e.hooks.beforeCheck(e, i)
+		if err := e.checkStep(res); err != nil {
+			return err
+		}
+	}
+	e.endStep()
+	return nil
+}
+
+// keepFigures adds a measured step of length step, whose records are
+// recs, to res: the step's figures and each table row's time.
+func (e *Engine) keepFigures(res *result.Results, recs []result.Record, step time.Duration) {
+	res.Steps = append(res.Steps, e.stats.stepStatsOf(recs, step))
+	for _, r := range recs {
+		if r.Kind != result.Collective || r.ID < 0 {
+			continue
+		}
+		if k, ok := res.RowOf[[2]int{r.ID, r.Bucket}]; ok {
+			row := &res.Rows[k]
+			row.Times = append(row.Times, r.T1-r.T0)
+			row.Group, row.Bytes = r.Group, r.Bytes
+		}
+	}
 }
 
 // settleBeforeMeasuring lets every rank's process become quiet before the
