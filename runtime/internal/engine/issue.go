@@ -243,11 +243,8 @@ func (e *Engine) issueGroup(items []collItem, group bool) {
 	}
 	ops := e.opBuf[:0]
 	for _, it := range items {
-		bm := &e.mem.Buckets[it.bucket]
-		span := bm.Span
-		if !it.coll.Info().Sliced {
-			span.N = p.Buckets[it.bucket].Elems
-		}
+		span := e.mem.Buckets[it.bucket].Span
+		span.N = it.coll.Elems(p.Buckets[it.bucket].Elems, span.N)
 		ops = append(ops, backend.CollOp{Stream: e.streams[it.stream], Coll: it.coll, Op: it.op, Root: it.root, Buf: span, Name: p.Buckets[it.bucket].Name})
 	}
 	e.opBuf = ops // reused by the next statement (Collectives copies what it keeps)

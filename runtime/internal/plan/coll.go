@@ -30,7 +30,7 @@ type CollInfo struct {
 	RootWord string
 	// Sliced: the buffer is size slices of Elems/size elements, one per
 	// rank, so a bucket it touches is padded to a multiple of the world
-	// size, and it moves the whole padded buffer.
+	// size, and it moves the whole padded buffer (Coll.Elems).
 	Sliced bool
 	// BusFactor is nccl-tests' factor from algorithm bandwidth to bus
 	// bandwidth with n ranks.
@@ -74,6 +74,17 @@ func (c Coll) String() string {
 		return colls[c].Name
 	}
 	return fmt.Sprintf("coll(%d)", c)
+}
+
+// Elems is how many elements the collective moves of a bucket of elems
+// elements whose buffer holds padded (elems, or more for a sliced
+// collective's padding): a sliced collective moves the whole padded
+// buffer, the others the bucket.
+func (c Coll) Elems(elems, padded int64) int64 {
+	if c.Info().Sliced {
+		return padded
+	}
+	return elems
 }
 
 // Reduces reports whether the collective applies a reduction operator.

@@ -37,6 +37,9 @@ func TestCollInfo(t *testing.T) {
 		if info.RootWord != c.rootWord || info.Sliced != c.sliced {
 			t.Errorf("%s: root word %q, sliced %v; want %q, %v", c.name, info.RootWord, info.Sliced, c.rootWord, c.sliced)
 		}
+		if moved, want := c.coll.Elems(10, 12), map[bool]int64{false: 10, true: 12}[c.sliced]; moved != want {
+			t.Errorf("%s moves %d of a bucket of 10 elements padded to 12, want %d", c.name, moved, want)
+		}
 		if info.Result == "" {
 			t.Errorf("%s: no result described", c.name)
 		}

@@ -148,10 +148,7 @@ func buildReport(p *plan.Plan, prog *plan.Program, bufElems []int64, res *result
 		// only allgather and reducescatter move the padded buffer).
 		rr.Group = inGroup[r.ID]
 		if r.Bytes == 0 && r.Bucket < len(bufElems) {
-			n := p.Buckets[r.Bucket].Elems
-			if r.Coll.Info().Sliced {
-				n = bufElems[r.Bucket]
-			}
+			n := r.Coll.Elems(p.Buckets[r.Bucket].Elems, bufElems[r.Bucket])
 			rr.Bytes = n * p.Buckets[r.Bucket].Wire.Size()
 		}
 		if t > 0 {
