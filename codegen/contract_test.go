@@ -31,3 +31,23 @@ func TestDTypesAgreeWithRuntime(t *testing.T) {
 		t.Errorf("the compiler has %d dtypes, the runtime %d constants and valid dtypes up to %d", n, len(constants), n)
 	}
 }
+
+// The reduction operators and stream priorities are written twice as well:
+// the constant generated code names (rt.Avg, rt.PriorityHigh) must be the
+// runtime's operator or priority of the same keyword.
+func TestOpsAndPrioritiesAgreeWithRuntime(t *testing.T) {
+	ops := map[string]rt.RedOp{"NoOp": rt.NoOp, "Sum": rt.Sum, "Avg": rt.Avg, "Min": rt.Min, "Max": rt.Max, "Prod": rt.Prod}
+	for o := ir.NoOp; o <= ir.Prod; o++ {
+		r, ok := ops[redOpName(o)]
+		if !ok || r.String() != o.String() {
+			t.Errorf("%s: generated code names rt.%s, which is %v (known: %v)", o, redOpName(o), r, ok)
+		}
+	}
+	prios := map[string]rt.Priority{"PriorityDefault": rt.PriorityDefault, "PriorityHigh": rt.PriorityHigh, "PriorityLow": rt.PriorityLow}
+	for p := ir.PriorityDefault; p <= ir.PriorityLow; p++ {
+		r, ok := prios[priorityName(p)]
+		if !ok || r.String() != p.String() {
+			t.Errorf("%s: generated code names rt.%s, which is %v (known: %v)", p, priorityName(p), r, ok)
+		}
+	}
+}
