@@ -356,9 +356,9 @@ func (g *generator) stmt(s ir.Stmt) []jen.Code {
 	var call jen.Code
 	switch s.Kind {
 	case ir.StmtBackward:
-		call = jen.Id("s").Dot("Backward").Call(at, jen.Id(g.streamIDs[s.Stream]), duration(s))
+		call = jen.Id("s").Dot("Backward").Call(g.timedArgs(s, at)...)
 	case ir.StmtCompute:
-		call = jen.Id("s").Dot("Compute").Call(at, jen.Id(g.streamIDs[s.Stream]), duration(s))
+		call = jen.Id("s").Dot("Compute").Call(g.timedArgs(s, at)...)
 	case ir.StmtWait:
 		call = jen.Id("s").Dot("Wait").Call(at, jen.Id(g.streamIDs[s.Stream]))
 	case ir.StmtGroup:
@@ -370,6 +370,17 @@ func (g *generator) stmt(s ir.Stmt) []jen.Code {
 		call = jen.Comment(fmt.Sprintf("unknown statement kind %d (a syncgen bug)", s.Kind))
 	}
 	return []jen.Code{comment, call}
+}
+
+// timedArgs are a backward's or compute's arguments: position, stream,
+// duration, and its `after STREAM` only when it has one, so that the
+// calls of plans without it read as they always did.
+func (g *generator) timedArgs(s ir.Stmt, at jen.Code) []jen.Code {
+	args := []jen.Code{at, jen.Id(g.streamIDs[s.Stream]), duration(s)}
+	if s.After.Kind != ir.AfterNone {
+		args = append(args, g.after(s.After))
+	}
+	return args
 }
 
 func (g *generator) collective(s ir.Stmt, at jen.Code) jen.Code {
@@ -471,10 +482,16 @@ func summarize(names []string) string {
 func (g *generator) describe(s ir.Stmt) string {
 	p := g.prog
 	switch s.Kind {
-	case ir.StmtBackward:
-		return fmt.Sprintf("backward %s on %s", s.Duration, p.Streams[s.Stream].Name)
-	case ir.StmtCompute:
-		return fmt.Sprintf("compute %s on %s", s.Duration, p.Streams[s.Stream].Name)
+	case ir.StmtBackward, ir.StmtCompute:
+		kw := "compute"
+		if s.Kind == ir.StmtBackward {
+			kw = "backward"
+		}
+		d := fmt.Sprintf("%s %s on %s", kw, s.Duration, p.Streams[s.Stream].Name)
+		if s.After.Kind == ir.AfterStream {
+			d += " after " + p.Streams[s.After.Stream].Name
+		}
+		return d
 	case ir.StmtWait:
 		return "wait " + p.Streams[s.Stream].Name
 	case ir.StmtGroup:

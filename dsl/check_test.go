@@ -508,6 +508,13 @@ func TestRaces(t *testing.T) {
 		{"backward 1ms on compute; wait compute; group { allreduce ba on comm; allreduce bb on side after comm }; allreduce ba on compute after side", true},
 		{"backward 1ms on compute; wait compute; group { allreduce ba on comm; allreduce bb on side }; allreduce ba on side after comm", false},
 		{"backward 1ms on compute; wait compute; group { allreduce ba, bb on comm }; allreduce ba on side after comm", false},
+		// backward and compute take `after STREAM` too: the stream waits
+		// for what STREAM has queued, without the host.
+		{"allreduce ba on comm; backward 1ms on compute after comm", false},
+		{"allreduce ba on comm; backward 1ms on compute after side", true},
+		{"backward 1ms on compute; allreduce ba on comm after ready; compute 1ms on compute after comm; allreduce ba on side after compute", false},
+		{"backward 1ms on compute; allreduce ba on comm after ready; compute 1ms on compute; allreduce ba on side after compute", true},
+		{"backward 1ms on compute; allreduce ba on comm after ready; compute 1ms on side after comm; backward 1ms on compute after side", false},
 	}
 	for _, c := range cases {
 		msgs := checkErrors(head + "step { " + c.step + " }\n")
@@ -910,6 +917,12 @@ func TestCheckHints(t *testing.T) {
 		{"tensor a f32[1]\nstep { broadcast a to 0 from 0 }\n", "broadcast takes no `to`", "remove it: broadcast's root is given by `from`"},
 		{"tensor a f32[1]\nstep { reduce a from 1 to 0 }\n", "reduce takes no `from`", "remove it: reduce's root is given by `to`"},
 		{"tensor a f32[1]\nstep { broadcast a to 0 }\n", "broadcast takes no `to`", "write `from RANK`"},
+		// backward and compute wait for streams, not for gradients.
+		{"stream compute\nstep { compute 1ms after ready }\n", "compute takes no `after ready`", "belongs to a collective; compute takes `after STREAM`"},
+		{"stream compute\nstep { backward 1ms after comm }\n", "no stream `comm`", "declared streams: compute"},
+		{"stream compute\nstep { compute 1ms after compute after compute }\n", "duplicate option `after` (first on line 2)", "remove one of them"},
+		{"stream compute\nstep { compute 1ms from 0 }\n", "compute takes no `from`", "takes only `on STREAM` and `after STREAM`"},
+		{"tensor a f32[1]\nstream compute\nstream comm\nstep { allreduce a on comm; backward 1ms on compute }\n", "data race on bucket `a`: this backward on stream `compute` is not ordered after the allreduce on stream `comm` (line 4)", "add `after comm` to the backward (or `wait comm` before it)"},
 		// A dimension that is not a number says what one is.
 		{"tensor a f32[-]\n", "dimension must be an integer, not `-`", "a whole number of at least 1"},
 		{"tensor a f32[--4]\n", "dimension must be an integer, not `--4`", "a whole number of at least 1"},

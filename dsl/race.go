@@ -272,7 +272,7 @@ func (r *raceState) report(e, p *event, b int, src *Stmt) {
 	case p.what == "backward" && e.what != "backward":
 		hint = fmt.Sprintf("add `after ready` (or `after %s`) so that it waits for the gradients", ps)
 	case e.what == "backward":
-		hint = fmt.Sprintf("add `wait %s` before the backward, so that the %s has finished with the bucket", ps, p.what)
+		hint = fmt.Sprintf("add `after %s` to the backward (or `wait %s` before it), so that the %s has finished with the bucket", ps, ps, p.what)
 	default:
 		hint = fmt.Sprintf("add `after %s`, or `wait %s` before it, or run both on one stream", ps, ps)
 	}

@@ -112,25 +112,53 @@ func (c *checker) resolveTimed(st *blockState, t *TimedStmt, inGroup bool) ir.St
 		c.errorf(f, wordSpan(t.Duration), hint, "%s", msg)
 		ok = false
 	}
-	var on *Word
-	for _, o := range t.Options {
-		sp := spanOf(o.Pos, o.EndPos)
-		switch {
-		case o.Key != "on":
-			c.errorf(f, keywordSpan(o.Pos.Offset, len(o.Key)), t.Kind+" takes only `on STREAM`", "%s takes no %s", t.Kind, code(o.Key))
-			ok = false
-		case on != nil:
-			c.errorf(f, sp, "each option is given at most once: remove one of them", "duplicate option `on` (first on line %d)", on.Pos.Line)
-			ok = false
-		default:
-			on = o.Value
-		}
-	}
+	s := ir.Stmt{Kind: kind, Pos: f.pos(t.Pos.Offset), Duration: d}
+	on, optsOK := c.timedOptions(t, &s)
 	stream, sok := c.stmtStream(f, on, "compute", t.Kind, kw)
-	if !ok || !sok {
+	if !ok || !optsOK || !sok {
 		return ir.Stmt{}
 	}
-	return ir.Stmt{Kind: kind, Pos: f.pos(t.Pos.Offset), Stream: stream, Duration: d}
+	s.Stream = stream
+	return s
+}
+
+// timedOptions reads a backward's or compute's options, each at most once:
+// `on STREAM` (returned) and `after STREAM` (set in s), which makes the
+// statement's stream wait for the work queued on STREAM so far, as a
+// collective's does. `after ready` is a collective's: it waits for each
+// bucket's own gradients, and these statements have no buckets.
+func (c *checker) timedOptions(t *TimedStmt, s *ir.Stmt) (on *Word, ok bool) {
+	f := c.main.file
+	ok = true
+	seen := map[string]*Option{}
+	for _, o := range t.Options {
+		sp := spanOf(o.Pos, o.EndPos)
+		if prev, dup := seen[o.Key]; dup {
+			c.errorf(f, sp, "each option is given at most once: remove one of them", "duplicate option %s (first on line %d)", code(o.Key), prev.Pos.Line)
+			ok = false
+			continue
+		}
+		seen[o.Key] = o
+		switch {
+		case o.Key == "on":
+			on = o.Value
+		case o.Key == "after" && o.Value.Text == "ready":
+			c.errorf(f, sp, "`after ready` waits for each bucket's gradients and belongs to a collective; "+t.Kind+" takes `after STREAM`",
+				"%s takes no `after ready`", t.Kind)
+			ok = false
+		case o.Key == "after":
+			si, found := c.lookupStream(f, o.Value)
+			if !found {
+				ok = false
+				continue
+			}
+			s.After = ir.After{Kind: ir.AfterStream, Stream: si}
+		default:
+			c.errorf(f, keywordSpan(o.Pos.Offset, len(o.Key)), t.Kind+" takes only `on STREAM` and `after STREAM`", "%s takes no %s", t.Kind, code(o.Key))
+			ok = false
+		}
+	}
+	return on, ok
 }
 
 // stmtStream resolves a statement's `on` stream, or its default.

@@ -324,6 +324,59 @@ func TestOverlapInTrace(t *testing.T) {
 	}
 }
 
+// `after STREAM` on a compute and a backward makes their stream wait for
+// the collective without the host: in the trace, each starts once the
+// first allreduce has ended, on every rank and step, and the second
+// backward, which rewrites the bucket, leaves the first allreduce's result
+// alone (every element checked).
+func TestComputeAndBackwardAfterStream(t *testing.T) {
+	trace := filepath.Join(t.TempDir(), "trace.json")
+	ok(t, 2, "after", "--steps", "2", "--warmup", "1", "--check", "1", "--trace", trace, "--quiet")
+	data, err := os.ReadFile(trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tr struct {
+		TraceEvents []struct {
+			Name string         `json:"name"`
+			Ph   string         `json:"ph"`
+			Ts   float64        `json:"ts"`
+			Dur  float64        `json:"dur"`
+			Pid  int            `json:"pid"`
+			Args map[string]any `json:"args"`
+		} `json:"traceEvents"`
+	}
+	if err := json.Unmarshal(data, &tr); err != nil {
+		t.Fatalf("trace is not JSON: %v", err)
+	}
+	for rank := 0; rank < 2; rank++ {
+		for step := 1.0; step <= 2; step++ {
+			start := map[string]float64{}
+			var firstEnd float64 = -1
+			for _, e := range tr.TraceEvents {
+				if e.Ph != "X" || e.Pid != rank || e.Args["step"] != step {
+					continue
+				}
+				src := fmt.Sprint(e.Args["src"])
+				switch {
+				case strings.HasPrefix(e.Name, "allreduce ") && strings.HasSuffix(src, ":11:5"):
+					firstEnd = e.Ts + e.Dur
+				case e.Name == "compute" || (e.Name == "backward" && strings.HasSuffix(src, ":13:5")):
+					start[e.Name] = e.Ts
+				}
+			}
+			if firstEnd < 0 || len(start) != 2 {
+				t.Fatalf("rank %d step %v: the first allreduce, the compute or the second backward is missing from the trace (%v)", rank, step, start)
+			}
+			for name, ts := range start {
+				if ts < firstEnd {
+					t.Errorf("rank %d step %v: %s after comm starts at %.1f us, before the allreduce ends at %.1f us", rank, step, name, ts, firstEnd)
+				}
+			}
+		}
+	}
+}
+
 func TestJSONReport(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "out.json")
 	ok(t, 2, "basic", "--steps", "3", "--json", path, "--quiet")

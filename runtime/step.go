@@ -24,22 +24,35 @@ type Step struct {
 // order, d shared among them in proportion to their bytes. Each gradient
 // is filled with the deterministic pattern, and each bucket's "ready"
 // event is recorded when its last gradient is written.
-func (s *Step) Backward(at Src, stream int, d time.Duration) {
+//
+// With after (at most one, AfterStream), the stream first waits for the
+// work queued on that stream so far; the host does not wait.
+func (s *Step) Backward(at Src, stream int, d time.Duration, after ...After) {
 	if s.rec != nil {
-		s.rec.Backward(at, stream, d)
+		s.rec.Backward(at, stream, d, after...)
 		return
 	}
-	s.e.Backward(at, stream, d)
+	s.e.Backward(at, stream, d, firstAfter(after))
 }
 
 // Compute simulates other work (forward pass, optimizer) of duration d on
-// stream.
-func (s *Step) Compute(at Src, stream int, d time.Duration) {
+// stream, after the work queued on stream so far and, with after (at most
+// one, AfterStream), after the work queued on that stream so far.
+func (s *Step) Compute(at Src, stream int, d time.Duration, after ...After) {
 	if s.rec != nil {
-		s.rec.Compute(at, stream, d)
+		s.rec.Compute(at, stream, d, after...)
 		return
 	}
-	s.e.Compute(at, stream, d)
+	s.e.Compute(at, stream, d, firstAfter(after))
+}
+
+// firstAfter is a statement's dependency: the first of after, or none.
+// (The recording refuses more than one.)
+func firstAfter(after []After) After {
+	if len(after) > 0 {
+		return after[0]
+	}
+	return After{}
 }
 
 // AllReduce reduces each bucket with op across all ranks, every rank

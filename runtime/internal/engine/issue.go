@@ -35,16 +35,21 @@ type collItem struct {
 // order, d shared among them in proportion to their bytes. Each gradient
 // is filled with the deterministic pattern, and each bucket's "ready"
 // event is recorded when its last gradient is written.
-func (e *Engine) Backward(at plan.Src, stream int, d time.Duration) {
+//
+// With after an AfterStream dependency, the stream first waits for the
+// work queued on that stream so far (an event, not the host).
+func (e *Engine) Backward(at plan.Src, stream int, d time.Duration, after plan.After) {
 	e.expect(plan.StmtBackward, at)
+	e.waitAfter(at, stream, after)
 	e.backward(at, stream, d)
 	e.flush()
 }
 
 // Compute queues other simulated work (forward pass, optimizer) of
-// duration d on stream.
-func (e *Engine) Compute(at plan.Src, stream int, d time.Duration) {
+// duration d on stream, after an AfterStream dependency as Backward.
+func (e *Engine) Compute(at plan.Src, stream int, d time.Duration, after plan.After) {
 	e.expect(plan.StmtCompute, at)
+	e.waitAfter(at, stream, after)
 	start := e.recordOn(stream, at)
 	e.queued(stream)
 	if err := e.streams[stream].Busy(d); err != nil {
@@ -53,6 +58,20 @@ func (e *Engine) Compute(at plan.Src, stream int, d time.Duration) {
 	end := e.recordOn(stream, at)
 	e.addTimed(result.Record{Kind: result.Compute, Stream: stream, At: at, Name: "compute", Bucket: -1, Start: start, End: end})
 	e.flush()
+}
+
+// waitAfter makes stream wait for the work queued so far on the stream
+// that an AfterStream dependency names (cudaStreamWaitEvent); the
+// statement's own timing starts after the wait.
+func (e *Engine) waitAfter(at plan.Src, stream int, after plan.After) {
+	if after.Kind() != plan.AfterStreamKind || after.Stream() == stream {
+		return
+	}
+	ev := e.recordOn(after.Stream(), at)
+	if err := e.streams[stream].WaitEvent(ev); err != nil {
+		e.fatal(at, err)
+	}
+	e.queued(stream)
 }
 
 // BeginGroup starts a group (NCCL's ncclGroupStart): the collectives

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/syncgen/syncgen/runtime/internal/elem"
@@ -62,5 +63,29 @@ func TestValidateRoot(t *testing.T) {
 	err = prog.Validate(p, 2)
 	if err == nil || err.Error() != "t.sync:1:1: broadcast of bucket \"b\" from rank 2: root 2 is outside the world of 2 ranks (ranks 0..1); run with at least 3 ranks (mpirun -np 3), or change `from 2` in the plan" {
 		t.Errorf("got %v", err)
+	}
+}
+
+// A backward or compute waits for one stream at most, and never for ready
+// gradients, which only a collective's buckets have.
+func TestTimedStatementsAfter(t *testing.T) {
+	p := &Plan{Streams: []Stream{{Name: "compute"}, {Name: "comm"}}}
+	prog, err := Record(nil, func(r *Recorder) {
+		r.Compute("t.sync:1:1", 0, 1, AfterStream(1))
+		r.Backward("t.sync:2:1", 0, 1, AfterStream(1))
+	})
+	if err != nil || prog.Validate(p, 2) != nil || prog.Step[0].After != AfterStream(1) {
+		t.Fatalf("compute and backward after comm: %v, %v, %+v", err, prog.Validate(p, 2), prog.Step)
+	}
+	if _, err := Record(nil, func(r *Recorder) { r.Compute("t.sync:1:1", 0, 1, AfterStream(1), AfterStream(0)) }); err == nil {
+		t.Errorf("two dependencies were recorded without an error")
+	}
+	prog, _ = Record(nil, func(r *Recorder) { r.Compute("t.sync:1:1", 0, 1, AfterReady()) })
+	if err := prog.Validate(p, 2); err == nil || !strings.Contains(err.Error(), "compute cannot wait for ready gradients") {
+		t.Errorf("compute after ready: %v", err)
+	}
+	prog, _ = Record(nil, func(r *Recorder) { r.Backward("t.sync:1:1", 0, 1, AfterStream(5)) })
+	if err := prog.Validate(p, 2); err == nil || !strings.Contains(err.Error(), "after: stream 5 does not exist") {
+		t.Errorf("backward after a stream that does not exist: %v", err)
 	}
 }

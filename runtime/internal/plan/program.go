@@ -27,6 +27,16 @@ const (
 	StmtWait
 )
 
+var stmtKindNames = [...]string{"none", "backward", "compute", "collective", "group", "wait"}
+
+// String names the kind as the .sync language does.
+func (k StmtKind) String() string {
+	if int(k) < len(stmtKindNames) {
+		return stmtKindNames[k]
+	}
+	return fmt.Sprintf("stmt(%d)", k)
+}
+
 // Stmt is one recorded statement.
 type Stmt struct {
 	Kind   StmtKind
@@ -138,11 +148,14 @@ func (prog *Program) Validate(p *Plan, size int) error {
 			if s.Dur < 0 {
 				bad(s.At, "negative duration %v", s.Dur)
 			}
-			if s.Kind != StmtColl {
-				continue
-			}
 			if s.After.Kind() == AfterStreamKind && (s.After.Stream() < 0 || s.After.Stream() >= len(p.Streams)) {
 				bad(s.At, "after: stream %d does not exist", s.After.Stream())
+			}
+			if s.Kind != StmtColl {
+				if s.After.Kind() == AfterReadyKind {
+					bad(s.At, "%s cannot wait for ready gradients (after ready is a collective's); give it after a stream", s.Kind)
+				}
+				continue
 			}
 			if len(s.Buckets) == 0 {
 				bad(s.At, "%s has no buckets", s.Coll)
@@ -235,14 +248,28 @@ func Flat(ss []Stmt) []Stmt {
 // methods of generated code, which call them in recording mode, and let
 // the runtime's tests write programs the way a plan does.
 
-// Backward records a simulated backward pass of duration d on stream.
-func (r *Recorder) Backward(at Src, stream int, d time.Duration) {
-	r.Add(Stmt{Kind: StmtBackward, At: at, Stream: stream, Dur: d})
+// Backward records a simulated backward pass of duration d on stream,
+// after at most one dependency.
+func (r *Recorder) Backward(at Src, stream int, d time.Duration, after ...After) {
+	r.Add(Stmt{Kind: StmtBackward, At: at, Stream: stream, Dur: d, After: r.oneAfter(at, after)})
 }
 
-// Compute records other simulated work of duration d on stream.
-func (r *Recorder) Compute(at Src, stream int, d time.Duration) {
-	r.Add(Stmt{Kind: StmtCompute, At: at, Stream: stream, Dur: d})
+// Compute records other simulated work of duration d on stream, after at
+// most one dependency.
+func (r *Recorder) Compute(at Src, stream int, d time.Duration, after ...After) {
+	r.Add(Stmt{Kind: StmtCompute, At: at, Stream: stream, Dur: d, After: r.oneAfter(at, after)})
+}
+
+// oneAfter returns a statement's one dependency (none without), noting an
+// error when it has several.
+func (r *Recorder) oneAfter(at Src, after []After) After {
+	if len(after) > 1 {
+		r.errs = append(r.errs, fmt.Errorf("%s: a statement waits for one stream at most (it was given %d dependencies)", at, len(after)))
+	}
+	if len(after) == 0 {
+		return After{}
+	}
+	return after[0]
 }
 
 // Wait records that the host waits for stream.

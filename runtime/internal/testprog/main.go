@@ -34,6 +34,7 @@ var plans = map[string]func(arg string) (*rt.Plan, error){
 	"allreduce": allreduce,
 	"other":     other,
 	"root":      rootPlan,
+	"after":     afterPlan,
 }
 
 func main() {
@@ -260,6 +261,26 @@ func overlap(string) (*rt.Plan, error) {
 		s.Backward(src(10), compute, 80*time.Millisecond)
 		s.AllReduce(src(11), comm, rt.Sum, rt.AfterReady(), bs...)
 		s.Wait(src(12), comm)
+	}
+	return b.p, nil
+}
+
+// after: a compute and a backward that wait for a stream, not the host
+// (`after comm`): the second backward overwrites the bucket only once the
+// first allreduce is done with it.
+func afterPlan(string) (*rt.Plan, error) {
+	b := newBuilder("after")
+	compute := b.stream("compute", rt.PriorityDefault)
+	comm := b.stream("comm", rt.PriorityHigh)
+	side := b.stream("side", rt.PriorityLow)
+	g := b.bucket("grads", rt.F32, b.tensor("w", rt.F32, 256, 1024), b.tensor("v", rt.F32, 1000))
+	b.p.Step = func(s *rt.Step) {
+		s.Backward(src(10), compute, 5*time.Millisecond)
+		s.AllReduce(src(11), comm, rt.Sum, rt.AfterReady(), g)
+		s.Compute(src(12), side, 3*time.Millisecond, rt.AfterStream(comm))
+		s.Backward(src(13), compute, 5*time.Millisecond, rt.AfterStream(comm))
+		s.AllReduce(src(14), comm, rt.Avg, rt.AfterReady(), g)
+		s.Wait(src(15), comm)
 	}
 	return b.p, nil
 }
