@@ -259,29 +259,39 @@ func TestEveryCollectiveInPieces(t *testing.T) {
 	}
 }
 
+// traceFile is the part of a Chrome trace file that the tests read.
+type traceFile struct {
+	TraceEvents []struct {
+		Name string         `json:"name"`
+		Ph   string         `json:"ph"`
+		Ts   float64        `json:"ts"`
+		Dur  float64        `json:"dur"`
+		Pid  int            `json:"pid"`
+		Tid  int            `json:"tid"`
+		Args map[string]any `json:"args"`
+	} `json:"traceEvents"`
+}
+
+// readTrace reads the trace file at path.
+func readTrace(t *testing.T, path string) traceFile {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tr traceFile
+	if err := json.Unmarshal(data, &tr); err != nil {
+		t.Fatalf("trace is not JSON: %v", err)
+	}
+	return tr
+}
+
 // The trace shows a bucket's collective starting while backward still
 // runs: communication overlaps compute.
 func TestOverlapInTrace(t *testing.T) {
 	trace := filepath.Join(t.TempDir(), "trace.json")
 	ok(t, 2, "overlap", "--steps", "2", "--warmup", "1", "--trace", trace, "--quiet")
-	data, err := os.ReadFile(trace)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var tr struct {
-		TraceEvents []struct {
-			Name string         `json:"name"`
-			Ph   string         `json:"ph"`
-			Ts   float64        `json:"ts"`
-			Dur  float64        `json:"dur"`
-			Pid  int            `json:"pid"`
-			Tid  int            `json:"tid"`
-			Args map[string]any `json:"args"`
-		} `json:"traceEvents"`
-	}
-	if err := json.Unmarshal(data, &tr); err != nil {
-		t.Fatalf("trace is not JSON: %v", err)
-	}
+	tr := readTrace(t, trace)
 	threads := map[[2]int]string{}
 	grads := 0
 	for _, e := range tr.TraceEvents {
@@ -332,23 +342,7 @@ func TestOverlapInTrace(t *testing.T) {
 func TestComputeAndBackwardAfterStream(t *testing.T) {
 	trace := filepath.Join(t.TempDir(), "trace.json")
 	ok(t, 2, "after", "--steps", "2", "--warmup", "1", "--check", "1", "--trace", trace, "--quiet")
-	data, err := os.ReadFile(trace)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var tr struct {
-		TraceEvents []struct {
-			Name string         `json:"name"`
-			Ph   string         `json:"ph"`
-			Ts   float64        `json:"ts"`
-			Dur  float64        `json:"dur"`
-			Pid  int            `json:"pid"`
-			Args map[string]any `json:"args"`
-		} `json:"traceEvents"`
-	}
-	if err := json.Unmarshal(data, &tr); err != nil {
-		t.Fatalf("trace is not JSON: %v", err)
-	}
+	tr := readTrace(t, trace)
 	for rank := 0; rank < 2; rank++ {
 		for step := 1.0; step <= 2; step++ {
 			start := map[string]float64{}
