@@ -157,75 +157,99 @@ func (p *progressThread) start(j *nbJob, set *mpi.RequestSet, owner map[int]*nbJ
 		j.active++
 		return true
 	}
-	lock := func() func() { p.h.Lock(); return p.h.Unlock }
 	if j.barrier {
-		if j.next == 0 {
-			j.next = 1
-			unlock := lock()
-			r, err := j.s.comm.Ibarrier()
-			unlock()
-			add(r, err)
-			return
-		}
-		if j.active == 0 {
-			j.fin <- nil
-		}
+		p.startBarrier(j, add)
 		return
 	}
-	op := j.op
-	n := op.Buf.N
-	dt := op.Buf.DType
-	esz := dt.Size()
-	base := spanPtr(op.Buf)
-	rank := p.h.Rank
-	switch op.Coll {
+	started := false
+	switch j.op.Coll {
 	case plan.CollAllGather, plan.CollReduceScatter:
-		if j.next == 0 && n > 0 {
-			j.next = n
-			per := n / int64(p.h.Size)
-			if per > math.MaxInt32 {
-				j.fail(fmt.Errorf("%d elements per rank exceed MPI's int count", per))
-				return
-			}
-			unlock := lock()
-			var r mpi.Request
-			var err error
-			if op.Coll == plan.CollAllGather {
-				r, err = j.s.comm.Iallgather(base, int(per), dt)
-			} else {
-				r, err = j.s.comm.IreduceScatterBlock(base, int(per), dt, mpi.Op(op.Op))
-			}
-			unlock()
-			add(r, err)
-		}
+		started = p.startSliced(j, add)
 	default:
-		chunk := p.tune.chunkElems(dt)
-		for j.next < n && j.active < p.tune.inflight {
-			off, cnt := j.next, min(chunk, n-j.next)
-			ptr := unsafe.Add(base, off*esz)
-			unlock := lock()
-			var r mpi.Request
-			var err error
-			switch op.Coll {
-			case plan.CollAllReduce:
-				r, err = j.s.comm.Iallreduce(ptr, int(cnt), dt, mpi.Op(op.Op))
-			case plan.CollBroadcast:
-				r, err = j.s.comm.Ibcast(ptr, int(cnt), dt, op.Root)
-			case plan.CollReduce:
-				r, err = j.s.comm.Ireduce(ptr, int(cnt), dt, mpi.Op(op.Op), op.Root, rank)
-			default:
-				err = fmt.Errorf("unknown collective %d", op.Coll)
-			}
-			unlock()
-			if !add(r, err) {
-				return
-			}
-			j.next += cnt
-		}
+		started = p.startPieces(j, add)
 	}
-	if j.next >= n && j.active == 0 {
+	if started && j.next >= j.op.Buf.N && j.active == 0 {
 		p.finish(j)
 	}
+}
+
+// lock takes the MPI lock and returns its release.
+func (p *progressThread) lock() func() { p.h.Lock(); return p.h.Unlock }
+
+// startBarrier starts a barrier job's one Ibarrier, or, once it is done,
+// says that the job is.
+func (p *progressThread) startBarrier(j *nbJob, add func(mpi.Request, error) bool) {
+	if j.next == 0 {
+		j.next = 1
+		unlock := p.lock()
+		r, err := j.s.comm.Ibarrier()
+		unlock()
+		add(r, err)
+		return
+	}
+	if j.active == 0 {
+		j.fin <- nil
+	}
+}
+
+// startSliced starts an allgather's or reducescatter's one call over the
+// whole buffer. It returns false when the job failed before any call.
+func (p *progressThread) startSliced(j *nbJob, add func(mpi.Request, error) bool) bool {
+	op := j.op
+	n, dt := op.Buf.N, op.Buf.DType
+	if j.next != 0 || n == 0 {
+		return true
+	}
+	j.next = n
+	per := n / int64(p.h.Size)
+	if per > math.MaxInt32 {
+		j.fail(fmt.Errorf("%d elements per rank exceed MPI's int count", per))
+		return false
+	}
+	unlock := p.lock()
+	var r mpi.Request
+	var err error
+	if op.Coll == plan.CollAllGather {
+		r, err = j.s.comm.Iallgather(spanPtr(op.Buf), int(per), dt)
+	} else {
+		r, err = j.s.comm.IreduceScatterBlock(spanPtr(op.Buf), int(per), dt, mpi.Op(op.Op))
+	}
+	unlock()
+	add(r, err)
+	return true
+}
+
+// startPieces starts the next pieces of an allreduce, broadcast or reduce,
+// up to the pieces in flight that the tuning allows. It returns false when
+// a call failed.
+func (p *progressThread) startPieces(j *nbJob, add func(mpi.Request, error) bool) bool {
+	op := j.op
+	n, dt := op.Buf.N, op.Buf.DType
+	base := spanPtr(op.Buf)
+	chunk := p.tune.chunkElems(dt)
+	for j.next < n && j.active < p.tune.inflight {
+		off, cnt := j.next, min(chunk, n-j.next)
+		ptr := unsafe.Add(base, off*dt.Size())
+		unlock := p.lock()
+		var r mpi.Request
+		var err error
+		switch op.Coll {
+		case plan.CollAllReduce:
+			r, err = j.s.comm.Iallreduce(ptr, int(cnt), dt, mpi.Op(op.Op))
+		case plan.CollBroadcast:
+			r, err = j.s.comm.Ibcast(ptr, int(cnt), dt, op.Root)
+		case plan.CollReduce:
+			r, err = j.s.comm.Ireduce(ptr, int(cnt), dt, mpi.Op(op.Op), op.Root, p.h.Rank)
+		default:
+			err = fmt.Errorf("unknown collective %d", op.Coll)
+		}
+		unlock()
+		if !add(r, err) {
+			return false
+		}
+		j.next += cnt
+	}
+	return true
 }
 
 // finish completes a collective: the avg division and the reducescatter
