@@ -91,19 +91,8 @@ func newGPUBackend(env *backend.Env) (backend.Backend, error) {
 		return nil, fmt.Errorf("nccl backend: %w", err)
 	}
 	b := &gpuBackend{env: env}
-	_, perRank := os.LookupEnv("CUDA_VISIBLE_DEVICES")
-	switch {
-	case n == 0:
-		return nil, fmt.Errorf("nccl backend: rank %d on %s sees no CUDA device%s; use --backend cpu", env.Rank, env.Host, visibleNote())
-	case env.LocalRank < n:
-		b.dev = env.LocalRank
-	case perRank:
-		// A launcher that gives each rank its own CUDA_VISIBLE_DEVICES:
-		// the duplicate check below catches ranks that got the same GPU.
-		b.dev = env.LocalRank % n
-	default:
-		return nil, fmt.Errorf("nccl backend: %d ranks on host %s but only %d GPU(s): NCCL needs a GPU per rank; run fewer ranks per host or use --backend cpu",
-			env.LocalSize, env.Host, n)
+	if b.dev, err = chooseDevice(env, n); err != nil {
+		return nil, err
 	}
 
 	goruntime.LockOSThread()
@@ -141,9 +130,37 @@ func newGPUBackend(env *backend.Env) (backend.Backend, error) {
 		return nil, fmt.Errorf("nccl backend: %w", err)
 	}
 
+	if err := b.describe(); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// chooseDevice picks the GPU of the rank that env describes among the n
+// its process sees: its local rank's, or, when the launcher gave each rank
+// its own CUDA_VISIBLE_DEVICES, the local rank's modulo n (checkPeers then
+// catches ranks that got the same GPU).
+func chooseDevice(env *backend.Env, n int) (int, error) {
+	_, perRank := os.LookupEnv("CUDA_VISIBLE_DEVICES")
+	switch {
+	case n == 0:
+		return 0, fmt.Errorf("nccl backend: rank %d on %s sees no CUDA device%s; use --backend cpu", env.Rank, env.Host, visibleNote())
+	case env.LocalRank < n:
+		return env.LocalRank, nil
+	case perRank:
+		return env.LocalRank % n, nil
+	}
+	return 0, fmt.Errorf("nccl backend: %d ranks on host %s but only %d GPU(s): NCCL needs a GPU per rank; run fewer ranks per host or use --backend cpu",
+		env.LocalSize, env.Host, n)
+}
+
+// describe fills b.versions, what the report's header says of NCCL, CUDA
+// and the device, and with NCCL_DEBUG set says it on every rank.
+func (b *gpuBackend) describe() error {
+	env := b.env
 	rtv, drv, err := cuda.Versions()
 	if err != nil {
-		return nil, fmt.Errorf("nccl backend: %w", err)
+		return fmt.Errorf("nccl backend: %w", err)
 	}
 	rtPath, _ := cuda.Libraries()
 	b.versions = []text.KV{
@@ -162,7 +179,7 @@ func newGPUBackend(env *backend.Env) (backend.Backend, error) {
 	if m := ncclapi.Missing(); len(m) > 0 {
 		b.versions = append(b.versions, text.KV{Key: "NCCL lacks", Value: strings.Join(m, ", ") + " (optional; the backend does without)"})
 	}
-	return b, nil
+	return nil
 }
 
 // sameOnAll notes in the header that every rank loaded this NCCL.
