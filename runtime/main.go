@@ -138,7 +138,7 @@ func (r *runner) run() int {
 		return 2
 	}
 	r.phase.Enter("comparing the plan across ranks")
-	prog, tune, status := r.agreeOnPlan()
+	prog, res, tune, status := r.agreeOnPlan()
 	if status >= 0 {
 		return status
 	}
@@ -150,7 +150,6 @@ func (r *runner) run() int {
 	r.phase.Enter("setting up the streams and buffers")
 	e, mem := r.setUp(prog)
 	r.phase.Enter("agreeing on a clock and gathering the run's information")
-	res := result.New(r.tables, prog)
 	origin, err := commonOrigin(r.h)
 	if err != nil {
 		r.fatal(err)
@@ -192,32 +191,34 @@ func (r *runner) run() int {
 // across ranks, then validates it against the world size and the limits of
 // --steps and --trace. Plans are compared first: only when every rank runs
 // the same plan do they all reach the same verdict on it. It returns the
+// recorded program, the run's empty results and the CPU tuning, and the
 // exit status when the run must end here, else -1.
-func (r *runner) agreeOnPlan() (*plan.Program, cpu.Tuning, int) {
+func (r *runner) agreeOnPlan() (*plan.Program, *result.Results, cpu.Tuning, int) {
 	p, h := r.tables, r.h
 	prog, err := r.p.record()
 	tune := cpu.TuningFromEnv()
 	if err := checkSamePlan(h, p, prog, tune, r.opts); err != nil {
-		return nil, tune, r.agreedFailure(err)
+		return nil, nil, tune, r.agreedFailure(err)
 	}
 	if err == nil {
 		err = prog.Validate(p, h.Size)
 	}
 	if err != nil {
-		return nil, tune, r.agreedFailure(fmt.Errorf("the plan cannot run on %d rank%s:\n%v", h.Size, text.Plural(h.Size), err))
+		return nil, nil, tune, r.agreedFailure(fmt.Errorf("the plan cannot run on %d rank%s:\n%v", h.Size, text.Plural(h.Size), err))
 	}
 	// Every rank has the same flags and plan by now, so all agree on these.
-	if err := checkStepsFit(r.opts.steps, len(result.New(p, prog).Rows)); err != nil {
+	res := result.New(p, prog)
+	if err := checkStepsFit(r.opts.steps, len(res.Rows)); err != nil {
 		r.agreedFailure(err)
-		return nil, tune, 2
+		return nil, nil, tune, 2
 	}
 	if r.opts.tracing {
 		if err := report.CheckTraceFits(p, prog, r.opts.steps, r.opts.warmup, h.Size); err != nil {
 			r.agreedFailure(err)
-			return nil, tune, 2
+			return nil, nil, tune, 2
 		}
 	}
-	return prog, tune, -1
+	return prog, res, tune, -1
 }
 
 // startBackend selects and starts the backend that --backend asks for
@@ -265,8 +266,7 @@ func (r *runner) setUp(prog *plan.Program) (*engine.Engine, *backend.Layout) {
 func (r *runner) runSteps(e *engine.Engine, res *result.Results) {
 	wd := e.StartWatchdog(r.opts.timeout)
 	progress := report.NewProgress(r.h.Rank == 0 && !r.opts.quiet)
-	e.SetProgress(progress.Update)
-	if err := e.Run(res); err != nil {
+	if err := e.Run(res, progress.Update); err != nil {
 		r.fatal(err)
 	}
 	progress.Done()

@@ -58,30 +58,30 @@ func firstAfter(after []After) After {
 // AllReduce reduces each bucket with op across all ranks, every rank
 // getting the result.
 func (s *Step) AllReduce(at Src, stream int, op RedOp, after After, buckets ...int) {
-	s.collective(plan.Stmt{Kind: plan.StmtColl, At: at, Stream: stream, Coll: plan.CollAllReduce, Op: op, After: after}, buckets)
+	s.collective(plan.Stmt{At: at, Stream: stream, Coll: plan.CollAllReduce, Op: op, After: after}, buckets)
 }
 
 // Broadcast copies root's buckets to every rank.
 func (s *Step) Broadcast(at Src, stream int, root int, after After, buckets ...int) {
-	s.collective(plan.Stmt{Kind: plan.StmtColl, At: at, Stream: stream, Coll: plan.CollBroadcast, Root: root, After: after}, buckets)
+	s.collective(plan.Stmt{At: at, Stream: stream, Coll: plan.CollBroadcast, Root: root, After: after}, buckets)
 }
 
 // Reduce reduces each bucket with op onto root; the other ranks' buckets
 // are unchanged.
 func (s *Step) Reduce(at Src, stream int, op RedOp, root int, after After, buckets ...int) {
-	s.collective(plan.Stmt{Kind: plan.StmtColl, At: at, Stream: stream, Coll: plan.CollReduce, Op: op, Root: root, After: after}, buckets)
+	s.collective(plan.Stmt{At: at, Stream: stream, Coll: plan.CollReduce, Op: op, Root: root, After: after}, buckets)
 }
 
 // AllGather gathers each bucket in place: rank r's slice r ends up in
 // slice r on every rank.
 func (s *Step) AllGather(at Src, stream int, after After, buckets ...int) {
-	s.collective(plan.Stmt{Kind: plan.StmtColl, At: at, Stream: stream, Coll: plan.CollAllGather, After: after}, buckets)
+	s.collective(plan.Stmt{At: at, Stream: stream, Coll: plan.CollAllGather, After: after}, buckets)
 }
 
 // ReduceScatter reduces each bucket in place: rank r's slice r gets the
 // reduction of all ranks' slices r; its other slices become undefined.
 func (s *Step) ReduceScatter(at Src, stream int, op RedOp, after After, buckets ...int) {
-	s.collective(plan.Stmt{Kind: plan.StmtColl, At: at, Stream: stream, Coll: plan.CollReduceScatter, Op: op, After: after}, buckets)
+	s.collective(plan.Stmt{At: at, Stream: stream, Coll: plan.CollReduceScatter, Op: op, After: after}, buckets)
 }
 
 // Group issues the collectives that body issues as one group (NCCL's

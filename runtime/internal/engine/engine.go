@@ -105,9 +105,6 @@ type Config struct {
 	// Init runs the plan's init block (nil without one), Step one step:
 	// the generated functions, issuing their statements on the engine.
 	Init, Step func()
-	// Progress, if not nil, hears after every step how many of how many
-	// are done.
-	Progress func(done, total int)
 }
 
 // New sets up plan p, recorded as prog, on backend be: it creates the
@@ -270,7 +267,3 @@ func (e *Engine) fatal(at plan.Src, err error) {
 
 // Memory returns the plan's memory on the backend.
 func (e *Engine) Memory() *backend.Layout { return e.mem }
-
-// SetProgress sets what hears after every step how many of how many are
-// done (Config.Progress).
-func (e *Engine) SetProgress(f func(done, total int)) { e.cfg.Progress = f }

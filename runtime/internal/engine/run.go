@@ -17,8 +17,9 @@ import (
 	"github.com/syncgen/syncgen/runtime/internal/result"
 )
 
-// Run runs the init block and every step, filling res.
-func (e *Engine) Run(res *result.Results) error {
+// Run runs the init block and every step, filling res; progress, if not
+// nil, hears after every step how many of how many are done.
+func (e *Engine) Run(res *result.Results, progress func(done, total int)) error {
 	// The host runs the queue of the stream it waits for itself (the CPU
 	// backend's collectives, see backend/cpu/stream.go): kept on one OS
 	// thread, its MPI calls are not moved from thread to thread whenever it
@@ -44,8 +45,8 @@ func (e *Engine) Run(res *result.Results) error {
 			return err
 		}
 		gc.afterStep()
-		if e.cfg.Progress != nil {
-			e.cfg.Progress(i+1, total)
+		if progress != nil {
+			progress(i+1, total)
 		}
 	}
 	e.hooks.reportAllocs(e)
