@@ -1,0 +1,84 @@
+package optim
+
+import (
+	"math"
+
+	"github.com/syncgen/syncgen/runtime/internal/elem"
+)
+
+// The element loops over raw memory that the CPU backend runs: the same
+// arithmetic as Apply and Scaled, a chunk of elements at a time.
+
+// chunk is how many elements the loops decode and encode at a time.
+const chunk = 1024
+
+// ScaleBytes multiplies every element of b (elements of float dtype dt)
+// by factor in place, as Scaled does, and reports whether any result is
+// infinite or NaN.
+func ScaleBytes(b []byte, dt elem.DType, factor float64) (nonFinite bool) {
+	var vals [chunk]float64
+	n := len(b) / int(dt.Size())
+	for off := 0; off < n; off += chunk {
+		m := min(n-off, chunk)
+		part := b[off*int(dt.Size()) : (off+m)*int(dt.Size())]
+		v := vals[:m]
+		elem.LoadAll(v, part, dt)
+		for i, x := range v {
+			y := Scaled(x, factor, dt)
+			if math.IsInf(y, 0) || math.IsNaN(y) {
+				nonFinite = true
+			}
+			v[i] = y
+		}
+		elem.StoreAll(part, dt, v)
+	}
+	return nonFinite
+}
+
+// Memory is one update's operands in raw memory: Grad (elements of
+// GradDT), Param and State (elements of ParamDT; a State of length 0 when
+// the optimizer keeps none) and, if not nil, Out (elements of OutDT), all
+// of the same number of elements.
+type Memory struct {
+	Grad           []byte
+	Param          []byte
+	State          [2][]byte
+	Out            []byte
+	GradDT         elem.DType
+	ParamDT, OutDT elem.DType
+}
+
+// UpdateBytes applies h to every element of m, as Apply does, storing the
+// parameters and state rounded to the parameter dtype, and the parameters
+// also into Out.
+func UpdateBytes(h *Hyper, m *Memory) {
+	var g, p, s0, s1 [chunk]float64
+	gs, ps := int(m.GradDT.Size()), int(m.ParamDT.Size())
+	n := len(m.Grad) / gs
+	for off := 0; off < n; off += chunk {
+		k := min(n-off, chunk)
+		at := func(b []byte, size int) []byte { return b[off*size : (off+k)*size] }
+		elem.LoadAll(g[:k], at(m.Grad, gs), m.GradDT)
+		elem.LoadAll(p[:k], at(m.Param, ps), m.ParamDT)
+		if len(m.State[0]) > 0 {
+			elem.LoadAll(s0[:k], at(m.State[0], ps), m.ParamDT)
+		}
+		if len(m.State[1]) > 0 {
+			elem.LoadAll(s1[:k], at(m.State[1], ps), m.ParamDT)
+		}
+		for i := range k {
+			p[i], s0[i], s1[i] = h.Apply(g[i], p[i], s0[i], s1[i])
+		}
+		elem.StoreAll(at(m.Param, ps), m.ParamDT, p[:k])
+		if len(m.State[0]) > 0 {
+			elem.StoreAll(at(m.State[0], ps), m.ParamDT, s0[:k])
+		}
+		if len(m.State[1]) > 0 {
+			elem.StoreAll(at(m.State[1], ps), m.ParamDT, s1[:k])
+		}
+		if m.Out != nil {
+			os := int(m.OutDT.Size())
+			elem.StoreAll(at(m.Out, os), m.OutDT, p[:k])
+		}
+	}
+}

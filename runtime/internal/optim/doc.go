@@ -1,0 +1,14 @@
+// Package optim is the arithmetic of the optimizer updates and of loss
+// scaling: what every backend must compute, element by element, and what
+// the checker computes in Go to verify it.
+//
+// It takes an update's settings (Spec), the number of the update being
+// applied, and the loaded values of one element (gradient, parameter,
+// optimizer state); it gives the new parameter and state, computed in a
+// fixed order of IEEE operations, each rounded to nearest even in the
+// computing precision (float32 for parameters of f32, f16 and bf16,
+// float64 for f64), with no fused multiply-add. The GPU kernels
+// (kernels/syncgen.cu) use the same order with the _rn intrinsics, which
+// are never contracted, so the CPU backend, the GPU backend and the
+// checker agree bit for bit. It imports only package elem.
+package optim
