@@ -1,5 +1,6 @@
 // syncgen's device kernels: the gradient fill, dtype casts, the average's
-// division, and the spin that stands for compute time.
+// division, loss scaling, setting values, the optimizer update, and the
+// spin that stands for compute time.
 //
 // They are compiled to PTX on a machine with nvcc (see regen.sh), and the
 // PTX is committed at runtime/cuda/syncgen.ptx, embedded in every syncgen
@@ -14,8 +15,13 @@
 //
 // Bit-exactness: each conversion reproduces the Go runtime's (RoundTo in
 // runtime/internal/elem/dtype.go: through float64, round to nearest even, integers
-// saturate, NaN becomes 0), and the fill reproduces FillValue in
-// runtime/internal/elem/pattern.go. The CPU backend and the checker rely on both.
+// saturate, NaN becomes 0), the fill reproduces FillValue in
+// runtime/internal/elem/pattern.go, and the scaling and the optimizer update
+// reproduce runtime/internal/optim/optim.go (Scaled, Hyper.Apply) operation
+// by operation. The CPU backend and the checker rely on all of them. Float
+// arithmetic that must match Go is written with the _rn intrinsics
+// (__fmul_rn, __fadd_rn, ...), which nvcc never contracts into a fused
+// multiply-add, where Go rounds every product.
 
 typedef unsigned long long u64;
 typedef long long i64;
@@ -326,6 +332,166 @@ extern "C" __global__ void syncgen_div(u64 buf, i64 n, u64 dtype, i64 div) {
 		case I8: ((signed char *)p)[i] = (signed char)(((signed char *)p)[i] / (int)div); break;
 		default: ((unsigned char *)p)[i] = (unsigned char)(((unsigned char *)p)[i] / (int)div); break;
 		}
+	}
+}
+
+// ---- loss scaling, setting values, the optimizer update (runtime/internal/optim) ----
+
+// isFinite reports whether element i of dtype dt at p, as stored, is
+// neither infinite nor NaN: its exponent bits are not all ones.
+__device__ __forceinline__ bool isFinite(const void *p, i64 i, int dt) {
+	switch (dt) {
+	case F64: return ((((const u64 *)p)[i] >> 52) & 0x7ff) != 0x7ff;
+	case F32: return (((const u32 *)p)[i] & 0x7f800000u) != 0x7f800000u;
+	case F16: return (((const u16 *)p)[i] & 0x7c00) != 0x7c00;
+	case BF16: return (((const u16 *)p)[i] & 0x7f80) != 0x7f80;
+	default: return true;
+	}
+}
+
+// syncgen_scale multiplies n elements of dtype at buf by the double whose
+// bits are factorBits (a power of two) in place, as optim.Scaled does:
+// float32 arithmetic for f32, f16 and bf16, float64 for f64, rounded to
+// dtype. Where flag is not 0 (the address of an int32), a thread whose
+// result is infinite or NaN stores 1 there; nothing clears it.
+extern "C" __global__ void syncgen_scale(u64 buf, i64 n, u64 dtype, u64 factorBits, u64 flag) {
+	void *p = (void *)buf;
+	int dt = (int)dtype;
+	double fd = bitsToDouble(factorBits);
+	float ff = __double2float_rn(fd);
+	bool nonFinite = false;
+	GRID_STRIDE(i, n) {
+		switch (dt) {
+		case F64: ((double *)p)[i] = __dmul_rn(((double *)p)[i], fd); break;
+		case F32: ((float *)p)[i] = __fmul_rn(((float *)p)[i], ff); break;
+		case F16: ((u16 *)p)[i] = f32ToF16(__fmul_rn(f16ToF32(((u16 *)p)[i]), ff)); break;
+		case BF16: ((u16 *)p)[i] = f32ToBF16(__fmul_rn(bf16ToF32(((u16 *)p)[i]), ff)); break;
+		default: break; // not a float: the host refuses it
+		}
+		if (!isFinite(p, i, dt)) nonFinite = true;
+	}
+	// A plain store: every writer writes the same 1.
+	if (nonFinite && flag != 0) *(volatile int *)flag = 1;
+}
+
+// syncgen_set writes the double whose bits are valueBits into n elements of
+// dtype at dst, rounded as the cast rounds (store, RoundTo's rounding).
+extern "C" __global__ void syncgen_set(u64 dst, i64 n, u64 dtype, u64 valueBits) {
+	void *p = (void *)dst;
+	int dt = (int)dtype;
+	double v = bitsToDouble(valueBits);
+	GRID_STRIDE(i, n) { store(p, i, dt, v); }
+}
+
+// runtime/internal/optim's Kind values.
+enum { OPT_SGD = 1, OPT_ADAMW = 2 };
+
+// loadF32 loads float element i of dtype dt as optim.Apply sees it in
+// float32: the float64 value rounded once to float32 (exact but for f64).
+__device__ __forceinline__ float loadF32(const void *p, i64 i, int dt) {
+	switch (dt) {
+	case F64: return __double2float_rn(((const double *)p)[i]);
+	case F32: return ((const float *)p)[i];
+	case F16: return f16ToF32(((const u16 *)p)[i]);
+	default: return bf16ToF32(((const u16 *)p)[i]);
+	}
+}
+
+// storeF32 stores a float32 result into float element i of dtype dt,
+// rounded once to dt (exact for f64 and f32).
+__device__ __forceinline__ void storeF32(void *p, i64 i, int dt, float x) {
+	switch (dt) {
+	case F64: ((double *)p)[i] = (double)x; break;
+	case F32: ((float *)p)[i] = x; break;
+	case F16: ((u16 *)p)[i] = f32ToF16(x); break;
+	default: ((u16 *)p)[i] = f32ToBF16(x); break;
+	}
+}
+
+// apply32 is optim's apply32: the same operations in the same order, each
+// rounded to float32 (a - b written __fadd_rn(a, -b), which is the same
+// IEEE operation).
+__device__ __forceinline__ void apply32(int kind, const float *c, float g, float &p, float &s0, float &s1) {
+	if (kind == OPT_SGD) {
+		if (c[1] != 0) g = __fadd_rn(g, __fmul_rn(c[1], p));
+		if (c[2] != 0) {
+			s0 = __fadd_rn(__fmul_rn(c[2], s0), g);
+			g = s0;
+		}
+		p = __fadd_rn(p, -__fmul_rn(c[0], g));
+	} else if (kind == OPT_ADAMW) {
+		p = __fmul_rn(p, c[0]);
+		s0 = __fadd_rn(__fmul_rn(c[1], s0), __fmul_rn(c[2], g));
+		s1 = __fadd_rn(__fmul_rn(c[3], s1), __fmul_rn(__fmul_rn(c[4], g), g));
+		// Go takes the square root in float64 and rounds it to float32,
+		// which equals the correctly rounded float32 square root.
+		float denom = __fadd_rn(__fdiv_rn(__fsqrt_rn(s1), c[6]), c[7]);
+		p = __fadd_rn(p, -__fmul_rn(c[5], __fdiv_rn(s0, denom)));
+	}
+}
+
+// apply64 is optim's apply64, in float64 and in the same order.
+__device__ __forceinline__ void apply64(int kind, const double *c, double g, double &p, double &s0, double &s1) {
+	if (kind == OPT_SGD) {
+		if (c[1] != 0) g = __dadd_rn(g, __dmul_rn(c[1], p));
+		if (c[2] != 0) {
+			s0 = __dadd_rn(__dmul_rn(c[2], s0), g);
+			g = s0;
+		}
+		p = __dadd_rn(p, -__dmul_rn(c[0], g));
+	} else if (kind == OPT_ADAMW) {
+		p = __dmul_rn(p, c[0]);
+		s0 = __dadd_rn(__dmul_rn(c[1], s0), __dmul_rn(c[2], g));
+		s1 = __dadd_rn(__dmul_rn(c[3], s1), __dmul_rn(__dmul_rn(c[4], g), g));
+		double denom = __dadd_rn(__ddiv_rn(__dsqrt_rn(s1), c[6]), c[7]);
+		p = __dadd_rn(p, -__dmul_rn(c[5], __ddiv_rn(s0, denom)));
+	}
+}
+
+// syncgen_update applies one optimizer step to n elements, as
+// optim.UpdateBytes does: the gradient from grad, the parameter from param
+// and the state from state0 and state1 (0: none, taken as 0 and not
+// stored), all but the gradient of the parameter dtype; the new parameter
+// and state stored back rounded to the parameter dtype, and the parameter
+// also into out (0: none) rounded to the out dtype. Where flag is not 0
+// and the int32 there is not, nothing changes (a step that overflowed).
+//
+// types packs the small operands: bits 0-7 the gradient dtype, 8-15 the
+// parameter dtype, 16-23 the out dtype, 24-31 the optimizer (optim.Kind),
+// bit 32 float64 arithmetic (Hyper.F64). c0..c7 are the bits of the
+// doubles Hyper.C, which the float32 arithmetic rounds to float32.
+extern "C" __global__ void syncgen_update(u64 grad, u64 param, u64 state0, u64 state1, u64 out, u64 flag,
+                                          i64 n, u64 types, u64 c0, u64 c1, u64 c2, u64 c3, u64 c4, u64 c5, u64 c6, u64 c7) {
+	if (flag != 0 && *(const volatile int *)flag != 0) return;
+	const void *gp = (const void *)grad;
+	void *pp = (void *)param, *s0p = (void *)state0, *s1p = (void *)state1, *op = (void *)out;
+	int gdt = (int)(types & 0xff), pdt = (int)((types >> 8) & 0xff), odt = (int)((types >> 16) & 0xff);
+	int kind = (int)((types >> 24) & 0xff);
+	bool f64 = (types >> 32) & 1;
+	double cd[8] = {bitsToDouble(c0), bitsToDouble(c1), bitsToDouble(c2), bitsToDouble(c3),
+	                bitsToDouble(c4), bitsToDouble(c5), bitsToDouble(c6), bitsToDouble(c7)};
+	if (f64) {
+		GRID_STRIDE(i, n) {
+			double g = load(gp, i, gdt), p = load(pp, i, pdt);
+			double s0 = s0p ? load(s0p, i, pdt) : 0, s1 = s1p ? load(s1p, i, pdt) : 0;
+			apply64(kind, cd, g, p, s0, s1);
+			store(pp, i, pdt, p);
+			if (s0p) store(s0p, i, pdt, s0);
+			if (s1p) store(s1p, i, pdt, s1);
+			if (op) store(op, i, odt, p);
+		}
+		return;
+	}
+	float cf[8];
+	for (int k = 0; k < 8; k++) cf[k] = __double2float_rn(cd[k]);
+	GRID_STRIDE(i, n) {
+		float g = loadF32(gp, i, gdt), p = loadF32(pp, i, pdt);
+		float s0 = s0p ? loadF32(s0p, i, pdt) : 0.0f, s1 = s1p ? loadF32(s1p, i, pdt) : 0.0f;
+		apply32(kind, cf, g, p, s0, s1);
+		storeF32(pp, i, pdt, p);
+		if (s0p) storeF32(s0p, i, pdt, s0);
+		if (s1p) storeF32(s1p, i, pdt, s1);
+		if (op) storeF32(op, i, odt, p);
 	}
 }
 

@@ -5,6 +5,7 @@ import "C"
 
 import (
 	"fmt"
+	"math"
 	"unsafe"
 )
 
@@ -301,4 +302,61 @@ func MemcpyAsync(dst, src uintptr, n int64, kind int, s Stream) error {
 // MemsetAsync queues setting n bytes at p to the byte v on s.
 func MemsetAsync(p Ptr, v byte, n int64, s Stream) error {
 	return check(fmt.Sprintf("cudaMemsetAsync(%d bytes)", n), C.sgcu_cudaMemsetAsync(C.uintptr_t(p), C.int(v), C.size_t(n), C.uintptr_t(s)))
+}
+
+// The training step's kernels (kernels/syncgen.cu): loss scaling, setting
+// values and the optimizer update. Doubles travel as their bits, since
+// every kernel parameter is a uint64.
+
+// Scale queues multiplying n elements of dtype (a float) at p by factor, a
+// power of two, in place: float32 arithmetic for F32, F16 and BF16, float64
+// for F64, rounded to dtype. When flag is not 0 it is the address of an
+// int32 that the kernel sets to 1 if any result is infinite or NaN; it
+// never clears it.
+func (k *Kernels) Scale(s Stream, p Ptr, dtype int, n int64, factor float64, flag Ptr) error {
+	return k.launch("syncgen_scale", k.scale, n, s, uint64(p), uint64(n), uint64(dtype), math.Float64bits(factor), uint64(flag))
+}
+
+// Set queues writing v, rounded to dtype as Cast rounds, into n elements
+// of dtype at p.
+func (k *Kernels) Set(s Stream, p Ptr, dtype int, n int64, v float64) error {
+	return k.launch("syncgen_set", k.set, n, s, uint64(p), uint64(n), uint64(dtype), math.Float64bits(v))
+}
+
+// UpdateArgs are the operands of one optimizer step over N elements (see
+// Kernels.Update). A zero address means the operand is absent.
+type UpdateArgs struct {
+	// Grad holds N gradients of GradType.
+	Grad     Ptr
+	GradType int
+	// Param holds N parameters of ParamType; State0 and State1 the
+	// optimizer's state, of ParamType as well.
+	Param          Ptr
+	ParamType      int
+	State0, State1 Ptr
+	// Out, when not 0, receives the new parameters rounded to OutType.
+	Out     Ptr
+	OutType int
+	// Flag, when not 0, is the address of an int32: when it is not zero
+	// the kernel changes nothing.
+	Flag Ptr
+	N    int64
+	// Kind is optim.Kind's value (1 SGD, 2 AdamW); F64 computes in
+	// float64, else float32; C are optim.Hyper's constants.
+	Kind int
+	F64  bool
+	C    [8]float64
+}
+
+// Update queues one optimizer step, element by element as optim's
+// Hyper.Apply computes it, with the operands of a.
+func (k *Kernels) Update(s Stream, a *UpdateArgs) error {
+	// The kernel takes the dtypes, the optimizer and the precision packed
+	// in one parameter: with the eight constants it has sixteen, the most
+	// a launch passes.
+	types := uint64(a.GradType&0xff) | uint64(a.ParamType&0xff)<<8 | uint64(a.OutType&0xff)<<16 | uint64(a.Kind&0xff)<<24 | b2u(a.F64)<<32
+	return k.launch("syncgen_update", k.update, a.N, s, uint64(a.Grad), uint64(a.Param), uint64(a.State0), uint64(a.State1),
+		uint64(a.Out), uint64(a.Flag), uint64(a.N), types,
+		math.Float64bits(a.C[0]), math.Float64bits(a.C[1]), math.Float64bits(a.C[2]), math.Float64bits(a.C[3]),
+		math.Float64bits(a.C[4]), math.Float64bits(a.C[5]), math.Float64bits(a.C[6]), math.Float64bits(a.C[7]))
 }

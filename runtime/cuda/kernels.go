@@ -39,6 +39,7 @@ type Kernels struct {
 	mod                                     C.uintptr_t
 	fill, cast, f32to16, f16to32, div, copy uintptr
 	stamp, spin                             uintptr
+	scale, set, update                      uintptr // cuda.go's Scale, Set, Update
 	// maxBlocks caps grid-stride launches: enough blocks to fill every
 	// multiprocessor several times, no more.
 	maxBlocks int64
@@ -80,6 +81,7 @@ func LoadKernels() (*Kernels, error) {
 		{"syncgen_fill", &k.fill}, {"syncgen_cast", &k.cast}, {"syncgen_cast_f32_16", &k.f32to16},
 		{"syncgen_cast_16_f32", &k.f16to32}, {"syncgen_div", &k.div}, {"syncgen_copy", &k.copy},
 		{"syncgen_stamp", &k.stamp}, {"syncgen_spin", &k.spin},
+		{"syncgen_scale", &k.scale}, {"syncgen_set", &k.set}, {"syncgen_update", &k.update},
 	} {
 		cn := C.CString(f.name)
 		var fn C.uintptr_t

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/syncgen/syncgen/runtime/internal/elem"
+	"github.com/syncgen/syncgen/runtime/internal/optim"
 	"github.com/syncgen/syncgen/runtime/internal/plan"
 	"github.com/syncgen/syncgen/runtime/internal/text"
 )
@@ -158,6 +159,43 @@ type Stream interface {
 	// Synchronize blocks the host until all work queued on the stream so
 	// far has completed, and returns the first error of that work.
 	Synchronize() error
+
+	// Scale multiplies every element of buf (a float dtype) by factor, a
+	// power of two, in place, as optim.Scaled computes it: exact unless the
+	// result overflows or underflows. Loss scaling scales the backward's
+	// gradients with it, and unscaling divides them (factor 1/scale). With
+	// flag (one I32 element; N == 0 for none) it also sets *flag to 1 when
+	// any result is infinite or NaN; it never clears it.
+	Scale(buf Span, factor float64, flag Span) error
+
+	// Set writes v, rounded to dst's dtype as Cast rounds, into every
+	// element of dst: the injected overflows, and the flag's reset.
+	Set(dst Span, v float64) error
+
+	// Update applies one optimizer step to u's elements, element by
+	// element as optim.Hyper.Apply computes it (see UpdateOp).
+	Update(u UpdateOp) error
+}
+
+// UpdateOp is one optimizer step over N elements.
+type UpdateOp struct {
+	// Grad holds the gradients (f64, f32, f16 or bf16).
+	Grad Span
+	// Param holds the parameters; State the optimizer's state in the
+	// parameters' dtype: SGD's momentum in State[0] (none, N == 0, without
+	// momentum), AdamW's first and second moments in State[0] and
+	// State[1]. Every span with elements has Grad.N of them.
+	Param Span
+	State [2]Span
+	// Out, when it has elements, also receives the new parameters,
+	// rounded to Out.DType: a sharded update writes its slice of the
+	// bucket, which the allgather after it then gathers.
+	Out Span
+	// Flag, when it has an element (I32), is the step's overflow flag:
+	// when it is not zero the update changes nothing.
+	Flag Span
+	// Hyper holds the step's constants.
+	Hyper optim.Hyper
 }
 
 // Event marks a point in a stream's work (a CUDA event).
@@ -210,6 +248,12 @@ type CollOp struct {
 	Buf Span
 	// Name is the bucket's name, for error messages and traces.
 	Name string
+	// PreDivide, with Op Avg, divides every rank's input by the number of
+	// ranks before summing (as DDP's fp16 compression hook does), rather
+	// than the sum after: the sum of a 16-bit wire then cannot overflow
+	// where the average would not. Each input is divided as the average
+	// divides (elem.AvgOf's arithmetic), in place.
+	PreDivide bool
 }
 
 // Bootstrap is the part of MPI that a backend may use while it starts: the

@@ -106,6 +106,16 @@ func (b *cpuBackend) Collectives(ops []backend.CollOp) error {
 		if (op.Coll == plan.CollAllGather || op.Coll == plan.CollReduceScatter) && op.Buf.N%int64(b.h.Size) != 0 {
 			return fmt.Errorf("%s %q: %d elements do not split into %d ranks", op.Coll, op.Name, op.Buf.N, b.h.Size)
 		}
+		if op.PreDivide && op.Op == plan.Avg && op.Buf.N > 0 {
+			// Every rank's input divided first, then summed (CollOp).
+			buf, _ := spanBytes(op.Buf)
+			if err := s.enqueue(cpuOp{kind: opDivide, train: &trainOp{buf: buf, dtype: op.Buf.DType, factor: float64(b.h.Size)}}); err != nil {
+				return err
+			}
+			summed := *op
+			summed.Op = plan.Sum
+			op = &summed
+		}
 		if b.prog == nil && batchable(op.Coll) {
 			if err := s.enqueue(cpuOp{kind: opColl, ticket: b.seq.take(), coll: *op}); err != nil {
 				return err

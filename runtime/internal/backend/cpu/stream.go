@@ -103,6 +103,7 @@ type cpuOp struct {
 	off    int64          // opColl: the first element of the next piece
 	busy   time.Duration  // opBusy
 	elem   elemOp         // opFill, opCast
+	train  *trainOp       // opScale, opSet, opUpdate (update.go)
 }
 
 // elemOp is the operand of an element-wise operation.
@@ -126,6 +127,10 @@ const (
 	opFill                  // Fill
 	opCast                  // Cast
 	opCollGo                // an allgather or reduce-scatter, run from Go (cpuBackend.run)
+	opScale                 // Scale
+	opSet                   // Set
+	opUpdate                // Update
+	opDivide                // the division before a PreDivide average
 )
 
 // isMarker says whether the op completes a marker.
@@ -310,6 +315,8 @@ func (s *cpuStream) run(op *cpuOp) (err error) {
 		s.debt += time.Since(t0)
 	case opCast:
 		elem.CastBytes(op.elem.dst, op.elem.dtype, op.elem.src, op.elem.srcDT)
+	case opScale, opSet, opUpdate, opDivide:
+		runTrain(op.kind, op.train)
 	case opCollGo:
 		s.b.seq.wait(op.ticket)
 		defer s.b.seq.done()

@@ -393,14 +393,29 @@ func divideAfter(op plan.RedOp, dt elem.DType, size int) bool {
 	return op == plan.Avg && dt.IsFloat() && size&(size-1) != 0
 }
 
+// divideBefore reports whether op is an average whose inputs are divided
+// before an ncclSum (CollOp.PreDivide): the division kernel, the CPU
+// backend's arithmetic, rather than ncclAvg's multiplication by 1/size.
+func divideBefore(op *backend.CollOp) bool {
+	return op.PreDivide && op.Op == plan.Avg && op.Coll.Reduces()
+}
+
 // Collectives queues the group as ncclGroupStart, one in-place NCCL call
 // per op, ncclGroupEnd; averages that NCCL would round differently are
-// sums followed by the division kernel on the op's stream.
+// sums followed by the division kernel on the op's stream, and averages
+// with PreDivide are the division kernel on each input followed by a sum.
 func (b *gpuBackend) Collectives(ops []backend.CollOp) error {
 	if err := b.enter(); err != nil {
 		return err
 	}
 	defer goruntime.UnlockOSThread()
+	// The divisions before a sum are queued before the group starts, so
+	// that each runs on its stream ahead of the collective.
+	for i := range ops {
+		if err := b.preDivide(&ops[i]); err != nil {
+			return err
+		}
+	}
 	if len(ops) > 1 {
 		if err := ncclapi.GroupStart(); err != nil {
 			return fmt.Errorf("nccl backend: %w", err)
@@ -430,7 +445,7 @@ func (b *gpuBackend) Collectives(ops []backend.CollOp) error {
 	size, rank := b.env.Size, b.env.Rank
 	for i := range ops {
 		op := &ops[i]
-		if !op.Coll.Reduces() || !divideAfter(op.Op, op.Buf.DType, size) {
+		if !op.Coll.Reduces() || divideBefore(op) || !divideAfter(op.Op, op.Buf.DType, size) {
 			continue
 		}
 		st := op.Stream.(*gpuStream)
@@ -451,6 +466,28 @@ func (b *gpuBackend) Collectives(ops []backend.CollOp) error {
 		if err := b.kernels.Div(st.s, p, int(span.DType), span.N, size); err != nil {
 			return fmt.Errorf("nccl backend: %s of bucket %s: the average's division: %w", op.Coll, op.Name, err)
 		}
+	}
+	return nil
+}
+
+// preDivide queues, for an average with PreDivide, the division of the
+// op's whole input by the number of ranks on the op's stream (the kernel
+// that finishes the other averages, so the arithmetic is elem.AvgOf's).
+func (b *gpuBackend) preDivide(op *backend.CollOp) error {
+	if !divideBefore(op) || op.Buf.N == 0 {
+		return nil
+	}
+	st, ok := op.Stream.(*gpuStream)
+	if !ok {
+		return fmt.Errorf("nccl backend: %s of bucket %s on a %T, not a GPU stream", op.Coll, op.Name, op.Stream)
+	}
+	p, err := addr(op.Buf)
+	if err != nil {
+		return collError(op, st, err)
+	}
+	st.mark = markNone
+	if err := b.kernels.Div(st.s, p, int(op.Buf.DType), op.Buf.N, b.env.Size); err != nil {
+		return collError(op, st, fmt.Errorf("the division before the sum: %w", err))
 	}
 	return nil
 }
@@ -481,7 +518,7 @@ func (b *gpuBackend) queue(op *backend.CollOp) error {
 		if redop, ok = ncclOps[op.Op]; !ok {
 			return where(fmt.Errorf("no NCCL operator for %s", op.Op))
 		}
-		if divideAfter(op.Op, op.Buf.DType, b.env.Size) {
+		if divideBefore(op) || divideAfter(op.Op, op.Buf.DType, b.env.Size) {
 			redop = ncclapi.Sum
 		}
 	}

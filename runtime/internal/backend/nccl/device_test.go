@@ -8,6 +8,7 @@ package nccl
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"math"
 	"math/rand"
 	goruntime "runtime"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/syncgen/syncgen/runtime/internal/backend"
 	"github.com/syncgen/syncgen/runtime/internal/elem"
+	"github.com/syncgen/syncgen/runtime/internal/optim"
 	"github.com/syncgen/syncgen/runtime/internal/plan"
 )
 
@@ -487,5 +489,477 @@ func TestGPUCopyRoundTrip(t *testing.T) {
 	}
 	if _, err := addr(backend.Span{Buf: buf, Off: 900, N: 101, DType: elem.I32}); err == nil {
 		t.Error("a span past the buffer's end was accepted")
+	}
+}
+
+var floatDTypes = []elem.DType{elem.F64, elem.F32, elem.F16, elem.BF16}
+
+// sameValue compares decoded elements bit for bit, taking any NaN for any
+// NaN (Go and CUDA encode NaN payloads differently).
+func sameValue(got, want float64) bool {
+	return math.Float64bits(got) == math.Float64bits(want) || (math.IsNaN(got) && math.IsNaN(want))
+}
+
+// encode returns vals as elements of dt.
+func encode(dt elem.DType, vals []float64) []byte {
+	b := make([]byte, int64(len(vals))*dt.Size())
+	elem.StoreAll(b, dt, vals)
+	return b
+}
+
+// decode returns the elements of dt in b.
+func decode(dt elem.DType, b []byte) []float64 {
+	v := make([]float64, int64(len(b))/dt.Size())
+	elem.LoadAll(v, b, dt)
+	return v
+}
+
+// flagValue reads an overflow flag back.
+func flagValue(t *testing.T, b backend.Backend, flag backend.Span) int32 {
+	t.Helper()
+	return int32(binary.LittleEndian.Uint32(hostCopy(t, b, flag)))
+}
+
+// scaleSources returns values of dt to scale: every finite value and then
+// every value of the 16-bit formats; for f32 and f64 random bit patterns
+// (every exponent, subnormals and values near the largest included), once
+// finite only and once with zeros, infinities and NaN.
+func scaleSources(dt elem.DType, r *rand.Rand) (finite, all []float64) {
+	switch dt {
+	case elem.F16, elem.BF16:
+		for i := 0; i < 65536; i++ {
+			v := elem.F16Value(uint16(i))
+			if dt == elem.BF16 {
+				v = elem.BF16Value(uint16(i))
+			}
+			all = append(all, v)
+			if !math.IsInf(v, 0) && !math.IsNaN(v) {
+				finite = append(finite, v)
+			}
+		}
+		return finite, all
+	}
+	for len(finite) < 200000 {
+		var v float64
+		if dt == elem.F32 {
+			v = float64(math.Float32frombits(r.Uint32()))
+		} else {
+			v = math.Float64frombits(r.Uint64())
+		}
+		if !math.IsInf(v, 0) && !math.IsNaN(v) {
+			finite = append(finite, v)
+		}
+	}
+	max := math.MaxFloat64
+	if dt == elem.F32 {
+		max = math.MaxFloat32
+	}
+	finite = append(finite, max, -max, elem.RoundTo(max/65536, dt), elem.RoundTo(max/32768*1.5, dt), 0, math.Copysign(0, -1))
+	all = append(append([]float64(nil), finite...), math.Inf(1), math.Inf(-1), math.NaN())
+	return finite, all
+}
+
+// TestGPUScaleMatchesGo scales every float dtype by 2^-16 .. 2^16 and
+// compares each element with optim.Scaled, and the flag with whether any
+// result is infinite or NaN.
+func TestGPUScaleMatchesGo(t *testing.T) {
+	b, s, _ := newTestGPU(t)
+	r := rand.New(rand.NewSource(3))
+	flag := backend.Span{Buf: mustAlloc(t, b, elem.I32, 1), N: 1, DType: elem.I32}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, dt := range floatDTypes {
+		finite, all := scaleSources(dt, r)
+		for si, vals := range [][]float64{finite, all} {
+			n := int64(len(vals))
+			src := encode(dt, vals)
+			// An odd offset, as tensors inside buckets have.
+			span := backend.Span{Buf: mustAlloc(t, b, dt, n+1), Off: 1, N: n, DType: dt}
+			sawSet, sawClear := false, false
+			for k := -16; k <= 16; k++ {
+				factor := math.Ldexp(1, k)
+				must(b.CopyFromHost(span, src))
+				must(s.Set(flag, 0))
+				must(s.Scale(span, factor, flag))
+				must(s.Synchronize())
+				want := make([]float64, n)
+				wantFlag := int32(0)
+				for i, v := range vals {
+					want[i] = optim.Scaled(v, factor, dt)
+					if math.IsInf(want[i], 0) || math.IsNaN(want[i]) {
+						wantFlag = 1
+					}
+				}
+				got := hostCopy(t, b, span)
+				if i := sameElems(got, encode(dt, want), dt); i >= 0 {
+					t.Errorf("%s source %d * 2^%d: element %d (%g) is %g, want %g", dt, si, k, i, vals[i], decode(dt, got)[i], want[i])
+				}
+				if f := flagValue(t, b, flag); f != wantFlag {
+					t.Errorf("%s source %d * 2^%d: flag %d, want %d", dt, si, k, f, wantFlag)
+				}
+				sawSet = sawSet || wantFlag == 1
+				sawClear = sawClear || wantFlag == 0
+			}
+			if si == 0 && (!sawSet || !sawClear) {
+				t.Errorf("%s: the finite values never (or always) overflowed: the test lost its edge cases", dt)
+			}
+		}
+		// The flag is never cleared, and no flag is no flag.
+		vals := finite[:1000]
+		span := backend.Span{Buf: mustAlloc(t, b, dt, int64(len(vals))), N: int64(len(vals)), DType: dt}
+		must(b.CopyFromHost(span, encode(dt, vals)))
+		must(s.Set(flag, 1))
+		must(s.Scale(span, 0.5, flag))
+		must(s.Scale(span, 2, backend.Span{}))
+		must(s.Synchronize())
+		if f := flagValue(t, b, flag); f != 1 {
+			t.Errorf("%s: a scale without overflow cleared the flag to %d", dt, f)
+		}
+		want := make([]float64, len(vals))
+		for i, v := range vals {
+			want[i] = optim.Scaled(optim.Scaled(v, 0.5, dt), 2, dt)
+		}
+		if i := sameElems(hostCopy(t, b, span), encode(dt, want), dt); i >= 0 {
+			t.Errorf("%s: a scale without a flag: element %d differs", dt, i)
+		}
+	}
+	if err := s.Scale(backend.Span{Buf: flag.Buf, N: 1, DType: elem.I32}, 2, backend.Span{}); err == nil {
+		t.Error("scaling an i32 span was accepted")
+	}
+	f32 := backend.Span{Buf: mustAlloc(t, b, elem.F32, 4), N: 4, DType: elem.F32}
+	if err := s.Scale(f32, 2, f32); err == nil {
+		t.Error("a flag of 4 f32 was accepted")
+	}
+}
+
+// TestGPUSetMatchesGo sets spans of every dtype to values that round,
+// saturate, overflow and underflow, and checks each element against
+// elem.RoundTo and the elements around the span against their old values.
+func TestGPUSetMatchesGo(t *testing.T) {
+	b, s, _ := newTestGPU(t)
+	vals := []float64{0, math.Copysign(0, -1), 1, -1.5, 2.5, 3.5, -2.5, 0.1, 1.0 / 3, 127.5, 128.5, -128.5, -129, 255.5, 256,
+		65504, 65519.99, 65520, 1e5, -1e5, 1 << 24, 1<<24 + 1, 1 << 31, -(1 << 31) - 1, 1 << 53, 1<<53 + 1, 1 << 63, -1e19,
+		1e30, 3.4028235e38, 3.4028236e38, 1e300, 5.96e-8, 2.98e-8, 1e-40, 1e-320, math.Inf(1), math.Inf(-1), math.NaN()}
+	const n, pad = 1000, 3
+	for _, dt := range allDTypes {
+		buf := mustAlloc(t, b, dt, n+2*pad)
+		whole := backend.Span{Buf: buf, N: n + 2*pad, DType: dt}
+		span := backend.Span{Buf: buf, Off: pad, N: n, DType: dt}
+		p := elem.FillParams{Kind: elem.FillUniform, SeedA: 77, Lo: 1, Hi: 100}
+		for _, v := range vals {
+			if err := s.Fill(whole, p); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Set(span, v); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Synchronize(); err != nil {
+				t.Fatal(err)
+			}
+			want := make([]byte, whole.Bytes())
+			elem.FillBytes(want, dt, &p)
+			set := make([]float64, n)
+			for i := range set {
+				set[i] = elem.RoundTo(v, dt)
+			}
+			elem.StoreAll(want[pad*dt.Size():(pad+n)*dt.Size()], dt, set)
+			got := hostCopy(t, b, whole)
+			if i := sameElems(got, want, dt); i >= 0 {
+				t.Errorf("set %s to %g: element %d is %g, want %g", dt, v, i, decode(dt, got)[i], decode(dt, want)[i])
+			}
+		}
+	}
+}
+
+// updateCases are the optimizers the update test runs.
+var updateCases = []struct {
+	name string
+	spec optim.Spec
+}{
+	{"sgd", optim.Spec{Kind: optim.SGD, LR: 0.1}},
+	{"sgd+wd", optim.Spec{Kind: optim.SGD, LR: 0.05, WeightDecay: 0.01}},
+	{"sgd+momentum", optim.Spec{Kind: optim.SGD, LR: 0.1, Momentum: 0.9}},
+	{"sgd+momentum+wd", optim.Spec{Kind: optim.SGD, LR: 0.02, Momentum: 0.9, WeightDecay: 1e-4}},
+	{"adamw", optim.Spec{Kind: optim.AdamW, LR: 1e-3, WeightDecay: 0.01, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}},
+	{"adamw-wd0", optim.Spec{Kind: optim.AdamW, LR: 3e-4, Beta1: 0.8, Beta2: 0.99, Eps: 1e-6}},
+}
+
+// randomValues returns n values of dt: signed, of magnitudes 2^lo to
+// 2^hi, every 17th an exact zero of either sign.
+func randomValues(r *rand.Rand, dt elem.DType, n, lo, hi int) []float64 {
+	v := make([]float64, n)
+	for i := range v {
+		if i%17 == 0 {
+			v[i] = math.Copysign(0, float64(i%2)-0.5)
+			continue
+		}
+		v[i] = elem.RoundTo(math.Ldexp(r.Float64()*2-1, lo+r.Intn(hi-lo+1)), dt)
+	}
+	return v
+}
+
+// TestGPUUpdateMatchesGo runs a few optimizer steps of every optimizer,
+// parameter dtype and gradient dtype on the GPU and in Go (Hyper.Apply,
+// then elem.RoundTo to the stored dtypes) and compares every element of
+// the parameters, the state and the output after each; and checks that a
+// set overflow flag changes nothing.
+func TestGPUUpdateMatchesGo(t *testing.T) {
+	b, s, _ := newTestGPU(t)
+	r := rand.New(rand.NewSource(4))
+	const n, steps = 4099, 4
+	outTypes := []elem.DType{0, elem.F16, elem.BF16, elem.F32, elem.F64} // 0: no output
+	flag := backend.Span{Buf: mustAlloc(t, b, elem.I32, 1), N: 1, DType: elem.I32}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	ci := 0
+	for _, c := range updateCases {
+		for _, pdt := range floatDTypes {
+			for _, gdt := range floatDTypes {
+				ci++
+				odt := outTypes[ci%len(outTypes)]
+				useFlag := ci%2 == 0
+				name := c.name + " " + pdt.String() + " params, " + gdt.String() + " gradients"
+				if odt != 0 {
+					name += ", " + odt.String() + " out"
+				}
+				// Odd offsets, as tensors inside buckets have.
+				sp := func(dt elem.DType) backend.Span {
+					return backend.Span{Buf: mustAlloc(t, b, dt, n+1), Off: 1, N: n, DType: dt}
+				}
+				u := backend.UpdateOp{Grad: sp(gdt), Param: sp(pdt)}
+				states := c.spec.States()
+				for k := 0; k < states; k++ {
+					u.State[k] = sp(pdt)
+				}
+				if odt != 0 {
+					u.Out = sp(odt)
+				}
+				// The Go side: the values as stored.
+				param := randomValues(r, pdt, n, -3, 2)
+				var state [2][]float64
+				state[0], state[1] = make([]float64, n), make([]float64, n)
+				out := make([]float64, n)
+				must(b.CopyFromHost(u.Param, encode(pdt, param)))
+				for k := 0; k < states; k++ {
+					must(b.CopyFromHost(u.State[k], encode(pdt, state[k])))
+				}
+				for step := 1; step <= steps+1; step++ {
+					// The last step runs with the flag set: nothing changes.
+					skipped := step == steps+1
+					grad := randomValues(r, gdt, n, -10, 2)
+					must(b.CopyFromHost(u.Grad, encode(gdt, grad)))
+					u.Hyper = c.spec.Hyper(step, pdt)
+					u.Flag = backend.Span{}
+					when := ""
+					switch {
+					case skipped:
+						u.Flag = flag
+						when = " (flag set)"
+						must(s.Set(flag, 1))
+					case useFlag:
+						u.Flag = flag
+						must(s.Set(flag, 0))
+					}
+					must(s.Update(u))
+					must(s.Synchronize())
+					if !skipped {
+						for i := range param {
+							np, n0, n1 := u.Hyper.Apply(grad[i], param[i], state[0][i], state[1][i])
+							param[i] = elem.RoundTo(np, pdt)
+							if states > 0 {
+								state[0][i] = elem.RoundTo(n0, pdt)
+							}
+							if states > 1 {
+								state[1][i] = elem.RoundTo(n1, pdt)
+							}
+							if odt != 0 {
+								out[i] = elem.RoundTo(np, odt)
+							}
+						}
+					}
+					check := func(what string, span backend.Span, want []float64) bool {
+						got := decode(span.DType, hostCopy(t, b, span))
+						for i := range want {
+							if !sameValue(got[i], want[i]) {
+								t.Errorf("%s, step %d%s: %s element %d is %g (%#x), want %g (%#x); gradient %g",
+									name, step, when, what, i,
+									got[i], math.Float64bits(got[i]), want[i], math.Float64bits(want[i]), grad[i])
+								return false
+							}
+						}
+						return true
+					}
+					ok := check("parameter", u.Param, param)
+					for k := 0; k < states && ok; k++ {
+						ok = check(fmt.Sprintf("state %d", k), u.State[k], state[k])
+					}
+					if ok && odt != 0 {
+						ok = check("out", u.Out, out)
+					}
+					if !ok {
+						break
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestGPUUpdateRefuses: updates whose spans do not fit are errors at
+// queue time, with what is wrong.
+func TestGPUUpdateRefuses(t *testing.T) {
+	b, s, _ := newTestGPU(t)
+	sp := func(dt elem.DType, n int64) backend.Span {
+		return backend.Span{Buf: mustAlloc(t, b, dt, n), N: n, DType: dt}
+	}
+	adam := optim.Spec{Kind: optim.AdamW, LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}.Hyper(1, elem.F32)
+	sgd := optim.Spec{Kind: optim.SGD, LR: 0.1}.Hyper(1, elem.F32)
+	good := backend.UpdateOp{Grad: sp(elem.F32, 8), Param: sp(elem.F32, 8), State: [2]backend.Span{sp(elem.F32, 8), sp(elem.F32, 8)}, Hyper: adam}
+	if err := s.Update(good); err != nil {
+		t.Fatalf("a good update refused: %v", err)
+	}
+	for _, c := range []struct {
+		what string
+		edit func(u *backend.UpdateOp)
+	}{
+		{"integer gradients", func(u *backend.UpdateOp) { u.Grad = sp(elem.I32, 8) }},
+		{"fewer parameters", func(u *backend.UpdateOp) { u.Param = sp(elem.F32, 7) }},
+		{"state of another dtype", func(u *backend.UpdateOp) { u.State[1] = sp(elem.F16, 8) }},
+		{"adamw without its second moment", func(u *backend.UpdateOp) { u.State[1] = backend.Span{} }},
+		{"an output of another length", func(u *backend.UpdateOp) { u.Out = sp(elem.BF16, 9) }},
+		{"an integer output", func(u *backend.UpdateOp) { u.Out = sp(elem.I8, 8) }},
+		{"a flag of f32", func(u *backend.UpdateOp) { u.Flag = sp(elem.F32, 1) }},
+		{"a flag of two elements", func(u *backend.UpdateOp) { u.Flag = sp(elem.I32, 2) }},
+		{"no optimizer", func(u *backend.UpdateOp) { u.Hyper.Kind = optim.NoKind }},
+		{"momentum without state", func(u *backend.UpdateOp) {
+			u.Hyper = sgd
+			u.Hyper.C[2] = 0.9
+			u.State = [2]backend.Span{}
+		}},
+	} {
+		u := good
+		c.edit(&u)
+		if err := s.Update(u); err == nil {
+			t.Errorf("an update with %s was accepted", c.what)
+		} else {
+			t.Logf("%s: %v", c.what, err)
+		}
+	}
+	if err := s.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestGPUPreDivide: averages with PreDivide on one rank leave every
+// collective's buffer as it was (each input divided by 1, then summed),
+// and the division kernel they use gives elem.AvgOf's result for every
+// element.
+func TestGPUPreDivide(t *testing.T) {
+	b, s1, s2 := newTestGPU(t)
+	const n = 4096 + 8
+	for _, dt := range allDTypes {
+		span := backend.Span{Buf: mustAlloc(t, b, dt, n), N: n, DType: dt}
+		p := elem.FillParams{Kind: elem.FillUniform, SeedA: 6, Lo: -100, Hi: 100}
+		if dt == elem.U8 {
+			p.Lo = 0
+		}
+		want := make([]byte, span.Bytes())
+		elem.FillBytes(want, dt, &p)
+		for _, c := range []plan.Coll{plan.CollAllReduce, plan.CollReduce, plan.CollReduceScatter} {
+			if err := s2.Fill(span, p); err != nil {
+				t.Fatal(err)
+			}
+			op := backend.CollOp{Stream: s2, Coll: c, Op: plan.Avg, Buf: span, Name: "b", PreDivide: true}
+			if err := b.Collectives([]backend.CollOp{op}); err != nil {
+				t.Fatal(err)
+			}
+			if err := s2.Synchronize(); err != nil {
+				t.Fatal(err)
+			}
+			if i := firstDiff(hostCopy(t, b, span), want, int(dt.Size())); i >= 0 {
+				t.Errorf("%s avg with PreDivide of %s on one rank changed element %d", c, dt, i)
+			}
+		}
+	}
+	// A group over two streams, each op dividing on its own stream.
+	r := rand.New(rand.NewSource(5))
+	a := backend.Span{Buf: mustAlloc(t, b, elem.F32, 1<<16), N: 1 << 16, DType: elem.F32}
+	c := backend.Span{Buf: mustAlloc(t, b, elem.BF16, 1<<16), N: 1 << 16, DType: elem.BF16}
+	wa, wc := encode(elem.F32, randomValues(r, elem.F32, 1<<16, -20, 20)), encode(elem.BF16, randomValues(r, elem.BF16, 1<<16, -20, 20))
+	if err := b.CopyFromHost(a, wa); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.CopyFromHost(c, wc); err != nil {
+		t.Fatal(err)
+	}
+	err := b.Collectives([]backend.CollOp{
+		{Stream: s2, Coll: plan.CollAllReduce, Op: plan.Avg, Buf: a, Name: "a", PreDivide: true},
+		{Stream: s1, Coll: plan.CollAllReduce, Op: plan.Avg, Buf: c, Name: "c", PreDivide: true},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s1.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s2.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(hostCopy(t, b, a), wa) || !bytes.Equal(hostCopy(t, b, c), wc) {
+		t.Error("a grouped avg with PreDivide on one rank changed its buffers")
+	}
+
+	// The division itself, as more ranks would divide: every element
+	// against elem.AvgOf. Floats from castSource (every 16-bit value,
+	// random f32 and f64 bits); integers from the pattern, whose values
+	// float64 holds exactly.
+	for _, dt := range allDTypes {
+		var src []byte
+		if dt.IsFloat() {
+			src = castSource(dt, r)
+		} else {
+			p := elem.FillParams{Kind: elem.FillUniform, SeedA: 8, Lo: -120, Hi: 120}
+			if dt == elem.U8 {
+				p.Lo = 0
+			}
+			src = make([]byte, 100003*dt.Size())
+			elem.FillBytes(src, dt, &p)
+		}
+		vals := decode(dt, src)
+		nn := int64(len(vals))
+		span := backend.Span{Buf: mustAlloc(t, b, dt, nn+1), Off: 1, N: nn, DType: dt}
+		for _, size := range []int{1, 3, 6, 7} {
+			if err := b.CopyFromHost(span, src); err != nil {
+				t.Fatal(err)
+			}
+			ptr, _ := addr(span)
+			if err := b.enter(); err != nil {
+				t.Fatal(err)
+			}
+			err := b.kernels.Div(s1.s, ptr, int(dt), nn, size)
+			goruntime.UnlockOSThread()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s1.Synchronize(); err != nil {
+				t.Fatal(err)
+			}
+			want := make([]float64, nn)
+			for i, v := range vals {
+				want[i] = elem.AvgOf(v, dt, size)
+			}
+			got := hostCopy(t, b, span)
+			if i := sameElems(got, encode(dt, want), dt); i >= 0 {
+				t.Errorf("%s / %d: element %d (%g) is %g, want %g", dt, size, i, vals[i], decode(dt, got)[i], want[i])
+			}
+		}
 	}
 }

@@ -1,7 +1,7 @@
 // Package nccl is the GPU backend: streams are CUDA streams, events CUDA
 // events, buffers device memory, collectives NCCL's in-place forms on one
-// communicator per stream, and the fill, casts and simulated compute are
-// the PTX kernels of package cuda. CUDA, the driver and NCCL are loaded at
+// communicator per stream, and the fill, casts, simulated compute, loss
+// scaling and optimizer updates are the PTX kernels of package cuda. CUDA, the driver and NCCL are loaded at
 // run time (packages runtime/cuda and runtime/nccl), so a program built
 // without them still runs on the CPU backend.
 //
