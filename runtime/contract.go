@@ -9,7 +9,9 @@ package runtime
 
 import (
 	"github.com/syncgen/syncgen/runtime/internal/elem"
+	"github.com/syncgen/syncgen/runtime/internal/optim"
 	"github.com/syncgen/syncgen/runtime/internal/plan"
+	"github.com/syncgen/syncgen/runtime/internal/scaler"
 )
 
 // DType is an element type.
@@ -79,6 +81,32 @@ func AfterReady() After { return plan.AfterReady() }
 // AfterStream makes the collective wait for the work queued on stream so far.
 func AfterStream(stream int) After { return plan.AfterStream(stream) }
 
+// AfterSynced makes each bucket's update or unscale wait for the end of
+// that bucket's last collective before it in the step.
+func AfterSynced() After { return plan.AfterSynced() }
+
+// Optimizer is an update's optimizer and its settings: Kind (SGD or
+// AdamW), LR, WeightDecay, Momentum, Beta1, Beta2, Eps, Master.
+type Optimizer = optim.Spec
+
+// The optimizers.
+const (
+	SGD   = optim.SGD
+	AdamW = optim.AdamW
+)
+
+// Scaler is the plan's loss scaler: Rule, Init, Growth, Backoff,
+// Interval, Hysteresis, Min, Max.
+type Scaler = scaler.Spec
+
+// The loss scalers' rules.
+const (
+	ScaleStatic    = scaler.Static
+	ScaleTorch     = scaler.Torch
+	ScaleMegatron  = scaler.Megatron
+	ScaleDeepSpeed = scaler.DeepSpeed
+)
+
 // Src is a position in the .sync source ("resnet50.sync:12:5"). Statements
 // carry it so that errors and timeouts can point back at the plan.
 type Src = plan.Src
@@ -96,6 +124,9 @@ type Plan struct {
 	Streams []Stream
 	Buckets []Bucket
 	Run     Run
+	// Scaler, if not nil, scales the backward's gradients (mixed precision
+	// with loss scaling); Unscale statements undo it.
+	Scaler *Scaler
 	// Init, if not nil, runs once before the warm-up steps.
 	Init func(s *Step)
 	// Step issues one training step's work. It is called once per step.
@@ -105,7 +136,7 @@ type Plan struct {
 // tables returns the plan's tables, which the runtime's internal packages
 // work from.
 func (p *Plan) tables() *plan.Plan {
-	return &plan.Plan{Name: p.Name, Source: p.Source, Hash: p.Hash, Tensors: p.Tensors, Streams: p.Streams, Buckets: p.Buckets, Run: p.Run}
+	return &plan.Plan{Name: p.Name, Source: p.Source, Hash: p.Hash, Tensors: p.Tensors, Streams: p.Streams, Buckets: p.Buckets, Run: p.Run, Scaler: p.Scaler}
 }
 
 // record runs the plan's Init and Step functions in recording mode: the

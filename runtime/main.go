@@ -207,6 +207,10 @@ func (r *runner) agreeOnPlan() (*plan.Program, *result.Results, cpu.Tuning, int)
 		return nil, nil, tune, r.agreedFailure(fmt.Errorf("the plan cannot run on %d rank%s:\n%v", h.Size, text.Plural(h.Size), err))
 	}
 	// Every rank has the same flags and plan by now, so all agree on these.
+	if err := checkInjectionRanks(r.opts.injections, h.Size); err != nil {
+		r.agreedFailure(err)
+		return nil, nil, tune, 2
+	}
 	res := result.New(p, prog)
 	if err := checkStepsFit(r.opts.steps, len(res.Rows)); err != nil {
 		r.agreedFailure(err)
@@ -246,7 +250,7 @@ func (r *runner) startBackend(tune cpu.Tuning) (why string, status int) {
 func (r *runner) setUp(prog *plan.Program) (*engine.Engine, *backend.Layout) {
 	s := &Step{}
 	cfg := engine.Config{Steps: r.opts.steps, Warmup: r.opts.warmup, CheckEvery: r.opts.checkEvery,
-		Tracing: r.opts.tracing, Settle: r.opts.settle, Step: func() {}}
+		Tracing: r.opts.tracing, Settle: r.opts.settle, Step: func() {}, Injections: r.opts.injections}
 	if r.p.Init != nil {
 		cfg.Init = func() { r.p.Init(s) }
 	}

@@ -42,6 +42,10 @@ type options struct {
 	// settle is how long the ranks settle before the measured steps
 	// (SYNCGEN_SETTLE, settle.go).
 	settle time.Duration
+	// overflows are the --overflow values; injections what they resolve
+	// to against the plan.
+	overflows  []string
+	injections []engine.Injection
 }
 
 // defaultTimeout is --timeout's default.
@@ -166,6 +170,10 @@ func parseOptions(p *plan.Plan, prog string, args []string, out io.Writer) (*opt
 	if err := o.check(prog); err != nil {
 		return nil, err
 	}
+	var err error
+	if o.injections, err = resolveInjections(p, o.overflows, o.warmup+o.steps); err != nil {
+		return nil, err
+	}
 	return o, nil
 }
 
@@ -182,6 +190,7 @@ func newFlagSet(o *options, prog string) (*flag.FlagSet, []*outputFlag) {
 	fs.Var(traceFlag, "trace", "write a Chrome trace of every rank's timeline to `FILE` (rank 0; opens in Perfetto; - for standard output, as --json)")
 	fs.Var(durationFlag{&o.timeout}, "timeout", "abort the job when one step, or a phase before or after the steps, takes longer than `DUR`, printing on every rank what it waits for")
 	fs.BoolVar(&o.quiet, "quiet", false, "print only errors and the summary lines")
+	fs.Var(overflowFlag{&o.overflows}, "overflow", "put inf (or =-inf, =nan) into the first element of a gradient on one rank at one step, `STEP:RANK:TENSOR[=inf|-inf|nan]`, to watch the loss scaler skip the step; may be repeated")
 	return fs, []*outputFlag{jsonFlag, traceFlag}
 }
 

@@ -84,6 +84,32 @@ func (s *Step) ReduceScatter(at Src, stream int, op RedOp, after After, buckets 
 	s.collective(plan.Stmt{At: at, Stream: stream, Coll: plan.CollReduceScatter, Op: op, After: after}, buckets)
 }
 
+// Update applies one step of optimizer opt to the parameters of buckets
+// on stream, reading their synchronised gradients: where a bucket was
+// reduce-scattered, only this rank's slice (which it then also writes back
+// into the bucket, for the allgather of the parameters). With AfterSynced
+// each bucket's update waits for that bucket's collective; with a scaler,
+// nothing changes in a step that overflowed.
+func (s *Step) Update(at Src, stream int, opt Optimizer, after After, buckets ...int) {
+	if s.rec != nil {
+		s.rec.Update(at, stream, opt, after, buckets...)
+		return
+	}
+	s.e.Update(at, stream, opt, after, buckets)
+}
+
+// Unscale divides the gradients of buckets by the loss scale on stream and
+// sets the step's overflow flag if any is infinite or NaN; with agree (or
+// where the buckets' gradients differ between ranks) the ranks agree on
+// the flag with an allreduce of it.
+func (s *Step) Unscale(at Src, stream int, agree bool, after After, buckets ...int) {
+	if s.rec != nil {
+		s.rec.Unscale(at, stream, agree, after, buckets...)
+		return
+	}
+	s.e.Unscale(at, stream, agree, after, buckets)
+}
+
 // Group issues the collectives that body issues as one group (NCCL's
 // ncclGroupStart/End): each stream waits for all of its group members'
 // dependencies, then they run together.

@@ -64,6 +64,15 @@ type Model struct {
 	// per tensor, they cost thousands of roundings each.
 	avgMu   sync.Mutex
 	avgTabs map[avgKey][]float64
+
+	// The training step (train.go): what it is, the step being applied,
+	// each tensor's scale and injected rank at its last fill (-1: none),
+	// and the reference parameters of each updated bucket.
+	tr        Training
+	step      StepTrain
+	fillScale []float64
+	injected  []int
+	ref       []reference
 }
 
 // avgKey names a table of averages: the base's range and the wire dtype
@@ -84,13 +93,23 @@ func New(p *plan.Plan, rank, size int, shapes []elem.PatternShape, mem *backend.
 	for i := range m.fill {
 		m.fill[i] = elem.InitStep
 	}
+	m.fillScale = make([]float64, n)
+	m.injected = make([]int, n)
+	for i := range n {
+		m.fillScale[i], m.injected[i] = 1, -1
+	}
 	return m
 }
 
 // Apply advances the Model over one block of statements (groups expanded,
-// see plan.Flat) run with fill step seed.
-func (m *Model) Apply(block []plan.Stmt, seed uint32) {
+// see plan.Flat) run with fill step seed; st says how the training step
+// went (its scale, whether it skipped its updates).
+func (m *Model) Apply(block []plan.Stmt, seed uint32, st StepTrain) {
 	p := m.plan
+	if st.Scale == 0 {
+		st.Scale = 1 // no scaler
+	}
+	m.step = st
 	for _, s := range block {
 		switch s.Kind {
 		case plan.StmtBackward:
@@ -98,8 +117,13 @@ func (m *Model) Apply(block []plan.Stmt, seed uint32) {
 				m.fill[t] = seed
 				m.chain[t] = m.chain[t][:0]
 				m.broken[t] = false
+				m.fillScale[t] = st.Scale
+				m.injected[t] = m.injectedRank(t)
 			}
-		case plan.StmtColl:
+		case plan.StmtUpdate:
+			m.updateReference(&s)
+			fallthrough
+		case plan.StmtUnscale, plan.StmtColl:
 			for _, b := range s.Buckets {
 				for _, t := range p.Buckets[b].Tensors {
 					if len(m.chain[t]) >= maxChain {
@@ -421,6 +445,14 @@ type sim struct {
 	dev    []int32
 	red    []float64
 	col    []float64 // one element's values over the ranks (reduceBlock)
+	// mult is the loss scale that memory holds the values multiplied by
+	// (1 after an unscale); maxWire the wire dtype's largest finite value;
+	// pre: the bucket divides before the sum; inject: the rank whose
+	// element 0 was injected (-1: none).
+	mult    float64
+	maxWire float64
+	pre     bool
+	inject  int
 }
 
 // newSim returns a simulator of tensor t.
@@ -449,6 +481,11 @@ func (s *sim) load(m *Model, t int) {
 		s.slice = e.mem.Buckets[pt.Bucket].Elems / int64(e.size)
 	}
 	s.limit = float64(s.wire.ExactLimit())
+	s.mult, s.inject, s.pre = m.fillScale[t], m.injected[t], false
+	if pt.Bucket >= 0 {
+		s.pre = e.plan.Buckets[pt.Bucket].PreDivide
+	}
+	s.maxWire = maxFinite(s.wire)
 	s.fillExact = true
 	s.sumFirst, s.baseOnly, s.first, s.avgTab = false, false, false, nil
 	allAvg := true
@@ -464,6 +501,9 @@ func (s *sim) load(m *Model, t int) {
 		s.sumFirst = s.fillExact && first.Coll.Reduces() && (first.Op == plan.Sum || first.Op == plan.Avg) &&
 			float64(bound) <= s.limit
 		// A reduce's other ranks keep their values, so it needs them all.
+		// Scaled, pre-divided or injected values take the general path,
+		// which bounds every element's sum.
+		s.sumFirst = s.sumFirst && s.mult == 1 && !s.pre && s.inject < 0
 		s.baseOnly = s.sumFirst && allAvg && first.Coll != plan.CollReduce
 		p := &s.params[0]
 		if s.baseOnly && first.Op == plan.Avg && int64(p.Hi)-int64(p.Lo) < 1<<16 {
@@ -504,12 +544,37 @@ func (s *sim) run(i0 int64, out []float64) {
 	} else {
 		s.fill(i0, n)
 	}
+	s.replay(i0, n)
+	copy(out, s.vals[s.m.rank][:n])
+	s.scaleOut(out)
+}
+
+// replay applies the chain to the block's values, from the fill on.
+func (s *sim) replay(i0 int64, n int) {
+	s.mult = s.m.fillScale[s.t]
 	for k := range s.chain {
 		s.first = k == 0
-		s.applyBlock(&s.chain[k], i0, n)
+		s.applyBlock(&s.chain[k], i0, n, k)
 	}
 	s.first = false
-	copy(out, s.vals[s.m.rank][:n])
+}
+
+// scaleOut turns values into what memory holds: multiplied by the loss
+// scale not yet undone, NaN where that overflows the tensor's dtype.
+func (s *sim) scaleOut(out []float64) {
+	if s.mult == 1 {
+		return
+	}
+	lim := maxFinite(s.tdt)
+	for j, x := range out {
+		if known(x) {
+			if y := x * s.mult; math.Abs(y) <= lim {
+				out[j] = y
+			} else {
+				out[j] = math.NaN()
+			}
+		}
+	}
 }
 
 // fill writes every rank's fill values of elements i0..i0+n into s.vals
@@ -532,6 +597,7 @@ func (s *sim) fill(i0 int64, n int) {
 				v[j] = float64(base[j] + p.Sign*dev[j])
 			}
 		}
+		s.markInjected(i0, n)
 		return
 	}
 	for r := range s.vals {
@@ -540,6 +606,15 @@ func (s *sim) fill(i0 int64, n int) {
 		for j := range v {
 			v[j] = float64(ints[j])
 		}
+	}
+	s.markInjected(i0, n)
+}
+
+// markInjected makes the injected element unpredictable: an infinity or
+// a NaN turns sums into what no exact model predicts.
+func (s *sim) markInjected(i0 int64, n int) {
+	if s.inject >= 0 && i0 == 0 && n > 0 {
+		s.vals[s.inject][0] = math.NaN()
 	}
 }
 
@@ -582,7 +657,15 @@ func (s *sim) castAll(dt elem.DType, n int) {
 // The cast to the wire dtype is skipped for the first collective after the
 // fill when every value of the pattern is exact in the wire dtype (always,
 // with the ranges choosePatterns picks): it would change nothing.
-func (s *sim) applyBlock(op *plan.Stmt, i0 int64, n int) {
+func (s *sim) applyBlock(op *plan.Stmt, i0 int64, n int, k int) {
+	switch op.Kind {
+	case plan.StmtUnscale:
+		s.mult = 1
+		return
+	case plan.StmtUpdate:
+		s.applyUpdate(i0, n, k)
+		return
+	}
 	cast := s.tdt != s.wire
 	if cast && !(s.fillExact && len(s.chain) > 0 && op == &s.chain[0]) {
 		s.castAll(s.wire, n)
@@ -630,6 +713,50 @@ func (s *sim) applyBlock(op *plan.Stmt, i0 int64, n int) {
 
 // reduceBlock reduces the block across ranks into s.red.
 func (s *sim) reduceBlock(op plan.RedOp, n int) []float64 {
+	red := s.reduceValues(op, n)
+	if s.mult == 1 && !(s.pre && op == plan.Avg) {
+		return red
+	}
+	// Scaled or pre-divided values: an element whose every partial sum
+	// cannot be shown to stay finite on the wire is not predicted.
+	// Each rank's input must be finite in the tensor's and the wire's
+	// dtype, and so must the sum (of the inputs divided by n, with pre).
+	one := min(s.maxWire, maxFinite(s.tdt)) / s.mult
+	lim := s.maxWire / s.mult
+	if s.pre && op == plan.Avg {
+		lim *= float64(len(s.vals))
+	}
+	for j := range red {
+		var bound, largest float64
+		for r := range s.vals {
+			a := math.Abs(s.vals[r][j])
+			bound += a
+			largest = max(largest, a)
+		}
+		if !(bound <= lim && largest <= one) || op == plan.Prod && s.mult != 1 {
+			red[j] = math.NaN()
+		}
+	}
+	return red
+}
+
+// avgOf is the average of sum over the ranks as the bucket computes it:
+// the backend's division after the sum, or, divided before the sum,
+// exactly sum/n when n is a power of two (each rank's share and every
+// partial sum is then exact), and unpredictable otherwise.
+func (s *sim) avgOf(sum float64) float64 {
+	n := len(s.vals)
+	if !s.pre {
+		return elem.AvgOf(sum, s.wire, n)
+	}
+	if n&(n-1) != 0 {
+		return math.NaN()
+	}
+	return elem.RoundTo(sum/float64(n), s.wire)
+}
+
+// reduceValues reduces the block across ranks into s.red.
+func (s *sim) reduceValues(op plan.RedOp, n int) []float64 {
 	red := s.red[:n]
 	if s.first && s.avgTab != nil {
 		lo := s.params[0].Lo
@@ -674,7 +801,7 @@ func (s *sim) reduceBlock(op plan.RedOp, n int) []float64 {
 			case bound > s.limit:
 				red[j] = math.NaN()
 			case op == plan.Avg:
-				red[j] = elem.AvgOf(sum, s.wire, len(s.vals))
+				red[j] = s.avgOf(sum)
 			default:
 				red[j] = sum
 			}
@@ -740,7 +867,7 @@ func (s *sim) reduce(op plan.RedOp, x []float64) float64 {
 			return math.NaN()
 		}
 		if op == plan.Avg {
-			return elem.AvgOf(sum, s.wire, len(x))
+			return s.avgOf(sum)
 		}
 		return sum
 	case plan.Prod:

@@ -47,7 +47,7 @@ func testEngine(tdt, wire elem.DType, n int64, size, rank int, chain []plan.Stmt
 		padded += int64(size) - padded%int64(size)
 	}
 	e := newTestRank(p, prog, rank, size, &backend.Layout{Buckets: []backend.BucketMem{{Elems: padded}}}, nil)
-	e.model.Apply(prog.Step, 5)
+	e.model.Apply(prog.Step, 5, StepTrain{Scale: 1})
 	return e
 }
 
@@ -114,7 +114,7 @@ func TestCheckerPredictsAnyOrder(t *testing.T) {
 
 // The collectives' semantics, replayed for one element position.
 func TestSimSemantics(t *testing.T) {
-	s := &sim{slice: 3, wire: elem.F32, tdt: elem.F32, limit: float64(elem.F32.ExactLimit()), red: make([]float64, 1)}
+	s := &sim{slice: 3, wire: elem.F32, tdt: elem.F32, limit: float64(elem.F32.ExactLimit()), red: make([]float64, 1), mult: 1, maxWire: math.MaxFloat32}
 	for r := 0; r < 4; r++ {
 		s.vals = append(s.vals, make([]float64, 1))
 	}
@@ -123,7 +123,7 @@ func TestSimSemantics(t *testing.T) {
 			s.vals[r][0] = x[r]
 		}
 		s.off = pos
-		s.applyBlock(op, 0, 1)
+		s.applyBlock(op, 0, 1, 0)
 		for r := range x {
 			x[r] = s.vals[r][0]
 		}
@@ -261,7 +261,7 @@ func TestCheckerInitChainExact(t *testing.T) {
 				prog.Step = append(prog.Step, plan.Stmt{Kind: plan.StmtColl, Coll: plan.CollAllReduce, Op: op, Buckets: []int{0}})
 			}
 			e := newTestRank(p, prog, 0, size, &backend.Layout{Buckets: []backend.BucketMem{{Elems: n}}}, nil)
-			e.model.Apply(prog.Init, elem.InitStep)
+			e.model.Apply(prog.Init, elem.InitStep, StepTrain{Scale: 1})
 			want := make([]float64, n)
 			e.model.newSim(0).run(0, want)
 			for i := int64(0); i < n; i++ {
@@ -340,7 +340,7 @@ func bucketEngine(dts []elem.DType, elems []int64, wire elem.DType, op plan.RedO
 		mem.Tensors = append(mem.Tensors, tm)
 	}
 	e := newTestRank(p, prog, rank, size, mem, be)
-	e.model.Apply(prog.Step, 5)
+	e.model.Apply(prog.Step, 5, StepTrain{Scale: 1})
 	return e, be
 }
 

@@ -78,6 +78,8 @@ type Engine struct {
 	mu   sync.Mutex
 	recs []result.Record
 
+	tr train // the training step (train.go)
+
 	model   *check.Model
 	tracing bool
 	hostAt  watchPoint
@@ -105,6 +107,8 @@ type Config struct {
 	// Init runs the plan's init block (nil without one), Step one step:
 	// the generated functions, issuing their statements on the engine.
 	Init, Step func()
+	// Injections are the overflows to inject (--inject).
+	Injections []Injection
 }
 
 // New sets up plan p, recorded as prog, on backend be: it creates the
@@ -130,6 +134,9 @@ func New(cfg Config, p *plan.Plan, prog *plan.Program, h *mpihost.Host, be backe
 	if err := e.allocate(); err != nil {
 		return nil, err
 	}
+	if err := e.setUpTrain(cfg.Injections); err != nil {
+		return nil, err
+	}
 	e.ready = make([]readyMark, len(p.Buckets))
 	e.lastRec = make([]backend.Event, len(e.streams))
 	for _, s := range e.flatStep {
@@ -140,6 +147,7 @@ func New(cfg Config, p *plan.Plan, prog *plan.Program, h *mpihost.Host, be backe
 	}
 	e.planBackward()
 	e.model = check.New(p, e.rank, e.size, e.shapes, e.mem, e.backOrder, be)
+	e.model.SetTraining(e.trainModel())
 	return e, nil
 }
 

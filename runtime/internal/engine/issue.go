@@ -183,10 +183,11 @@ func (e *Engine) backward(at plan.Src, stream int, d time.Duration) {
 		}
 		done = until
 		params := e.shapes[t].Params(e.rank, e.size, e.seedStep, t)
-		params.Unchecked = !e.checks(e.stepNo)
+		params.Unchecked = !e.checks(e.stepNo) && !e.tr.pattern
 		if err := st.Fill(e.mem.Tensors[t].Store, params); err != nil {
 			e.fatal(at, fmt.Errorf("gradient of %q: %w", p.Tensors[t].Name, err))
 		}
+		e.scaleGradient(at, st, t)
 		if e.tracing {
 			ev := e.recordOn(stream, at)
 			e.addTimed(result.Record{Kind: result.Grad, Stream: stream, At: at, Name: p.Tensors[t].Name, Bucket: p.Tensors[t].Bucket,
@@ -264,7 +265,8 @@ func (e *Engine) issueGroup(items []collItem, group bool) {
 	for _, it := range items {
 		span := e.mem.Buckets[it.bucket].Span
 		span.N = it.coll.Elems(p.Buckets[it.bucket].Elems, span.N)
-		ops = append(ops, backend.CollOp{Stream: e.streams[it.stream], Coll: it.coll, Op: it.op, Root: it.root, Buf: span, Name: p.Buckets[it.bucket].Name})
+		ops = append(ops, backend.CollOp{Stream: e.streams[it.stream], Coll: it.coll, Op: it.op, Root: it.root, Buf: span, Name: p.Buckets[it.bucket].Name,
+			PreDivide: p.Buckets[it.bucket].PreDivide})
 	}
 	e.opBuf = ops // reused by the next statement (Collectives copies what it keeps)
 	if err := e.be.Collectives(ops); err != nil {
@@ -281,6 +283,7 @@ func (e *Engine) issueGroup(items []collItem, group bool) {
 			}
 			e.addTimed(result.Record{Kind: result.Collective, Stream: si, At: it.at, Name: p.Buckets[it.bucket].Name, Bucket: it.bucket, ID: it.id,
 				Coll: it.coll, Op: it.op, Bytes: ops[i].Buf.Bytes(), Group: group, Start: starts[k], End: end})
+			e.tr.synced[it.bucket] = readyMark{ev: end, step: e.stepNo, ok: true}
 			e.castOut(e.streams[si], it)
 		}
 	}

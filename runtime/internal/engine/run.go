@@ -38,6 +38,9 @@ func (e *Engine) Run(res *result.Results, progress func(done, total int)) error 
 	for k := range res.Rows {
 		res.Rows[k].Times = result.Preallocated[time.Duration](e.cfg.Steps)
 	}
+	for k := range res.TrainRows {
+		res.TrainRows[k].Times = result.Preallocated[time.Duration](e.cfg.Steps)
+	}
 	gc := startQuietGC()
 	defer gc.stop()
 	for i := 0; i < total; i++ {
@@ -65,7 +68,7 @@ func (e *Engine) runInit(res *result.Results) error {
 	if _, err := e.collect(); err != nil {
 		return err
 	}
-	e.model.Apply(plan.Flat(e.prog.Init), elem.InitStep)
+	e.model.Apply(plan.Flat(e.prog.Init), elem.InitStep, e.trainStep())
 	if e.cfg.CheckEvery > 0 {
 		e.hooks.beforeCheck(e, -1)
 		if err := e.checkBuckets(res, plan.Flat(e.prog.Init)); err != nil {
@@ -105,7 +108,10 @@ func (e *Engine) runStep(res *result.Results, i, total int) error {
 	if err != nil {
 		return err
 	}
-	e.model.Apply(e.flatStep, e.seedStep)
+	if err := e.endTrainStep(res); err != nil {
+		return err
+	}
+	e.model.Apply(e.flatStep, e.seedStep, e.trainStep())
 	if i >= e.cfg.Warmup {
 		e.keepFigures(res, recs, t1.Sub(e.stepStart))
 	}
@@ -118,6 +124,7 @@ func (e *Engine) runStep(res *result.Results, i, total int) error {
 			return err
 		}
 	}
+	e.nextTrainStep()
 	e.endStep()
 	return nil
 }
@@ -127,6 +134,14 @@ func (e *Engine) runStep(res *result.Results, i, total int) error {
 func (e *Engine) keepFigures(res *result.Results, recs []result.Record, step time.Duration) {
 	res.Steps = append(res.Steps, e.stats.stepStatsOf(recs, step))
 	for _, r := range recs {
+		if r.Kind == result.Update || r.Kind == result.Unscale {
+			if k, ok := res.TrainRowOf[[2]int{r.Index, r.Bucket}]; ok {
+				row := &res.TrainRows[k]
+				row.Times = append(row.Times, r.T1-r.T0)
+				row.Bytes = r.Bytes
+			}
+			continue
+		}
 		if r.Kind != result.Collective || r.ID < 0 {
 			continue
 		}
@@ -320,6 +335,7 @@ func (e *Engine) collect() ([]result.Record, error) {
 // intervalScratch is the memory of stepStatsOf, reused from step to step.
 type intervalScratch struct {
 	comp, comm, both []interval
+	upd, unscale     []interval
 }
 
 // stepStatsOf computes a step's summary figures from its records.
@@ -331,12 +347,24 @@ func (sc *intervalScratch) stepStatsOf(recs []result.Record, step time.Duration)
 			comp = append(comp, interval{r.T0, r.T1})
 		case result.Collective:
 			comm = append(comm, interval{r.T0, r.T1})
+		case result.Update:
+			sc.upd = append(sc.upd, interval{r.T0, r.T1})
+		case result.Unscale, result.Flag:
+			sc.unscale = append(sc.unscale, interval{r.T0, r.T1})
 		}
 	}
 	comp, comm = union(comp), union(comm)
 	both := intersect(sc.both[:0], comp, comm)
 	sc.comp, sc.comm, sc.both = comp, comm, both
-	return result.StepStats{Step: step, Compute: length(comp), Comm: length(comm), Hidden: length(both)}
+	st := result.StepStats{Step: step, Compute: length(comp), Comm: length(comm), Hidden: length(both)}
+	if len(sc.upd) > 0 || len(sc.unscale) > 0 {
+		upd := union(sc.upd)
+		st.Update, st.Unscale = length(upd), length(union(sc.unscale))
+		// The update's share that ran while communication did.
+		st.UpdateHidden = length(intersect(sc.both[len(sc.both):], upd, comm))
+		sc.upd, sc.unscale = sc.upd[:0], sc.unscale[:0]
+	}
+	return st
 }
 
 // interval is a span of time within a step.
@@ -387,7 +415,10 @@ func length(in []interval) time.Duration {
 
 // checkStep verifies every bucket that a collective of the step touched.
 func (e *Engine) checkStep(res *result.Results) error {
-	return e.checkBuckets(res, e.flatStep)
+	if err := e.checkBuckets(res, e.flatStep); err != nil {
+		return err
+	}
+	return e.checkParams(res)
 }
 
 // checkBuckets checks every bucket that a collective of stmts touched; a

@@ -13,6 +13,8 @@ package engine
 //	    bucket index BUCKET (counted in the wire buffer, over its tensors; by
 //	    one, in the tensor that holds it), so that the check must count one
 //	    wrong element where the element is checked.
+//	SYNCGEN_TEST_CORRUPT_PARAM=RANK:STEP:BUCKET:ELEM  the same for element
+//	    ELEM of bucket BUCKET's parameters (adding one to it).
 //	SYNCGEN_TEST_PANIC=RANK:STEP   rank RANK panics at the start of STEP.
 //	SYNCGEN_TEST_HANG=RANK:STEP[:STMT]  rank RANK stops (sleeps) at the start
 //	    of STEP, or before issuing the step's statement number STMT (0-based,
@@ -41,6 +43,7 @@ import (
 // testHooks holds the parsed hooks; a field is nil when its hook is unset.
 type testHooks struct {
 	corrupt []int // rank, step, bucket, elem
+	param   []int // rank, step, bucket, parameter element
 	panic   []int // rank, step
 	hang    []int // rank, step, statement (-1: the start of the step)
 	allocs  bool
@@ -79,6 +82,7 @@ var testHooksFromEnv = sync.OnceValue(func() *testHooks {
 	}
 	h := &testHooks{
 		corrupt: parse("SYNCGEN_TEST_CORRUPT", 4),
+		param:   parse("SYNCGEN_TEST_CORRUPT_PARAM", 4),
 		panic:   parse("SYNCGEN_TEST_PANIC", 2),
 		hang:    parse("SYNCGEN_TEST_HANG", 3),
 	}
@@ -141,6 +145,7 @@ func sleepForever() {
 
 // beforeCheck runs before the check of step i.
 func (h *testHooks) beforeCheck(e *Engine, i int) {
+	h.corruptParam(e, i)
 	c := h.corrupt
 	if c == nil || c[0] != e.rank || c[1] != i || c[2] < 0 || c[2] >= len(e.plan.Buckets) {
 		return
@@ -203,4 +208,29 @@ func (e *Engine) startQueued() {
 	if f, ok := e.be.(backend.Flusher); ok {
 		f.Start()
 	}
+}
+
+// corruptParam adds one to a parameter element (SYNCGEN_TEST_CORRUPT_PARAM).
+func (h *testHooks) corruptParam(e *Engine, i int) {
+	c := h.param
+	if c == nil || c[0] != e.rank || c[1] != i || c[2] < 0 || c[2] >= len(e.plan.Buckets) {
+		return
+	}
+	el := e.tr.params[c[2]].Param
+	if int64(c[3]) >= el.N {
+		fmt.Fprintf(os.Stderr, "SYNCGEN_TEST_CORRUPT_PARAM: rank %d changed nothing: bucket %d has %d parameters\n", e.rank, c[2], el.N)
+		return
+	}
+	el.Off, el.N = int64(c[3]), 1
+	b := make([]byte, el.Bytes())
+	vals := make([]float64, 1)
+	if e.be.CopyToHost(b, el) != nil {
+		return
+	}
+	elem.LoadAll(vals, b, el.DType)
+	vals[0]++
+	elem.StoreAll(b, el.DType, vals)
+	_ = e.be.CopyFromHost(el, b)
+	fmt.Fprintf(os.Stderr, "SYNCGEN_TEST_CORRUPT_PARAM: rank %d changed parameter %d of bucket %q before the check of step %d\n",
+		e.rank, c[3], e.plan.Buckets[c[2]].Name, i)
 }

@@ -42,7 +42,7 @@ func Digest(p *Plan, prog *Program) [32]byte {
 		w(s.Name, uint8(s.Priority))
 	}
 	for _, b := range p.Buckets {
-		w(b.Name, uint8(b.Wire), b.Elems, len(b.Tensors))
+		w(b.Name, uint8(b.Wire), b.Elems, len(b.Tensors), b.PreDivide)
 		for _, t := range b.Tensors {
 			w(t)
 		}
@@ -56,11 +56,16 @@ func Digest(p *Plan, prog *Program) [32]byte {
 			for _, b := range s.Buckets {
 				w(b)
 			}
+			o := &s.Optim
+			w(uint8(o.Kind), o.LR, o.WeightDecay, o.Momentum, o.Beta1, o.Beta2, o.Eps, o.Master, s.Agree)
 			stmts(s.Body)
 		}
 	}
 	stmts(prog.Init)
 	stmts(prog.Step)
+	if c := p.Scaler; c != nil {
+		w(uint8(c.Rule), c.Init, c.Growth, c.Backoff, c.Interval, c.Hysteresis, c.Min, c.Max)
+	}
 	var out [32]byte
 	copy(out[:], h.Sum(nil))
 	return out

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/syncgen/syncgen/runtime/internal/elem"
+	"github.com/syncgen/syncgen/runtime/internal/scaler"
 )
 
 // Priority is a stream's scheduling priority.
@@ -85,6 +86,10 @@ type Bucket struct {
 	Wire    elem.DType
 	Elems   int64
 	Tensors []int
+	// PreDivide makes an `op avg` of the bucket divide every rank's input
+	// by the number of ranks before the sum instead of the sum after it
+	// (backend.CollOp.PreDivide).
+	PreDivide bool
 }
 
 // Run holds the defaults for the program's flags.
@@ -109,6 +114,8 @@ type Plan struct {
 	Streams []Stream
 	Buckets []Bucket
 	Run     Run
+	// Scaler is the loss scaler, nil for none.
+	Scaler *scaler.Spec
 }
 
 // AfterKind says what a collective waits for besides its own stream.
@@ -123,6 +130,9 @@ const (
 	// AfterStreamKind: the collective waits for the work queued so far on
 	// another stream.
 	AfterStreamKind
+	// AfterSyncedKind: each bucket's update or unscale waits for that
+	// bucket's last collective before it in the step (its end event).
+	AfterSyncedKind
 )
 
 // After is a collective's dependency, built with AfterReady or AfterStream.
@@ -138,6 +148,10 @@ func AfterReady() After { return After{kind: AfterReadyKind} }
 
 // AfterStream makes the collective wait for the work queued on stream so far.
 func AfterStream(stream int) After { return After{kind: AfterStreamKind, stream: stream} }
+
+// AfterSynced makes each bucket's update or unscale wait for the end of
+// that bucket's last collective before it in the step.
+func AfterSynced() After { return After{kind: AfterSyncedKind} }
 
 // Kind says what the dependency waits for.
 func (a After) Kind() AfterKind { return a.kind }

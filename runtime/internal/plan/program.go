@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/syncgen/syncgen/runtime/internal/elem"
+	"github.com/syncgen/syncgen/runtime/internal/optim"
 	"github.com/syncgen/syncgen/runtime/internal/text"
 )
 
@@ -25,9 +27,11 @@ const (
 	StmtColl
 	StmtGroup
 	StmtWait
+	StmtUpdate
+	StmtUnscale
 )
 
-var stmtKindNames = [...]string{"none", "backward", "compute", "collective", "group", "wait"}
+var stmtKindNames = [...]string{"none", "backward", "compute", "collective", "group", "wait", "update", "unscale"}
 
 // String names the kind as the .sync language does.
 func (k StmtKind) String() string {
@@ -48,8 +52,15 @@ type Stmt struct {
 	Op    RedOp
 	Root  int
 	After After
-	// Buckets are the targets of a collective.
+	// Buckets are the targets of a collective, an update or an unscale.
 	Buckets []int
+	// Optim is an update's optimizer.
+	Optim optim.Spec
+	// Agree makes an unscale agree on the overflow flag across ranks (an
+	// allreduce of the flag with max). The recording sets it where the
+	// plan asks for it or a bucket's gradients differ between ranks
+	// (sharded or not yet synchronised); see Program.Prepare.
+	Agree bool
 	// Body holds a group's collectives.
 	Body []Stmt
 	// ID numbers the collective statements of a block in program order
@@ -151,6 +162,13 @@ func (prog *Program) Validate(p *Plan, size int) error {
 			if s.After.Kind() == AfterStreamKind && (s.After.Stream() < 0 || s.After.Stream() >= len(p.Streams)) {
 				bad(s.At, "after: stream %d does not exist", s.After.Stream())
 			}
+			if s.Kind == StmtUpdate || s.Kind == StmtUnscale {
+				validateTrain(p, s, bad)
+				continue
+			}
+			if s.After.Kind() == AfterSyncedKind {
+				bad(s.At, "%s cannot wait for synced buckets (after synced is an update's or an unscale's)", s.Kind)
+			}
 			if s.Kind != StmtColl {
 				if s.After.Kind() == AfterReadyKind {
 					bad(s.At, "%s cannot wait for ready gradients (after ready is a collective's); give it after a stream", s.Kind)
@@ -183,6 +201,23 @@ func (prog *Program) Validate(p *Plan, size int) error {
 	}
 	walk(prog.Init)
 	walk(prog.Step)
+	for _, s := range Flat(prog.Init) {
+		if s.Kind == StmtUpdate || s.Kind == StmtUnscale {
+			bad(s.At, "%s belongs in the step: init has no gradients", s.Kind)
+		}
+	}
+	updated := map[int]Src{}
+	for _, s := range Flat(prog.Step) {
+		if s.Kind != StmtUpdate {
+			continue
+		}
+		for _, b := range s.Buckets {
+			if first, ok := updated[b]; ok && b >= 0 && b < len(p.Buckets) {
+				bad(s.At, "bucket %q is updated twice in the step (first at %s)", p.Buckets[b].Name, first)
+			}
+			updated[b] = s.At
+		}
+	}
 	for i, t := range p.Tensors {
 		if !t.DType.Valid() {
 			errs = append(errs, fmt.Errorf("tensor %q: invalid dtype %d", t.Name, t.DType))
@@ -272,6 +307,17 @@ func (r *Recorder) oneAfter(at Src, after []After) After {
 	return after[0]
 }
 
+// Update records an update of buckets with optimizer opt on stream.
+func (r *Recorder) Update(at Src, stream int, opt optim.Spec, after After, buckets ...int) {
+	r.Add(Stmt{Kind: StmtUpdate, At: at, Stream: stream, Optim: opt, After: after, Buckets: slices.Clone(buckets)})
+}
+
+// Unscale records an unscale of buckets on stream; agree asks for the
+// flag's agreement across ranks.
+func (r *Recorder) Unscale(at Src, stream int, agree bool, after After, buckets ...int) {
+	r.Add(Stmt{Kind: StmtUnscale, At: at, Stream: stream, Agree: agree, After: after, Buckets: slices.Clone(buckets)})
+}
+
 // Wait records that the host waits for stream.
 func (r *Recorder) Wait(at Src, stream int) {
 	r.Add(Stmt{Kind: StmtWait, At: at, Stream: stream})
@@ -308,4 +354,51 @@ func (r *Recorder) Collective(st Stmt, buckets []int) {
 	st.Kind = StmtColl
 	st.Buckets = slices.Clone(buckets)
 	r.Add(st)
+}
+
+// validateTrain checks an update or an unscale against the plan's tables.
+func validateTrain(p *Plan, s Stmt, bad func(at Src, format string, args ...any)) {
+	if len(s.Buckets) == 0 {
+		bad(s.At, "%s has no buckets", s.Kind)
+	}
+	if k := s.After.Kind(); k == AfterReadyKind {
+		bad(s.At, "%s cannot wait for ready gradients; give it after synced or after a stream", s.Kind)
+	}
+	if s.Kind == StmtUnscale && p.Scaler == nil {
+		bad(s.At, "unscale without a scaler: the plan declares none")
+	}
+	if s.Kind == StmtUpdate {
+		o := s.Optim
+		switch {
+		case o.Kind != optim.SGD && o.Kind != optim.AdamW:
+			bad(s.At, "update with unknown optimizer %s", o.Kind)
+		case !(o.LR > 0):
+			bad(s.At, "update with learning rate %v: it must be a positive number", o.LR)
+		case o.Kind == optim.AdamW && !(o.Eps > 0 && o.Beta1 >= 0 && o.Beta1 < 1 && o.Beta2 >= 0 && o.Beta2 < 1):
+			bad(s.At, "adamw needs 0 <= beta1, beta2 < 1 and eps > 0 (got %v, %v, %v)", o.Beta1, o.Beta2, o.Eps)
+		}
+	}
+	for _, b := range s.Buckets {
+		if b < 0 || b >= len(p.Buckets) {
+			bad(s.At, "bucket %d does not exist (the plan has %d)", b, len(p.Buckets))
+			continue
+		}
+		bk := &p.Buckets[b]
+		var pdt elem.DType
+		for i, t := range bk.Tensors {
+			dt := p.Tensors[t].DType
+			if !dt.IsFloat() {
+				bad(s.At, "%s of bucket %q: tensor %q is %s; it needs float gradients", s.Kind, bk.Name, p.Tensors[t].Name, dt)
+				break
+			}
+			if s.Kind == StmtUpdate {
+				if d := s.Optim.ParamDType(dt); i == 0 {
+					pdt = d
+				} else if d != pdt {
+					bad(s.At, "update of bucket %q: its tensors' parameters would be %s and %s; give the update master f32", bk.Name, pdt, d)
+					break
+				}
+			}
+		}
+	}
 }

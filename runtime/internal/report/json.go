@@ -33,6 +33,7 @@ type jsonReport struct {
 	Params    int64             `json:"parameters"`
 	GradBytes int64             `json:"gradient_bytes"`
 	Buckets   []jsonRow         `json:"buckets"`
+	Train     *jsonTrain        `json:"training,omitempty"`
 	Summary   jsonSummary       `json:"summary"`
 }
 
@@ -121,6 +122,7 @@ func makeJSON(run *Run, rep *Report, info *Info) jsonReport {
 	// Empty lists are [] rather than null: a plan whose step has no
 	// collective still has a list of buckets, and --steps 0 a list of
 	// step times.
+	j.Train = makeJSONTrain(run, rep)
 	j.Buckets = []jsonRow{}
 	for _, r := range rep.rows {
 		b := p.Buckets[r.Bucket]

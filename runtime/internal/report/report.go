@@ -37,6 +37,7 @@ type Report struct {
 	checks    int
 	bucketBad []int64 // per bucket, summed over ranks
 	bucketUnc []int64
+	train     trainReport
 }
 
 // rowReport is one line of the table.
@@ -88,6 +89,7 @@ func encodeFigures(res *result.Results, nb int) []byte {
 	for _, s := range res.Steps {
 		vals = append(vals, float64(s.Step), float64(s.Compute), float64(s.Comm), float64(s.Hidden))
 	}
+	vals = trainFigures(vals, res, nb)
 	rec := make([]byte, 8*len(vals))
 	for i, v := range vals {
 		binary.LittleEndian.PutUint64(rec[8*i:], math.Float64bits(v))
@@ -173,6 +175,8 @@ func buildReport(p *plan.Plan, prog *plan.Program, bufElems []int64, res *result
 		}
 		rep.stepTimes = append(rep.stepTimes, time.Duration(st))
 	}
+	rep.train = buildTrain(res, nb, ns, n, sbase+4*ns, at)
+	rep.wrong += rep.train.wrongParams
 	if ns > 0 {
 		k := float64(ns * n)
 		rep.compute = time.Duration(comp / k)
@@ -316,6 +320,7 @@ func Print(w io.Writer, run *Run, rep *Report) {
 			fmt.Fprintf(w, "# %s\n", run.PieceNote)
 		}
 	}
+	printTrain(w, run, rep)
 	if len(rep.stepTimes) > 0 {
 		fmt.Fprintf(w, "# step time p50 %s, p90 %s, mean %s; compute %s; exposed communication (mean step - compute) %s; communication %s, %.1f%% overlapped with compute\n",
 			text.Dur(rep.p50), text.Dur(rep.p90), text.Dur(rep.mean), text.Dur(rep.compute), text.Dur(rep.exposed), text.Dur(rep.comm), rep.overlap)
@@ -333,6 +338,12 @@ func Print(w io.Writer, run *Run, rep *Report) {
 		parts = append(parts, "0 checks (the step has no collective to check)")
 	default:
 		parts = append(parts, fmt.Sprintf("%d wrong", rep.wrong))
+		if n := rep.train.wrongParams; n > 0 {
+			parts = append(parts, fmt.Sprintf("of which %d in parameters", n))
+		}
+		if n := rep.train.uncheckedParams; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d parameter elements unchecked (their gradients were not predictable)", n))
+		}
 		if rep.unchecked > 0 {
 			parts = append(parts, fmt.Sprintf("%d unchecked (values beyond the exact range of their dtype, or past 64 collectives since their last gradient)", rep.unchecked))
 		}

@@ -79,6 +79,11 @@ func traceEvents(run *Run, recs []result.Traced) []traceEvent {
 			ev.Name, ev.Cat, ev.Tid = r.Name, "wait", 0
 		case result.Barrier:
 			ev.Name, ev.Cat = "step barrier", "sync"
+		case result.Update, result.Unscale:
+			ev.Name, ev.Cat = r.Name, "update"
+			ev.Args["bucket"], ev.Args["bytes"] = run.Plan.Buckets[r.Bucket].Name, r.Bytes
+		case result.Flag:
+			ev.Name, ev.Cat = "allreduce overflow flag", "collective"
 		}
 		out = append(out, ev)
 	}

@@ -19,6 +19,12 @@ const (
 	Grad
 	Wait
 	Barrier
+	// Update is one bucket's optimizer update; Unscale one bucket's
+	// unscale and inf/NaN check; Flag the allreduce that agrees on the
+	// overflow flag.
+	Update
+	Unscale
+	Flag
 )
 
 // Record is one measured piece of work of the current step: on a stream
@@ -34,8 +40,11 @@ type Record struct {
 	Op     plan.RedOp
 	Bytes  int64
 	Group  bool
-	Start  backend.Event
-	End    backend.Event
+	// Index is an update's or unscale's place among the step's flat
+	// statements (plan.Flat), for the training table's rows.
+	Index int
+	Start backend.Event
+	End   backend.Event
 	// Host times (Wait), and the resolved times of all records after the
 	// step, relative to the step's epoch.
 	HostStart, HostEnd time.Time
@@ -64,6 +73,33 @@ type StepStats struct {
 	Compute time.Duration // union of backward and compute intervals
 	Comm    time.Duration // union of collective intervals
 	Hidden  time.Duration // communication that overlapped compute
+	// The training step's work: the union of the updates' intervals and
+	// the part of it that overlapped communication; the unscales'
+	// (with the flag's allreduce).
+	Update       time.Duration
+	UpdateHidden time.Duration
+	Unscale      time.Duration
+}
+
+// TrainRow is one line of the training step's table: one bucket of one
+// update or unscale statement.
+type TrainRow struct {
+	Kind   Kind // Update or Unscale
+	Bucket int
+	At     plan.Src
+	Stream int
+	// Bytes is the memory the work reads and writes.
+	Bytes int64
+	// Times are this rank's durations in the measured steps.
+	Times []time.Duration
+}
+
+// Scaling is the loss scaler's course over every step, warm-up included.
+type Scaling struct {
+	// Scale[i] is step i's scale; Skipped[i] whether step i found an
+	// overflow and skipped its updates.
+	Scale   []float64
+	Skipped []bool
 }
 
 // Results is what a run produced on this rank.
@@ -77,12 +113,36 @@ type Results struct {
 	FirstBad  []string
 	Traced    []Traced // --trace: every step's records (KeepForTrace)
 	Origin    time.Time
+	// The training step: its table, the scaler's course (nil without a
+	// scaler), and per bucket the parameter elements checked wrong or
+	// not checkable.
+	TrainRows      []TrainRow
+	TrainRowOf     map[[2]int]int // (statement At index, bucket) -> TrainRows
+	Scaling        *Scaling
+	WrongParams    []int64
+	UncheckedParam []int64
 }
 
 // New returns the empty results of a run of prog: a row for every bucket
 // of every collective statement of the step.
 func New(p *plan.Plan, prog *plan.Program) *Results {
-	r := &Results{RowOf: map[[2]int]int{}, Wrong: make([]int64, len(p.Buckets)), Unchecked: make([]int64, len(p.Buckets))}
+	r := &Results{RowOf: map[[2]int]int{}, Wrong: make([]int64, len(p.Buckets)), Unchecked: make([]int64, len(p.Buckets)),
+		TrainRowOf: map[[2]int]int{}, WrongParams: make([]int64, len(p.Buckets)), UncheckedParam: make([]int64, len(p.Buckets))}
+	if p.Scaler != nil {
+		r.Scaling = &Scaling{}
+	}
+	for i, s := range plan.Flat(prog.Step) {
+		if s.Kind == plan.StmtUpdate || s.Kind == plan.StmtUnscale {
+			kind := Update
+			if s.Kind == plan.StmtUnscale {
+				kind = Unscale
+			}
+			for _, b := range s.Buckets {
+				r.TrainRowOf[[2]int{i, b}] = len(r.TrainRows)
+				r.TrainRows = append(r.TrainRows, TrainRow{Kind: kind, Bucket: b, At: s.At, Stream: s.Stream})
+			}
+		}
+	}
 	for _, s := range plan.Flat(prog.Step) {
 		if s.Kind != plan.StmtColl {
 			continue

@@ -35,6 +35,9 @@ var plans = map[string]func(arg string) (*rt.Plan, error){
 	"other":     other,
 	"root":      rootPlan,
 	"after":     afterPlan,
+	"train":     trainPlan,
+	"scaled":    scaledPlan,
+	"zero":      zeroPlan,
 }
 
 func main() {
@@ -445,4 +448,117 @@ func rootPlan(arg string) (*rt.Plan, error) {
 		s.Wait(src(8), comm)
 	}
 	return b.p, nil
+}
+
+// trainPlan ("train:OPT:DT[:master]"): two buckets of DT gradients,
+// all-reduced with avg after ready, each updated with optimizer OPT (sgd
+// or adamw) on the compute stream as soon as its own allreduce ends.
+func trainPlan(arg string) (*rt.Plan, error) {
+	parts := strings.Split(arg, ":")
+	if len(parts) < 2 {
+		return nil, fmt.Errorf("want train:sgd|adamw:DTYPE[:master]")
+	}
+	opt := rt.Optimizer{Kind: rt.SGD, LR: 0.01, Momentum: 0.9, WeightDecay: 1e-4}
+	switch parts[0] {
+	case "sgd":
+	case "sgd-plain":
+		opt = rt.Optimizer{Kind: rt.SGD, LR: 0.125}
+	case "adamw":
+		opt = rt.Optimizer{Kind: rt.AdamW, LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 0.01}
+	default:
+		return nil, fmt.Errorf("unknown optimizer %q", parts[0])
+	}
+	dt := dtypeOf(parts[1])
+	if dt == rt.InvalidDType {
+		return nil, fmt.Errorf("unknown dtype %q", parts[1])
+	}
+	opt.Master = len(parts) > 2 && parts[2] == "master"
+	b := newBuilder("train")
+	compute := b.stream("compute", rt.PriorityDefault)
+	comm := b.stream("comm", rt.PriorityHigh)
+	w0 := b.tensor("l0.weight", dt, 33, 17)
+	b0 := b.tensor("l0.bias", dt, 33)
+	w1 := b.tensor("l1.weight", dt, 10, 33)
+	b1 := b.tensor("l1.bias", dt, 10)
+	g0 := b.bucket("grads[0]", dt, b1, w1)
+	g1 := b.bucket("grads[1]", dt, b0, w0)
+	b.p.Step = func(s *rt.Step) {
+		s.Backward(src(10), compute, 2*time.Millisecond)
+		s.AllReduce(src(11), comm, rt.Avg, rt.AfterReady(), g0, g1)
+		s.Update(src(12), compute, opt, rt.AfterSynced(), g0, g1)
+		s.Wait(src(13), compute)
+	}
+	return b.p, nil
+}
+
+// scaledPlan ("scaled:RULE[:DT[:pre]]"): DT gradients (f32 by default)
+// with loss scaler RULE (static, torch, megatron, deepspeed) from a small
+// initial scale, all-reduced with avg (divided before the sum with pre),
+// unscaled and updated with AdamW with f32 master parameters.
+func scaledPlan(arg string) (*rt.Plan, error) {
+	parts := strings.Split(arg, ":")
+	rules := map[string]rt.Scaler{
+		"static":    {Rule: rt.ScaleStatic, Init: 64},
+		"torch":     {Rule: rt.ScaleTorch, Init: 256, Interval: 3},
+		"megatron":  {Rule: rt.ScaleMegatron, Init: 256, Interval: 3},
+		"deepspeed": {Rule: rt.ScaleDeepSpeed, Init: 256, Interval: 3},
+	}
+	sc, ok := rules[parts[0]]
+	if !ok {
+		return nil, fmt.Errorf("want scaled:static|torch|megatron|deepspeed[:DTYPE[:pre]]")
+	}
+	dt := rt.F32
+	if len(parts) > 1 {
+		if dt = dtypeOf(parts[1]); dt == rt.InvalidDType {
+			return nil, fmt.Errorf("unknown dtype %q", parts[1])
+		}
+	}
+	b := newBuilder("scaled")
+	b.p.Scaler = &sc
+	compute := b.stream("compute", rt.PriorityDefault)
+	comm := b.stream("comm", rt.PriorityHigh)
+	w := b.tensor("w", dt, 40, 25)
+	v := b.tensor("v", dt, 77)
+	g := b.bucket("grads", dt, v, w)
+	b.p.Buckets[g].PreDivide = len(parts) > 2 && parts[2] == "pre"
+	opt := rt.Optimizer{Kind: rt.AdamW, LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 0.01, Master: true}
+	b.p.Step = func(s *rt.Step) {
+		s.Backward(src(10), compute, time.Millisecond)
+		s.AllReduce(src(11), comm, rt.Avg, rt.AfterReady(), g)
+		s.Unscale(src(12), compute, false, rt.AfterSynced(), g)
+		s.Update(src(13), compute, opt, rt.AfterSynced(), g)
+		s.Wait(src(14), compute)
+	}
+	return b.p, nil
+}
+
+// zeroPlan ("zero"): ZeRO's step: the gradients reduce-scattered, each
+// rank's shard unscaled (the ranks agree on overflows) and updated, and
+// the new parameters all-gathered, with no host wait in between.
+func zeroPlan(string) (*rt.Plan, error) {
+	b := newBuilder("zero")
+	b.p.Scaler = &rt.Scaler{Rule: rt.ScaleTorch, Init: 1024, Interval: 4}
+	compute := b.stream("compute", rt.PriorityDefault)
+	comm := b.stream("comm", rt.PriorityHigh)
+	g := b.bucket("grads", rt.BF16, b.tensor("w", rt.BF16, 31, 13), b.tensor("v", rt.BF16, 9))
+	opt := rt.Optimizer{Kind: rt.AdamW, LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, Master: true}
+	b.p.Step = func(s *rt.Step) {
+		s.Backward(src(10), compute, time.Millisecond)
+		s.ReduceScatter(src(11), comm, rt.Avg, rt.AfterReady(), g)
+		s.Unscale(src(12), compute, false, rt.AfterStream(comm), g)
+		s.Update(src(13), compute, opt, rt.AfterStream(comm), g)
+		s.AllGather(src(14), comm, rt.AfterStream(compute), g)
+		s.Wait(src(15), comm)
+	}
+	return b.p, nil
+}
+
+// dtypeOf returns the dtype named s, or InvalidDType.
+func dtypeOf(s string) rt.DType {
+	for i, n := range dtypeNames {
+		if n == s && i > 0 {
+			return rt.DType(i)
+		}
+	}
+	return rt.InvalidDType
 }

@@ -1,0 +1,233 @@
+package report
+
+// The training step in the report: the update and unscale table, the
+// update's share hidden behind communication, the loss scaler's course,
+// and the parameters checked against the reference.
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/syncgen/syncgen/runtime/internal/plan"
+	"github.com/syncgen/syncgen/runtime/internal/result"
+	"github.com/syncgen/syncgen/runtime/internal/text"
+)
+
+// trainReport is the training step's part of the Report.
+type trainReport struct {
+	rows []trainRowReport
+	// Means over ranks and measured steps.
+	update, updateHidden, unscale time.Duration
+	// Parameter elements wrong and not checkable, over ranks and checks.
+	wrongParams, uncheckedParams int64
+	// The scaler's course (the same on every rank: the ranks agree on
+	// every overflow); nil without a scaler.
+	scaling *result.Scaling
+}
+
+// trainRowReport is one line of the training table.
+type trainRowReport struct {
+	result.TrainRow
+	time  time.Duration // max over ranks of the mean
+	gbps  float64       // Bytes over time
+	wrong int64         // parameter elements, on the bucket's update row
+}
+
+// trainFigures appends one rank's training figures to vals: row means,
+// per-bucket wrong and unchecked parameters, then per measured step
+// (update, hidden update, unscale).
+func trainFigures(vals []float64, res *result.Results, nb int) []float64 {
+	for _, r := range res.TrainRows {
+		vals = append(vals, float64(meanDur(r.Times)))
+	}
+	for b := 0; b < nb; b++ {
+		vals = append(vals, float64(res.WrongParams[b]), float64(res.UncheckedParam[b]))
+	}
+	for _, s := range res.Steps {
+		vals = append(vals, float64(s.Update), float64(s.UpdateHidden), float64(s.Unscale))
+	}
+	return vals
+}
+
+// buildTrain reads what trainFigures wrote from index base of each rank's
+// figures.
+func buildTrain(res *result.Results, nb, ns, n, base int, at func(rank, i int) float64) trainReport {
+	tr := trainReport{scaling: res.Scaling}
+	nt := len(res.TrainRows)
+	wrong := make([]int64, nb)
+	for b := 0; b < nb; b++ {
+		for r := 0; r < n; r++ {
+			wrong[b] += int64(at(r, base+nt+2*b))
+			tr.uncheckedParams += int64(at(r, base+nt+2*b+1))
+		}
+		tr.wrongParams += wrong[b]
+	}
+	for i, row := range res.TrainRows {
+		var t float64
+		for r := 0; r < n; r++ {
+			t = max(t, at(r, base+i))
+		}
+		rr := trainRowReport{TrainRow: row, time: time.Duration(t)}
+		if t > 0 {
+			rr.gbps = float64(row.Bytes) / t
+		}
+		if row.Kind == result.Update {
+			rr.wrong = wrong[row.Bucket]
+		}
+		tr.rows = append(tr.rows, rr)
+	}
+	sbase := base + nt + 2*nb
+	var upd, hid, uns float64
+	for s := 0; s < ns; s++ {
+		for r := 0; r < n; r++ {
+			upd += at(r, sbase+3*s)
+			hid += at(r, sbase+3*s+1)
+			uns += at(r, sbase+3*s+2)
+		}
+	}
+	if ns > 0 {
+		k := float64(ns * n)
+		tr.update, tr.updateHidden, tr.unscale = time.Duration(upd/k), time.Duration(hid/k), time.Duration(uns/k)
+	}
+	return tr
+}
+
+// hiddenPct is the share of the update that ran while communication did.
+func (tr *trainReport) hiddenPct() float64 {
+	if tr.update <= 0 {
+		return 0
+	}
+	return 100 * float64(tr.updateHidden) / float64(tr.update)
+}
+
+// skipped lists the steps that overflowed.
+func (tr *trainReport) skipped() []int {
+	var out []int
+	if tr.scaling != nil {
+		for i, s := range tr.scaling.Skipped {
+			if s {
+				out = append(out, i)
+			}
+		}
+	}
+	return out
+}
+
+// printTrain prints the training table and its summary lines.
+func printTrain(w io.Writer, run *Run, rep *Report) {
+	tr := &rep.train
+	p := run.Plan
+	measured := len(rep.stepTimes) > 0
+	if len(tr.rows) > 0 && !run.Quiet {
+		fmt.Fprintf(w, "#\n# %-24s %-9s %-10s %12s %12s %10s %7s\n", "bucket", "work", "stream", "bytes", "time(us)", "GB/s", "wrong")
+		for _, r := range tr.rows {
+			work, wrong := "unscale", ""
+			if r.Kind == result.Update {
+				work = optimizerOf(run.Prog, r.At)
+				wrong = fmt.Sprint(r.wrong)
+				if rep.checks == 0 {
+					wrong = "-"
+				}
+			}
+			tm, bw := "-", "-"
+			if measured {
+				tm, bw = fmt.Sprintf("%.1f", float64(r.time)/1e3), fmt.Sprintf("%.3f", r.gbps)
+			}
+			fmt.Fprintf(w, "  %s %-9s %-10s %12d %12s %10s %7s\n", text.Cell(p.Buckets[r.Bucket].Name, 24), work,
+				text.Cell(p.Streams[r.Stream].Name, 10), r.Bytes, tm, bw, wrong)
+		}
+		fmt.Fprintf(w, "# bytes: what the work reads and writes; wrong: parameter and optimizer-state elements that differ from the Go reference\n")
+	}
+	if len(tr.rows) > 0 && measured {
+		unscale := ""
+		if tr.scaling != nil {
+			unscale = "; unscale and overflow check " + text.Dur(tr.unscale)
+		}
+		fmt.Fprintf(w, "# update %s a step, %.1f%% of it while communication ran%s\n", text.Dur(tr.update), tr.hiddenPct(), unscale)
+	}
+	if sc := tr.scaling; sc != nil && len(sc.Scale) > 0 {
+		skipped := tr.skipped()
+		list := ""
+		if len(skipped) > 0 {
+			var s []string
+			for _, k := range skipped[:min(len(skipped), 10)] {
+				s = append(s, fmt.Sprint(k))
+			}
+			if len(skipped) > 10 {
+				s = append(s, fmt.Sprintf("and %d more", len(skipped)-10))
+			}
+			list = " (steps " + strings.Join(s, ", ") + ")"
+		}
+		fmt.Fprintf(w, "# loss scale (%s): %d of %d steps skipped on overflow%s; scale %g at the first step, %g at the last\n",
+			p.Scaler.Rule, len(skipped), len(sc.Scale), list, sc.Scale[0], sc.Scale[len(sc.Scale)-1])
+	}
+}
+
+// optimizerOf names the optimizer of the update at at.
+func optimizerOf(prog *plan.Program, at plan.Src) string {
+	for _, s := range plan.Flat(prog.Step) {
+		if s.Kind == plan.StmtUpdate && s.At == at {
+			return s.Optim.Kind.String()
+		}
+	}
+	return "update"
+}
+
+// jsonTrain is the training step in the JSON file (times in
+// microseconds, bandwidths in GB/s).
+type jsonTrain struct {
+	Rows            []jsonTrainRow `json:"rows"`
+	UpdateUs        float64        `json:"update_us"`
+	UpdateHiddenPct float64        `json:"update_hidden_pct"`
+	UnscaleUs       float64        `json:"unscale_us"`
+	WrongParams     int64          `json:"wrong_parameters"`
+	UncheckedParams int64          `json:"unchecked_parameters"`
+	Scaler          *jsonScaler    `json:"scaler,omitempty"`
+}
+
+// jsonTrainRow is one line of the training table.
+type jsonTrainRow struct {
+	Bucket string  `json:"bucket"`
+	Src    string  `json:"src"`
+	Stream string  `json:"stream"`
+	Work   string  `json:"work"`
+	Bytes  int64   `json:"bytes"`
+	TimeUs float64 `json:"time_us"`
+	GBs    float64 `json:"gbs"`
+}
+
+// jsonScaler is the loss scaler's course: every step's scale (warm-up
+// included) and the steps it skipped.
+type jsonScaler struct {
+	Rule    string    `json:"rule"`
+	Scale   []float64 `json:"scale"`
+	Skipped []int     `json:"skipped_steps"`
+}
+
+// makeJSONTrain fills the training part of the JSON file; nil for a plan
+// without updates, unscales or scaler.
+func makeJSONTrain(run *Run, rep *Report) *jsonTrain {
+	tr := &rep.train
+	if len(tr.rows) == 0 && tr.scaling == nil {
+		return nil
+	}
+	j := &jsonTrain{Rows: []jsonTrainRow{}, UpdateUs: float64(tr.update) / 1e3, UpdateHiddenPct: tr.hiddenPct(),
+		UnscaleUs: float64(tr.unscale) / 1e3, WrongParams: tr.wrongParams, UncheckedParams: tr.uncheckedParams}
+	for _, r := range tr.rows {
+		work := "unscale"
+		if r.Kind == result.Update {
+			work = optimizerOf(run.Prog, r.At)
+		}
+		j.Rows = append(j.Rows, jsonTrainRow{Bucket: run.Plan.Buckets[r.Bucket].Name, Src: string(r.At), Stream: run.Plan.Streams[r.Stream].Name,
+			Work: work, Bytes: r.Bytes, TimeUs: float64(r.time) / 1e3, GBs: r.gbps})
+	}
+	if sc := tr.scaling; sc != nil {
+		j.Scaler = &jsonScaler{Rule: run.Plan.Scaler.Rule.String(), Scale: append([]float64{}, sc.Scale...), Skipped: tr.skipped()}
+		if j.Scaler.Skipped == nil {
+			j.Scaler.Skipped = []int{}
+		}
+	}
+	return j
+}
