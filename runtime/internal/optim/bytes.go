@@ -2,6 +2,7 @@ package optim
 
 import (
 	"math"
+	"unsafe"
 
 	"github.com/syncgen/syncgen/runtime/internal/elem"
 )
@@ -52,6 +53,10 @@ type Memory struct {
 // parameters and state rounded to the parameter dtype, and the parameters
 // also into Out.
 func UpdateBytes(h *Hyper, m *Memory) {
+	if m.GradDT == elem.F32 && m.ParamDT == elem.F32 && m.Out == nil && !h.F64 {
+		update32(h, m)
+		return
+	}
 	var g, p, s0, s1 [chunk]float64
 	gs, ps := int(m.GradDT.Size()), int(m.ParamDT.Size())
 	n := len(m.Grad) / gs
@@ -81,4 +86,32 @@ func UpdateBytes(h *Hyper, m *Memory) {
 			elem.StoreAll(at(m.Out, os), m.OutDT, p[:k])
 		}
 	}
+}
+
+// update32 is UpdateBytes for float32 gradients and parameters, the
+// common case, without decoding to float64 and back: the same arithmetic
+// (apply32) on the memory itself.
+func update32(h *Hyper, m *Memory) {
+	g, p := f32s(m.Grad), f32s(m.Param)
+	s0, s1 := f32s(m.State[0]), f32s(m.State[1])
+	var zero float32
+	for i := range g {
+		a, b := &zero, &zero
+		if s0 != nil {
+			a = &s0[i]
+		}
+		if s1 != nil {
+			b = &s1[i]
+		}
+		p[i], *a, *b = h.apply32(g[i], p[i], *a, *b)
+		zero = 0
+	}
+}
+
+// f32s views b as float32s (nil for no memory).
+func f32s(b []byte) []float32 {
+	if len(b) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*float32)(unsafe.Pointer(&b[0])), len(b)/4)
 }
