@@ -48,6 +48,13 @@ if [ "$mode" = build ]; then
 		"$sg" build -o "$bin/examples/$n" "$f" || echo "gpu-check build: $f failed to build" >&2
 		strip "$bin/examples/$n"
 	done
+	# The training step's benchmark (bench/train/run.sh with PREBUILT).
+	mkdir -p $bin/train
+	for f in bench/train/*.sync; do
+		n=$(basename "$f" .sync)
+		"$sg" build -o "$bin/train/$n" "$f" || echo "gpu-check build: $f failed to build" >&2
+		strip "$bin/train/$n"
+	done
 	du -sh $bin
 	exit 0
 fi

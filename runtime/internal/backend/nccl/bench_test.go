@@ -18,6 +18,7 @@ import (
 	"github.com/syncgen/syncgen/runtime/cuda"
 	"github.com/syncgen/syncgen/runtime/internal/backend"
 	"github.com/syncgen/syncgen/runtime/internal/elem"
+	"github.com/syncgen/syncgen/runtime/internal/optim"
 	"github.com/syncgen/syncgen/runtime/internal/plan"
 	ncclapi "github.com/syncgen/syncgen/runtime/nccl"
 )
@@ -162,6 +163,36 @@ func TestGPUBench(t *testing.T) {
 		{"cast f16 -> f32", 6 * f32.N, func() error { return compute.Cast(d32, f16) }},
 		{"cast f16 -> bf16 (generic)", 4 * f32.N, func() error { return compute.Cast(backend.Span{Buf: dst, N: f32.N, DType: elem.BF16}, f16) }},
 	}
+	// The training step's kernels: unscale with its overflow check, and
+	// the optimizer updates (gradients in f32, or bf16 with f32 master
+	// parameters). The flag stays clear: the values are finite.
+	m := backend.Span{Buf: mustAlloc(t, b, elem.F32, f32.N), N: f32.N, DType: elem.F32}
+	v := backend.Span{Buf: mustAlloc(t, b, elem.F32, f32.N), N: f32.N, DType: elem.F32}
+	flag := backend.Span{Buf: mustAlloc(t, b, elem.I32, 1), N: 1, DType: elem.I32}
+	must(b.CopyFromHost(flag, make([]byte, 4)))
+	must(compute.Fill(f32, p))
+	must(compute.Fill(h16, p))
+	must(compute.Fill(d32, p))
+	must(compute.Set(m, 0))
+	must(compute.Set(v, 0))
+	sgd := optim.Spec{Kind: optim.SGD, LR: 1e-3, Momentum: 0.9}.Hyper(1, elem.F32)
+	adamw := optim.Spec{Kind: optim.AdamW, LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 0.01}.Hyper(1, elem.F32)
+	rows = append(rows, []struct {
+		name  string
+		bytes int64
+		work  func() error
+	}{
+		{"unscale f32 (x1, checked)", 8 * f32.N, func() error { return compute.Scale(f32, 1, flag) }},
+		{"update sgd momentum f32", 20 * f32.N, func() error {
+			return compute.Update(backend.UpdateOp{Grad: f32, Param: d32, State: [2]backend.Span{m}, Flag: flag, Hyper: sgd})
+		}},
+		{"update adamw f32", 28 * f32.N, func() error {
+			return compute.Update(backend.UpdateOp{Grad: f32, Param: d32, State: [2]backend.Span{m, v}, Flag: flag, Hyper: adamw})
+		}},
+		{"update adamw bf16 -> f32 master", 26 * f32.N, func() error {
+			return compute.Update(backend.UpdateOp{Grad: h16, Param: d32, State: [2]backend.Span{m, v}, Flag: flag, Hyper: adamw})
+		}},
+	}...)
 	for _, r := range rows {
 		gbs := timeIt(r.name, r.bytes, r.work)
 		fmt.Printf("%-28s %10.0f%% of cudaMemcpy\n", "", 100*gbs/memcpy)
