@@ -169,10 +169,13 @@ func (g *generator) file() ([]byte, error) {
 				kv("Warmup", num(int64(p.Run.Warmup))),
 				kv("CheckEvery", num(int64(p.Run.CheckEvery))),
 			)),
+			scalerField(p.Scaler),
 			kv("Init", initRef(p.Init)),
 			kv("Step", jen.Id("step")),
 		} {
-			grp.Line().Add(field)
+			if field != nil {
+				grp.Line().Add(field)
+			}
 		}
 		grp.Line()
 	})
@@ -209,6 +212,29 @@ func (g *generator) file() ([]byte, error) {
 	buf.WriteString("\n")
 	writeBucketTable(&buf, p.Buckets)
 	return buf.Bytes(), nil
+}
+
+// scalerField is the plan's Scaler field, with the fields the plan gives
+// (the runtime fills the others from the rule's preset), or nil without a
+// scaler: plans without one read as they always did.
+func scalerField(sc *ir.Scaler) jen.Code {
+	if sc == nil {
+		return nil
+	}
+	fields := []jen.Code{kv("Rule", jen.Qual(RuntimePath, scalerRuleName(sc.Rule)))}
+	for _, f := range []struct {
+		name  string
+		value float64
+	}{
+		{"Init", sc.Init}, {"Growth", sc.Growth}, {"Backoff", sc.Backoff},
+		{"Interval", float64(sc.Interval)}, {"Hysteresis", float64(sc.Hysteresis)},
+		{"Min", sc.Min}, {"Max", sc.Max},
+	} {
+		if f.value != 0 {
+			fields = append(fields, kv(f.name, floatLit(f.value)))
+		}
+	}
+	return kv("Scaler", jen.Op("&").Qual(RuntimePath, "Scaler").Values(fields...))
 }
 
 func initRef(init []ir.Stmt) jen.Code {
@@ -306,7 +332,11 @@ func writeBucketTable(buf *bytes.Buffer, buckets []ir.Bucket) {
 			}
 			row = strconv.AppendInt(row, int64(t), 10)
 		}
-		row = append(row, "}},\n"...)
+		row = append(row, '}')
+		if b.PreDivide {
+			row = append(row, ", PreDivide: true"...)
+		}
+		row = append(row, "},\n"...)
 		buf.Write(row)
 	}
 	buf.WriteString("}\n")
@@ -335,6 +365,21 @@ func kv(key string, value jen.Code) jen.Code {
 // num renders an integer as an untyped constant ("4", not "int64(4)").
 func num(v int64) *jen.Statement {
 	return jen.Op(strconv.FormatInt(v, 10))
+}
+
+// floatLit renders a float as an untyped constant, as short as it is exact:
+// "0.001", "1e-08", "65536".
+func floatLit(v float64) *jen.Statement {
+	return jen.Op(floatText(v))
+}
+
+// floatText writes v in the fewest digits that give it back, without an
+// exponent for whole numbers below 2^53 (a scale of 16777216).
+func floatText(v float64) string {
+	if v == float64(int64(v)) && v < 1<<53 && v > -1<<53 {
+		return strconv.FormatInt(int64(v), 10)
+	}
+	return strconv.FormatFloat(v, 'g', -1, 64)
 }
 
 // block renders a list of statements as calls on s.
@@ -366,6 +411,10 @@ func (g *generator) stmt(s ir.Stmt) []jen.Code {
 		call = jen.Id("s").Dot("Group").Call(at, jen.Func().Params().Block(body...))
 	case ir.StmtCollective:
 		call = g.collective(s, at)
+	case ir.StmtUpdate:
+		call = jen.Id("s").Dot("Update").Call(at, jen.Id(g.streamIDs[s.Stream]), optimizer(s.Update), g.after(s.After), jen.Id(g.targets(s)).Op("..."))
+	case ir.StmtUnscale:
+		call = jen.Id("s").Dot("Unscale").Call(at, jen.Id(g.streamIDs[s.Stream]), jen.Lit(s.Agree), g.after(s.After), jen.Id(g.targets(s)).Op("..."))
 	default:
 		call = jen.Comment(fmt.Sprintf("unknown statement kind %d (a syncgen bug)", s.Kind))
 	}
@@ -404,10 +453,28 @@ func (g *generator) collective(s ir.Stmt, at jen.Code) jen.Code {
 	return jen.Comment(fmt.Sprintf("unknown collective %d (a syncgen bug)", s.Collective))
 }
 
+// optimizer renders an update's optimizer with every setting it takes
+// (complete values: the runtime fills in none) and Master when set.
+func optimizer(u ir.Update) jen.Code {
+	fields := []jen.Code{kv("Kind", jen.Qual(RuntimePath, optimizerName(u.Optimizer))), kv("LR", floatLit(u.LR)), kv("WeightDecay", floatLit(u.WeightDecay))}
+	switch u.Optimizer {
+	case ir.SGD:
+		fields = append(fields, kv("Momentum", floatLit(u.Momentum)))
+	case ir.AdamW:
+		fields = append(fields, kv("Beta1", floatLit(u.Beta1)), kv("Beta2", floatLit(u.Beta2)), kv("Eps", floatLit(u.Eps)))
+	}
+	if u.Master {
+		fields = append(fields, kv("Master", jen.True()))
+	}
+	return jen.Qual(RuntimePath, "Optimizer").Values(fields...)
+}
+
 func (g *generator) after(a ir.After) jen.Code {
 	switch a.Kind {
 	case ir.AfterReady:
 		return jen.Qual(RuntimePath, "AfterReady").Call()
+	case ir.AfterSynced:
+		return jen.Qual(RuntimePath, "AfterSynced").Call()
 	case ir.AfterStream:
 		return jen.Qual(RuntimePath, "AfterStream").Call(jen.Id(g.streamIDs[a.Stream]))
 	}
@@ -496,6 +563,21 @@ func (g *generator) describe(s ir.Stmt) string {
 		return "wait " + p.Streams[s.Stream].Name
 	case ir.StmtGroup:
 		return fmt.Sprintf("group of %d collectives", len(s.Body))
+	case ir.StmtUpdate, ir.StmtUnscale:
+		var b strings.Builder
+		var names []string
+		for _, i := range s.Buckets {
+			names = append(names, p.Buckets[i].Name)
+		}
+		b.WriteString(s.Kind.String() + " " + summarize(names))
+		if s.Kind == ir.StmtUpdate {
+			b.WriteString(" " + updateText(s.Update))
+		}
+		if s.Agree {
+			b.WriteString(" agree")
+		}
+		b.WriteString(" on " + p.Streams[s.Stream].Name + g.afterText(s.After))
+		return b.String()
 	case ir.StmtCollective:
 		var b strings.Builder
 		b.WriteString(s.Collective.String())
@@ -513,16 +595,40 @@ func (g *generator) describe(s ir.Stmt) string {
 		if s.Op != ir.NoOp {
 			b.WriteString(" op " + s.Op.String())
 		}
-		b.WriteString(" on " + p.Streams[s.Stream].Name)
-		switch s.After.Kind {
-		case ir.AfterReady:
-			b.WriteString(" after ready")
-		case ir.AfterStream:
-			b.WriteString(" after " + p.Streams[s.After.Stream].Name)
-		}
+		b.WriteString(" on " + p.Streams[s.Stream].Name + g.afterText(s.After))
 		return b.String()
 	}
 	return "?"
+}
+
+// afterText renders a dependency in .sync syntax, with a leading space.
+func (g *generator) afterText(a ir.After) string {
+	switch a.Kind {
+	case ir.AfterReady:
+		return " after ready"
+	case ir.AfterSynced:
+		return " after synced"
+	case ir.AfterStream:
+		return " after " + g.prog.Streams[a.Stream].Name
+	}
+	return ""
+}
+
+// updateText renders an update's optimizer and all its settings in .sync
+// syntax: `sgd lr 0.01 momentum 0.9 weight_decay 0`.
+func updateText(u ir.Update) string {
+	t := u.Optimizer.String() + " lr " + floatText(u.LR)
+	switch u.Optimizer {
+	case ir.SGD:
+		t += " momentum " + floatText(u.Momentum)
+	case ir.AdamW:
+		t += " beta1 " + floatText(u.Beta1) + " beta2 " + floatText(u.Beta2) + " eps " + floatText(u.Eps)
+	}
+	t += " weight_decay " + floatText(u.WeightDecay)
+	if u.Master {
+		t += " master f32"
+	}
+	return t
 }
 
 // duration renders a duration the way a person writes it: 60 *
@@ -628,6 +734,30 @@ func priorityName(p ir.Priority) string {
 		return "PriorityLow"
 	}
 	return "PriorityDefault"
+}
+
+func optimizerName(o ir.Optimizer) string {
+	switch o {
+	case ir.SGD:
+		return "SGD"
+	case ir.AdamW:
+		return "AdamW"
+	}
+	return "NoKind"
+}
+
+func scalerRuleName(r ir.ScalerRule) string {
+	switch r {
+	case ir.ScaleStatic:
+		return "ScaleStatic"
+	case ir.ScaleTorch:
+		return "ScaleTorch"
+	case ir.ScaleMegatron:
+		return "ScaleMegatron"
+	case ir.ScaleDeepSpeed:
+		return "ScaleDeepSpeed"
+	}
+	return "NoRule"
 }
 
 func redOpName(o ir.RedOp) string {

@@ -1,6 +1,7 @@
 package codegen
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/syncgen/syncgen/ir"
@@ -49,5 +50,37 @@ func TestOpsAndPrioritiesAgreeWithRuntime(t *testing.T) {
 		if !ok || r.String() != p.String() {
 			t.Errorf("%s: generated code names rt.%s, which is %v (known: %v)", p, priorityName(p), r, ok)
 		}
+	}
+}
+
+// The optimizers and the loss scaler's rules are written twice too: the
+// constant generated code names (rt.AdamW, rt.ScaleTorch) must be the
+// runtime's optimizer or rule of the same keyword and number (the runtime
+// numbers from NoKind and NoRule, 0, as the IR leaves 0 invalid).
+func TestOptimizersAndScalerRulesAgreeWithRuntime(t *testing.T) {
+	kinds := map[string]rt.Optimizer{"SGD": {Kind: rt.SGD}, "AdamW": {Kind: rt.AdamW}}
+	n := 0
+	for o := ir.SGD; o.String() != fmt.Sprintf("optimizer(%d)", o); o++ {
+		n++
+		r, ok := kinds[optimizerName(o)]
+		if !ok || r.Kind.String() != o.String() || uint8(r.Kind) != uint8(o) {
+			t.Errorf("%s (%d): generated code names rt.%s, which is %v (%d) (known: %v)", o, o, optimizerName(o), r.Kind, r.Kind, ok)
+		}
+	}
+	if n != len(kinds) {
+		t.Errorf("the compiler has %d optimizers, generated code names %d", n, len(kinds))
+	}
+	rules := map[string]rt.Scaler{"ScaleStatic": {Rule: rt.ScaleStatic}, "ScaleTorch": {Rule: rt.ScaleTorch},
+		"ScaleMegatron": {Rule: rt.ScaleMegatron}, "ScaleDeepSpeed": {Rule: rt.ScaleDeepSpeed}}
+	n = 0
+	for r := ir.ScaleStatic; r.String() != fmt.Sprintf("rule(%d)", r); r++ {
+		n++
+		s, ok := rules[scalerRuleName(r)]
+		if !ok || uint8(s.Rule) != uint8(r) {
+			t.Errorf("%s (%d): generated code names rt.%s, which is rule %d (known: %v)", r, r, scalerRuleName(r), s.Rule, ok)
+		}
+	}
+	if n != len(rules) {
+		t.Errorf("the compiler has %d scaler rules, generated code names %d", n, len(rules))
 	}
 }

@@ -10,8 +10,8 @@ import (
 )
 
 // PlanHash returns a short hex digest of everything in prog that changes
-// what the ranks do: tensors, streams, buckets, statements and run
-// defaults. Source positions are left out, so editing comments or moving
+// what the ranks do: tensors, streams, buckets, statements, the loss
+// scaler and run defaults. Source positions are left out, so editing comments or moving
 // lines gives the same hash; the runtime compares it across ranks to catch
 // ranks started with different plans.
 func PlanHash(prog *ir.Program) (string, error) {
@@ -22,8 +22,16 @@ func PlanHash(prog *ir.Program) (string, error) {
 		Init    []ir.Stmt
 		Step    []ir.Stmt
 		Run     ir.Run
+		// Left out without a scaler, so that such plans hash as they
+		// always did.
+		Scaler *ir.Scaler `json:",omitempty"`
 	}
 	h := hashed{Run: prog.Run}
+	if prog.Scaler != nil {
+		sc := *prog.Scaler
+		sc.Pos = ir.Pos{}
+		h.Scaler = &sc
+	}
 	for _, t := range prog.Tensors {
 		t.Pos = ir.Pos{}
 		h.Tensors = append(h.Tensors, t)

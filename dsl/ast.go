@@ -25,6 +25,7 @@ type Decl struct {
 	Tensor *TensorDecl `parser:" | @@"`
 	Stream *StreamDecl `parser:" | @@"`
 	Bucket *BucketDecl `parser:" | @@"`
+	Scaler *ScalerDecl `parser:" | @@"`
 	Block  *BlockDecl  `parser:" | @@"`
 	Run    *RunDecl    `parser:" | @@"`
 	Semi   *Punct      `parser:" | @@ )"`
@@ -90,13 +91,18 @@ type BucketDecl struct {
 	Options  []*Option `parser:"@@*"`
 }
 
-// Option is a keyword and its value: a bucket option (`cap 25MiB`) or a
-// collective option (`op avg`, `on comm`, `after ready`, `from 0`).
+// Option is a keyword and its value: a bucket option (`cap 25MiB`,
+// `divide before`), a collective option (`op avg`, `on comm`, `after
+// ready`, `from 0`) or an update's setting (`lr 1e-3`, `master f32`); or
+// the bare flag `agree` of an unscale, whose Value is nil. Any statement
+// or bucket parses any of them, and the checker says which it takes. The
+// keys that are not reserved words (`lr`, `divide`, ...) stay ordinary
+// words everywhere else, so that tensors may still be called so.
 type Option struct {
 	Pos    lexer.Position
 	EndPos lexer.Position
-	Key    string `parser:"@('cap' | 'first' | 'order' | 'wire' | 'op' | 'on' | 'after' | 'from' | 'to')"`
-	Value  *Word  `parser:"@@"`
+	Key    string `parser:"(  @'agree' | @('cap' | 'first' | 'order' | 'wire' | 'divide' | 'op' | 'on' | 'after' | 'from' | 'to' | 'master' | 'lr' | 'momentum' | 'weight_decay' | 'wd' | 'beta1' | 'beta2' | 'eps')"`
+	Value  *Word  `parser:"   @@ )"`
 }
 
 // BlockDecl is `init { ... }` or `step { ... }`.
@@ -130,6 +136,8 @@ type Stmt struct {
 	Collective *CollectiveStmt `parser:" | @@"`
 	Group      *GroupStmt      `parser:" | @@"`
 	Wait       *WaitStmt       `parser:" | @@"`
+	Update     *UpdateStmt     `parser:" | @@"`
+	Unscale    *UnscaleStmt    `parser:" | @@"`
 	Semi       *Punct          `parser:" | @@ )"`
 }
 
@@ -191,6 +199,43 @@ type WaitStmt struct {
 	Pos    lexer.Position
 	EndPos lexer.Position
 	Stream *Word `parser:"'wait' @@"`
+}
+
+// UpdateStmt is `update TARGETS OPTIMIZER OPTIONS`. The optimizer is
+// optional in the grammar (not a setting's name: `update g lr 1e-3` has
+// none), so that the checker can say that it is missing.
+type UpdateStmt struct {
+	Pos       lexer.Position
+	EndPos    lexer.Position
+	Targets   []*Target `parser:"'update' @@ ( ',' @@ )*"`
+	Optimizer *Word     `parser:"( (?! 'lr' | 'momentum' | 'weight_decay' | 'wd' | 'beta1' | 'beta2' | 'eps' | 'master' | 'divide') @@ )?"`
+	Options   []*Option `parser:"@@*"`
+}
+
+// UnscaleStmt is `unscale TARGETS OPTIONS`.
+type UnscaleStmt struct {
+	Pos     lexer.Position
+	EndPos  lexer.Position
+	Targets []*Target `parser:"'unscale' @@ ( ',' @@ )*"`
+	Options []*Option `parser:"@@*"`
+}
+
+// ScalerDecl is `scaler RULE [SCALE] OPTIONS`: `scaler dynamic init
+// 65536`, `scaler static 1024`.
+type ScalerDecl struct {
+	Pos     lexer.Position
+	EndPos  lexer.Position
+	Rule    *Word           `parser:"'scaler' @@"`
+	Scale   *Word           `parser:"( (?! 'growth' | 'backoff' | 'interval' | 'hysteresis' | 'min' | 'max') @@ )?"`
+	Options []*ScalerOption `parser:"@@*"`
+}
+
+// ScalerOption is one option of a scaler: `init 65536`, `growth 2`.
+type ScalerOption struct {
+	Pos    lexer.Position
+	EndPos lexer.Position
+	Key    string `parser:"@('init' | 'growth' | 'backoff' | 'interval' | 'hysteresis' | 'min' | 'max')"`
+	Value  *Word  `parser:"@@"`
 }
 
 // RunDecl is `run steps N warmup N check every N|off`.

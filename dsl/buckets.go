@@ -27,6 +27,7 @@ type bucketOptions struct {
 	declared   bool  // order declared (the default is reverse)
 	wire       ir.DType
 	wireWord   *Word
+	preDivide  bool // divide before
 	ok         bool
 }
 
@@ -73,7 +74,8 @@ func (c *checker) declareBuckets() {
 }
 
 // bucketOptions interprets a bucket's options: cap SIZE, first SIZE,
-// order reverse|declared, wire DTYPE, each at most once.
+// order reverse|declared, wire DTYPE, divide before|after, each at most
+// once.
 func (c *checker) bucketOptions(f *sourceFile, d *BucketDecl) bucketOptions {
 	o := bucketOptions{ok: true}
 	seen := map[string]*Option{}
@@ -117,8 +119,10 @@ func (c *checker) bucketOptions(f *sourceFile, d *BucketDecl) bucketOptions {
 			if o.wire == ir.InvalidDType {
 				o.ok = false
 			}
+		case "divide":
+			o.preDivide = c.divideOption(f, opt)
 		default:
-			c.errorf(f, keywordSpan(opt.Pos.Offset, len(opt.Key)), "bucket options are cap, first, order and wire",
+			c.errorf(f, keywordSpan(opt.Pos.Offset, len(opt.Key)), "bucket options are cap, first, order, wire and divide",
 				"%s is not a bucket option", code(opt.Key))
 			o.ok = false
 		}
@@ -377,7 +381,7 @@ func (c *checker) layoutBucket(info *bucketInfo, members []int, o bucketOptions)
 		if o.cap > 0 {
 			name = fmt.Sprintf("%s[%d]", info.name, pi)
 		}
-		b := ir.Bucket{Name: name, Decl: info.name, Piece: pi, Wire: info.wire, Pos: f.pos(d.Name.Pos.Offset)}
+		b := ir.Bucket{Name: name, Decl: info.name, Piece: pi, Wire: info.wire, PreDivide: o.preDivide, Pos: f.pos(d.Name.Pos.Offset)}
 		bi := len(c.prog.Buckets)
 		for _, ti := range piece {
 			t := &c.prog.Tensors[ti]

@@ -35,6 +35,7 @@ type checker struct {
 	initBlock   *BlockDecl
 	stepBlock   *BlockDecl
 	runDecl     *RunDecl
+	scalerDecl  *ScalerDecl
 
 	prog *ir.Program
 	// tensorIndex maps a tensor name to its index in prog.Tensors.
@@ -170,6 +171,7 @@ func (c *checker) check(filename string) *ir.Program {
 	c.declareStreams()
 	c.declareBuckets()
 	c.targeted = make([]bool, len(c.prog.Tensors))
+	c.declareScaler()
 	if c.initBlock != nil {
 		c.prog.Init = c.resolveBlock(c.initBlock)
 	}
@@ -514,8 +516,8 @@ func (c *checker) declareStreams() {
 		if !ok {
 			continue
 		}
-		if name == "ready" {
-			c.errorf(f, nameSpan(d.Name), "`after ready` would be ambiguous; choose another name", "a stream cannot be called `ready`")
+		if name == "ready" || name == "synced" {
+			c.errorf(f, nameSpan(d.Name), "`after "+name+"` would be ambiguous; choose another name", "a stream cannot be called %s", code(name))
 			continue
 		}
 		prio := ir.PriorityDefault

@@ -515,20 +515,59 @@ func TestRaces(t *testing.T) {
 		{"backward 1ms on compute; allreduce ba on comm after ready; compute 1ms on compute after comm; allreduce ba on side after compute", false},
 		{"backward 1ms on compute; allreduce ba on comm after ready; compute 1ms on compute; allreduce ba on side after compute", true},
 		{"backward 1ms on compute; allreduce ba on comm after ready; compute 1ms on side after comm; backward 1ms on compute after side", false},
+		// update reads its buckets: it waits for their collective by
+		// `after synced`, `after STREAM`, a wait or its stream.
+		{"backward 1ms on compute; allreduce ba on comm after ready; update ba sgd on compute", true},
+		{"backward 1ms on compute; allreduce ba on comm after ready; update ba sgd on compute after synced", false},
+		{"backward 1ms on compute; allreduce ba on comm after ready; update ba sgd on compute after comm", false},
+		{"backward 1ms on compute; allreduce ba on comm after ready; wait comm; update ba sgd on compute", false},
+		{"backward 1ms on compute; allreduce ba on compute after ready; update ba sgd on compute", false},
+		// after synced waits for each bucket's own collective only.
+		{"backward 1ms on compute; allreduce ba on comm after ready; allreduce bb on side after ready; update ba, bb sgd on compute after synced", false},
+		{"backward 1ms on compute; allreduce ba on comm after ready; allreduce bb on side after ready; update ba, bb sgd on compute after comm", true},
+		// An update only reads an allreduced bucket, but writes its slice
+		// of a reduce-scattered one (for the allgather).
+		{"backward 1ms on compute; allreduce ba on comm after ready; update ba sgd on compute after synced; allgather ba on comm", true},
+		{"backward 1ms on compute; reducescatter ba on comm after ready; update ba sgd on compute after comm; allgather ba on comm after compute", false},
+		{"backward 1ms on compute; reducescatter ba on comm after ready; update ba adamw on compute after comm; allgather ba on comm", true},
+		// A backward must wait for the update that reads its buckets.
+		{"backward 1ms on compute; allreduce ba on comm after ready; update ba sgd on side after synced; backward 1ms on compute after comm", true},
+		{"backward 1ms on compute; allreduce ba on comm after ready; update ba sgd on side after synced; backward 1ms on compute after side", false},
 	}
-	for _, c := range cases {
-		msgs := checkErrors(head + "step { " + c.step + " }\n")
-		race := false
+	// With a loss scaler, unscale writes its buckets.
+	trainCases := []struct {
+		step string
+		race bool
+	}{
+		{"backward 1ms on compute; allreduce ba on comm after ready; unscale ba on compute; update ba sgd on compute", true},
+		{"backward 1ms on compute; allreduce ba on comm after ready; unscale ba on compute after synced; update ba sgd on compute", false},
+		{"backward 1ms on compute; allreduce ba on comm after ready; unscale ba on side after synced; update ba sgd on compute after synced", true},
+		{"backward 1ms on compute; allreduce ba on comm after ready; unscale ba on side after synced; update ba sgd on compute after side", false},
+		{"backward 1ms on compute; allreduce ba on comm after ready; unscale ba on side after synced; wait side; update ba sgd on compute", false},
+		{"backward 1ms on compute; unscale ba on compute; allreduce ba on comm after ready", true},
+		{"backward 1ms on compute; unscale ba on compute; allreduce ba on comm after compute; update ba sgd on compute after synced", false},
+		{"backward 1ms on compute; allreduce ba, bb on comm after ready; unscale ba, bb on compute after synced; update ba, bb sgd on compute", false},
+	}
+	race := func(src, step string, want bool) {
+		t.Helper()
+		msgs := checkErrors(src)
+		got := false
 		for _, m := range msgs {
 			if strings.Contains(m, "data race") {
-				race = true
+				got = true
 			} else {
-				t.Errorf("%s: unexpected error %s", c.step, m)
+				t.Errorf("%s: unexpected error %s", step, m)
 			}
 		}
-		if race != c.race {
-			t.Errorf("%s: race reported %v, want %v (%q)", c.step, race, c.race, msgs)
+		if got != want {
+			t.Errorf("%s: race reported %v, want %v (%q)", step, got, want, msgs)
 		}
+	}
+	for _, c := range cases {
+		race(head+"step { "+c.step+" }\n", c.step, c.race)
+	}
+	for _, c := range trainCases {
+		race(head+"scaler dynamic\nstep { "+c.step+" }\n", c.step, c.race)
 	}
 }
 

@@ -2,14 +2,17 @@ package dsl
 
 import (
 	"bytes"
+	"slices"
 	"sort"
 	"strings"
 )
 
 // Format returns src in canonical form: one declaration or statement per
 // line, four spaces of indentation per block, single spaces between
-// tokens, options in a fixed order (bucket: cap first order wire;
-// collective: from/to op on after; run: steps warmup check), no
+// tokens, options in a fixed order (bucket: cap first order wire divide;
+// collective: from/to op on after; update: settings, master, on, after;
+// unscale: agree on after; scaler: init growth backoff interval
+// hysteresis min max; run: steps warmup check), no
 // semicolons, at most one blank line where the source had blank lines
 // (none at the start or end of a block), and trailing comments of
 // consecutive lines aligned. Every comment is kept: a comment on its own
@@ -74,6 +77,8 @@ func (p *printer) file(ast *File) {
 			p.add(x.Pos.Offset, x.EndPos.Offset, 0, text)
 		case d.Bucket != nil:
 			p.add(d.Bucket.Pos.Offset, d.Bucket.EndPos.Offset, 0, bucketText(d.Bucket))
+		case d.Scaler != nil:
+			p.add(d.Scaler.Pos.Offset, d.Scaler.EndPos.Offset, 0, scalerText(d.Scaler))
 		case d.Block != nil:
 			b := d.Block
 			p.block(b.Pos.Offset, b.Open.Pos.Offset, b.Close.Pos.Offset, 0, b.Kind, b.Body)
@@ -94,15 +99,17 @@ func (p *printer) block(start, open, close, depth int, kind string, body []*Stmt
 			p.add(t.Pos.Offset, t.EndPos.Offset, depth+1, t.Kind+" "+t.Duration.Text+optionsText(t.Options))
 		case s.Collective != nil:
 			cs := s.Collective
-			var targets []string
-			for _, t := range cs.Targets {
-				x := t.Name.name().source()
-				if t.Index != nil {
-					x += "[" + t.Index.Text + "]"
-				}
-				targets = append(targets, x)
+			p.add(cs.Pos.Offset, cs.EndPos.Offset, depth+1, cs.Kind+" "+targetsText(cs.Targets)+optionsText(cs.Options))
+		case s.Update != nil:
+			u := s.Update
+			text := "update " + targetsText(u.Targets)
+			if u.Optimizer != nil {
+				text += " " + u.Optimizer.Text
 			}
-			p.add(cs.Pos.Offset, cs.EndPos.Offset, depth+1, cs.Kind+" "+strings.Join(targets, ", ")+optionsText(cs.Options))
+			p.add(u.Pos.Offset, u.EndPos.Offset, depth+1, text+optionsText(u.Options))
+		case s.Unscale != nil:
+			u := s.Unscale
+			p.add(u.Pos.Offset, u.EndPos.Offset, depth+1, "unscale "+targetsText(u.Targets)+optionsText(u.Options))
 		case s.Group != nil:
 			g := s.Group
 			p.block(g.Pos.Offset, g.Open.Pos.Offset, g.Close.Pos.Offset, depth+1, "group", g.Body)
@@ -112,6 +119,35 @@ func (p *printer) block(start, open, close, depth int, kind string, body []*Stmt
 	}
 	end := p.add(close, close+1, depth, "}")
 	end.close = true
+}
+
+// targetsText prints a statement's targets.
+func targetsText(ts []*Target) string {
+	var targets []string
+	for _, t := range ts {
+		x := t.Name.name().source()
+		if t.Index != nil {
+			x += "[" + t.Index.Text + "]"
+		}
+		targets = append(targets, x)
+	}
+	return strings.Join(targets, ", ")
+}
+
+// scalerOrder is the canonical order of a scaler's options.
+var scalerOrder = map[string]int{"init": 0, "growth": 1, "backoff": 2, "interval": 3, "hysteresis": 4, "min": 5, "max": 6}
+
+func scalerText(d *ScalerDecl) string {
+	text := "scaler " + d.Rule.Text
+	if d.Scale != nil {
+		text += " " + d.Scale.Text
+	}
+	sorted := slices.Clone(d.Options)
+	sort.SliceStable(sorted, func(i, j int) bool { return scalerOrder[sorted[i].Key] < scalerOrder[sorted[j].Key] })
+	for _, o := range sorted {
+		text += " " + o.Key + " " + o.Value.Text
+	}
+	return text
 }
 
 func tensorText(d *TensorDecl) string {
@@ -140,8 +176,10 @@ func bucketText(d *BucketDecl) string {
 
 // optionOrder is the canonical order of options.
 var optionOrder = map[string]int{
-	"cap": 0, "first": 1, "order": 2, "wire": 3,
-	"from": 4, "to": 5, "op": 6, "on": 7, "after": 8,
+	"cap": 0, "first": 1, "order": 2, "wire": 3, "divide": 4,
+	"from": 5, "to": 6, "op": 7,
+	"lr": 8, "momentum": 9, "beta1": 10, "beta2": 11, "eps": 12, "weight_decay": 13, "wd": 13, "master": 14, "agree": 15,
+	"on": 16, "after": 17,
 }
 
 // optionsText prints options in canonical order (stable among repeats,
@@ -152,7 +190,10 @@ func optionsText(opts []*Option) string {
 	sort.SliceStable(sorted, func(i, j int) bool { return optionOrder[sorted[i].Key] < optionOrder[sorted[j].Key] })
 	var b strings.Builder
 	for _, o := range sorted {
-		b.WriteString(" " + o.Key + " " + o.Value.Text)
+		b.WriteString(" " + o.Key)
+		if o.Value != nil {
+			b.WriteString(" " + o.Value.Text)
+		}
 	}
 	return b.String()
 }

@@ -37,6 +37,12 @@ var inlineSeeds = []string{
 	// controls, a tab; a long name of wide characters; bad ranges.
 	"tensor \"😀😀\" f32[1]\nbucket b { \"😀\u200b\", \"e\u0301\", nosuch }\ntensor \"bidi\u202eevil\" f32[1]\nbucket \"b\u2066idi\" { x }\ntensor \"tab\tx\" f32[1]\n",
 	"bucket 非常に長い名前のバケットです非常に長い名前 { * }\ntensor c.{0..1}.d{5..2} f32[1]\ntensor c.{0..100000} f32[1]\n",
+	// The training step: a scaler, divide, unscale and update, valid and
+	// not (unknown rule and optimizer, values that are no power of two or
+	// out of range, a misplaced `after synced`, an update before its sync).
+	"tensor a f16[4]\ntensor b f32[4]\nscaler dynamic init 1024 growth 2 backoff 0.5 interval 2000 hysteresis 1 min 1 max 16777216\nbucket g { a } wire f16 divide before\nbucket e { b } divide after\nstep { backward 1ms; allreduce g, e op avg after ready; unscale g, e after synced agree; update g sgd lr 0.01 momentum 0.9 weight_decay 1e-4 after synced; update e adamw lr 1e-3 beta1 0.9 beta2 0.999 eps 1e-8 master f32 on compute after comm }\n",
+	"scaler dynamc init 1000 growth 1.5 backoff 1 interval 0 hysteresis x min 0.5 max 1e40 init 4\nscaler static\nbucket g { a } divide sideways\nstep { update g adam lr 0 wd 1 after ready; unscale g after syncd; allreduce g after synced; update sgd; update g lr }\n",
+	"tensor a f32[4]\nbucket g { a }\nstep { backward 1ms; reducescatter g op avg after ready; update g adamw on compute after comm; allgather g on comm after compute; unscale g; update g sgd }\n",
 }
 
 // addSeeds adds the inline seeds, every example and stdlib module, and the
@@ -131,8 +137,15 @@ func checkProgram(t *testing.T, p *ir.Program) {
 	var walk func([]ir.Stmt, bool)
 	walk = func(ss []ir.Stmt, inGroup bool) {
 		for _, s := range ss {
-			if s.Kind < ir.StmtBackward || s.Kind > ir.StmtWait || s.Stream < 0 || s.Stream >= len(p.Streams) {
+			if s.Kind < ir.StmtBackward || s.Kind > ir.StmtUnscale || s.Stream < 0 || s.Stream >= len(p.Streams) {
 				t.Fatalf("bad statement %+v", s)
+			}
+			if train := s.Kind == ir.StmtUpdate || s.Kind == ir.StmtUnscale; train && (inGroup || len(s.Buckets) == 0) ||
+				(s.Kind == ir.StmtUpdate) != (s.Update.Optimizer != 0) || (s.After.Kind == ir.AfterSynced) && !train {
+				t.Fatalf("bad update or unscale %+v", s)
+			}
+			if s.Kind == ir.StmtUnscale && p.Scaler == nil {
+				t.Fatalf("unscale without a scaler %+v", s)
 			}
 			if s.Kind == ir.StmtGroup && (inGroup || len(s.Body) == 0) {
 				t.Fatalf("bad group %+v", s)

@@ -71,6 +71,7 @@ var reservedWords = []string{
 	"import", "tensor", "stream", "bucket", "init", "step", "run",
 	"cap", "first", "order", "wire", "op", "on", "after", "from", "to", "frozen", "priority",
 	"backward", "allreduce", "broadcast", "reduce", "allgather", "reducescatter", "group", "wait",
+	"update", "unscale", "scaler",
 }
 
 // tokenTypes numbers the token types for participle (EOF is -1).
@@ -257,11 +258,21 @@ func (definition) Lex(filename string, r io.Reader) (lexer.Lexer, error) {
 	return &tokenLexer{toks: participleTokens(toks), eof: lexer.EOFToken(end)}, nil
 }
 
-// participleTokens converts tokens for participle.
+// participleTokens converts tokens for participle. The one context the
+// lexer does not see: `after` right after the word `divide` is the bucket
+// option's value (`divide after`), a word there, not the keyword that
+// starts an option (the grammar never takes a keyword as a value).
 func participleTokens(toks []token) []lexer.Token {
 	out := make([]lexer.Token, len(toks))
+	prev := token{}
 	for i, t := range toks {
 		out[i] = lexer.Token{Type: tokenTypes[t.Type], Value: t.Value, Pos: t.Pos}
+		if t.Type == tokKeyword && t.Value == "after" && prev.Type == tokWord && prev.Value == "divide" {
+			out[i].Type = tokenTypes[tokWord]
+		}
+		if t.Type != tokWhitespace && t.Type != tokComment {
+			prev = t
+		}
 	}
 	return out
 }

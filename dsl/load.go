@@ -145,6 +145,8 @@ func (c *checker) loadModule(m *module, stack []*module) {
 			c.addBlock(m, d.Block)
 		case d.Run != nil:
 			c.addRun(m, d.Run)
+		case d.Scaler != nil:
+			c.addScaler(m, d.Scaler)
 		}
 	}
 }

@@ -22,7 +22,7 @@ var parser = participle.MustBuild[File](
 
 // topKeywords start the top-level declarations; syntax error recovery
 // resumes at the next line that starts with one of them.
-var topKeywords = []string{"import", "tensor", "stream", "bucket", "init", "step", "run"}
+var topKeywords = []string{"import", "tensor", "stream", "bucket", "scaler", "init", "step", "run"}
 
 // maxSyntaxErrors bounds the syntax errors reported for one file.
 const maxSyntaxErrors = 20
@@ -299,7 +299,8 @@ var constructSyntax = map[string]string{
 	"import":        "an import is written `import \"models/NAME\"` or `import \"./file.sync\"`",
 	"tensor":        "a tensor is declared as `tensor NAME DTYPE[DIM, ...]`, optionally followed by `frozen`",
 	"stream":        "a stream is declared as `stream NAME`, optionally followed by `priority high|low`",
-	"bucket":        "a bucket is declared as `bucket NAME { PATTERN, ... }` followed by options: cap SIZE, first SIZE, order reverse|declared, wire DTYPE",
+	"bucket":        "a bucket is declared as `bucket NAME { PATTERN, ... }` followed by options: cap SIZE, first SIZE, order reverse|declared, wire DTYPE, divide before|after",
+	"scaler":        "a loss scaler is declared as `scaler dynamic` (or torch, megatron, deepspeed) followed by options: init, growth, backoff, interval, hysteresis, min, max; or `scaler static SCALE`",
 	"init":          "a block is written `init { STATEMENTS }`",
 	"step":          "a block is written `step { STATEMENTS }`",
 	"run":           "run settings are written `run steps N warmup N check every N` (or `check off`), each part optional",
@@ -311,11 +312,13 @@ var constructSyntax = map[string]string{
 	"allgather":     "allgather is written `allgather TARGET, ...` followed by options: on STREAM, after ready|STREAM",
 	"reducescatter": "reducescatter is written `reducescatter TARGET, ...` followed by options: op OP, on STREAM, after ready|STREAM",
 	"group":         "a group is written `group { COLLECTIVES }`",
+	"update":        "update is written `update TARGET, ... sgd|adamw` followed by settings (lr, momentum, weight_decay, beta1, beta2, eps) and options: master f32, on STREAM, after synced|STREAM",
+	"unscale":       "unscale is written `unscale TARGET, ...` followed by options: agree, on STREAM, after synced|STREAM",
 	"wait":          "wait is written `wait STREAM`",
 }
 
 // statementKeywords start the statements of a block.
-var statementKeywords = []string{"backward", "compute", "allreduce", "broadcast", "reduce", "allgather", "reducescatter", "group", "wait"}
+var statementKeywords = []string{"backward", "compute", "allreduce", "broadcast", "reduce", "allgather", "reducescatter", "group", "wait", "update", "unscale"}
 
 // allKeywords are every keyword, for "did you mean" on a misspelt one.
 var allKeywords = append(append([]string{"frozen", "priority", "cap", "first", "order", "wire", "op", "on", "after",
@@ -558,6 +561,8 @@ var optionValues = map[string]string{
 	"op": "sum|avg|min|max|prod", "on": "STREAM", "after": "ready|STREAM", "from": "RANK", "to": "RANK",
 	"cap": "SIZE", "first": "SIZE", "order": "reverse|declared", "wire": "DTYPE", "priority": "high|low",
 	"steps": "N", "warmup": "N", "every": "N", "wait": "STREAM",
+	"divide": "before|after", "master": "f32", "lr": "NUMBER", "momentum": "NUMBER", "weight_decay": "NUMBER", "beta1": "NUMBER", "beta2": "NUMBER", "eps": "NUMBER",
+	"init": "SCALE", "growth": "NUMBER", "backoff": "NUMBER", "interval": "N", "hysteresis": "N", "min": "NUMBER", "max": "NUMBER",
 }
 
 // optionWithoutValue reports whether the syntax error at toks[at] is an

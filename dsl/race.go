@@ -23,10 +23,15 @@ import (
 // when p.clock[p.stream] <= e.clock[p.stream].
 //
 // backward writes every bucket (every bucket holds gradients of non-frozen
-// tensors); collectives read and write their buckets; compute touches none.
-// So any two accesses of one bucket from different streams must be
-// ordered; for each bucket it is enough to remember the latest access per
-// stream, since earlier ones on the same stream are ordered before it.
+// tensors); collectives and unscale read and write their buckets; update
+// reads them, and writes a bucket only where it was reduce-scattered since
+// the last backward (the new parameters of this rank's slice go back into
+// it, for the allgather); compute touches none. A write must be ordered
+// after every access of the bucket on other streams, a read after every
+// write; for each bucket it is enough to remember the latest access and
+// the latest write per stream, since earlier ones on the same stream are
+// ordered before them. `after synced` orders an update or unscale after
+// each of its buckets' latest collective.
 //
 // A backward is not one event but one per bucket, in the order the buckets
 // become ready (the runtime fills the gradients in reverse declaration
@@ -66,8 +71,13 @@ type raceState struct {
 	ready []*event
 	// readyOrder lists the buckets in the order a backward makes them ready.
 	readyOrder []int
-	// access[b][s] is the latest event on stream s that touched bucket b.
-	access   map[int][]*event
+	// access[b][s] is the latest event on stream s that touched bucket b,
+	// writes[b][s] the latest that wrote it.
+	access, writes map[int][]*event
+	// synced[b] is the latest collective of bucket b (for `after synced`);
+	// lastColl[b] the kind of the latest since the last backward.
+	synced   map[int]*event
+	lastColl map[int]ir.Collective
 	reported map[raceKey]bool
 }
 
@@ -83,7 +93,8 @@ func (c *checker) checkRaces(b *BlockDecl, resolved []ir.Stmt) {
 		return
 	}
 	n := len(c.prog.Streams)
-	r := &raceState{c: c, host: make(vclock, n), access: map[int][]*event{}, reported: map[raceKey]bool{},
+	r := &raceState{c: c, host: make(vclock, n), access: map[int][]*event{}, writes: map[int][]*event{},
+		synced: map[int]*event{}, lastColl: map[int]ir.Collective{}, reported: map[raceKey]bool{},
 		readyOrder: readyOrder(c.prog)}
 	for range n {
 		r.streams = append(r.streams, make(vclock, n))
@@ -182,6 +193,12 @@ func (r *raceState) stmt(s ir.Stmt, src *Stmt, afterOf []vclock) {
 				}
 			}
 		}
+	case ir.AfterSynced:
+		for _, b := range s.Buckets {
+			if p := r.synced[b]; p != nil {
+				clock.join(p.clock)
+			}
+		}
 	}
 	if s.Kind == ir.StmtBackward {
 		r.backward(s, clock, src)
@@ -189,17 +206,19 @@ func (r *raceState) stmt(s ir.Stmt, src *Stmt, afterOf []vclock) {
 	}
 	clock[s.Stream]++
 	copy(r.streams[s.Stream], clock)
-	e := &event{stream: s.Stream, clock: clock, pos: s.Pos}
-	var touched []int
-	switch s.Kind {
-	case ir.StmtCollective:
-		e.what = s.Collective.String()
-		touched = s.Buckets
-	default:
-		return
-	}
-	for _, b := range touched {
-		r.touch(e, b, src)
+	e := &event{stream: s.Stream, clock: clock, pos: s.Pos, what: s.Kind.String()}
+	for _, b := range s.Buckets {
+		switch s.Kind {
+		case ir.StmtCollective:
+			e.what = s.Collective.String()
+			r.touch(e, b, src, true)
+			r.synced[b] = e
+			r.lastColl[b] = s.Collective
+		case ir.StmtUnscale:
+			r.touch(e, b, src, true)
+		case ir.StmtUpdate:
+			r.touch(e, b, src, r.lastColl[b] == ir.ReduceScatter)
+		}
 	}
 }
 
@@ -207,30 +226,38 @@ func (r *raceState) stmt(s ir.Stmt, src *Stmt, afterOf []vclock) {
 // bucket, in the order the buckets become ready, each writing its bucket.
 func (r *raceState) backward(s ir.Stmt, clock vclock, src *Stmt) {
 	r.ready = make([]*event, len(r.c.prog.Buckets))
+	clear(r.lastColl)
 	for _, b := range r.readyOrder {
 		clock[s.Stream]++
 		e := &event{stream: s.Stream, clock: slices.Clone(clock), what: "backward", pos: s.Pos}
 		r.ready[b] = e
-		r.touch(e, b, src)
+		r.touch(e, b, src, true)
 	}
 	clock[s.Stream]++
 	copy(r.streams[s.Stream], clock)
 }
 
-// touch checks e's access to bucket b against the latest access of every
-// other stream, and records it.
-func (r *raceState) touch(e *event, b int, src *Stmt) {
-	last := r.access[b]
+// touch checks e's access to bucket b (a write, or a read) against the
+// latest access (or write) of every other stream, and records it.
+func (r *raceState) touch(e *event, b int, src *Stmt, write bool) {
+	last, lastWrite := r.access[b], r.writes[b]
 	if last == nil {
-		last = make([]*event, len(r.host))
-		r.access[b] = last
+		last, lastWrite = make([]*event, len(r.host)), make([]*event, len(r.host))
+		r.access[b], r.writes[b] = last, lastWrite
 	}
-	for t, p := range last {
+	against := lastWrite
+	if write {
+		against = last
+	}
+	for t, p := range against {
 		if p != nil && t != e.stream && !p.before(e) {
 			r.report(e, p, b, src)
 		}
 	}
 	last[e.stream] = e
+	if write {
+		lastWrite[e.stream] = e
+	}
 }
 
 // readyOrder returns the program's buckets in the order a backward makes
@@ -269,6 +296,8 @@ func (r *raceState) report(e, p *event, b int, src *Stmt) {
 	es, ps := streams[e.stream].Name, streams[p.stream].Name
 	var hint string
 	switch {
+	case e.what == "update" || e.what == "unscale":
+		hint = fmt.Sprintf("add `after synced` (or `after %s`) so that it waits for the %s", ps, p.what)
 	case p.what == "backward" && e.what != "backward":
 		hint = fmt.Sprintf("add `after ready` (or `after %s`) so that it waits for the gradients", ps)
 	case e.what == "backward":

@@ -13,6 +13,7 @@ import (
 type blockState struct {
 	kind        string // "init" or "step"
 	sawBackward bool   // a backward came earlier in the block
+	train       trainState
 }
 
 // resolveBlock resolves the statements of an init or step block. Every
@@ -85,6 +86,10 @@ func (c *checker) resolveStmt(st *blockState, s *Stmt, inGroup bool) ir.Stmt {
 		return ir.Stmt{Kind: ir.StmtGroup, Pos: f.pos(g.Pos.Offset), Stream: stream, Body: body}
 	case s.Collective != nil:
 		return c.resolveCollective(st, s.Collective)
+	case s.Update != nil:
+		return c.resolveUpdate(st, s.Update, inGroup)
+	case s.Unscale != nil:
+		return c.resolveUnscale(st, s.Unscale, inGroup)
 	}
 	return ir.Stmt{}
 }
@@ -105,6 +110,7 @@ func (c *checker) resolveTimed(st *blockState, t *TimedStmt, inGroup bool) ir.St
 			return ir.Stmt{}
 		}
 		st.sawBackward = true
+		st.train.backward()
 	}
 	ok := true
 	d, msg, hint := parseDuration(t.Duration.Text)
@@ -145,6 +151,9 @@ func (c *checker) timedOptions(t *TimedStmt, s *ir.Stmt) (on *Word, ok bool) {
 		case o.Key == "after" && o.Value.Text == "ready":
 			c.errorf(f, sp, "`after ready` waits for each bucket's gradients and belongs to a collective; "+t.Kind+" takes `after STREAM`",
 				"%s takes no `after ready`", t.Kind)
+			ok = false
+		case o.Key == "after" && o.Value.Text == "synced":
+			c.errorf(f, sp, t.Kind+" waits with `after STREAM`", "%s takes no `after synced`: it is for update and unscale", t.Kind)
 			ok = false
 		case o.Key == "after":
 			si, found := c.lookupStream(f, o.Value)
@@ -214,8 +223,9 @@ func (c *checker) resolveCollective(st *blockState, cs *CollectiveStmt) ir.Stmt 
 	on, opWord, ok := c.resolveCollectiveOptions(st, cs, &s)
 	stream, sok := c.stmtStream(f, on, "comm", cs.Kind, kw)
 	s.Stream = stream
-	buckets, tok := c.resolveTargets(cs)
+	buckets, tok := c.resolveTargets(cs.Targets)
 	s.Buckets = buckets
+	st.train.collective(kind, buckets)
 	if s.Op == ir.Avg && opWord != nil && !c.avgOnFloats(opWord, buckets) {
 		ok = false
 	}
@@ -250,7 +260,7 @@ func (c *checker) resolveCollectiveOptions(st *blockState, cs *CollectiveStmt, s
 		case "on":
 			on = o.Value
 		case "after":
-			valid = c.resolveAfter(st, o, s)
+			valid = c.resolveAfter(st, cs.Kind, o, s)
 		case "from", "to":
 			valid = c.resolveRoot(cs, o, s)
 		default:
@@ -302,8 +312,12 @@ func (c *checker) resolveOp(cs *CollectiveStmt, o *Option, s *ir.Stmt) bool {
 // ready` needs a backward earlier in the block, since only a backward makes
 // gradients ready; a word closer to `ready` than to any stream is taken for
 // a misspelt `ready`, which is the likelier mistake.
-func (c *checker) resolveAfter(st *blockState, o *Option, s *ir.Stmt) bool {
+func (c *checker) resolveAfter(st *blockState, what string, o *Option, s *ir.Stmt) bool {
 	f := c.main.file
+	if o.Value.Text == "synced" {
+		c.errorf(f, spanOf(o.Pos, o.EndPos), "a collective waits with `after ready` or `after STREAM`", "%s takes no `after synced`: it is for update and unscale", what)
+		return false
+	}
 	if o.Value.Text == "ready" {
 		ok := true
 		if !st.sawBackward {
@@ -430,16 +444,16 @@ func (c *checker) targetHint(p pattern) string {
 	return "no bucket is declared; " + what
 }
 
-// resolveTargets resolves a collective's targets to bucket indices in
-// bucket order without repeats: a bucket declaration stands for all its
-// pieces, NAME[i] for one piece, and a tensor name or pattern for the
-// pieces holding its tensors plus an implicit bucket for each matched
-// tensor in no bucket.
-func (c *checker) resolveTargets(cs *CollectiveStmt) ([]int, bool) {
+// resolveTargets resolves the targets of a collective, an update or an
+// unscale to bucket indices in bucket order without repeats: a bucket
+// declaration stands for all its pieces, NAME[i] for one piece, and a
+// tensor name or pattern for the pieces holding its tensors plus an
+// implicit bucket for each matched tensor in no bucket.
+func (c *checker) resolveTargets(targets []*Target) ([]int, bool) {
 	f := c.main.file
 	ok := true
 	set := map[int]bool{}
-	for _, t := range cs.Targets {
+	for _, t := range targets {
 		sp := spanOf(t.Pos, t.EndPos)
 		tn := t.Name.name()
 		name, why := tn.unquoted()

@@ -514,13 +514,17 @@ func describeOpen(toks []token, i int) string {
 	return "the `{`"
 }
 
-// collectiveOptions are the option keywords each collective takes.
+// collectiveOptions are the option keywords each statement (and the
+// scaler) takes.
 var collectiveOptions = map[string][]string{
 	"allreduce":     {"op", "on", "after"},
 	"broadcast":     {"from", "on", "after"},
 	"reduce":        {"to", "op", "on", "after"},
 	"allgather":     {"on", "after"},
 	"reducescatter": {"op", "on", "after"},
+	"update":        {"lr", "momentum", "weight_decay", "beta1", "beta2", "eps", "master", "on", "after"},
+	"unscale":       {"agree", "on", "after"},
+	"scaler":        {"init", "growth", "backoff", "interval", "hysteresis", "min", "max"},
 }
 
 // expectedKeywords returns the keywords that may come next in a construct
@@ -533,7 +537,7 @@ func expectedKeywords(construct, prev string) []string {
 	case "stream":
 		return []string{"priority"}
 	case "bucket":
-		return []string{"cap", "first", "order", "wire"}
+		return []string{"cap", "first", "order", "wire", "divide"}
 	case "backward", "compute":
 		return []string{"on"}
 	case "run":

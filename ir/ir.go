@@ -117,6 +117,8 @@ type Program struct {
 	Step []Stmt
 	// Run holds the defaults of the `run` declaration.
 	Run Run
+	// Scaler is the loss scaler of a `scaler` declaration, nil without one.
+	Scaler *Scaler
 	// Imports are the files on disk that the main file imports, directly
 	// or through other imports, named as the loader opened them (the
 	// embedded standard library is not on disk and not listed). The
@@ -168,7 +170,12 @@ type Bucket struct {
 	Wire    DType
 	Elems   int64
 	Tensors []int // indices into Program.Tensors, in layout order
-	Pos     Pos
+	// PreDivide (`divide before`) makes an `op avg` of the bucket divide
+	// every rank's input by the number of ranks before the sum, instead
+	// of the sum after it. (Left out of the plan hash when false, so that
+	// plans without it hash as they always did.)
+	PreDivide bool `json:",omitempty"`
+	Pos       Pos
 }
 
 // Bytes returns the size of the wire buffer.
@@ -184,7 +191,20 @@ const (
 	StmtCollective
 	StmtGroup
 	StmtWait
+	StmtUpdate
+	StmtUnscale
 )
+
+var stmtKindNames = [...]string{"invalid", "backward", "compute", "collective", "group", "wait", "update", "unscale"}
+
+// String returns the statement's keyword ("update"; "collective" for any
+// collective).
+func (k StmtKind) String() string {
+	if int(k) < len(stmtKindNames) {
+		return stmtKindNames[k]
+	}
+	return fmt.Sprintf("stmt(%d)", k)
+}
 
 // Collective names a collective operation.
 type Collective uint8
@@ -231,18 +251,21 @@ func (o RedOp) String() string {
 	return fmt.Sprintf("op(%d)", o)
 }
 
-// AfterKind says what a collective waits for before it starts.
+// AfterKind says what a statement waits for before it starts.
 type AfterKind uint8
 
-// Dependencies of a collective. AfterNone means only the order of its own
-// stream.
+// Dependencies of a statement. AfterNone means only the order of its own
+// stream. AfterReady is a collective's (each bucket waits for its
+// gradients); AfterSynced an update's or unscale's (each bucket waits for
+// its last collective earlier in the step).
 const (
 	AfterNone AfterKind = iota
 	AfterReady
 	AfterStream
+	AfterSynced
 )
 
-// After is a collective's dependency.
+// After is a statement's dependency.
 type After struct {
 	Kind   AfterKind
 	Stream int // with AfterStream: index into Program.Streams
@@ -253,7 +276,8 @@ type Stmt struct {
 	Kind StmtKind
 	Pos  Pos
 
-	// Backward, Compute, Collective, Wait: the stream (index).
+	// Backward, Compute, Collective, Wait, Update, Unscale: the stream
+	// (index).
 	Stream int
 	// Backward, Compute: the simulated duration.
 	Duration time.Duration
@@ -262,11 +286,94 @@ type Stmt struct {
 	Collective Collective
 	Op         RedOp // Sum by default for reducing collectives, NoOp otherwise
 	Root       int   // Broadcast and Reduce
-	After      After
-	Buckets    []int // indices into Program.Buckets, in program order
+	// Collective, Update, Unscale (and Backward, Compute: AfterStream).
+	After   After
+	Buckets []int // indices into Program.Buckets, in program order
+
+	// Update only: the optimizer and its settings, defaults filled in.
+	Update Update `json:",omitzero"`
+	// Unscale only: the ranks agree on the overflow flag even where the
+	// runtime would not see the need (`agree`).
+	Agree bool `json:",omitempty"`
 
 	// Group: the collectives inside, issued as one group.
 	Body []Stmt
+}
+
+// Optimizer is an update's optimizer.
+type Optimizer uint8
+
+// The optimizers (the runtime's optim.Kind has the same numbering).
+const (
+	SGD Optimizer = iota + 1
+	AdamW
+)
+
+var optimizerNames = [...]string{"invalid", "sgd", "adamw"}
+
+// String returns the optimizer's keyword ("sgd").
+func (o Optimizer) String() string {
+	if int(o) < len(optimizerNames) {
+		return optimizerNames[o]
+	}
+	return fmt.Sprintf("optimizer(%d)", o)
+}
+
+// Update is an update statement's optimizer with every setting it takes
+// (the ones the source leaves out hold their defaults): SGD takes LR,
+// Momentum and WeightDecay; AdamW LR, Beta1, Beta2, Eps and WeightDecay.
+// Master asks for float32 master parameters for f16 and bf16 gradients.
+type Update struct {
+	Optimizer                 Optimizer
+	LR, WeightDecay, Momentum float64
+	Beta1, Beta2, Eps         float64
+	Master                    bool
+}
+
+// The optimizers' defaults, as PyTorch's torch.optim.SGD and AdamW.
+const (
+	DefaultLR              = 1e-3
+	DefaultSGDWeightDecay  = 0
+	DefaultMomentum        = 0
+	DefaultBeta1           = 0.9
+	DefaultBeta2           = 0.999
+	DefaultEps             = 1e-8
+	DefaultAdamWeightDecay = 1e-2
+)
+
+// ScalerRule is a loss scaler's rule: how the scale reacts to overflows.
+type ScalerRule uint8
+
+// The rules (the runtime's scaler.Rule has the same numbering, with
+// NoRule 0). `scaler dynamic` is ScaleTorch.
+const (
+	ScaleStatic ScalerRule = iota + 1
+	ScaleTorch
+	ScaleMegatron
+	ScaleDeepSpeed
+)
+
+var scalerRuleNames = [...]string{"invalid", "static", "torch", "megatron", "deepspeed"}
+
+// String returns the rule's keyword ("torch").
+func (r ScalerRule) String() string {
+	if int(r) < len(scalerRuleNames) {
+		return scalerRuleNames[r]
+	}
+	return fmt.Sprintf("rule(%d)", r)
+}
+
+// Scaler is the plan's loss scaler (`scaler RULE OPTIONS`). A zero field
+// was not given: the runtime takes it from the rule's preset.
+type Scaler struct {
+	Rule ScalerRule
+	// Init is the first scale; Growth multiplies the scale after Interval
+	// steps without overflow, Backoff after an overflow (with Hysteresis,
+	// after that many); Min and Max bound it.
+	Init, Growth, Backoff float64
+	Interval, Hysteresis  int
+	Min, Max              float64
+	Pos                   Pos
 }
 
 // Run holds the defaults that the generated binary's flags override.

@@ -1,0 +1,664 @@
+package dsl
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/syncgen/syncgen/ir"
+)
+
+// The training step after the sync: the `scaler` declaration, the `update`
+// and `unscale` statements, and the rules that order them within a step.
+
+// trainState is what the update and unscale rules remember of a block.
+type trainState struct {
+	// synced marks the buckets allreduced or reduce-scattered since the
+	// block's last backward; collected those with any collective earlier
+	// in the block (what `after synced` waits for).
+	synced, collected map[int]bool
+	// unscaled maps a bucket unscaled since the last backward to the line
+	// of its unscale; updated maps a bucket updated in the block to the
+	// line of its update.
+	unscaled, updated map[int]int
+	firstUpdate       int // the line of the block's first update; 0 before it
+}
+
+func (t *trainState) init() {
+	if t.synced == nil {
+		t.synced, t.collected = map[int]bool{}, map[int]bool{}
+		t.unscaled, t.updated = map[int]int{}, map[int]int{}
+	}
+}
+
+// backward refills every gradient: what was synchronised or unscaled is
+// no longer.
+func (t *trainState) backward() {
+	clear(t.synced)
+	clear(t.unscaled)
+}
+
+// collective notes a collective of buckets.
+func (t *trainState) collective(k ir.Collective, buckets []int) {
+	t.init()
+	for _, b := range buckets {
+		t.collected[b] = true
+		if k == ir.AllReduce || k == ir.ReduceScatter {
+			t.synced[b] = true
+		}
+	}
+}
+
+// optimizers are the optimizers by keyword; optimizerSettings the settings
+// each takes, in canonical order.
+var (
+	optimizers        = map[string]ir.Optimizer{"sgd": ir.SGD, "adamw": ir.AdamW}
+	optimizerSettings = map[ir.Optimizer][]string{
+		ir.SGD:   {"lr", "momentum", "weight_decay"},
+		ir.AdamW: {"lr", "beta1", "beta2", "eps", "weight_decay"},
+	}
+)
+
+// resolveUpdate resolves `update TARGETS OPTIMIZER SETTINGS`.
+func (c *checker) resolveUpdate(st *blockState, u *UpdateStmt, inGroup bool) ir.Stmt {
+	f := c.main.file
+	kw := keywordSpan(u.Pos.Offset, len("update"))
+	if !c.trainPlace(st, "update", kw, inGroup) {
+		return ir.Stmt{}
+	}
+	s := ir.Stmt{Kind: ir.StmtUpdate, Pos: f.pos(u.Pos.Offset)}
+	opt, ok := c.optimizer(u, kw)
+	if ok && opt == 0 {
+		return ir.Stmt{} // the targets are the optimizer's name: reported
+	}
+	s.Update = defaultUpdate(opt)
+	on, optsOK := c.trainOptions("update", u.Options, &s, func(o *Option) (known, valid bool) {
+		return c.setting(opt, o, &s.Update)
+	})
+	stream, sok := c.stmtStream(f, on, "compute", "update", kw)
+	s.Stream = stream
+	buckets, tok := c.resolveTargets(u.Targets)
+	s.Buckets = buckets
+	rok := tok && c.updateRules(st, u, s)
+	st.train.init()
+	for _, b := range buckets {
+		if _, dup := st.train.updated[b]; !dup {
+			st.train.updated[b] = u.Pos.Line
+		}
+	}
+	if st.train.firstUpdate == 0 {
+		st.train.firstUpdate = u.Pos.Line
+	}
+	if !ok || !optsOK || !sok || !rok {
+		return ir.Stmt{}
+	}
+	return s
+}
+
+// resolveUnscale resolves `unscale TARGETS [agree] [on STREAM] [after
+// synced|STREAM]`.
+func (c *checker) resolveUnscale(st *blockState, u *UnscaleStmt, inGroup bool) ir.Stmt {
+	f := c.main.file
+	kw := keywordSpan(u.Pos.Offset, len("unscale"))
+	if !c.trainPlace(st, "unscale", kw, inGroup) {
+		return ir.Stmt{}
+	}
+	s := ir.Stmt{Kind: ir.StmtUnscale, Pos: f.pos(u.Pos.Offset)}
+	on, ok := c.trainOptions("unscale", u.Options, &s, func(o *Option) (bool, bool) {
+		s.Agree = s.Agree || o.Key == "agree"
+		return o.Key == "agree", true
+	})
+	stream, sok := c.stmtStream(f, on, "compute", "unscale", kw)
+	s.Stream = stream
+	buckets, tok := c.resolveTargets(u.Targets)
+	s.Buckets = buckets
+	if c.scalerDecl == nil {
+		c.errorf(f, kw, "declare `scaler dynamic` (or `scaler static 1024`): without a loss scaler the gradients carry no scale to divide by",
+			"unscale without a loss scaler")
+		ok = false
+	}
+	rok := tok && c.unscaleRules(st, u, s)
+	st.train.init()
+	for _, b := range buckets {
+		if _, dup := st.train.unscaled[b]; !dup {
+			st.train.unscaled[b] = u.Pos.Line
+		}
+	}
+	if !ok || !sok || !rok {
+		return ir.Stmt{}
+	}
+	return s
+}
+
+// trainPlace reports whether an update or unscale may stand where it is:
+// not in a group, not in init.
+func (c *checker) trainPlace(st *blockState, what string, kw span, inGroup bool) bool {
+	f := c.main.file
+	switch {
+	case inGroup:
+		c.errorf(f, kw, "a group only issues collectives; put it before or after the group", "%s inside group", what)
+	case st.kind == "init":
+		c.errorf(f, kw, "init runs once before the steps and has no gradients; "+what+" belongs in step", "%s in init", what)
+	default:
+		return true
+	}
+	return false
+}
+
+// optimizer resolves an update's optimizer. Without one, a lone target
+// that is an optimizer's name is a missing target (`update sgd lr 0.1`),
+// reported with opt 0 and ok true.
+func (c *checker) optimizer(u *UpdateStmt, kw span) (opt ir.Optimizer, ok bool) {
+	f := c.main.file
+	if w := u.Optimizer; w != nil {
+		if opt, ok := optimizers[w.Text]; ok {
+			return opt, true
+		}
+		hint := "optimizers are sgd and adamw"
+		switch l := strings.ToLower(w.Text); {
+		case l == "adam":
+			hint = "syncgen's Adam is adamw (decoupled weight decay): write adamw"
+		case suggest(w.Text, keys(optimizers)) != "":
+			hint = didYouMean(w.Text, keys(optimizers)) + " " + hint
+		}
+		c.errorf(f, wordSpan(w), hint, "unknown optimizer %s", code(w.Text))
+		return 0, false
+	}
+	t := u.Targets[0]
+	if len(u.Targets) == 1 && t.Index == nil && optimizers[t.Name.Bare] != 0 && c.buckets[t.Name.Bare] == nil {
+		if _, isTensor := c.tensorIndex[t.Name.Bare]; !isTensor {
+			c.errorf(f, spanOf(t.Pos, t.EndPos), "targets are buckets, pieces like grads[0], tensors and patterns, e.g. `update grads "+t.Name.Bare+"`",
+				"update needs a target before %s", code(t.Name.Bare))
+			return 0, true
+		}
+	}
+	c.errorf(f, kw, "write it after the targets, e.g. `update grads adamw lr 1e-3`; optimizers are sgd and adamw", "update needs an optimizer")
+	return 0, false
+}
+
+// defaultUpdate returns an optimizer's settings as PyTorch defaults them.
+func defaultUpdate(opt ir.Optimizer) ir.Update {
+	u := ir.Update{Optimizer: opt, LR: ir.DefaultLR}
+	switch opt {
+	case ir.SGD:
+		u.Momentum, u.WeightDecay = ir.DefaultMomentum, ir.DefaultSGDWeightDecay
+	case ir.AdamW:
+		u.Beta1, u.Beta2, u.Eps, u.WeightDecay = ir.DefaultBeta1, ir.DefaultBeta2, ir.DefaultEps, ir.DefaultAdamWeightDecay
+	}
+	return u
+}
+
+// setting applies an update's setting or `master f32` to u; known is false
+// for another option. opt is 0 when the optimizer is unknown: the value is
+// still checked.
+func (c *checker) setting(opt ir.Optimizer, o *Option, u *ir.Update) (known, valid bool) {
+	f := c.main.file
+	key := o.Key
+	switch key {
+	case "master":
+		if o.Value.Text != "f32" {
+			c.errorf(f, wordSpan(o.Value), "write `master f32`: float32 master parameters (and optimizer state) for f16 and bf16 gradients",
+				"master parameters are f32, not %s", code(o.Value.Text))
+			return true, false
+		}
+		u.Master = true
+		return true, true
+	case "wd":
+		c.errorf(f, keywordSpan(o.Pos.Offset, len(key)), "did you mean `weight_decay`?", "unknown setting `wd`")
+		return true, false
+	case "lr", "momentum", "weight_decay", "beta1", "beta2", "eps":
+	default:
+		return false, false
+	}
+	valid = true
+	if takes := optimizerSettings[opt]; opt != 0 && !slices.Contains(takes, key) {
+		c.errorf(f, keywordSpan(o.Pos.Offset, len(key)), fmt.Sprintf("%s's settings are %s", opt, andList(takes)), "%s takes no %s", opt, code(key))
+		valid = false
+	}
+	v, msg := parseNumber(o.Value.Text, key)
+	if msg == "" {
+		switch {
+		case (key == "lr" || key == "eps") && v <= 0:
+			msg = key + " must be positive, not " + code(o.Value.Text)
+		case (key == "momentum" || key == "weight_decay") && v < 0:
+			msg = key + " must not be negative, not " + code(o.Value.Text)
+		case (key == "beta1" || key == "beta2") && (v < 0 || v >= 1):
+			msg = key + " must be at least 0 and below 1, not " + code(o.Value.Text)
+		}
+	}
+	if msg != "" {
+		c.errorf(f, wordSpan(o.Value), "e.g. `"+key+" "+settingExamples[key]+"`; numbers are decimal, with an optional exponent (`0.001`, `1e-3`)", "%s", msg)
+		return true, false
+	}
+	switch key {
+	case "lr":
+		u.LR = v
+	case "momentum":
+		u.Momentum = v
+	case "weight_decay":
+		u.WeightDecay = v
+	case "beta1":
+		u.Beta1 = v
+	case "beta2":
+		u.Beta2 = v
+	case "eps":
+		u.Eps = v
+	}
+	return true, valid
+}
+
+// settingExamples are typical values of the settings, for hints.
+var settingExamples = map[string]string{
+	"lr": "1e-3", "momentum": "0.9", "weight_decay": "1e-4", "beta1": "0.9", "beta2": "0.999", "eps": "1e-8",
+}
+
+// andList writes "a, b and c".
+func andList(words []string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " and " + words[len(words)-1]
+}
+
+// numberRE matches a decimal number with an optional fraction and exponent.
+var numberRE = regexp.MustCompile(`^-?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?$`)
+
+// parseNumber parses a decimal number such as `0.001` or `1e-3`.
+func parseNumber(text, what string) (float64, string) {
+	if !numberRE.MatchString(text) {
+		return 0, fmt.Sprintf("%s must be a number, not %s", what, code(text))
+	}
+	v, err := strconv.ParseFloat(text, 64)
+	if err != nil {
+		return 0, fmt.Sprintf("%s %s is out of range", what, code(text))
+	}
+	return v, ""
+}
+
+// trainOptions reads the options of an update or unscale, each at most
+// once: `on STREAM` (returned), `after synced|STREAM` (set in s), and the
+// others through other, which says whether it knows the key and whether
+// its value is valid.
+func (c *checker) trainOptions(what string, opts []*Option, s *ir.Stmt, other func(*Option) (known, valid bool)) (on *Word, ok bool) {
+	f := c.main.file
+	ok = true
+	seen := map[string]*Option{}
+	for _, o := range opts {
+		if prev, dup := seen[o.Key]; dup {
+			c.errorf(f, spanOf(o.Pos, o.EndPos), "each option is given at most once: remove one of them", "duplicate option %s (first on line %d)", code(o.Key), prev.Pos.Line)
+			ok = false
+			continue
+		}
+		seen[o.Key] = o
+		switch o.Key {
+		case "on":
+			on = o.Value
+		case "after":
+			ok = c.trainAfter(what, o, s) && ok
+		default:
+			known, valid := other(o)
+			if !known {
+				hint := "unscale takes on STREAM, after synced|STREAM and agree"
+				if what == "update" {
+					hint = "update takes its optimizer's settings (lr, momentum, weight_decay, beta1, beta2, eps), master f32, on STREAM and after synced|STREAM"
+				}
+				c.errorf(f, keywordSpan(o.Pos.Offset, len(o.Key)), hint, "%s is not an option of %s", code(o.Key), what)
+			}
+			ok = ok && known && valid
+		}
+	}
+	return on, ok
+}
+
+// trainAfter sets s.After from `after synced` or `after STREAM`.
+func (c *checker) trainAfter(what string, o *Option, s *ir.Stmt) bool {
+	f := c.main.file
+	text := o.Value.Text
+	switch _, isStream := c.streamIndex[text]; {
+	case text == "synced":
+		s.After = ir.After{Kind: ir.AfterSynced}
+		return true
+	case text == "ready":
+		c.errorf(f, spanOf(o.Pos, o.EndPos), "`after ready` waits for the backward's gradients, not for their collective; write `after synced` (each bucket's last collective before it) or `after STREAM`",
+			"%s takes no `after ready`", what)
+		return false
+	case !isStream && suggest(text, append(c.streamNames(), "synced")) == "synced":
+		c.errorOnce("stream "+text, usedTimes, f, wordSpan(o.Value), "did you mean `synced`? `after synced` waits for each bucket's last collective before it",
+			"no stream %s", code(text))
+		return false
+	}
+	si, found := c.lookupStream(f, o.Value)
+	s.After = ir.After{Kind: ir.AfterStream, Stream: si}
+	return found
+}
+
+// targetsSpan is the span of a statement's targets.
+func targetsSpan(ts []*Target) span {
+	return spanOf(ts[0].Pos, ts[len(ts)-1].EndPos)
+}
+
+// firstBucket returns the first of buckets for which bad holds, or -1.
+func firstBucket(buckets []int, bad func(int) bool) int {
+	for _, b := range buckets {
+		if bad(b) {
+			return b
+		}
+	}
+	return -1
+}
+
+// updateRules checks what an update needs of its buckets and of the
+// statements before it, reporting the first bucket that breaks each rule.
+func (c *checker) updateRules(st *blockState, u *UpdateStmt, s ir.Stmt) bool {
+	f := c.main.file
+	sp := targetsSpan(u.Targets)
+	t := &st.train
+	t.init()
+	ok := c.floatBuckets("update", s.Buckets, sp) && c.oneParamDType(s, sp)
+	name := func(b int) string { return code(c.prog.Buckets[b].Name) }
+	if b := firstBucket(s.Buckets, func(b int) bool { return t.updated[b] != 0 }); b >= 0 {
+		c.errorf(f, sp, "a bucket's parameters take one optimizer step a step: remove one of the updates",
+			"bucket %s is updated twice in one step (first on line %d)", name(b), t.updated[b])
+		ok = false
+	}
+	if b := firstBucket(s.Buckets, func(b int) bool { return !t.synced[b] }); b >= 0 {
+		c.errorf(f, sp, "put an allreduce or reducescatter of it before the update, after the step's last backward",
+			"bucket %s is updated before its gradients are synchronised", name(b))
+		ok = false
+	}
+	if c.scalerDecl == nil {
+		return ok
+	}
+	if b := firstBucket(s.Buckets, func(b int) bool { return t.unscaled[b] == 0 && c.prog.Buckets[b].Wire.IsFloat() }); b >= 0 {
+		c.errorf(f, sp, "its gradients still carry the loss scale; unscale it first: `unscale "+c.prog.Buckets[b].Decl+" after synced` before the update",
+			"bucket %s is updated before it is unscaled", name(b))
+		ok = false
+	}
+	return ok
+}
+
+// unscaleRules checks what an unscale needs of its buckets and of the
+// statements before it.
+func (c *checker) unscaleRules(st *blockState, u *UnscaleStmt, s ir.Stmt) bool {
+	f := c.main.file
+	sp := targetsSpan(u.Targets)
+	t := &st.train
+	t.init()
+	ok := c.floatBuckets("unscale", s.Buckets, sp)
+	if t.firstUpdate != 0 {
+		c.errorf(f, spanOf(u.Pos, u.EndPos), "an overflow found here could not skip the update already done: unscale every bucket before the step's first update",
+			"unscale after the update on line %d", t.firstUpdate)
+		ok = false
+	}
+	if b := firstBucket(s.Buckets, func(b int) bool { return t.unscaled[b] != 0 }); b >= 0 {
+		c.errorf(f, sp, "a second unscale would divide its gradients by the scale again: remove one of them",
+			"bucket %s is unscaled twice (first on line %d)", code(c.prog.Buckets[b].Name), t.unscaled[b])
+		ok = false
+	}
+	if s.After.Kind == ir.AfterSynced {
+		if b := firstBucket(s.Buckets, func(b int) bool { return !t.collected[b] }); b >= 0 {
+			c.errorf(f, sp, "`after synced` waits for each bucket's last collective before it in the step: synchronise the bucket first, or write `after STREAM`",
+				"`after synced`, but bucket %s has no collective before it in step", code(c.prog.Buckets[b].Name))
+			ok = false
+		}
+	}
+	return ok
+}
+
+// floatBuckets reports an update's or unscale's first integer bucket.
+func (c *checker) floatBuckets(what string, buckets []int, sp span) bool {
+	b := firstBucket(buckets, func(b int) bool { w := c.prog.Buckets[b].Wire; return w != ir.InvalidDType && !w.IsFloat() })
+	if b < 0 {
+		return true
+	}
+	bk := c.prog.Buckets[b]
+	need := "an optimizer needs float gradients"
+	if what == "unscale" {
+		need = "a loss scaler scales float gradients only"
+	}
+	c.errorf(c.main.file, sp, need+"; leave the integer bucket out", "%s of integer bucket %s (%s)", what, code(bk.Name), bk.Wire)
+	return false
+}
+
+// oneParamDType reports an updated bucket whose parameters would have two
+// dtypes: a bucket's parameters are one buffer laid out like the bucket,
+// and `master f32` makes the parameters of f16 and bf16 tensors f32.
+func (c *checker) oneParamDType(s ir.Stmt, sp span) bool {
+	param := func(d ir.DType) ir.DType {
+		if s.Update.Master && (d == ir.F16 || d == ir.BF16) {
+			return ir.F32
+		}
+		return d
+	}
+	for _, b := range s.Buckets {
+		bk := c.prog.Buckets[b]
+		for _, ti := range bk.Tensors[1:] {
+			t0, t := c.prog.Tensors[bk.Tensors[0]], c.prog.Tensors[ti]
+			if param(t.DType) == param(t0.DType) {
+				continue
+			}
+			hint := "add `master f32`: f16 and bf16 gradients then update float32 master parameters, one dtype for the bucket"
+			if s.Update.Master || !(t.DType.IsFloat() && t0.DType.IsFloat()) || t.DType == ir.F64 || t0.DType == ir.F64 {
+				hint = "a bucket's parameters have one dtype (`master f32` makes those of f16 and bf16 tensors f32): put the " + t.DType.String() + " tensors in a bucket of their own"
+			}
+			c.errorf(c.main.file, sp, hint, "updated bucket %s holds tensors of two dtypes: %s (%s) and %s (%s)",
+				code(bk.Name), t0.DType, code(t0.Name), t.DType, code(t.Name))
+			return false
+		}
+	}
+	return true
+}
+
+// divideOption reads a bucket's `divide before|after`.
+func (c *checker) divideOption(f *sourceFile, o *Option) bool {
+	switch o.Value.Text {
+	case "before":
+		return true
+	case "after":
+	default:
+		c.errorf(f, wordSpan(o.Value), "`divide before` divides each rank's input of an `op avg` by the number of ranks before the sum; `divide after` (the default) divides the sum",
+			"divide is before or after, not %s", code(o.Value.Text))
+	}
+	return false
+}
+
+// addScaler records the scaler declaration of the main file.
+func (c *checker) addScaler(m *module, d *ScalerDecl) {
+	sp := keywordSpan(d.Pos.Offset, len("scaler"))
+	switch {
+	case m != c.main:
+		c.errorf(m.file, sp, "the loss scaler belongs to the program: declare it in the main file", "scaler declaration in an imported file")
+	case c.scalerDecl != nil:
+		c.errorf(m.file, sp, "a program has one loss scaler: remove one of them", "second scaler declaration (the first is on line %d)", c.scalerDecl.Pos.Line)
+	default:
+		c.scalerDecl = d
+	}
+}
+
+// scalerRules are the scaler rules by keyword; dynamic is PyTorch's.
+var scalerRules = map[string]ir.ScalerRule{
+	"static": ir.ScaleStatic, "dynamic": ir.ScaleTorch, "torch": ir.ScaleTorch,
+	"megatron": ir.ScaleMegatron, "deepspeed": ir.ScaleDeepSpeed,
+}
+
+// scalerAliases are other words for the rules.
+var scalerAliases = byAlias(map[string][]string{"static": {"fixed", "constant"}, "torch": {"pytorch", "amp", "gradscaler"}})
+
+// declareScaler checks the scaler declaration and sets Program.Scaler.
+func (c *checker) declareScaler() {
+	d := c.scalerDecl
+	if d == nil {
+		return
+	}
+	f := c.main.file
+	sc := &ir.Scaler{Pos: f.pos(d.Pos.Offset)}
+	rule, ok := scalerRules[d.Rule.Text]
+	if !ok {
+		hint := "rules are static, dynamic (= torch), torch, megatron and deepspeed"
+		if a, found := scalerAliases[strings.ToLower(d.Rule.Text)]; found {
+			hint = "did you mean " + code(a) + "? " + hint
+		} else if h := didYouMean(d.Rule.Text, keys(scalerRules)); h != "" {
+			hint = h + " " + hint
+		}
+		c.errorf(f, wordSpan(d.Rule), hint, "unknown scaler rule %s", code(d.Rule.Text))
+	}
+	sc.Rule = rule
+	static := rule == ir.ScaleStatic
+	switch {
+	case d.Scale == nil || !ok:
+	case !static:
+		c.errorf(f, wordSpan(d.Scale), "a fixed scale is `scaler static "+d.Scale.Text+"`; a "+d.Rule.Text+" scaler's first scale is `init "+d.Scale.Text+"`",
+			"a bare scale is for `scaler static`")
+		ok = false
+	default:
+		sc.Init = c.scalerValue("scale", d.Scale)
+		ok = sc.Init != 0
+	}
+	seen := map[string]*ScalerOption{}
+	for _, o := range d.Options {
+		kw := keywordSpan(o.Pos.Offset, len(o.Key))
+		if prev, dup := seen[o.Key]; dup || o.Key == "init" && d.Scale != nil {
+			where := fmt.Sprintf("first on line %d", o.Pos.Line)
+			if dup {
+				where = fmt.Sprintf("first on line %d", prev.Pos.Line)
+			} else {
+				where = "`scaler static " + d.Scale.Text + "` gives it already"
+			}
+			c.errorf(f, spanOf(o.Pos, o.EndPos), "each option is given at most once: remove one of them", "duplicate option %s (%s)", code(o.Key), where)
+			ok = false
+			continue
+		}
+		seen[o.Key] = o
+		if static && o.Key != "init" {
+			c.errorf(f, kw, "a static scale never changes; `scaler dynamic` adapts it", "a static scaler takes no %s", code(o.Key))
+			ok = false
+			continue
+		}
+		var v float64
+		switch o.Key {
+		case "interval", "hysteresis":
+			n, msg := parseInt(o.Value.Text, o.Key)
+			switch {
+			case msg != "":
+				c.errorf(f, wordSpan(o.Value), intHint(o.Value.Text, msg, o.Key+map[string]string{"interval": " 2000", "hysteresis": " 2"}[o.Key]), "%s", msg)
+			case n < 1:
+				c.errorf(f, wordSpan(o.Value), "it counts steps: a whole number of at least 1", "%s must be at least 1, not %d", o.Key, n)
+			default:
+				v = float64(n)
+			}
+		default:
+			v = c.scalerValue(o.Key, o.Value)
+		}
+		ok = ok && v != 0
+		switch o.Key {
+		case "init":
+			sc.Init = v
+		case "growth":
+			sc.Growth = v
+		case "backoff":
+			sc.Backoff = v
+		case "interval":
+			sc.Interval = int(v)
+		case "hysteresis":
+			sc.Hysteresis = int(v)
+		case "min":
+			sc.Min = v
+		case "max":
+			sc.Max = v
+		}
+	}
+	if ok && static && sc.Init == 0 {
+		c.errorf(f, keywordSpan(d.Pos.Offset, len("scaler")), "give the scale, e.g. `scaler static 1024`", "scaler static needs its scale")
+		ok = false
+	}
+	if ok && !c.scalerBounds(d, sc) {
+		ok = false
+	}
+	if ok {
+		c.prog.Scaler = sc
+	}
+}
+
+// scalerBounds checks that min <= init <= max where they are given.
+func (c *checker) scalerBounds(d *ScalerDecl, sc *ir.Scaler) bool {
+	at := func(key string) span {
+		for _, o := range d.Options {
+			if o.Key == key {
+				return spanOf(o.Pos, o.EndPos)
+			}
+		}
+		return wordSpan(d.Scale)
+	}
+	f := c.main.file
+	switch {
+	case sc.Max != 0 && sc.Min > sc.Max:
+		c.errorf(f, at("min"), "the scale stays between min and max", "min %s is above max %s", num(sc.Min), num(sc.Max))
+	case sc.Init != 0 && sc.Min != 0 && sc.Init < sc.Min:
+		c.errorf(f, at("init"), "the first scale lies between min and max", "init %s is below min %s", num(sc.Init), num(sc.Min))
+	case sc.Init != 0 && sc.Max != 0 && sc.Init > sc.Max:
+		c.errorf(f, at("init"), "the first scale lies between min and max", "init %s is above max %s", num(sc.Init), num(sc.Max))
+	default:
+		return true
+	}
+	return false
+}
+
+// num writes a number as the checker's messages show it.
+func num(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+// scalerValue checks a scale or factor of a scaler: a number in the
+// option's range and a power of two, so that scaling is exact. It returns
+// 0 after reporting a problem.
+func (c *checker) scalerValue(key string, w *Word) float64 {
+	valid := map[string]func(float64) bool{
+		"growth":  func(v float64) bool { return v > 1 },
+		"backoff": func(v float64) bool { return v > 0 && v < 1 },
+		"min":     func(v float64) bool { return v >= 1 },
+	}[key]
+	rule := map[string]string{"growth": "above 1", "backoff": "between 0 and 1", "min": "at least 1"}[key]
+	if valid == nil {
+		valid, rule = func(v float64) bool { return v > 0 }, "positive"
+	}
+	v, msg := parseNumber(w.Text, key)
+	hint := "numbers are decimal, with an optional exponent: `65536`, `0.5`, `2e3`"
+	if msg == "" && !valid(v) {
+		msg = fmt.Sprintf("%s must be %s, not %s", key, rule, code(w.Text))
+		hint = "e.g. `" + key + " " + map[string]string{"growth": "2", "backoff": "0.5", "min": "1"}[key] + "`"
+		if rule == "positive" {
+			hint = "e.g. `" + key + " 65536`"
+		}
+	}
+	frac, exp := math.Frexp(v)
+	switch {
+	case msg != "":
+	case frac != 0.5:
+		msg = fmt.Sprintf("%s %s is not a power of two", key, code(w.Text))
+		hint = "scaling by a power of two is exact (only the exponent changes)"
+		if p := nearestPowerOfTwo(v, valid); p != 0 {
+			hint = "did you mean " + code(num(p)) + "? " + hint
+		}
+	case exp-1 < -126 || exp-1 > 127:
+		msg = fmt.Sprintf("%s %s is out of float32's range", key, code(w.Text))
+		hint = "gradients are scaled in float32: a scale is a power of two from 2^-126 to 2^127"
+	default:
+		return v
+	}
+	c.errorf(c.main.file, wordSpan(w), hint, "%s", msg)
+	return 0
+}
+
+// nearestPowerOfTwo returns the power of two nearest v that is valid, or 0.
+func nearestPowerOfTwo(v float64, valid func(float64) bool) float64 {
+	_, exp := math.Frexp(v)
+	lo, hi := math.Ldexp(1, exp-1), math.Ldexp(1, exp) // lo <= v < hi
+	switch {
+	case valid(lo) && (v-lo <= hi-v || !valid(hi)):
+		return lo
+	case valid(hi):
+		return hi
+	}
+	return 0
+}
