@@ -84,6 +84,7 @@ func TestUpdateMatchesReference(t *testing.T) {
 		{4, "train:adamw:f16"},
 		{2, "train:sgd-plain:f64"},
 		{2, "train:sgd:bf16:master"},
+		{4, "zero"}, // each rank keeps and updates its shard only
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("%s/np%d", c.plan, c.np), func(t *testing.T) {

@@ -18,7 +18,7 @@ import (
 
 // Training is what the Model is told of the training step.
 type Training struct {
-	// Params[b] is bucket b's parameters (Param.N == 0: never updated).
+	// Params[b] is bucket b's parameters (Updated false: never updated).
 	Params []Params
 	// Injections are the overflows put into gradients (engine.Injection).
 	Injections []Injection
@@ -32,8 +32,12 @@ type Params struct {
 	DType elem.DType
 	Param backend.Span
 	State [2]backend.Span
+	// Base is the bucket element that the spans' element 0 holds.
+	Base int64
 	// Sharded: the update reads and writes this rank's slice only.
 	Sharded bool
+	// Updated: an update reads the bucket.
+	Updated bool
 }
 
 // Injection is an overflow put into element 0 of a tensor's gradient.
@@ -52,9 +56,54 @@ type StepTrain struct {
 }
 
 // reference is one bucket's reference parameters and state, as values of
-// the parameter dtype (NaN: not predictable).
+// the parameter dtype (NaN: not predictable): p, then the state the
+// optimizer keeps.
 type reference struct {
-	p, s0, s1 []float64
+	p  values
+	s  [2]values
+	ok bool
+}
+
+// values holds one array of the reference in the narrowest type that
+// holds the parameter dtype exactly: float32 for f32, f16 and bf16 (half
+// the memory of float64, which a model of hundreds of millions of
+// parameters needs), float64 for f64. A zero values (no state) reads 0.
+type values struct {
+	f32 []float32
+	f64 []float64
+}
+
+func newValues(n int64, dt elem.DType) values {
+	if dt == elem.F64 {
+		return values{f64: make([]float64, n)}
+	}
+	return values{f32: make([]float32, n)}
+}
+
+func (v values) get(k int64) float64 {
+	switch {
+	case v.f64 != nil:
+		return v.f64[k]
+	case v.f32 != nil:
+		return float64(v.f32[k])
+	}
+	return 0
+}
+
+func (v values) set(k int64, x float64) {
+	switch {
+	case v.f64 != nil:
+		v.f64[k] = x
+	case v.f32 != nil:
+		v.f32[k] = float32(x)
+	}
+}
+
+// forgetAt makes element k of the reference unpredictable.
+func (r *reference) forgetAt(k int64) {
+	r.p.set(k, math.NaN())
+	r.s[0].set(k, math.NaN())
+	r.s[1].set(k, math.NaN())
 }
 
 // SetTraining tells the Model of the training step, and sets up the
@@ -66,15 +115,18 @@ func (m *Model) SetTraining(tr Training) {
 		return
 	}
 	for b, pm := range tr.Params {
-		if pm.Param.N == 0 {
+		if !pm.Updated {
 			continue
 		}
 		n := m.plan.Buckets[b].Elems
-		ref := reference{p: make([]float64, n), s0: make([]float64, n), s1: make([]float64, n)}
+		ref := reference{p: newValues(n, pm.DType), ok: true}
+		for k := range pm.Spec.States() {
+			ref.s[k] = newValues(n, pm.DType)
+		}
 		for _, t := range m.plan.Buckets[b].Tensors {
 			tn := &m.plan.Tensors[t]
 			for i := range tn.Elems() {
-				ref.p[tn.Offset+i] = elem.RoundTo(optim.InitialParam(t, i), pm.DType)
+				ref.p.set(tn.Offset+i, elem.RoundTo(optim.InitialParam(t, i), pm.DType))
 			}
 		}
 		m.ref[b] = ref
@@ -117,7 +169,7 @@ func (m *Model) updateReference(s *plan.Stmt) {
 	for _, b := range s.Buckets {
 		pm := &m.tr.Params[b]
 		ref := &m.ref[b]
-		if ref.p == nil {
+		if !ref.ok {
 			continue
 		}
 		h := pm.Spec.Hyper(m.step.T, pm.DType)
@@ -141,11 +193,13 @@ func (m *Model) updateReference(s *plan.Stmt) {
 					}
 					g := sim.vals[r][j]
 					if !known(g) {
-						ref.p[k], ref.s0[k], ref.s1[k] = math.NaN(), math.NaN(), math.NaN()
+						ref.forgetAt(k)
 						continue
 					}
-					p, s0, s1 := h.Apply(g, ref.p[k], ref.s0[k], ref.s1[k])
-					ref.p[k], ref.s0[k], ref.s1[k] = elem.RoundTo(p, pm.DType), elem.RoundTo(s0, pm.DType), elem.RoundTo(s1, pm.DType)
+					p, s0, s1 := h.Apply(g, ref.p.get(k), ref.s[0].get(k), ref.s[1].get(k))
+					ref.p.set(k, elem.RoundTo(p, pm.DType))
+					ref.s[0].set(k, elem.RoundTo(s0, pm.DType))
+					ref.s[1].set(k, elem.RoundTo(s1, pm.DType))
 				}
 			}
 		}
@@ -156,7 +210,7 @@ func (m *Model) updateReference(s *plan.Stmt) {
 func (m *Model) forget(ref *reference, t int) {
 	tn := &m.plan.Tensors[t]
 	for k := tn.Offset; k < tn.Offset+tn.Elems(); k++ {
-		ref.p[k], ref.s0[k], ref.s1[k] = math.NaN(), math.NaN(), math.NaN()
+		ref.forgetAt(k)
 	}
 }
 
@@ -202,14 +256,14 @@ func (s *sim) applyUpdate(i0 int64, n int, k int) {
 	if !sharded || m.step.Skipped || b < 0 {
 		return
 	}
-	ref := m.ref[b].p
+	ref := &m.ref[b]
 	last := int64(len(s.vals) - 1)
 	for j := range n {
 		k := s.off + i0 + int64(j)
 		owner := min(k/max(s.slice, 1), last)
 		v := math.NaN()
-		if ref != nil && known(ref[k]) {
-			v = elem.RoundTo(ref[k], s.wire)
+		if ref.ok && known(ref.p.get(k)) {
+			v = elem.RoundTo(ref.p.get(k), s.wire)
 		}
 		s.vals[owner][j] = v
 	}
@@ -223,7 +277,7 @@ func (m *Model) CheckParams(b int) (Result, error) {
 	var res Result
 	pm := &m.tr.Params[b]
 	ref := &m.ref[b]
-	if pm.Param.N == 0 || ref.p == nil {
+	if !pm.Updated || !ref.ok {
 		return res, nil
 	}
 	lo, hi := int64(0), m.plan.Buckets[b].Elems
@@ -235,17 +289,17 @@ func (m *Model) CheckParams(b int) (Result, error) {
 		return res, nil
 	}
 	spans := []backend.Span{pm.Param, pm.State[0], pm.State[1]}
-	want := [][]float64{ref.p, ref.s0, ref.s1}
+	want := []values{ref.p, ref.s[0], ref.s[1]}
 	what := []string{"parameter", "momentum", "second moment"}
 	if pm.Spec.Kind == optim.AdamW {
 		what[1] = "first moment"
 	}
 	got := make([]float64, hi-lo)
 	for k, sp := range spans {
-		if sp.N == 0 {
+		if sp.Buf == nil {
 			continue
 		}
-		sp.Off, sp.N = lo, hi-lo
+		sp.Off, sp.N = lo-pm.Base, hi-lo
 		host := make([]byte, sp.Bytes())
 		if err := m.be.CopyToHost(host, sp); err != nil {
 			return res, fmt.Errorf("reading the %ss of bucket %q: %w", what[k], m.plan.Buckets[b].Name, err)
@@ -255,7 +309,7 @@ func (m *Model) CheckParams(b int) (Result, error) {
 			tn := &m.plan.Tensors[t]
 			a, z := max(lo, tn.Offset), min(hi, tn.Offset+tn.Elems())
 			for i := a; i < z; i++ {
-				w, g := want[k][i], got[i-lo]
+				w, g := want[k].get(i), got[i-lo]
 				switch {
 				case math.IsNaN(w):
 					res.Unchecked++

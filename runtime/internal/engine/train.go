@@ -26,12 +26,15 @@ type Injection struct {
 }
 
 // ParamMem is a bucket's parameters and optimizer state: laid out like the
-// bucket (tensor t's parameters start at its Offset), in one dtype.
+// bucket (tensor t's parameters start at its Offset), in one dtype. A
+// sharded update keeps only this rank's slice, as ZeRO does: element k of
+// the bucket is element k-Base of the spans.
 type ParamMem struct {
 	Spec  optim.Spec
 	DType elem.DType
 	Param backend.Span
 	State [2]backend.Span
+	Base  int64
 }
 
 // train is the engine's state for the training step.
@@ -44,7 +47,7 @@ type train struct {
 	// scaler); overflow is what it said after the last step.
 	flag     backend.Span
 	overflow bool
-	// params[b] is bucket b's parameters (Param.N == 0 if never updated).
+	// params[b] is bucket b's parameters (Param.Buf nil if never updated).
 	params []ParamMem
 	// synced[b] is the end of bucket b's last collective in this step.
 	synced []readyMark
@@ -119,7 +122,7 @@ func (e *Engine) setUpTrain(injections []Injection) error {
 				ts.names = append(ts.names, verb+p.Buckets[b].Name)
 				if s.Kind == plan.StmtUpdate {
 					hasUpdate = true
-					if err := e.allocParams(b, s.Optim); err != nil {
+					if err := e.allocParams(b, s.Optim, ts.sharded[len(ts.sharded)-1]); err != nil {
 						return err
 					}
 				}
@@ -131,16 +134,21 @@ func (e *Engine) setUpTrain(injections []Injection) error {
 	return nil
 }
 
-// allocParams gives bucket b parameters and state for optimizer spec.
-func (e *Engine) allocParams(b int, spec optim.Spec) error {
+// allocParams gives bucket b parameters and state for optimizer spec:
+// for the whole bucket, or, for a sharded update, for this rank's slice.
+func (e *Engine) allocParams(b int, spec optim.Spec, sharded bool) error {
 	p := e.plan
 	pm := &e.tr.params[b]
-	if pm.Param.N > 0 {
+	if pm.Param.Buf != nil {
 		return nil // the recording refuses two updates of a bucket
 	}
 	bk := &p.Buckets[b]
 	pdt := spec.ParamDType(p.Tensors[bk.Tensors[0]].DType)
-	n := e.mem.Buckets[b].Elems
+	lo, hi := int64(0), bk.Elems
+	if sharded {
+		lo, hi = e.sliceOf(b)
+	}
+	n := max(hi-lo, 0)
 	alloc := func(what string) (backend.Span, error) {
 		buf, err := e.be.Alloc(pdt, max(n, 1))
 		if err != nil {
@@ -148,7 +156,7 @@ func (e *Engine) allocParams(b int, spec optim.Spec) error {
 		}
 		return backend.Span{Buf: buf, N: n, DType: pdt}, nil
 	}
-	*pm = ParamMem{Spec: spec, DType: pdt}
+	*pm = ParamMem{Spec: spec, DType: pdt, Base: lo}
 	var err error
 	if pm.Param, err = alloc("the parameters"); err != nil {
 		return err
@@ -156,29 +164,41 @@ func (e *Engine) allocParams(b int, spec optim.Spec) error {
 	vals := make([]float64, n)
 	for _, ti := range bk.Tensors {
 		tn := &p.Tensors[ti]
-		for i := range tn.Elems() {
-			vals[tn.Offset+i] = optim.InitialParam(ti, i)
+		a, z := max(lo, tn.Offset), min(hi, tn.Offset+tn.Elems())
+		for k := a; k < z; k++ {
+			vals[k-lo] = optim.InitialParam(ti, k-tn.Offset)
 		}
 	}
 	host := make([]byte, n*pdt.Size())
 	elem.StoreAll(host, pdt, vals)
-	if err := e.be.CopyFromHost(pm.Param, host); err != nil {
-		return fmt.Errorf("initial parameters of bucket %q: %w", bk.Name, err)
+	if n > 0 {
+		if err := e.be.CopyFromHost(pm.Param, host); err != nil {
+			return fmt.Errorf("initial parameters of bucket %q: %w", bk.Name, err)
+		}
 	}
 	clear(host)
 	for k := range spec.States() {
 		if pm.State[k], err = alloc("the optimizer state"); err != nil {
 			return err
 		}
-		if err := e.be.CopyFromHost(pm.State[k], host); err != nil {
-			return fmt.Errorf("initial optimizer state of bucket %q: %w", bk.Name, err)
+		if n > 0 {
+			if err := e.be.CopyFromHost(pm.State[k], host); err != nil {
+				return fmt.Errorf("initial optimizer state of bucket %q: %w", bk.Name, err)
+			}
 		}
 	}
 	return nil
 }
 
-// Params returns bucket b's parameters and state (Param.N == 0 if it has
-// none).
+// sliceOf returns the elements [lo, hi) of bucket b that this rank owns
+// after a reducescatter (the padded buffer's slice, within the bucket).
+func (e *Engine) sliceOf(b int) (lo, hi int64) {
+	per := e.mem.Buckets[b].Elems / int64(e.size)
+	return int64(e.rank) * per, min(int64(e.rank+1)*per, e.plan.Buckets[b].Elems)
+}
+
+// Params returns bucket b's parameters and state (Param.Buf nil if it
+// has none).
 func (e *Engine) Params(b int) ParamMem { return e.tr.params[b] }
 
 // Scaling reports the current step's scale and whether the last finished
@@ -215,8 +235,7 @@ func (e *Engine) runsOf(b int, sharded bool) (grads []backend.Span, offs []int64
 	bk := &p.Buckets[b]
 	lo, hi := int64(0), bk.Elems
 	if sharded {
-		per := e.mem.Buckets[b].Elems / int64(e.size)
-		lo, hi = int64(e.rank)*per, min(int64(e.rank+1)*per, bk.Elems)
+		lo, hi = e.sliceOf(b)
 	}
 	inPlace := true
 	for _, t := range bk.Tensors {
@@ -277,11 +296,11 @@ func (e *Engine) Update(at plan.Src, stream int, opt optim.Spec, after plan.Afte
 		var bytes int64
 		for j, g := range grads {
 			u := backend.UpdateOp{Grad: g, Param: pm.Param, Flag: e.tr.flag, Hyper: h}
-			u.Param.Off, u.Param.N = offs[j], g.N
+			u.Param.Off, u.Param.N = offs[j]-pm.Base, g.N
 			for s := range pm.State {
-				if pm.State[s].N > 0 {
+				if pm.State[s].Buf != nil {
 					u.State[s] = pm.State[s]
-					u.State[s].Off, u.State[s].N = offs[j], g.N
+					u.State[s].Off, u.State[s].N = offs[j]-pm.Base, g.N
 				}
 			}
 			if ts.sharded[k] {
@@ -380,7 +399,7 @@ func (e *Engine) nextTrainStep() {
 func (e *Engine) trainModel() check.Training {
 	tr := check.Training{Params: make([]check.Params, len(e.tr.params)), Reference: e.cfg.CheckEvery > 0}
 	for b, pm := range e.tr.params {
-		tr.Params[b] = check.Params{Spec: pm.Spec, DType: pm.DType, Param: pm.Param, State: pm.State}
+		tr.Params[b] = check.Params{Spec: pm.Spec, DType: pm.DType, Param: pm.Param, State: pm.State, Base: pm.Base, Updated: pm.Param.Buf != nil}
 	}
 	for i, ts := range e.tr.stmts {
 		if e.flatStep[i].Kind != plan.StmtUpdate {
@@ -405,7 +424,7 @@ func (e *Engine) trainStep() check.StepTrain {
 // Model's reference.
 func (e *Engine) checkParams(res *result.Results) error {
 	for b, pm := range e.tr.params {
-		if pm.Param.N == 0 {
+		if pm.Param.Buf == nil {
 			continue
 		}
 		r, err := e.model.CheckParams(b)
