@@ -97,6 +97,12 @@ func validate(p *ir.Program) error {
 			if s.After.Kind == ir.AfterStream && (s.After.Stream < 0 || s.After.Stream >= len(p.Streams)) {
 				return fmt.Errorf("%s: after refers to stream %d of %d", s.Pos, s.After.Stream, len(p.Streams))
 			}
+			if train := s.Kind == ir.StmtUpdate || s.Kind == ir.StmtUnscale; s.After.Kind == ir.AfterSynced && !train {
+				return fmt.Errorf("%s: %s waits for synced buckets", s.Pos, s.Kind)
+			}
+			if s.Kind == ir.StmtUpdate && optimizerName(s.Update.Optimizer) == "NoKind" {
+				return fmt.Errorf("%s: update with no optimizer", s.Pos)
+			}
 			for _, b := range s.Buckets {
 				if b < 0 || b >= len(p.Buckets) {
 					return fmt.Errorf("%s: statement refers to bucket %d of %d", s.Pos, b, len(p.Buckets))
@@ -110,6 +116,9 @@ func validate(p *ir.Program) error {
 	}
 	if err := check(p.Init); err != nil {
 		return err
+	}
+	if p.Scaler != nil && scalerRuleName(p.Scaler.Rule) == "NoRule" {
+		return fmt.Errorf("scaler with no rule")
 	}
 	return check(p.Step)
 }

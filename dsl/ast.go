@@ -220,23 +220,28 @@ type UnscaleStmt struct {
 	Options []*Option `parser:"@@*"`
 }
 
-// ScalerDecl is `scaler RULE [SCALE] OPTIONS`: `scaler dynamic init
-// 65536`, `scaler static 1024`.
+// ScalerDecl is `scaler RULE [SCALE] [OPTION VALUE]...`: `scaler dynamic
+// init 65536`, `scaler static 1024`. The words after the rule are kept as
+// a list that the checker pairs up, so that it can say which option is
+// unknown or lacks its value (`init` is a reserved word, taken here
+// unless a `{` follows it: `scaler dynamic` and then an init block is not
+// an option).
 type ScalerDecl struct {
-	Pos     lexer.Position
-	EndPos  lexer.Position
-	Rule    *Word           `parser:"'scaler' @@"`
-	Scale   *Word           `parser:"( (?! 'growth' | 'backoff' | 'interval' | 'hysteresis' | 'min' | 'max') @@ )?"`
-	Options []*ScalerOption `parser:"@@*"`
-}
-
-// ScalerOption is one option of a scaler: `init 65536`, `growth 2`.
-type ScalerOption struct {
 	Pos    lexer.Position
 	EndPos lexer.Position
-	Key    string `parser:"@('init' | 'growth' | 'backoff' | 'interval' | 'hysteresis' | 'min' | 'max')"`
-	Value  *Word  `parser:"@@"`
+	Rule   *Word         `parser:"'scaler' @@"`
+	Words  []*ScalerWord `parser:"@@*"`
 }
+
+// ScalerWord is one word of a scaler declaration after its rule.
+type ScalerWord struct {
+	Pos    lexer.Position
+	EndPos lexer.Position
+	Text   string `parser:"@( 'init' (?! '{') | Word )"`
+}
+
+// word returns the scaler word as a Word.
+func (w *ScalerWord) word() *Word { return &Word{Pos: w.Pos, EndPos: w.EndPos, Text: w.Text} }
 
 // RunDecl is `run steps N warmup N check every N|off`.
 type RunDecl struct {

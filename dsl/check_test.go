@@ -547,6 +547,13 @@ func TestRaces(t *testing.T) {
 		{"backward 1ms on compute; unscale ba on compute; allreduce ba on comm after ready", true},
 		{"backward 1ms on compute; unscale ba on compute; allreduce ba on comm after compute; update ba sgd on compute after synced", false},
 		{"backward 1ms on compute; allreduce ba, bb on comm after ready; unscale ba, bb on compute after synced; update ba, bb sgd on compute", false},
+		// Every update reads the overflow flag that every unscale sets:
+		// the update of bb must wait for the unscale of ba too.
+		{"backward 1ms on compute; allreduce ba, bb on comm after ready; unscale ba on side after synced; unscale bb on compute after synced; update bb sgd on compute", true},
+		// Two unscales on two streams set (and agree on) one flag: they
+		// must be ordered too.
+		{"backward 1ms on compute; allreduce ba, bb on comm after ready; unscale ba on side after synced; unscale bb on compute after synced; update bb sgd on compute after side", true},
+		{"backward 1ms on compute; allreduce ba, bb on comm after ready; unscale ba on side after synced; unscale bb on compute after side; update ba, bb sgd on compute", false},
 	}
 	race := func(src, step string, want bool) {
 		t.Helper()

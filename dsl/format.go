@@ -134,18 +134,32 @@ func targetsText(ts []*Target) string {
 	return strings.Join(targets, ", ")
 }
 
-// scalerOrder is the canonical order of a scaler's options.
-var scalerOrder = map[string]int{"init": 0, "growth": 1, "backoff": 2, "interval": 3, "hysteresis": 4, "min": 5, "max": 6}
-
+// scalerText prints a scaler with its options in canonical order (the
+// bare scale first), or its words as written when they do not pair up
+// (an unknown option, one without its value, a stray value).
 func scalerText(d *ScalerDecl) string {
 	text := "scaler " + d.Rule.Text
-	if d.Scale != nil {
-		text += " " + d.Scale.Text
+	items := scalerItems(d)
+	rank := func(it scalerItem) int {
+		if it.key == nil {
+			return -1
+		}
+		return slices.Index(scalerKeys, it.key.Text)
 	}
-	sorted := slices.Clone(d.Options)
-	sort.SliceStable(sorted, func(i, j int) bool { return scalerOrder[sorted[i].Key] < scalerOrder[sorted[j].Key] })
-	for _, o := range sorted {
-		text += " " + o.Key + " " + o.Value.Text
+	for i, it := range items {
+		if it.key == nil && i > 0 || it.key != nil && (it.value == nil || rank(it) < 0) {
+			for _, w := range d.Words {
+				text += " " + w.Text
+			}
+			return text
+		}
+	}
+	slices.SortStableFunc(items, func(a, b scalerItem) int { return rank(a) - rank(b) })
+	for _, it := range items {
+		if it.key != nil {
+			text += " " + it.key.Text
+		}
+		text += " " + it.value.Text
 	}
 	return text
 }

@@ -31,7 +31,8 @@ import (
 // write; for each bucket it is enough to remember the latest access and
 // the latest write per stream, since earlier ones on the same stream are
 // ordered before them. `after synced` orders an update or unscale after
-// each of its buckets' latest collective.
+// each of its buckets' latest collective. The step's overflow flag is
+// touched like a bucket: every unscale writes it, every update reads it.
 //
 // A backward is not one event but one per bucket, in the order the buckets
 // become ready (the runtime fills the gradients in reverse declaration
@@ -220,7 +221,20 @@ func (r *raceState) stmt(s ir.Stmt, src *Stmt, afterOf []vclock) {
 			r.touch(e, b, src, r.lastColl[b] == ir.ReduceScatter)
 		}
 	}
+	// The step's overflow flag: every unscale sets it (and may agree on it
+	// with the other ranks), every update reads it to skip a step that
+	// overflowed.
+	switch s.Kind {
+	case ir.StmtUnscale:
+		r.touch(e, overflowFlag, src, true)
+	case ir.StmtUpdate:
+		r.touch(e, overflowFlag, src, false)
+	}
 }
+
+// overflowFlag stands for the step's overflow flag where a bucket index
+// goes: it is touched as a bucket is.
+const overflowFlag = -1
 
 // backward applies a backward pass that starts at clock: one event per
 // bucket, in the order the buckets become ready, each writing its bucket.
@@ -296,6 +310,8 @@ func (r *raceState) report(e, p *event, b int, src *Stmt) {
 	es, ps := streams[e.stream].Name, streams[p.stream].Name
 	var hint string
 	switch {
+	case b == overflowFlag:
+		hint = fmt.Sprintf("add `after %s`, or `wait %s` before it: an update must see the overflow flag of every unscale before it, and unscales on two streams must be ordered", ps, ps)
 	case e.what == "update" || e.what == "unscale":
 		hint = fmt.Sprintf("add `after synced` (or `after %s`) so that it waits for the %s", ps, p.what)
 	case p.what == "backward" && e.what != "backward":
@@ -305,8 +321,11 @@ func (r *raceState) report(e, p *event, b int, src *Stmt) {
 	default:
 		hint = fmt.Sprintf("add `after %s`, or `wait %s` before it, or run both on one stream", ps, ps)
 	}
-	f := c.main.file
-	c.errorf(f, spanOf(src.Pos, src.EndPos), hint,
-		"data race on bucket %s: this %s on stream %s is not ordered after the %s on stream %s (line %d)",
-		code(c.prog.Buckets[b].Name), e.what, code(es), p.what, code(ps), p.pos.Line)
+	what := "the overflow flag"
+	if b != overflowFlag {
+		what = "bucket " + code(c.prog.Buckets[b].Name)
+	}
+	c.errorf(c.main.file, spanOf(src.Pos, src.EndPos), hint,
+		"data race on %s: this %s on stream %s is not ordered after the %s on stream %s (line %d)",
+		what, e.what, code(es), p.what, code(ps), p.pos.Line)
 }

@@ -1,6 +1,7 @@
 package dsl
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"regexp"
@@ -116,7 +117,7 @@ func (c *checker) resolveUnscale(st *blockState, u *UnscaleStmt, inGroup bool) i
 	buckets, tok := c.resolveTargets(u.Targets)
 	s.Buckets = buckets
 	if c.scalerDecl == nil {
-		c.errorf(f, kw, "declare `scaler dynamic` (or `scaler static 1024`): without a loss scaler the gradients carry no scale to divide by",
+		c.errorOnce("unscale without a scaler", "%d unscales; first here", f, kw, "declare `scaler dynamic` (or `scaler static 1024`): without a loss scaler the gradients carry no scale to divide by",
 			"unscale without a loss scaler")
 		ok = false
 	}
@@ -487,7 +488,68 @@ var scalerRules = map[string]ir.ScalerRule{
 // scalerAliases are other words for the rules.
 var scalerAliases = byAlias(map[string][]string{"static": {"fixed", "constant"}, "torch": {"pytorch", "amp", "gradscaler"}})
 
-// declareScaler checks the scaler declaration and sets Program.Scaler.
+// scalerKeys are a scaler's options in canonical order; scalerKeyAliases
+// the names PyTorch, Megatron-LM and DeepSpeed give them.
+var (
+	scalerKeys       = []string{"init", "growth", "backoff", "interval", "hysteresis", "min", "max"}
+	scalerKeyAliases = byAlias(map[string][]string{
+		"init":     {"init_scale", "initial_scale", "initial_loss_scale", "scale"},
+		"growth":   {"growth_factor", "scale_factor", "factor"},
+		"backoff":  {"backoff_factor"},
+		"interval": {"growth_interval", "window", "scale_window", "loss_scale_window"},
+		"min":      {"min_scale", "min_loss_scale"},
+		"max":      {"max_scale", "max_loss_scale"},
+	})
+)
+
+// scalerPresets are the rules' defaults, which the runtime gives the
+// options a plan leaves out (runtime/internal/scaler.Preset: PyTorch's,
+// Megatron-LM's and DeepSpeed's defaults, with min 1).
+var scalerPresets = map[ir.ScalerRule]ir.Scaler{
+	ir.ScaleStatic:    {Init: 65536, Min: 1},
+	ir.ScaleTorch:     {Init: 65536, Growth: 2, Backoff: 0.5, Interval: 2000, Hysteresis: 1, Min: 1},
+	ir.ScaleMegatron:  {Init: 1 << 32, Growth: 2, Backoff: 0.5, Interval: 1000, Hysteresis: 2, Min: 1},
+	ir.ScaleDeepSpeed: {Init: 65536, Growth: 2, Backoff: 0.5, Interval: 1000, Hysteresis: 2, Min: 1},
+}
+
+// scalerItem is an option of a scaler declaration and its value (nil
+// when it has none), or a value that no option names (key nil): the bare
+// scale of `scaler static 1024`.
+type scalerItem struct {
+	key, value *Word
+}
+
+// numberLike reports whether a word is written as a value, not a name.
+func numberLike(w string) bool { return w != "" && strings.ContainsRune("0123456789-", rune(w[0])) }
+
+// scalerItems pairs up the words of a scaler after its rule: a name and
+// the word after it, its value (unless that is an option's name, or the
+// name is unknown and the word not a number), or a lone value.
+func scalerItems(d *ScalerDecl) []scalerItem {
+	known := func(w string) bool { return slices.Contains(scalerKeys, w) }
+	var items []scalerItem
+	for i := 0; i < len(d.Words); i++ {
+		w := d.Words[i].word()
+		if numberLike(w.Text) {
+			items = append(items, scalerItem{value: w})
+			continue
+		}
+		it := scalerItem{key: w}
+		if i+1 < len(d.Words) {
+			next := d.Words[i+1].Text
+			if known(w.Text) && !known(next) || !known(w.Text) && numberLike(next) {
+				it.value = d.Words[i+1].word()
+				i++
+			}
+		}
+		items = append(items, it)
+	}
+	return items
+}
+
+// declareScaler checks the scaler declaration and sets Program.Scaler: the
+// options given, each valid on its own and, with the rule's defaults for
+// the others, together as the runtime requires.
 func (c *checker) declareScaler() {
 	d := c.scalerDecl
 	if d == nil {
@@ -506,100 +568,145 @@ func (c *checker) declareScaler() {
 		c.errorf(f, wordSpan(d.Rule), hint, "unknown scaler rule %s", code(d.Rule.Text))
 	}
 	sc.Rule = rule
-	static := rule == ir.ScaleStatic
-	switch {
-	case d.Scale == nil || !ok:
-	case !static:
-		c.errorf(f, wordSpan(d.Scale), "a fixed scale is `scaler static "+d.Scale.Text+"`; a "+d.Rule.Text+" scaler's first scale is `init "+d.Scale.Text+"`",
-			"a bare scale is for `scaler static`")
-		ok = false
-	default:
-		sc.Init = c.scalerValue("scale", d.Scale)
-		ok = sc.Init != 0
-	}
-	seen := map[string]*ScalerOption{}
-	for _, o := range d.Options {
-		kw := keywordSpan(o.Pos.Offset, len(o.Key))
-		if prev, dup := seen[o.Key]; dup || o.Key == "init" && d.Scale != nil {
-			where := fmt.Sprintf("first on line %d", o.Pos.Line)
-			if dup {
-				where = fmt.Sprintf("first on line %d", prev.Pos.Line)
-			} else {
-				where = "`scaler static " + d.Scale.Text + "` gives it already"
-			}
-			c.errorf(f, spanOf(o.Pos, o.EndPos), "each option is given at most once: remove one of them", "duplicate option %s (%s)", code(o.Key), where)
+	given := map[string]*Word{} // the option (or bare scale) that gave each value
+	for i, it := range scalerItems(d) {
+		if !c.scalerItem(i, it, rule, given, sc) {
 			ok = false
-			continue
-		}
-		seen[o.Key] = o
-		if static && o.Key != "init" {
-			c.errorf(f, kw, "a static scale never changes; `scaler dynamic` adapts it", "a static scaler takes no %s", code(o.Key))
-			ok = false
-			continue
-		}
-		var v float64
-		switch o.Key {
-		case "interval", "hysteresis":
-			n, msg := parseInt(o.Value.Text, o.Key)
-			switch {
-			case msg != "":
-				c.errorf(f, wordSpan(o.Value), intHint(o.Value.Text, msg, o.Key+map[string]string{"interval": " 2000", "hysteresis": " 2"}[o.Key]), "%s", msg)
-			case n < 1:
-				c.errorf(f, wordSpan(o.Value), "it counts steps: a whole number of at least 1", "%s must be at least 1, not %d", o.Key, n)
-			default:
-				v = float64(n)
-			}
-		default:
-			v = c.scalerValue(o.Key, o.Value)
-		}
-		ok = ok && v != 0
-		switch o.Key {
-		case "init":
-			sc.Init = v
-		case "growth":
-			sc.Growth = v
-		case "backoff":
-			sc.Backoff = v
-		case "interval":
-			sc.Interval = int(v)
-		case "hysteresis":
-			sc.Hysteresis = int(v)
-		case "min":
-			sc.Min = v
-		case "max":
-			sc.Max = v
 		}
 	}
-	if ok && static && sc.Init == 0 {
-		c.errorf(f, keywordSpan(d.Pos.Offset, len("scaler")), "give the scale, e.g. `scaler static 1024`", "scaler static needs its scale")
-		ok = false
-	}
-	if ok && !c.scalerBounds(d, sc) {
-		ok = false
-	}
-	if ok {
+	if ok && c.scalerTogether(sc, given) {
 		c.prog.Scaler = sc
 	}
 }
 
-// scalerBounds checks that min <= init <= max where they are given.
-func (c *checker) scalerBounds(d *ScalerDecl, sc *ir.Scaler) bool {
-	at := func(key string) span {
-		for _, o := range d.Options {
-			if o.Key == key {
-				return spanOf(o.Pos, o.EndPos)
+// scalerItem checks one option of a scaler (the i-th) and sets its value.
+func (c *checker) scalerItem(i int, it scalerItem, rule ir.ScalerRule, given map[string]*Word, sc *ir.Scaler) bool {
+	f := c.main.file
+	static := rule == ir.ScaleStatic
+	const form = "scaler options are written NAME VALUE: init 65536, growth 2, backoff 0.5, interval 2000, hysteresis 2, min 1, max 16777216"
+	key := "init"
+	switch {
+	case it.key == nil && i > 0:
+		c.errorf(f, wordSpan(it.value), form, "%s follows no option", code(it.value.Text))
+		return false
+	case it.key == nil && rule != 0 && !static:
+		c.errorf(f, wordSpan(it.value), "a fixed scale is `scaler static "+it.value.Text+"`; a dynamic scaler's first scale is `init "+it.value.Text+"`",
+			"a bare scale is for `scaler static`")
+		return false
+	case it.key != nil && !slices.Contains(scalerKeys, it.key.Text):
+		hint := "options are " + andList(scalerKeys)
+		if a, found := scalerKeyAliases[strings.ToLower(it.key.Text)]; found {
+			hint = "did you mean " + code(a) + "? " + hint
+		} else if h := didYouMean(it.key.Text, scalerKeys); h != "" {
+			hint = h + " " + hint
+		}
+		c.errorf(f, wordSpan(it.key), hint, "unknown scaler option %s", code(it.key.Text))
+		return false
+	case it.key != nil:
+		key = it.key.Text
+	}
+	if prev, dup := given[key]; dup {
+		where := fmt.Sprintf("first on line %d", prev.Pos.Line)
+		if _, bare := given["scale"]; bare && key == "init" {
+			where = "`scaler static " + prev.Text + "` gives it already"
+		}
+		c.errorf(f, spanOf(it.key.Pos, it.key.EndPos), "each option is given at most once: remove one of them", "duplicate option %s (%s)", code(key), where)
+		return false
+	}
+	name := key
+	if it.key == nil {
+		name = "scale"
+		given["scale"] = it.value
+	}
+	given[key] = it.value
+	if static && key != "init" {
+		c.errorf(f, wordSpan(it.key), "a static scale never changes; `scaler dynamic` adapts it", "a static scaler takes no %s", code(key))
+		return false
+	}
+	if it.value == nil {
+		given[key] = it.key
+		c.errorf(f, wordSpan(it.key), "write e.g. `"+key+" "+scalerExamples[key]+"`", "%s needs a value", code(key))
+		return false
+	}
+	var v float64
+	if key == "interval" || key == "hysteresis" {
+		n, msg := parseInt(it.value.Text, key)
+		switch {
+		case msg != "":
+			c.errorf(f, wordSpan(it.value), intHint(it.value.Text, msg, key+" "+scalerExamples[key]), "%s", msg)
+		case n < 1:
+			c.errorf(f, wordSpan(it.value), "it counts steps: a whole number of at least 1", "%s must be at least 1, not %d", key, n)
+		default:
+			v = float64(n)
+		}
+	} else {
+		v = c.scalerValue(name, key, it.value)
+	}
+	switch key {
+	case "init":
+		sc.Init = v
+	case "growth":
+		sc.Growth = v
+	case "backoff":
+		sc.Backoff = v
+	case "interval":
+		sc.Interval = int(v)
+	case "hysteresis":
+		sc.Hysteresis = int(v)
+	case "min":
+		sc.Min = v
+	case "max":
+		sc.Max = v
+	}
+	return v != 0
+}
+
+// scalerExamples are typical values of the scaler's options, for hints.
+var scalerExamples = map[string]string{
+	"init": "65536", "growth": "2", "backoff": "0.5", "interval": "2000", "hysteresis": "2", "min": "1", "max": "16777216",
+}
+
+// scalerTogether checks the options given with the rule's defaults for the
+// others, as the runtime does: min <= init <= max, torch's hysteresis is 1
+// (PyTorch has none), deepspeed's backoff is 1/growth (DeepSpeed has one
+// factor). given holds the words that gave the options.
+func (c *checker) scalerTogether(sc *ir.Scaler, given map[string]*Word) bool {
+	p := scalerPresets[sc.Rule]
+	e := *sc
+	for _, x := range []struct{ v, def *float64 }{{&e.Init, &p.Init}, {&e.Growth, &p.Growth}, {&e.Backoff, &p.Backoff}, {&e.Min, &p.Min}, {&e.Max, &p.Max}} {
+		if *x.v == 0 {
+			*x.v = *x.def
+		}
+	}
+	e.Hysteresis = cmp.Or(e.Hysteresis, p.Hysteresis)
+	// What a value is called: `init 4` as given, or `init 4294967296`
+	// as the rule's default.
+	say := func(key string, v float64) string {
+		if given[key] == nil {
+			return fmt.Sprintf("%s's default %s %s", sc.Rule, key, num(v))
+		}
+		return key + " " + num(v)
+	}
+	at := func(keys ...string) span {
+		for _, k := range keys {
+			if w := given[k]; w != nil {
+				return wordSpan(w)
 			}
 		}
-		return wordSpan(d.Scale)
+		return span{c.scalerDecl.Pos.Offset, c.scalerDecl.Pos.Offset + len("scaler")}
 	}
 	f := c.main.file
 	switch {
-	case sc.Max != 0 && sc.Min > sc.Max:
-		c.errorf(f, at("min"), "the scale stays between min and max", "min %s is above max %s", num(sc.Min), num(sc.Max))
-	case sc.Init != 0 && sc.Min != 0 && sc.Init < sc.Min:
-		c.errorf(f, at("init"), "the first scale lies between min and max", "init %s is below min %s", num(sc.Init), num(sc.Min))
-	case sc.Init != 0 && sc.Max != 0 && sc.Init > sc.Max:
-		c.errorf(f, at("init"), "the first scale lies between min and max", "init %s is above max %s", num(sc.Init), num(sc.Max))
+	case e.Min > e.Init:
+		c.errorf(f, at("min", "init"), "the scale starts at init and never goes below min", "%s is above %s", say("min", e.Min), say("init", e.Init))
+	case e.Max != 0 && e.Init > e.Max:
+		c.errorf(f, at("init", "max"), "the scale starts at init and never goes above max", "%s is above %s", say("init", e.Init), say("max", e.Max))
+	case sc.Rule == ir.ScaleTorch && e.Hysteresis != 1:
+		c.errorf(f, at("hysteresis"), "PyTorch backs off at every overflow: leave hysteresis out, or use megatron or deepspeed, which have one",
+			"torch has no hysteresis")
+	case sc.Rule == ir.ScaleDeepSpeed && e.Growth*e.Backoff != 1:
+		c.errorf(f, at("backoff", "growth"), "DeepSpeed has one scale factor: it multiplies the scale by it to grow and divides by it to back off; write backoff "+num(1/e.Growth),
+			"deepspeed's backoff is 1/growth, not %s", num(e.Backoff))
 	default:
 		return true
 	}
@@ -609,40 +716,38 @@ func (c *checker) scalerBounds(d *ScalerDecl, sc *ir.Scaler) bool {
 // num writes a number as the checker's messages show it.
 func num(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 
-// scalerValue checks a scale or factor of a scaler: a number in the
-// option's range and a power of two, so that scaling is exact. It returns
-// 0 after reporting a problem.
-func (c *checker) scalerValue(key string, w *Word) float64 {
-	valid := map[string]func(float64) bool{
-		"growth":  func(v float64) bool { return v > 1 },
-		"backoff": func(v float64) bool { return v > 0 && v < 1 },
-		"min":     func(v float64) bool { return v >= 1 },
-	}[key]
-	rule := map[string]string{"growth": "above 1", "backoff": "between 0 and 1", "min": "at least 1"}[key]
-	if valid == nil {
-		valid, rule = func(v float64) bool { return v > 0 }, "positive"
+// scalerValue checks a scale or factor of a scaler (name is how messages
+// call it, key the option): a number in the option's range and a power of
+// two, so that scaling is exact. It returns 0 after reporting a problem.
+func (c *checker) scalerValue(name, key string, w *Word) float64 {
+	valid, rule := func(v float64) bool { return v >= 1 }, "at least 1"
+	switch key {
+	case "growth":
+		valid, rule = func(v float64) bool { return v > 1 }, "above 1"
+	case "backoff":
+		valid, rule = func(v float64) bool { return v > 0 && v < 1 }, "between 0 and 1"
 	}
-	v, msg := parseNumber(w.Text, key)
+	v, msg := parseNumber(w.Text, name)
 	hint := "numbers are decimal, with an optional exponent: `65536`, `0.5`, `2e3`"
 	if msg == "" && !valid(v) {
-		msg = fmt.Sprintf("%s must be %s, not %s", key, rule, code(w.Text))
-		hint = "e.g. `" + key + " " + map[string]string{"growth": "2", "backoff": "0.5", "min": "1"}[key] + "`"
-		if rule == "positive" {
-			hint = "e.g. `" + key + " 65536`"
+		msg = fmt.Sprintf("%s must be %s, not %s", name, rule, code(w.Text))
+		hint = "e.g. `" + key + " " + scalerExamples[key] + "`"
+		if rule == "at least 1" {
+			hint = "a scale below 1 would shift the scaled gradients down and lose their low bits; " + hint
 		}
 	}
 	frac, exp := math.Frexp(v)
 	switch {
 	case msg != "":
 	case frac != 0.5:
-		msg = fmt.Sprintf("%s %s is not a power of two", key, code(w.Text))
+		msg = fmt.Sprintf("%s %s is not a power of two", name, code(w.Text))
 		hint = "scaling by a power of two is exact (only the exponent changes)"
 		if p := nearestPowerOfTwo(v, valid); p != 0 {
 			hint = "did you mean " + code(num(p)) + "? " + hint
 		}
 	case exp-1 < -126 || exp-1 > 127:
-		msg = fmt.Sprintf("%s %s is out of float32's range", key, code(w.Text))
-		hint = "gradients are scaled in float32: a scale is a power of two from 2^-126 to 2^127"
+		msg = fmt.Sprintf("%s %s is out of float32's range", name, code(w.Text))
+		hint = "the scale is kept in float32: a power of two from 2^-126 to 2^127"
 	default:
 		return v
 	}

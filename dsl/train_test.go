@@ -17,7 +17,7 @@ tensor v f32[8]
 tensor u f32[8]
 stream compute
 stream comm priority high
-scaler dynamic init 1024 hysteresis 2
+scaler megatron init 1024 hysteresis 2
 bucket g { w } wire f16 divide before
 bucket e { v } divide after
 bucket z { u }
@@ -34,7 +34,7 @@ step {
     allgather e on comm after compute
 }
 `)
-	if p.Scaler == nil || *p.Scaler != (ir.Scaler{Rule: ir.ScaleTorch, Init: 1024, Hysteresis: 2, Pos: p.Scaler.Pos}) || p.Scaler.Pos.Line != 7 {
+	if p.Scaler == nil || *p.Scaler != (ir.Scaler{Rule: ir.ScaleMegatron, Init: 1024, Hysteresis: 2, Pos: p.Scaler.Pos}) || p.Scaler.Pos.Line != 7 {
 		t.Errorf("scaler = %+v", p.Scaler)
 	}
 	if !p.Buckets[0].PreDivide || p.Buckets[1].PreDivide || p.Buckets[2].PreDivide {
@@ -69,7 +69,8 @@ step {
 	// Every rule and preset the scaler has.
 	for src, want := range map[string]ir.Scaler{
 		"scaler static 1024":                      {Rule: ir.ScaleStatic, Init: 1024},
-		"scaler static init 0.5":                  {Rule: ir.ScaleStatic, Init: 0.5},
+		"scaler static init 2":                    {Rule: ir.ScaleStatic, Init: 2},
+		"scaler static":                           {Rule: ir.ScaleStatic},
 		"scaler torch":                            {Rule: ir.ScaleTorch},
 		"scaler megatron init 65536 hysteresis 2": {Rule: ir.ScaleMegatron, Init: 65536, Hysteresis: 2},
 		"scaler deepspeed growth 4 backoff 0.25 interval 500 min 1 max 2e3": {},
@@ -117,6 +118,7 @@ func TestTrainHints(t *testing.T) {
 		{g + "step { backward 1ms; allreduce g after ready; update g sgd; update g sgd }\n", "bucket `g` is updated twice in one step (first on line 3)", "one optimizer step a step"},
 		{"scaler dynamic\n" + synced + " update g sgd after synced\n}\n", "bucket `g` is updated before it is unscaled", "its gradients still carry the loss scale; unscale it first: `unscale g after synced`"},
 		{synced + " unscale g\n}\n", "unscale without a loss scaler", "declare `scaler dynamic` (or `scaler static 1024`)"},
+		{synced + " unscale g\n unscale g\n}\n", "unscale without a loss scaler (2 unscales; first here)", "declare `scaler dynamic`"},
 		{"scaler dynamic\n" + synced + " unscale g after synced\n update g sgd after synced\n unscale g after synced\n}\n", "unscale after the update on line 8", "an overflow found here could not skip the update already done"},
 		{"tensor a f32[8]\ntensor b f16[8]\nbucket g { a, b } wire f32\nstep { backward 1ms; allreduce g after ready; update g adamw after synced }\n",
 			"updated bucket `g` holds tensors of two dtypes: f16 (`b`) and f32 (`a`)", "add `master f32`"},
@@ -128,13 +130,20 @@ func TestTrainHints(t *testing.T) {
 		{g + "bucket b { * } divide halfway\n", "divide is before or after, not `halfway`", "`divide before` divides each rank's input"},
 		{g + "bucket b { * } divide before divide after\n", "duplicate option `divide` (first on line 3)", "remove one of them"},
 		// The scaler.
-		{"scaler static\n", "scaler static needs its scale", "e.g. `scaler static 1024`"},
 		{"scaler dynamic 1024\n", "a bare scale is for `scaler static`", "`init 1024`"},
 		{"scaler static 1024 growth 2\n", "a static scaler takes no `growth`", "`scaler dynamic` adapts it"},
 		{"scaler static 1024 init 2\n", "duplicate option `init` (`scaler static 1024` gives it already)", "remove one of them"},
-		{"scaler dynamic min 1024 max 512\n", "min 1024 is above max 512", "between min and max"},
-		{"scaler dynamic init 1 min 2\n", "init 1 is below min 2", "between min and max"},
-		{"scaler torch init 65536 max 1024\n", "init 65536 is above max 1024", "between min and max"},
+		{"scaler dynamic min 1024 max 512\n", "torch's default init 65536 is above max 512", "never goes above max"},
+		{"scaler dynamic init 1 min 2\n", "min 2 is above init 1", "never goes below min"},
+		{"scaler torch init 65536 max 1024\n", "init 65536 is above max 1024", "never goes above max"},
+		{"scaler megatron max 65536\n", "megatron's default init 4294967296 is above max 65536", "never goes above max"},
+		{"scaler dynamic hysteresis 2\n", "torch has no hysteresis", "PyTorch backs off at every overflow"},
+		{"scaler deepspeed growth 4\n", "deepspeed's backoff is 1/growth, not 0.5", "write backoff 0.25"},
+		{"scaler dynamic window 1000\n", "unknown scaler option `window`", "did you mean `interval`?"},
+		{"scaler dynamic grwth 2\n", "unknown scaler option `grwth`", "did you mean `growth`?"},
+		{"scaler dynamic interval\n", "`interval` needs a value", "e.g. `interval 2000`"},
+		{"scaler dynamic init 4 5\n", "`5` follows no option", "NAME VALUE"},
+		{"scaler static 4 init 8\n", "duplicate option `init` (`scaler static 4` gives it already)", "remove one of them"},
 		{"scaler fixed 1024\n", "unknown scaler rule `fixed`", "did you mean `static`?"},
 		{"scaler megatorn\n", "unknown scaler rule `megatorn`", "did you mean `megatron`?"},
 		{"scaler adaptive\n", "unknown scaler rule `adaptive`", "rules are static, dynamic (= torch), torch, megatron and deepspeed"},
@@ -142,8 +151,10 @@ func TestTrainHints(t *testing.T) {
 		{"scaler dynamic backoff 0.9\n", "backoff `0.9` is not a power of two", "did you mean `0.5`?"},
 		{"scaler dynamic growth 1.2\n", "growth `1.2` is not a power of two", "did you mean `2`?"},
 		{"scaler dynamic growth 1\n", "growth must be above 1, not `1`", "e.g. `growth 2`"},
-		{"scaler dynamic init 0\n", "init must be positive, not `0`", "e.g. `init 65536`"},
+		{"scaler dynamic init 0\n", "init must be at least 1, not `0`", "lose their low bits"},
+		{"scaler dynamic min 0.5\n", "min must be at least 1, not `0.5`", "e.g. `min 1`"},
 		{"scaler dynamic init 340282366920938463463374607431768211456\n", "init `340282366920938463463374607431768211456` is out of float32's range", "from 2^-126 to 2^127"},
+		{"scaler dynamic backoff 1e-40\n", "backoff `1e-40` is not a power of two", "did you mean"},
 		{"scaler dynamic interval 1.5\n", "interval must be an integer, not `1.5`", "interval"},
 		{"scaler dynamic hysteresis 0\n", "hysteresis must be at least 1, not 0", "a whole number of at least 1"},
 		{"scaler dynamic max 1e3\n", "max `1e3` is not a power of two", "did you mean `1024`?"},
@@ -193,10 +204,10 @@ step {
 }
 `)
 	sc := f.Decls[0].Scaler
-	if sc.Rule.Text != "megatron" || sc.Scale != nil || len(sc.Options) != 2 || sc.Options[0].Key != "init" || sc.Options[1].Value.Text != "2" {
+	if sc.Rule.Text != "megatron" || len(sc.Words) != 4 || sc.Words[0].Text != "init" || sc.Words[3].Text != "2" {
 		t.Errorf("scaler parsed as %+v", sc)
 	}
-	if st := f.Decls[1].Scaler; st.Rule.Text != "static" || st.Scale.Text != "1024" || len(st.Options) != 0 {
+	if st := f.Decls[1].Scaler; st.Rule.Text != "static" || len(st.Words) != 1 || st.Words[0].Text != "1024" {
 		t.Errorf("static scaler parsed as %+v", st)
 	}
 	if b := f.Decls[2].Bucket; len(b.Options) != 2 || b.Options[1].Key != "divide" || b.Options[1].Value.Text != "before" {

@@ -131,5 +131,37 @@ func bytesPerRank(p *ir.Program) int64 {
 			}
 		}
 	}
+	return n + trainBytes(p)
+}
+
+// trainBytes is what the training step adds a rank: every updated
+// bucket's parameters and optimizer state, and the checker's reference of
+// them (float32 values, float64 for f64).
+func trainBytes(p *ir.Program) int64 {
+	var n int64
+	for _, s := range p.Step {
+		if s.Kind != ir.StmtUpdate {
+			continue
+		}
+		arrays := int64(1)
+		switch {
+		case s.Update.Optimizer == ir.AdamW:
+			arrays = 3
+		case s.Update.Momentum != 0:
+			arrays = 2
+		}
+		for _, bi := range s.Buckets {
+			b := &p.Buckets[bi]
+			dt := p.Tensors[b.Tensors[0]].DType
+			if s.Update.Master && (dt == ir.F16 || dt == ir.BF16) {
+				dt = ir.F32
+			}
+			ref := int64(4)
+			if dt == ir.F64 {
+				ref = 8
+			}
+			n += arrays * b.Elems * (dt.Size() + ref)
+		}
+	}
 	return n
 }
