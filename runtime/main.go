@@ -156,6 +156,9 @@ func (r *runner) run() int {
 	}
 	res.Origin = origin
 	info := report.GatherInfo(r.h, r.be, why, r.procNote)
+	for _, w := range e.Warnings() {
+		info.Warn(w)
+	}
 	rep := r.reportRun(prog, mem)
 	if r.h.Rank == 0 && !r.opts.quiet {
 		report.PrintHeader(r.reportTo(), rep, info)

@@ -15,6 +15,7 @@ import (
 
 // trainJSON is the training part of --json.
 type trainJSON struct {
+	Warnings []string `json:"warnings"`
 	Training struct {
 		Rows []struct {
 			Bucket string  `json:"bucket"`
@@ -181,9 +182,13 @@ func TestPreDivideAvoidsWireOverflow(t *testing.T) {
 	if sc := plain.Training.Scaler; sc == nil || len(sc.Skipped) != 4 {
 		t.Fatalf("without pre-division: %+v", sc)
 	}
+	// The runtime said so before the steps: the wire headroom warning.
+	if len(plain.Warnings) != 1 || !strings.Contains(plain.Warnings[0], "declare the bucket with `divide before`") {
+		t.Fatalf("warnings without pre-division: %q", plain.Warnings)
+	}
 	pre := runTrain(t, 4, "scaled:static:f16:pre", "--steps", "4", "--warmup", "0", "--quiet")
-	if sc := pre.Training.Scaler; sc == nil || len(sc.Skipped) != 0 {
-		t.Fatalf("with pre-division: %+v", sc)
+	if sc := pre.Training.Scaler; sc == nil || len(sc.Skipped) != 0 || len(pre.Warnings) != 0 {
+		t.Fatalf("with pre-division: %+v, warnings %q", sc, pre.Warnings)
 	}
 }
 

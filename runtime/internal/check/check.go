@@ -485,7 +485,7 @@ func (s *sim) load(m *Model, t int) {
 	if pt.Bucket >= 0 {
 		s.pre = e.plan.Buckets[pt.Bucket].PreDivide
 	}
-	s.maxWire = maxFinite(s.wire)
+	s.maxWire = MaxFinite(s.wire)
 	s.fillExact = true
 	s.sumFirst, s.baseOnly, s.first, s.avgTab = false, false, false, nil
 	allAvg := true
@@ -565,7 +565,7 @@ func (s *sim) scaleOut(out []float64) {
 	if s.mult == 1 {
 		return
 	}
-	lim := maxFinite(s.tdt)
+	lim := MaxFinite(s.tdt)
 	for j, x := range out {
 		if known(x) {
 			if y := x * s.mult; math.Abs(y) <= lim {
@@ -721,7 +721,7 @@ func (s *sim) reduceBlock(op plan.RedOp, n int) []float64 {
 	// cannot be shown to stay finite on the wire is not predicted.
 	// Each rank's input must be finite in the tensor's and the wire's
 	// dtype, and so must the sum (of the inputs divided by n, with pre).
-	one := min(s.maxWire, maxFinite(s.tdt)) / s.mult
+	one := min(s.maxWire, MaxFinite(s.tdt)) / s.mult
 	lim := s.maxWire / s.mult
 	if s.pre && op == plan.Avg {
 		lim *= float64(len(s.vals))

@@ -144,8 +144,8 @@ func (m *Model) injectedRank(t int) int {
 	return -1
 }
 
-// maxFinite is the largest finite value of dt (the integers' largest).
-func maxFinite(dt elem.DType) float64 {
+// MaxFinite is the largest finite value of dt (the integers' largest).
+func MaxFinite(dt elem.DType) float64 {
 	switch dt {
 	case elem.F64:
 		return math.MaxFloat64

@@ -441,3 +441,55 @@ func (e *Engine) checkParams(res *result.Results) error {
 	}
 	return nil
 }
+
+// Warnings says what the plan's numbers make likely: a bucket whose sum
+// over the ranks can pass its wire dtype's largest value at the loss
+// scaler's first scale (wire headroom), which makes steps overflow where
+// no rank's gradients do. It is the same on every rank: the bounds come
+// from every rank's fill pattern.
+func (e *Engine) Warnings() []string {
+	p := e.plan
+	if p.Scaler == nil || e.tr.sc == nil {
+		return nil
+	}
+	scale := e.tr.scale
+	summed := make([]bool, len(p.Buckets))
+	for _, s := range e.flatStep {
+		if s.Kind == plan.StmtColl && s.Coll.Reduces() && (s.Op == plan.Sum || s.Op == plan.Avg) {
+			for _, b := range s.Buckets {
+				summed[b] = true
+			}
+		}
+	}
+	var out []string
+	for b, bk := range p.Buckets {
+		if !summed[b] || !bk.Wire.IsFloat() {
+			continue
+		}
+		var bound, one int64 // the largest sum over ranks, and value of one rank
+		for _, t := range bk.Tensors {
+			var sum int64
+			for r := range e.size {
+				fp := e.shapes[t].Params(r, e.size, 0, t)
+				lo, hi := fp.ValueRange()
+				sum += max(-lo, hi)
+				one = max(one, -lo, hi)
+			}
+			bound = max(bound, sum)
+		}
+		top := check.MaxFinite(bk.Wire)
+		div := 1.0
+		if bk.PreDivide {
+			div = float64(e.size)
+		}
+		switch {
+		case float64(one)*scale > top:
+			out = append(out, fmt.Sprintf("bucket %q: at the first scale, %g, one rank's gradients can reach %g, past %s's largest value %g: steps will overflow until the scaler backs off; start it lower (scaler ... init)",
+				bk.Name, scale, float64(one)*scale, bk.Wire, top))
+		case float64(bound)*scale/div > top:
+			out = append(out, fmt.Sprintf("bucket %q: its %s sum over %d ranks can reach %g at the first scale, %g, past %s's largest value %g, where no rank's gradients do: steps will overflow; declare the bucket with `divide before` (every rank's share divided before the sum) or start the scaler lower",
+				bk.Name, bk.Wire, e.size, float64(bound)*scale, scale, bk.Wire, top))
+		}
+	}
+	return out
+}

@@ -86,3 +86,6 @@ func (info *Info) distinctHosts() int {
 	}
 	return len(m)
 }
+
+// Warn adds a warning that the header and the JSON file show.
+func (i *Info) Warn(msg string) { i.warnings = append(i.warnings, msg) }
