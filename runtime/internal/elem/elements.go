@@ -117,6 +117,17 @@ func parallelWorkers(n int64) int64 {
 	return max(min(workers, n/parallelGrain), 1)
 }
 
+// ParallelFor is parallelFor for the other element loops of the runtime
+// (optim's updates): the same split, or fn(0, n) on this goroutine when
+// one worker is enough.
+func ParallelFor(n int64, fn func(lo, hi int64)) {
+	if parallelWorkers(n) == 1 {
+		fn(0, n)
+		return
+	}
+	parallelFor(n, fn)
+}
+
 // parallelFor runs fn over [0, n) split into contiguous ranges, one per
 // usable core (GOMAXPROCS, at most the CPUs the process may run on), and
 // returns when all are done. Range boundaries are multiples of 64

@@ -2,6 +2,7 @@ package optim
 
 import (
 	"math"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/syncgen/syncgen/runtime/internal/elem"
@@ -17,6 +18,18 @@ const chunk = 1024
 // by factor in place, as Scaled does, and reports whether any result is
 // infinite or NaN.
 func ScaleBytes(b []byte, dt elem.DType, factor float64) (nonFinite bool) {
+	var found atomic.Bool
+	size := int64(dt.Size())
+	elem.ParallelFor(int64(len(b))/size, func(lo, hi int64) {
+		if scaleRange(b[lo*size:hi*size], dt, factor) {
+			found.Store(true)
+		}
+	})
+	return found.Load()
+}
+
+// scaleRange is ScaleBytes on one goroutine's share.
+func scaleRange(b []byte, dt elem.DType, factor float64) (nonFinite bool) {
 	var vals [chunk]float64
 	n := len(b) / int(dt.Size())
 	for off := 0; off < n; off += chunk {
@@ -53,6 +66,28 @@ type Memory struct {
 // parameters and state rounded to the parameter dtype, and the parameters
 // also into Out.
 func UpdateBytes(h *Hyper, m *Memory) {
+	// Split over the usable cores, as the fill is: each share is the
+	// same memory's elements lo..hi of every operand.
+	gs, ps, os := int64(m.GradDT.Size()), int64(m.ParamDT.Size()), int64(m.OutDT.Size())
+	cut := func(b []byte, size, lo, hi int64) []byte {
+		if len(b) == 0 {
+			return b
+		}
+		return b[lo*size : hi*size]
+	}
+	elem.ParallelFor(int64(len(m.Grad))/gs, func(lo, hi int64) {
+		part := Memory{Grad: cut(m.Grad, gs, lo, hi), Param: cut(m.Param, ps, lo, hi),
+			State:  [2][]byte{cut(m.State[0], ps, lo, hi), cut(m.State[1], ps, lo, hi)},
+			GradDT: m.GradDT, ParamDT: m.ParamDT, OutDT: m.OutDT}
+		if m.Out != nil {
+			part.Out = cut(m.Out, os, lo, hi)
+		}
+		updateRange(h, &part)
+	})
+}
+
+// updateRange is UpdateBytes on one goroutine's share.
+func updateRange(h *Hyper, m *Memory) {
 	if m.GradDT == elem.F32 && m.ParamDT == elem.F32 && m.Out == nil && !h.F64 {
 		update32(h, m)
 		return
