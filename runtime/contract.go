@@ -99,6 +99,9 @@ const (
 // Interval, Hysteresis, Min, Max.
 type Scaler = scaler.Spec
 
+// ScaleRule is a loss scaler's rule.
+type ScaleRule = scaler.Rule
+
 // The loss scalers' rules.
 const (
 	ScaleStatic    = scaler.Static
