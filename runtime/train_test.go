@@ -164,13 +164,31 @@ func sortedKeys(m map[int]int) []int {
 // the flag: every rank skips the step, and the parameters (each rank's
 // shard, then gathered) stay equal to the reference.
 func TestOverflowOnOneRankSkipsEveryRank(t *testing.T) {
-	j := runOverflowing(t, 2, "zero", "--steps", "6", "--warmup", "0", "--overflow", "2:1:w=nan", "--overflow", "4:0:v=-inf")
+	trace := filepath.Join(t.TempDir(), "trace.json")
+	j := runOverflowing(t, 2, "zero", "--steps", "6", "--warmup", "0", "--overflow", "2:1:w=nan", "--overflow", "4:0:v=-inf", "--trace", trace)
 	sc := j.Training.Scaler
 	if sc == nil || !slices.Equal(sc.Skipped, []int{2, 4}) {
 		t.Fatalf("scaler: %+v", sc)
 	}
 	if j.Training.WrongParams != 0 {
 		t.Fatalf("wrong parameters: %d", j.Training.WrongParams)
+	}
+	// The trace has every rank's loss scale as a counter, the skipped
+	// steps marked, and the updates, unscales and the flag's allreduce.
+	skipped, counters, work := map[int]bool{}, 0, map[string]int{}
+	for _, ev := range readTrace(t, trace).TraceEvents {
+		switch {
+		case ev.Ph == "C" && ev.Name == "loss scale":
+			counters++
+			if ev.Args["skipped"] == 1.0 {
+				skipped[ev.Pid] = true
+			}
+		case ev.Ph == "X":
+			work[strings.Fields(ev.Name)[0]]++
+		}
+	}
+	if counters != 12 || len(skipped) != 2 || work["update"] != 12 || work["unscale"] != 12 || work["allreduce"] < 12 {
+		t.Fatalf("trace: %d scale counters, skipped on ranks %v, work %v", counters, skipped, work)
 	}
 }
 

@@ -103,7 +103,8 @@ func WriteTrace(run *Run, res *result.Results) error {
 	for i, s := range run.Plan.Streams {
 		meta = append(meta, traceEvent{Name: "thread_name", Ph: "M", Pid: run.Rank, Tid: i + 1, Args: map[string]any{"name": "stream " + s.Name}})
 	}
-	data, err := json.Marshal(append(meta, traceEvents(run, res.Traced)...))
+	events := append(meta, traceEvents(run, res.Traced)...)
+	data, err := json.Marshal(append(events, scaleEvents(run, res)...))
 	if err != nil {
 		return err
 	}
@@ -214,4 +215,29 @@ func CheckTraceFits(p *plan.Plan, prog *plan.Program, measured, warmup, ranks in
 	}
 	return fmt.Errorf("--trace of %d steps (%d warm-up, %d measured) would be about %s (%s a step over %d rank%s), more than a trace can hold (%s: rank 0 gathers it through MPI); trace at most %d steps, warm-up included, and leave --trace out of the long run",
 		steps, warmup, measured, total, text.Bytes(per), ranks, text.Plural(ranks), text.Bytes(maxTraceBytes), maxTraceBytes/per)
+}
+
+// scaleEvents is the loss scale as a counter track of the rank ("C"
+// events, one at the start of every traced step), with 1 in "skipped"
+// for the steps that overflowed; none without a scaler.
+func scaleEvents(run *Run, res *result.Results) []traceEvent {
+	sc := res.Scaling
+	if sc == nil {
+		return nil
+	}
+	var out []traceEvent
+	last := -1
+	for _, k := range res.Traced {
+		if k.Step == last || k.Step < 0 || k.Step >= len(sc.Scale) {
+			continue
+		}
+		last = k.Step
+		skipped := 0
+		if sc.Skipped[k.Step] {
+			skipped = 1
+		}
+		out = append(out, traceEvent{Name: "loss scale", Ph: "C", Ts: float64(k.Base) / 1e3, Pid: run.Rank,
+			Args: map[string]any{"scale": sc.Scale[k.Step], "skipped": skipped}})
+	}
+	return out
 }
