@@ -336,6 +336,7 @@ func (e *Engine) collect() ([]result.Record, error) {
 type intervalScratch struct {
 	comp, comm, both []interval
 	upd, unscale     []interval
+	flag             time.Duration
 }
 
 // stepStatsOf computes a step's summary figures from its records.
@@ -351,6 +352,9 @@ func (sc *intervalScratch) stepStatsOf(recs []result.Record, step time.Duration)
 			sc.upd = append(sc.upd, interval{r.T0, r.T1})
 		case result.Unscale, result.Flag:
 			sc.unscale = append(sc.unscale, interval{r.T0, r.T1})
+			if r.Kind == result.Flag {
+				sc.flag += r.T1 - r.T0
+			}
 		}
 	}
 	comp, comm = union(comp), union(comm)
@@ -359,10 +363,10 @@ func (sc *intervalScratch) stepStatsOf(recs []result.Record, step time.Duration)
 	st := result.StepStats{Step: step, Compute: length(comp), Comm: length(comm), Hidden: length(both)}
 	if len(sc.upd) > 0 || len(sc.unscale) > 0 {
 		upd := union(sc.upd)
-		st.Update, st.Unscale = length(upd), length(union(sc.unscale))
+		st.Update, st.Unscale, st.Flag = length(upd), length(union(sc.unscale)), sc.flag
 		// The update's share that ran while communication did.
 		st.UpdateHidden = length(intersect(sc.both[len(sc.both):], upd, comm))
-		sc.upd, sc.unscale = sc.upd[:0], sc.unscale[:0]
+		sc.upd, sc.unscale, sc.flag = sc.upd[:0], sc.unscale[:0], 0
 	}
 	return st
 }

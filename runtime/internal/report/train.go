@@ -19,7 +19,7 @@ import (
 type trainReport struct {
 	rows []trainRowReport
 	// Means over ranks and measured steps.
-	update, updateHidden, unscale time.Duration
+	update, updateHidden, unscale, flag time.Duration
 	// Parameter elements wrong and not checkable, over ranks and checks.
 	wrongParams, uncheckedParams int64
 	// The scaler's course (the same on every rank: the ranks agree on
@@ -37,7 +37,7 @@ type trainRowReport struct {
 
 // trainFigures appends one rank's training figures to vals: row means,
 // per-bucket wrong and unchecked parameters, then per measured step
-// (update, hidden update, unscale).
+// (update, hidden update, unscale, flag).
 func trainFigures(vals []float64, res *result.Results, nb int) []float64 {
 	for _, r := range res.TrainRows {
 		vals = append(vals, float64(meanDur(r.Times)))
@@ -46,7 +46,7 @@ func trainFigures(vals []float64, res *result.Results, nb int) []float64 {
 		vals = append(vals, float64(res.WrongParams[b]), float64(res.UncheckedParam[b]))
 	}
 	for _, s := range res.Steps {
-		vals = append(vals, float64(s.Update), float64(s.UpdateHidden), float64(s.Unscale))
+		vals = append(vals, float64(s.Update), float64(s.UpdateHidden), float64(s.Unscale), float64(s.Flag))
 	}
 	return vals
 }
@@ -79,17 +79,18 @@ func buildTrain(res *result.Results, nb, ns, n, base int, at func(rank, i int) f
 		tr.rows = append(tr.rows, rr)
 	}
 	sbase := base + nt + 2*nb
-	var upd, hid, uns float64
+	var upd, hid, uns, flag float64
 	for s := 0; s < ns; s++ {
 		for r := 0; r < n; r++ {
-			upd += at(r, sbase+3*s)
-			hid += at(r, sbase+3*s+1)
-			uns += at(r, sbase+3*s+2)
+			upd += at(r, sbase+4*s)
+			hid += at(r, sbase+4*s+1)
+			uns += at(r, sbase+4*s+2)
+			flag += at(r, sbase+4*s+3)
 		}
 	}
 	if ns > 0 {
 		k := float64(ns * n)
-		tr.update, tr.updateHidden, tr.unscale = time.Duration(upd/k), time.Duration(hid/k), time.Duration(uns/k)
+		tr.update, tr.updateHidden, tr.unscale, tr.flag = time.Duration(upd/k), time.Duration(hid/k), time.Duration(uns/k), time.Duration(flag/k)
 	}
 	return tr
 }
@@ -144,6 +145,9 @@ func printTrain(w io.Writer, run *Run, rep *Report) {
 		unscale := ""
 		if tr.scaling != nil {
 			unscale = "; unscale and overflow check " + text.Dur(tr.unscale)
+			if tr.flag > 0 {
+				unscale += " (the ranks' agreement on the flag " + text.Dur(tr.flag) + ")"
+			}
 		}
 		fmt.Fprintf(w, "# update %s a step, %.1f%% of it while communication ran%s\n", text.Dur(tr.update), tr.hiddenPct(), unscale)
 	}
@@ -182,6 +186,7 @@ type jsonTrain struct {
 	UpdateUs        float64        `json:"update_us"`
 	UpdateHiddenPct float64        `json:"update_hidden_pct"`
 	UnscaleUs       float64        `json:"unscale_us"`
+	FlagUs          float64        `json:"flag_allreduce_us"`
 	WrongParams     int64          `json:"wrong_parameters"`
 	UncheckedParams int64          `json:"unchecked_parameters"`
 	Scaler          *jsonScaler    `json:"scaler,omitempty"`
@@ -214,7 +219,7 @@ func makeJSONTrain(run *Run, rep *Report) *jsonTrain {
 		return nil
 	}
 	j := &jsonTrain{Rows: []jsonTrainRow{}, UpdateUs: float64(tr.update) / 1e3, UpdateHiddenPct: tr.hiddenPct(),
-		UnscaleUs: float64(tr.unscale) / 1e3, WrongParams: tr.wrongParams, UncheckedParams: tr.uncheckedParams}
+		UnscaleUs: float64(tr.unscale) / 1e3, FlagUs: float64(tr.flag) / 1e3, WrongParams: tr.wrongParams, UncheckedParams: tr.uncheckedParams}
 	for _, r := range tr.rows {
 		work := "unscale"
 		if r.Kind == result.Update {

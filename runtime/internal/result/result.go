@@ -79,6 +79,8 @@ type StepStats struct {
 	Update       time.Duration
 	UpdateHidden time.Duration
 	Unscale      time.Duration
+	// Flag is the overflow flag's allreduces (part of Unscale).
+	Flag time.Duration
 }
 
 // TrainRow is one line of the training step's table: one bucket of one
