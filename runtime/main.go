@@ -215,7 +215,7 @@ func (r *runner) agreeOnPlan() (*plan.Program, *result.Results, cpu.Tuning, int)
 		return nil, nil, tune, 2
 	}
 	res := result.New(p, prog)
-	if err := checkStepsFit(r.opts.steps, len(res.Rows)); err != nil {
+	if err := checkStepsFit(r.opts.steps, len(res.Rows)+len(res.TrainRows), len(res.TrainRows) > 0); err != nil {
 		r.agreedFailure(err)
 		return nil, nil, tune, 2
 	}
@@ -406,9 +406,13 @@ func (r *runner) agreeOnFlags() bool {
 const maxStepResultBytes = 256 << 20
 
 // checkStepsFit refuses a --steps whose per-step results (the step's times
-// and one time per table row) would pass maxStepResultBytes.
-func checkStepsFit(steps, rows int) error {
+// and one time per table row, and the training step's figures when train)
+// would pass maxStepResultBytes.
+func checkStepsFit(steps, rows int, train bool) error {
 	per := int64(unsafe.Sizeof(result.StepStats{})) + int64(rows)*int64(unsafe.Sizeof(time.Duration(0)))
+	if train {
+		per += int64(unsafe.Sizeof(result.TrainStepStats{}))
+	}
 	// Divided, not multiplied: 4611686018427387904 steps times 112 bytes
 	// overflowed to a small number, passed, and the allocation panicked.
 	if int64(steps) <= maxStepResultBytes/per {

@@ -41,6 +41,9 @@ func (e *Engine) Run(res *result.Results, progress func(done, total int)) error 
 	for k := range res.TrainRows {
 		res.TrainRows[k].Times = result.Preallocated[time.Duration](e.cfg.Steps)
 	}
+	if len(res.TrainRows) > 0 {
+		res.TrainSteps = result.Preallocated[result.TrainStepStats](e.cfg.Steps)
+	}
 	gc := startQuietGC()
 	defer gc.stop()
 	for i := 0; i < total; i++ {
@@ -132,7 +135,11 @@ func (e *Engine) runStep(res *result.Results, i, total int) error {
 // keepFigures adds a measured step of length step, whose records are
 // recs, to res: the step's figures and each table row's time.
 func (e *Engine) keepFigures(res *result.Results, recs []result.Record, step time.Duration) {
-	res.Steps = append(res.Steps, e.stats.stepStatsOf(recs, step))
+	st, train := e.stats.stepStatsOf(recs, step)
+	res.Steps = append(res.Steps, st)
+	if res.TrainSteps != nil {
+		res.TrainSteps = append(res.TrainSteps, train)
+	}
 	for _, r := range recs {
 		if r.Kind == result.Update || r.Kind == result.Unscale {
 			if k, ok := res.TrainRowOf[[2]int{r.Index, r.Bucket}]; ok {
@@ -339,8 +346,9 @@ type intervalScratch struct {
 	flag             time.Duration
 }
 
-// stepStatsOf computes a step's summary figures from its records.
-func (sc *intervalScratch) stepStatsOf(recs []result.Record, step time.Duration) result.StepStats {
+// stepStatsOf computes a step's summary figures from its records, and
+// those of its training step.
+func (sc *intervalScratch) stepStatsOf(recs []result.Record, step time.Duration) (result.StepStats, result.TrainStepStats) {
 	comp, comm := sc.comp[:0], sc.comm[:0]
 	for _, r := range recs {
 		switch r.Kind {
@@ -361,14 +369,15 @@ func (sc *intervalScratch) stepStatsOf(recs []result.Record, step time.Duration)
 	both := intersect(sc.both[:0], comp, comm)
 	sc.comp, sc.comm, sc.both = comp, comm, both
 	st := result.StepStats{Step: step, Compute: length(comp), Comm: length(comm), Hidden: length(both)}
+	var train result.TrainStepStats
 	if len(sc.upd) > 0 || len(sc.unscale) > 0 {
 		upd := union(sc.upd)
-		st.Update, st.Unscale, st.Flag = length(upd), length(union(sc.unscale)), sc.flag
+		train.Update, train.Unscale, train.Flag = length(upd), length(union(sc.unscale)), sc.flag
 		// The update's share that ran while communication did.
-		st.UpdateHidden = length(intersect(sc.both[len(sc.both):], upd, comm))
+		train.UpdateHidden = length(intersect(sc.both[len(sc.both):], upd, comm))
 		sc.upd, sc.unscale, sc.flag = sc.upd[:0], sc.unscale[:0], 0
 	}
-	return st
+	return st, train
 }
 
 // interval is a span of time within a step.

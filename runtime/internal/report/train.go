@@ -45,7 +45,11 @@ func trainFigures(vals []float64, res *result.Results, nb int) []float64 {
 	for b := 0; b < nb; b++ {
 		vals = append(vals, float64(res.WrongParams[b]), float64(res.UncheckedParam[b]))
 	}
-	for _, s := range res.Steps {
+	for i := range res.Steps {
+		var s result.TrainStepStats
+		if i < len(res.TrainSteps) {
+			s = res.TrainSteps[i]
+		}
 		vals = append(vals, float64(s.Update), float64(s.UpdateHidden), float64(s.Unscale), float64(s.Flag))
 	}
 	return vals

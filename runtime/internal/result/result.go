@@ -73,14 +73,18 @@ type StepStats struct {
 	Compute time.Duration // union of backward and compute intervals
 	Comm    time.Duration // union of collective intervals
 	Hidden  time.Duration // communication that overlapped compute
-	// The training step's work: the union of the updates' intervals and
-	// the part of it that overlapped communication; the unscales'
-	// (with the flag's allreduce).
+}
+
+// TrainStepStats are one measured step's figures of the training step
+// on this rank (kept only for plans with updates or unscales): the union
+// of the updates' intervals and the part of it that overlapped
+// communication; the unscales' (with the flag's allreduces), and the
+// flag's allreduces alone.
+type TrainStepStats struct {
 	Update       time.Duration
 	UpdateHidden time.Duration
 	Unscale      time.Duration
-	// Flag is the overflow flag's allreduces (part of Unscale).
-	Flag time.Duration
+	Flag         time.Duration
 }
 
 // TrainRow is one line of the training step's table: one bucket of one
@@ -115,10 +119,12 @@ type Results struct {
 	FirstBad  []string
 	Traced    []Traced // --trace: every step's records (KeepForTrace)
 	Origin    time.Time
-	// The training step: its table, the scaler's course (nil without a
+	// The training step: its table and figures per measured step (nil
+	// without updates or unscales), the scaler's course (nil without a
 	// scaler), and per bucket the parameter elements checked wrong or
 	// not checkable.
 	TrainRows      []TrainRow
+	TrainSteps     []TrainStepStats
 	TrainRowOf     map[[2]int]int // (statement At index, bucket) -> TrainRows
 	Scaling        *Scaling
 	WrongParams    []int64
