@@ -164,6 +164,19 @@ func TestEveryCollectiveOpAndDType(t *testing.T) {
 	}
 }
 
+// An average over world sizes that are not powers of two (the division
+// is not an exact scaling there), in every float dtype, in one piece and
+// in several (20 MiB: pieces of 4 MiB), every element checked.
+func TestAvgOddWorldSizes(t *testing.T) {
+	for _, np := range []int{3, 5} {
+		for _, arg := range []string{"allreduce:1000B:avg:f16", "allreduce:20MiB:avg:f32", "allreduce:64KiB:avg:bf16", "allreduce:4KiB:avg:f64"} {
+			t.Run(fmt.Sprintf("%s/np%d", arg, np), func(t *testing.T) {
+				ok(t, np, arg, "--steps", "2", "--warmup", "0", "--check", "1", "--quiet")
+			})
+		}
+	}
+}
+
 func TestWireCasts(t *testing.T) {
 	for _, np := range []int{2, 4} {
 		t.Run(fmt.Sprintf("np%d", np), func(t *testing.T) {

@@ -12,6 +12,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -386,23 +387,38 @@ func big(arg string) (*rt.Plan, error) {
 	return b.p, nil
 }
 
-// allreduce: one f32 bucket of the given size, all-reduced with sum, and
-// nothing else: the runtime side of bench/allreduce.sh.
+// allreduce ("allreduce:SIZE[:OP[:DTYPE]]"): one bucket of the given size
+// (f32 by default), all-reduced with OP (sum by default), and nothing
+// else: the runtime side of bench/allreduce.sh and bench/avg.sh.
 func allreduce(arg string) (*rt.Plan, error) {
-	size, err := parseSize(arg)
+	parts := strings.Split(arg, ":")
+	size, err := parseSize(parts[0])
 	if err != nil {
 		return nil, err
 	}
+	op, dt := rt.Sum, rt.F32
+	if len(parts) > 1 {
+		if i := slices.Index(opNames, parts[1]); i > 0 {
+			op = rt.RedOp(i)
+		} else {
+			return nil, fmt.Errorf("unknown op %q", parts[1])
+		}
+	}
+	if len(parts) > 2 {
+		if dt = dtypeOf(parts[2]); dt == rt.InvalidDType {
+			return nil, fmt.Errorf("unknown dtype %q", parts[2])
+		}
+	}
 	b := newBuilder("allreduce")
 	comm := b.stream("comm", rt.PriorityHigh)
-	g := b.bucket("buf", rt.F32, b.tensor("buf", rt.F32, max(size/4, 1)))
+	g := b.bucket("buf", dt, b.tensor("buf", dt, max(size/dt.Size(), 1)))
 	b.p.Hash = "bench-allreduce-" + arg
 	// Positions made once, as generated code has them as constants: a
 	// Sprintf a statement would be the benchmark's own cost, not the
 	// runtime's.
 	at11, at12 := src(11), src(12)
 	b.p.Step = func(s *rt.Step) {
-		s.AllReduce(at11, comm, rt.Sum, rt.After{}, g)
+		s.AllReduce(at11, comm, op, rt.After{}, g)
 		s.Wait(at12, comm)
 	}
 	return b.p, nil
