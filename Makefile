@@ -38,11 +38,13 @@ test: setup vet
 	$(GO) test -count=1 -timeout 20m ./...
 	$(MAKE) fuzz
 
-# Each fuzz target of the front end, briefly; longer runs: make fuzz FUZZTIME=2000000x
+# Each fuzz target of the readers of user files (the front end, and
+# syncgen import's header reader), briefly; longer runs: make fuzz FUZZTIME=2000000x
 fuzz:
-	@for t in FuzzParse FuzzCheck FuzzFormat; do \
-		echo "fuzz $$t ($(FUZZTIME))"; \
-		$(GO) test ./dsl -run='^$$' -fuzz="^$$t\$$" -fuzztime=$(FUZZTIME) -fuzzminimizetime=$(FUZZMINIMIZETIME) || exit 1; \
+	@for t in dsl:FuzzParse dsl:FuzzCheck dsl:FuzzFormat importer:FuzzHeader; do \
+		pkg=$${t%%:*}; name=$${t#*:}; \
+		echo "fuzz $$name in ./$$pkg ($(FUZZTIME))"; \
+		$(GO) test ./$$pkg -run='^$$' -fuzz="^$$name\$$" -fuzztime=$(FUZZTIME) -fuzzminimizetime=$(FUZZMINIMIZETIME) || exit 1; \
 	done
 
 # Regenerate the golden files of code generation; review the diff like code.

@@ -36,6 +36,7 @@ bench/gompi                      7
 bench/gpu/allops                 7
 bench/gpu/rtbench                7
 ir                               100
+importer                         100
 stdlib                           100
 .                                100
 dsl                              101

@@ -1,0 +1,309 @@
+package importer
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// st is one tensor of a synthetic safetensors file.
+type st struct {
+	name  string
+	dtype string
+	shape []int64
+	// begin, end override the data offsets (-1: laid out in order).
+	begin, end int64
+}
+
+// safetensorsBytes builds a safetensors file: tensors laid out one after
+// another in the order given (unless their offsets say otherwise), and
+// extra bytes of data after them.
+func safetensorsBytes(t testing.TB, tensors []st, extra int) []byte {
+	t.Helper()
+	header := map[string]any{"__metadata__": map[string]string{"format": "pt"}}
+	var pos int64
+	for _, x := range tensors {
+		n := int64(1)
+		for _, d := range x.shape {
+			n *= d
+		}
+		b, e := pos, pos+n*dtypeSizes[x.dtype]
+		if x.begin >= 0 && x.end >= 0 && (x.begin != 0 || x.end != 0) {
+			b, e = x.begin, x.end
+		}
+		header[x.name] = map[string]any{"dtype": x.dtype, "shape": x.shape, "data_offsets": []int64{b, e}}
+		pos = max(pos, e)
+	}
+	h, err := json.Marshal(header)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := binary.LittleEndian.AppendUint64(nil, uint64(len(h)))
+	out = append(out, h...)
+	return append(out, make([]byte, pos+int64(extra))...)
+}
+
+func writeFile(t testing.TB, dir, name string, data []byte) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// A valid file gives its tensors in the order of their data.
+func TestReadSafetensors(t *testing.T) {
+	dir := t.TempDir()
+	p := writeFile(t, dir, "m.safetensors", safetensorsBytes(t, []st{
+		{name: "b.weight", dtype: "BF16", shape: []int64{3, 4}},
+		{name: "a.bias", dtype: "F32", shape: []int64{5}},
+		{name: "scalar", dtype: "I64", shape: []int64{}},
+	}, 0))
+	params, err := ReadSafetensors(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := fmt.Sprint(params[0].Name, params[0].DType, params[0].Shape, params[1].Name, params[2].Name, params[2].Shape)
+	if got != "b.weightBF16[3 4]a.biasscalar[]" || len(params) != 3 {
+		t.Fatalf("params: %+v", params)
+	}
+}
+
+// Every kind of broken file is an error naming the file and where.
+func TestSafetensorsErrors(t *testing.T) {
+	dir := t.TempDir()
+	good := []st{{name: "a", dtype: "F32", shape: []int64{4}}, {name: "b", dtype: "F16", shape: []int64{2, 2}}}
+	header := func(h string) []byte {
+		return append(binary.LittleEndian.AppendUint64(nil, uint64(len(h))), h...)
+	}
+	cases := []struct {
+		name string
+		data []byte
+		want string
+	}{
+		{"short", []byte{1, 2, 3}, "truncated: 3 bytes"},
+		{"huge", binary.LittleEndian.AppendUint64(nil, 200<<20), "above the format's limit"},
+		{"beyond", binary.LittleEndian.AppendUint64(nil, 1000), "reaches beyond the file's 8 bytes"},
+		{"notjson", header("{not json}"), "not JSON"},
+		{"array", header(`["a", "b"]`), "not a JSON object"},
+		{"entry", header(`{"a": 3}`), `tensor "a": want {"dtype"`},
+		{"dtype", header(`{"a": {"dtype": "F33", "shape": [1], "data_offsets": [0, 4]}}`), `unknown dtype "F33"`},
+		{"offsets", header(`{"a": {"dtype": "F32", "shape": [1], "data_offsets": [0]}}`), "data_offsets must be [begin, end]"},
+		{"negative", header(`{"a": {"dtype": "F32", "shape": [-1], "data_offsets": [0, 4]}}`), "negative dimension"},
+		{"truncated data", safetensorsBytes(t, []st{{name: "a", dtype: "F32", shape: []int64{4}}}, 0)[:8+61+8], "beyond the file's"},
+		{"size", safetensorsBytes(t, []st{{name: "a", dtype: "F32", shape: []int64{4}, begin: 0, end: 12}}, 0), "is 16 bytes, but its data_offsets [0, 12] hold 12"},
+		{"overlap", safetensorsBytes(t, []st{{name: "a", dtype: "F32", shape: []int64{4}, begin: 0, end: 16}, {name: "b", dtype: "F32", shape: []int64{2}, begin: 8, end: 16}}, 0), "overlaps tensor"},
+		{"gap", safetensorsBytes(t, []st{{name: "a", dtype: "F32", shape: []int64{2}, begin: 8, end: 16}}, 0), "a gap of 8 bytes"},
+		{"trailing", safetensorsBytes(t, good, 5), "5 bytes at byte"},
+		{"twice", header(`{"a": {"dtype": "U8", "shape": [0], "data_offsets": [0, 0]}, "a": {"dtype": "U8", "shape": [0], "data_offsets": [0, 0]}}`), `tensor "a" appears twice`},
+	}
+	for _, c := range cases {
+		p := writeFile(t, dir, c.name+".safetensors", c.data)
+		_, err := ReadSafetensors(p)
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), p) {
+			t.Errorf("%s: error %v, want one naming %s with %q", c.name, err, p, c.want)
+		}
+	}
+}
+
+// An index with two shards: the tensors of both, the shards in order; a
+// missing shard, a tensor the index puts elsewhere and one it names but
+// the shard lacks are errors; total_size is kept for the summary.
+func TestReadIndex(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "model-00001-of-00002.safetensors", safetensorsBytes(t, []st{{name: "h.0.w", dtype: "F32", shape: []int64{2}}}, 0))
+	writeFile(t, dir, "model-00002-of-00002.safetensors", safetensorsBytes(t, []st{{name: "h.1.w", dtype: "F32", shape: []int64{2}}, {name: "lm_head.weight", dtype: "F32", shape: []int64{3}}}, 0))
+	index := func(m map[string]string, total int) []byte {
+		b, _ := json.Marshal(map[string]any{"metadata": map[string]int{"total_size": total}, "weight_map": m})
+		return b
+	}
+	wm := map[string]string{"h.0.w": "model-00001-of-00002.safetensors", "h.1.w": "model-00002-of-00002.safetensors", "lm_head.weight": "model-00002-of-00002.safetensors"}
+	writeFile(t, dir, "model.safetensors.index.json", index(wm, 28))
+	m, err := Read(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Params) != 3 || m.Params[0].Name != "h.0.w" || m.TotalSize != 28 || StatsOf(m.Params).Total != 28 {
+		t.Fatalf("model: %+v", m)
+	}
+	bad := map[string]string{"h.0.w": "model-00001-of-00002.safetensors", "h.1.w": "model-00002-of-00002.safetensors"}
+	missing := map[string]string{"x": "model-00009.safetensors"}
+	lacks := map[string]string{"h.0.w": "model-00001-of-00002.safetensors", "ghost": "model-00001-of-00002.safetensors",
+		"h.1.w": "model-00002-of-00002.safetensors", "lm_head.weight": "model-00002-of-00002.safetensors"}
+	for _, c := range []struct {
+		m    map[string]string
+		want string
+	}{
+		{bad, `tensor "lm_head.weight" is not in the index under this shard`},
+		{missing, "is missing"},
+		{lacks, `names tensor "ghost" in this shard, which does not have it`},
+		{map[string]string{"x": "../etc/passwd"}, "not a file name beside the index"},
+	} {
+		p := writeFile(t, dir, "other.index.json", index(c.m, 0))
+		if _, err := Read(p); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("index %v: error %v, want %q", c.m, err, c.want)
+		}
+	}
+}
+
+// Numbers in names order as numbers; the file's order is kept on request
+// and for parameter lists.
+func TestOrder(t *testing.T) {
+	m := &Model{Params: []Param{{Name: "layers.10.w", DType: "F32"}, {Name: "layers.2.w", DType: "F32"}, {Name: "layers.2.b", DType: "F32"}, {Name: "emb", DType: "F32"}}}
+	names := func(ts []Tensor) string {
+		var s []string
+		for _, x := range ts {
+			s = append(s, x.Name)
+		}
+		return strings.Join(s, " ")
+	}
+	nat, err := Prepare(m, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := names(nat); got != "emb layers.2.b layers.2.w layers.10.w" {
+		t.Errorf("natural: %s", got)
+	}
+	file, _ := Prepare(m, Options{Order: "file"})
+	if got := names(file); got != "layers.10.w layers.2.w layers.2.b emb" {
+		t.Errorf("file: %s", got)
+	}
+	m.FileOrder = true
+	if got, _ := Prepare(m, Options{}); names(got) != names(file) {
+		t.Errorf("a parameter list's order: %s", names(got))
+	}
+}
+
+// Options: dtypes the language lacks, casts, frozen and excluded tensors,
+// names it cannot hold.
+func TestPrepareOptions(t *testing.T) {
+	m := &Model{FileOrder: true, Params: []Param{{Name: "w", DType: "F32", Shape: []int64{2}}, {Name: "mask", DType: "BOOL", Shape: []int64{4}}, {Name: "pos.freq", DType: "I16", Shape: []int64{8}}}}
+	if _, err := Prepare(m, Options{}); err == nil || !strings.Contains(err.Error(), `tensor "mask": dtype BOOL has no counterpart`) || !strings.Contains(err.Error(), "--cast BOOL=u8") {
+		t.Errorf("BOOL: %v", err)
+	}
+	ts, err := Prepare(m, Options{Cast: map[string]string{"BOOL": "u8", "I16": "i32"}, Frozen: []string{"pos.*"}, Exclude: []string{"mask"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ts) != 2 || ts[1].DType != "i32" || !ts[1].Frozen || ts[0].Frozen {
+		t.Errorf("tensors: %+v", ts)
+	}
+	if _, err := Prepare(m, Options{Cast: map[string]string{"BOOL": "u8", "I16": "i32"}, Frozen: []string{"nothing.*"}}); err == nil || !strings.Contains(err.Error(), `pattern "nothing.*" matches no tensor`) {
+		t.Errorf("unused pattern: %v", err)
+	}
+	star := &Model{Params: []Param{{Name: "a*b", DType: "F32"}}}
+	if _, err := Prepare(star, Options{}); err == nil || !strings.Contains(err.Error(), "read as a pattern") {
+		t.Errorf("a name with *: %v", err)
+	}
+}
+
+// A parameter list: torch's dtype names, requires_grad, tied names.
+func TestParamList(t *testing.T) {
+	data := `{"parameters": [{"name": "wte.weight", "dtype": "torch.float32", "shape": [10, 4], "requires_grad": true},
+		{"name": "pos", "dtype": "torch.bfloat16", "shape": [4], "requires_grad": false}], "tied": [["wte.weight", "lm_head.weight"]]}`
+	m, err := ParseParamList("p.json", []byte(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Params) != 2 || m.Params[0].DType != "F32" || m.Params[1].DType != "BF16" || !m.Params[1].Frozen || !m.FileOrder || len(m.Tied) != 1 {
+		t.Fatalf("model: %+v", m)
+	}
+	for _, bad := range []string{`{"parameters": [{"name": "", "dtype": "torch.float32"}]}`, `{"parameters": [{"name": "a", "dtype": "torch.complex64"}]}`, `{"parameters": []}`,
+		`{"parameters": [{"name": "a", "dtype": "F32"}, {"name": "a", "dtype": "F32"}]}`} {
+		if _, err := ParseParamList("p.json", []byte(bad)); err == nil {
+			t.Errorf("%s: no error", bad)
+		}
+	}
+}
+
+// Repeated layers become templates: a transformer's blocks one loop, a
+// ResNet's stages and blocks two nested ones, one repeated tensor a brace
+// range; names the templates cannot hold stay as they are.
+func TestModuleTemplates(t *testing.T) {
+	var ts []Tensor
+	ts = append(ts, Tensor{Name: "wte.weight", DType: "f32", Shape: []int64{100, 8}})
+	for i := range 12 {
+		for _, n := range []string{"ln_1.weight", "attn.c_attn.weight", "mlp.c_fc.weight"} {
+			ts = append(ts, Tensor{Name: fmt.Sprintf("h.%d.%s", i, n), DType: "f32", Shape: []int64{8}})
+		}
+	}
+	for l := 1; l <= 4; l++ {
+		for b := range 3 {
+			ts = append(ts, Tensor{Name: fmt.Sprintf("layer%d.%d.conv1.weight", l, b), DType: "bf16", Shape: []int64{4}},
+				Tensor{Name: fmt.Sprintf("layer%d.%d.bn1.weight", l, b), DType: "f32", Shape: []int64{4}, Frozen: true})
+		}
+	}
+	for i := range 5 {
+		ts = append(ts, Tensor{Name: fmt.Sprintf("head.%d.bias", i), DType: "f16", Shape: []int64{3}})
+	}
+	ts = append(ts, Tensor{Name: "odd name/x", DType: "u8", Shape: []int64{2}}, Tensor{Name: "pad.07.w", DType: "f32", Shape: []int64{1}}, Tensor{Name: "pad.08.w", DType: "f32", Shape: []int64{1}})
+	got := Module(ts, "test")
+	want := `tensor wte.weight f32[100, 8]
+for i in 0..11 {
+    tensor h.{i}.ln_1.weight f32[8]
+    tensor h.{i}.attn.c_attn.weight f32[8]
+    tensor h.{i}.mlp.c_fc.weight f32[8]
+}
+for i in 1..4 {
+    for j in 0..2 {
+        tensor layer{i}.{j}.conv1.weight bf16[4]
+        tensor layer{i}.{j}.bn1.weight f32[4] frozen
+    }
+}
+tensor head.{0..4}.bias f16[3]
+tensor "odd name/x" u8[2]
+tensor pad.07.w f32[1]
+tensor pad.08.w f32[1]
+`
+	if !strings.HasSuffix(got, want) {
+		t.Errorf("module:\n%s\nwant it to end with:\n%s", got, want)
+	}
+}
+
+// FuzzHeader: no header makes the reader panic, and what it accepts tiles
+// the data exactly.
+func FuzzHeader(f *testing.F) {
+	f.Add([]byte(`{"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}}`), int64(8))
+	f.Add([]byte(`{"__metadata__": {"x": "y"}, "b": {"dtype": "BF16", "shape": [], "data_offsets": [0, 2]}}`), int64(2))
+	f.Add([]byte(`{"a": {"dtype": "F32", "shape": [1, -1], "data_offsets": [0, 0]}}`), int64(0))
+	f.Add([]byte(`[1, 2]`), int64(0))
+	f.Add([]byte(`{"a": {"dtype": "U8", "shape": [9223372036854775807, 2], "data_offsets": [0, 0]}}`), int64(0))
+	f.Fuzz(func(t *testing.T, header []byte, data int64) {
+		params, err := ParseHeader(header, data)
+		if err != nil {
+			return
+		}
+		var sum int64
+		for i := range params {
+			sum += params[i].Elems() * dtypeSizes[params[i].DType]
+		}
+		if sum != data {
+			t.Fatalf("accepted tensors of %d bytes in %d bytes of data", sum, data)
+		}
+	})
+}
+
+// BenchmarkImport10k: ordering and writing a 10,000-tensor model.
+func BenchmarkImport10k(b *testing.B) {
+	var params []Param
+	for i := range 400 {
+		for k := range 25 {
+			params = append(params, Param{Name: fmt.Sprintf("model.layers.%d.block.%d.weight", i, k), DType: "BF16", Shape: []int64{64, int64(k + 1)}})
+		}
+	}
+	m := &Model{Params: params}
+	for b.Loop() {
+		ts, err := Prepare(m, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(Module(ts, "bench")) == 0 {
+			b.Fatal("empty module")
+		}
+	}
+}

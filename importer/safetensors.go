@@ -1,0 +1,199 @@
+package importer
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"sort"
+)
+
+// maxHeaderBytes bounds a safetensors header: the format's own limit
+// (the reference implementation refuses larger ones), and what keeps a
+// corrupt length from making the reader allocate gigabytes.
+const maxHeaderBytes = 100 << 20
+
+// ReadSafetensors reads the tensors' names, dtypes and shapes from the
+// header of the safetensors file at path; no tensor data is read. The
+// tensors come in the order of their data in the file.
+func ReadSafetensors(path string) ([]Param, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if st.IsDir() {
+		return nil, fmt.Errorf("%s is a directory, not a safetensors file", path)
+	}
+	var head [8]byte
+	n, err := io.ReadFull(f, head[:])
+	if err != nil {
+		return nil, fmt.Errorf("%s: truncated: %d bytes, but a safetensors file starts with an 8-byte header length", path, n)
+	}
+	hlen := binary.LittleEndian.Uint64(head[:])
+	if err := checkHeaderLength(hlen, st.Size()); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	header := make([]byte, hlen)
+	if _, err := io.ReadFull(f, header); err != nil {
+		return nil, fmt.Errorf("%s: reading the %d-byte header at byte 8: %w", path, hlen, err)
+	}
+	params, err := ParseHeader(header, st.Size()-8-int64(hlen))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	for i := range params {
+		params[i].Source = path
+	}
+	return params, nil
+}
+
+// checkHeaderLength refuses a header length that the file of size bytes
+// cannot hold, or that passes maxHeaderBytes.
+func checkHeaderLength(hlen uint64, size int64) error {
+	switch {
+	case hlen > maxHeaderBytes:
+		return fmt.Errorf("header length %d (bytes 0-7) is above the format's limit of %d bytes: not a safetensors file, or a corrupt one", hlen, maxHeaderBytes)
+	case int64(hlen) > size-8:
+		return fmt.Errorf("header length %d (bytes 0-7) reaches beyond the file's %d bytes: the file is truncated, or not a safetensors file", hlen, size)
+	case hlen < 2:
+		return fmt.Errorf("header length %d (bytes 0-7) is too short for a JSON object", hlen)
+	}
+	return nil
+}
+
+// headerEntry is one tensor of a header.
+type headerEntry struct {
+	DType       string  `json:"dtype"`
+	Shape       []int64 `json:"shape"`
+	DataOffsets []int64 `json:"data_offsets"`
+}
+
+// ParseHeader parses a safetensors JSON header whose file has dataBytes
+// bytes of tensor data after it, and checks that the tensors tile the
+// data exactly: every tensor's byte range matches its shape and dtype,
+// and the ranges neither overlap nor leave gaps. Positions in errors are
+// byte offsets in the file (the header starts at byte 8; the data at
+// 8+len(header)).
+func ParseHeader(header []byte, dataBytes int64) ([]Param, error) {
+	dec := json.NewDecoder(bytes.NewReader(header))
+	dec.UseNumber()
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, fmt.Errorf("the header (bytes 8-%d) is not JSON: %v", 8+len(header), err)
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return nil, fmt.Errorf("the header (bytes 8-%d) is not a JSON object", 8+len(header))
+	}
+	var params []Param
+	var offsets [][2]int64
+	seen := map[string]bool{}
+	for dec.More() {
+		at := 8 + dec.InputOffset()
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, fmt.Errorf("header byte %d: not JSON: %v", at, err)
+		}
+		name, _ := tok.(string)
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, fmt.Errorf("header byte %d: tensor %q: not JSON: %v", at, name, err)
+		}
+		if name == "__metadata__" {
+			continue
+		}
+		if seen[name] {
+			return nil, fmt.Errorf("header byte %d: tensor %q appears twice", at, name)
+		}
+		seen[name] = true
+		var e headerEntry
+		if err := json.Unmarshal(raw, &e); err != nil {
+			return nil, fmt.Errorf("header byte %d: tensor %q: want {\"dtype\", \"shape\", \"data_offsets\"}: %v", at, name, err)
+		}
+		p, off, err := checkEntry(name, e, dataBytes)
+		if err != nil {
+			return nil, fmt.Errorf("header byte %d: %w", at, err)
+		}
+		params = append(params, p)
+		offsets = append(offsets, off)
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, fmt.Errorf("the header (bytes 8-%d) is not JSON: %v", 8+len(header), err)
+	}
+	if err := checkTiling(params, offsets, dataBytes, 8+int64(len(header))); err != nil {
+		return nil, err
+	}
+	return params, nil
+}
+
+// checkEntry checks one tensor's dtype, shape and byte range.
+func checkEntry(name string, e headerEntry, dataBytes int64) (Param, [2]int64, error) {
+	size, ok := dtypeSizes[e.DType]
+	switch {
+	case name == "":
+		return Param{}, [2]int64{}, fmt.Errorf("a tensor with an empty name")
+	case !ok:
+		return Param{}, [2]int64{}, fmt.Errorf("tensor %q: unknown dtype %q", name, e.DType)
+	case len(e.DataOffsets) != 2:
+		return Param{}, [2]int64{}, fmt.Errorf("tensor %q: data_offsets must be [begin, end], got %v", name, e.DataOffsets)
+	}
+	elems := int64(1)
+	for _, d := range e.Shape {
+		if d < 0 {
+			return Param{}, [2]int64{}, fmt.Errorf("tensor %q: negative dimension in shape %v", name, e.Shape)
+		}
+		if d > 0 && elems > math.MaxInt64/8/d {
+			return Param{}, [2]int64{}, fmt.Errorf("tensor %q: shape %v is too large", name, e.Shape)
+		}
+		elems *= d
+	}
+	b, end := e.DataOffsets[0], e.DataOffsets[1]
+	switch {
+	case b < 0 || end < b:
+		return Param{}, [2]int64{}, fmt.Errorf("tensor %q: data_offsets [%d, %d] do not make a range", name, b, end)
+	case end > dataBytes:
+		return Param{}, [2]int64{}, fmt.Errorf("tensor %q: data_offsets [%d, %d] reach beyond the file's %d bytes of data: the file is truncated", name, b, end, dataBytes)
+	case end-b != elems*size:
+		return Param{}, [2]int64{}, fmt.Errorf("tensor %q: %s%v is %d bytes, but its data_offsets [%d, %d] hold %d", name, e.DType, e.Shape, elems*size, b, end, end-b)
+	}
+	return Param{Name: name, DType: e.DType, Shape: append([]int64{}, e.Shape...)}, [2]int64{b, end}, nil
+}
+
+// checkTiling sorts params by their data's offset and checks that the
+// ranges cover the data exactly once; dataAt is the data's first byte in
+// the file, for the messages.
+func checkTiling(params []Param, offsets [][2]int64, dataBytes, dataAt int64) error {
+	idx := make([]int, len(params))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return offsets[idx[a]][0] < offsets[idx[b]][0] })
+	var pos int64
+	prev := ""
+	for _, i := range idx {
+		b, e := offsets[i][0], offsets[i][1]
+		switch {
+		case b < pos:
+			return fmt.Errorf("tensor %q (bytes %d-%d of the file) overlaps tensor %q", params[i].Name, dataAt+b, dataAt+e, prev)
+		case b > pos:
+			return fmt.Errorf("a gap of %d bytes at byte %d of the file, before tensor %q: the tensors must cover the data without holes", b-pos, dataAt+pos, params[i].Name)
+		}
+		pos, prev = e, params[i].Name
+	}
+	if pos != dataBytes {
+		return fmt.Errorf("%d bytes at byte %d of the file belong to no tensor: the tensors must cover the data without holes", dataBytes-pos, dataAt+pos)
+	}
+	sorted := make([]Param, len(params))
+	for k, i := range idx {
+		sorted[k] = params[i]
+	}
+	copy(params, sorted)
+	return nil
+}
