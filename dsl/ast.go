@@ -28,6 +28,7 @@ type Decl struct {
 	Scaler *ScalerDecl `parser:" | @@"`
 	Block  *BlockDecl  `parser:" | @@"`
 	Run    *RunDecl    `parser:" | @@"`
+	For    *ForDecl    `parser:" | @@"`
 	Semi   *Punct      `parser:" | @@ )"`
 }
 
@@ -233,15 +234,41 @@ type ScalerDecl struct {
 	Words  []*ScalerWord `parser:"@@*"`
 }
 
-// ScalerWord is one word of a scaler declaration after its rule.
+// ScalerWord is one word of a scaler declaration after its rule (not
+// `for`, which starts a template on the next line).
 type ScalerWord struct {
 	Pos    lexer.Position
 	EndPos lexer.Position
-	Text   string `parser:"@( 'init' (?! '{') | Word )"`
+	Text   string `parser:"@( 'init' (?! '{') | (?! 'for') Word )"`
 }
 
 // word returns the scaler word as a Word.
 func (w *ScalerWord) word() *Word { return &Word{Pos: w.Pos, EndPos: w.EndPos, Text: w.Text} }
+
+// ForDecl is a layer template, `for i in 0..47 { DECLS }`: the tensor
+// declarations of its body (and nested templates) repeated for each value
+// of the variable, block by block. `for` and `in` are not reserved words
+// (tensors and streams called so keep working): the grammar takes them as
+// words here only. The body takes any declaration, and `in` may be
+// missing, so that the checker can say what is wrong (template.go).
+type ForDecl struct {
+	Pos    lexer.Position
+	EndPos lexer.Position
+	Var    *LoopVar    `parser:"'for' @@"`
+	In     bool        `parser:"@'in'?"`
+	Range  *Word       `parser:"@@"`
+	Open   *OpenBrace  `parser:"@@"`
+	Body   []*Decl     `parser:"@@*"`
+	Close  *CloseBrace `parser:"@@"`
+}
+
+// LoopVar is the variable of a template: any word, a reserved one too
+// (`for step in 0..3`); the checker says when it is not a valid name.
+type LoopVar struct {
+	Pos    lexer.Position
+	EndPos lexer.Position
+	Text   string `parser:"@(Word | Keyword)"`
+}
 
 // RunDecl is `run steps N warmup N check every N|off`.
 type RunDecl struct {

@@ -298,7 +298,7 @@ func (c *checker) compileName(f *sourceFile, p *Name) (pattern, bool) {
 		}
 		return compilePattern(s, false), true
 	}
-	if c.badRangeError(f, p) {
+	if c.badRangeError(f, p, p.Bare) {
 		return pattern{}, false
 	}
 	if !barePatternRE.MatchString(p.Bare) {

@@ -29,7 +29,7 @@ type checker struct {
 
 	// The declarations of all files, imports first (depth-first, at the
 	// point of the import).
-	tensorDecls []declIn[*TensorDecl]
+	tensorDecls []declIn[*Decl] // a tensor or a template (`for`)
 	streamDecls []declIn[*StreamDecl]
 	bucketDecls []declIn[*BucketDecl]
 	initBlock   *BlockDecl
@@ -201,68 +201,129 @@ func (c *checker) warnNothingToRun() {
 		"add a `step { ... }` block with the step's statements; a file that other files import needs none"))
 }
 
-// declareTensors expands and checks every tensor declaration.
+// declareTensors expands and checks every tensor declaration and template
+// (`for`), in order.
 func (c *checker) declareTensors() {
 	// Room for a tensor per declaration up front: ir.Tensor is large, and
 	// growing the slice declaration by declaration copied a big model's
 	// table several times over.
 	c.prog.Tensors = slices.Grow(c.prog.Tensors, min(len(c.tensorDecls), maxTensors))
 	for _, td := range c.tensorDecls {
-		f, d := td.file, td.decl
+		if td.decl.For != nil {
+			if !c.declareTemplate(td.file, td.decl.For) {
+				return
+			}
+			continue
+		}
+		f, d := td.file, td.decl.Tensor
 		errs := len(c.diags)
 		names := c.expandTensorName(f, d.Name)
 		if names == nil {
 			c.markBadName(d.Name)
 			c.tensorNameRejected = true
 		}
-		dtype := c.dtype(f, d.DType, "tensor")
-		shape, elems, ok := c.shape(f, d)
-		if ok && dtype != ir.InvalidDType {
-			if elems > math.MaxInt64/dtype.Size() {
-				c.errorf(f, spanOf(d.DType.Pos, d.EndPos), "a tensor's size in bytes (elements times the dtype's size) is at most 2^63-1; check the shape",
-					"tensor of %d %s elements is more than 2^63 bytes", elems, dtype)
-			}
-		}
+		typ := c.tensorType(f, d)
 		c.prog.Tensors = slices.Grow(c.prog.Tensors, len(names))
-		var dups []string
-		var firstDup ir.Pos
-		for _, name := range names {
-			if prev, dup := c.tensorIndex[name]; dup {
-				if len(dups) == 0 {
-					firstDup = c.prog.Tensors[prev].Pos
-				}
-				dups = append(dups, name)
-				continue
-			}
-			if len(c.prog.Tensors) >= maxTensors {
-				c.errorf(f, nameSpan(d.Name), fmt.Sprintf("a program has at most %d tensors (2^20); this declaration and the ones after it are not checked", maxTensors),
-					"too many tensors (at most %d)", maxTensors)
-				c.badTensorDecl[d] = true
-				// The tensors of the declarations after it are missing.
-				c.incomplete = true
-				return
-			}
-			c.tensorIndex[name] = len(c.prog.Tensors)
-			c.tensorDecl = append(c.tensorDecl, td)
-			c.prog.Tensors = append(c.prog.Tensors, ir.Tensor{
-				Name: name, DType: dtype, Shape: shape, Elems: elems, Frozen: d.Frozen,
-				Bucket: -1, Pos: f.pos(d.Name.Pos.Offset),
-			})
+		var dups dupSet
+		if !c.addTensors(declIn[*TensorDecl]{f, d}, names, typ, &dups, nil) {
+			return
 		}
-		// One error per declaration, however many names of a range repeat.
-		if len(dups) > 0 {
-			more := ""
-			if len(dups) > 1 {
-				more = fmt.Sprintf(" and %d more", len(dups)-1)
-			}
-			c.errorf(f, nameSpan(d.Name), "tensor names are unique across the program and its imports",
-				"duplicate tensor %s (first declared at %s)%s", code(dups[0]), firstDup, more)
-		}
+		c.reportDups(f, d, &dups, "")
 		// dtype == InvalidDType too: a repeated unknown dtype adds no error.
-		if len(c.diags) > errs || dtype == ir.InvalidDType {
+		if len(c.diags) > errs || typ.dtype == ir.InvalidDType {
 			c.badTensorDecl[d] = true
 		}
 	}
+}
+
+// tensorType is what a tensor declaration says of each of its tensors.
+type tensorType struct {
+	dtype ir.DType
+	shape []int64
+	elems int64
+}
+
+// tensorType checks the dtype and shape of a tensor declaration.
+func (c *checker) tensorType(f *sourceFile, d *TensorDecl) tensorType {
+	dtype := c.dtype(f, d.DType, "tensor")
+	shape, elems, ok := c.shape(f, d)
+	if ok && dtype != ir.InvalidDType {
+		if elems > math.MaxInt64/dtype.Size() {
+			c.errorf(f, spanOf(d.DType.Pos, d.EndPos), "a tensor's size in bytes (elements times the dtype's size) is at most 2^63-1; check the shape",
+				"tensor of %d %s elements is more than 2^63 bytes", elems, dtype)
+		}
+	}
+	return tensorType{dtype: dtype, shape: shape, elems: elems}
+}
+
+// dupSet is what addTensors found of the names of one declaration that
+// were declared before: how many, and the first.
+type dupSet struct {
+	count    int
+	first    string
+	firstPos ir.Pos
+	// sameDecl: the first was declared by the same declaration (another
+	// iteration of a template).
+	sameDecl bool
+	// iter is the template iteration of the first repeat ("i = 3"), or "".
+	iter string
+}
+
+// addTensors declares the tensors names of declaration td, each of type
+// typ, collecting the names declared before in dups. iter, when not nil,
+// says which iteration of a template they come from. It returns false when
+// the program has too many tensors: the declarations after are not checked.
+func (c *checker) addTensors(td declIn[*TensorDecl], names []string, typ tensorType, dups *dupSet, iter func() string) bool {
+	f, d := td.file, td.decl
+	for _, name := range names {
+		if prev, dup := c.tensorIndex[name]; dup {
+			if dups.count == 0 {
+				dups.first, dups.firstPos = name, c.prog.Tensors[prev].Pos
+				dups.sameDecl = c.tensorDecl[prev].decl == d
+				if iter != nil {
+					dups.iter = iter()
+				}
+			}
+			dups.count++
+			continue
+		}
+		if len(c.prog.Tensors) >= maxTensors {
+			c.errorf(f, nameSpan(d.Name), fmt.Sprintf("a program has at most %d tensors (2^20); this declaration and the ones after it are not checked", maxTensors),
+				"too many tensors (at most %d)", maxTensors)
+			c.badTensorDecl[d] = true
+			// The tensors of the declarations after it are missing.
+			c.incomplete = true
+			return false
+		}
+		c.tensorIndex[name] = len(c.prog.Tensors)
+		c.tensorDecl = append(c.tensorDecl, td)
+		c.prog.Tensors = append(c.prog.Tensors, ir.Tensor{
+			Name: name, DType: typ.dtype, Shape: typ.shape, Elems: typ.elems, Frozen: d.Frozen,
+			Bucket: -1, Pos: f.pos(d.Name.Pos.Offset),
+		})
+	}
+	return true
+}
+
+// reportDups reports the repeated names of a declaration, once however
+// many names of a range or iterations of a template repeat. hint, when not
+// empty, replaces the usual one.
+func (c *checker) reportDups(f *sourceFile, d *TensorDecl, dups *dupSet, hint string) {
+	if dups.count == 0 {
+		return
+	}
+	more := ""
+	if dups.count > 1 {
+		more = fmt.Sprintf(" and %d more", dups.count-1)
+	}
+	iter := ""
+	if dups.iter != "" {
+		iter = " in iteration " + dups.iter
+	}
+	if hint == "" {
+		hint = "tensor names are unique across the program and its imports"
+	}
+	c.errorf(f, nameSpan(d.Name), hint, "duplicate tensor %s%s (first declared at %s)%s", code(dups.first), iter, dups.firstPos, more)
 }
 
 // mayMatchRejected reports whether a pattern that matches no tensor may
@@ -275,65 +336,92 @@ func (c *checker) mayMatchRejected(p pattern) bool {
 
 // expandTensorName validates a tensor name and expands its brace ranges.
 func (c *checker) expandTensorName(f *sourceFile, n *Name) []string {
-	sp := nameSpan(n)
+	if c.loopRefOutside(f, n) {
+		return nil
+	}
+	form, ok := c.checkTensorName(f, n, n.source())
+	if !ok {
+		return nil
+	}
 	if n.Quoted != "" {
-		s, why := n.unquoted()
-		switch {
-		case why != "":
-			c.errorf(f, sp, why, "invalid quoted name %s", n.Quoted)
-			return nil
-		case s == "":
-			c.errorf(f, sp, "a quoted tensor name has at least one character", "empty tensor name")
-			return nil
-		case isGlob(s):
-			c.errorf(f, sp, "`*` and `?` are glob characters in patterns", "tensor name %s contains a glob character", n.Quoted)
-			return nil
-		}
+		s, _ := n.unquoted()
 		return []string{s}
-	}
-	if c.badRangeError(f, n) {
-		return nil
-	}
-	if !isBareName(n.Bare) {
-		hint := "a bare name is dot-separated letters, digits and _ (brace ranges like {0..3} allowed); quote other names: \"" + n.Bare + "\""
-		if isGlob(n.Bare) {
-			hint = "a tensor declaration names tensors; patterns with * and ? are for buckets and collectives"
-		}
-		c.errorf(f, sp, hint, "invalid tensor name %s", code(n.Bare))
-		return nil
-	}
-	rs, bad := ranges(n.Bare)
-	if bad != nil {
-		c.reportRangeError(f, n, bad)
-		return nil
-	}
-	count := expansionCount(rs)
-	if count < 0 {
-		c.errorf(f, sp, "one declaration declares at most 100000 tensors; split it into several", "%s stands for more than %d tensors", code(n.Bare), maxExpansion)
-		return nil
 	}
 	// A long name times a wide range would take gigabytes: bound the bytes
 	// too (each number adds at most 19 digits to the name's length).
-	bytes := count * int64(len(n.Bare)+19*len(rs))
+	bytes := form.count * int64(len(n.Bare)+19*len(form.rs))
 	if c.nameBytes+bytes > maxNameBytes {
-		c.errorf(f, sp, "shorten the names or declare fewer tensors",
+		c.errorf(f, nameSpan(n), "shorten the names or declare fewer tensors",
 			"the tensor names of this program would take more than %d MiB", maxNameBytes>>20)
 		return nil
 	}
 	c.nameBytes += bytes
-	return expand(n.Bare, rs)
+	return expand(n.Bare, form.rs)
+}
+
+// nameForm is a valid tensor name's form: its brace ranges, and how many
+// names it stands for.
+type nameForm struct {
+	rs    []braceRange
+	count int64
+}
+
+// checkTensorName validates the tensor name n. text is the name as
+// written (n.source()), with every reference to a loop variable, `{i}`,
+// replaced by as many digits: so it has the form of every name that an
+// iteration of a template gives, at the same offsets as the source.
+// Messages quote n as written.
+func (c *checker) checkTensorName(f *sourceFile, n *Name, text string) (nameForm, bool) {
+	sp := nameSpan(n)
+	if n.Quoted != "" {
+		s, why := unquote(text)
+		switch {
+		case why != "":
+			c.errorf(f, sp, why, "invalid quoted name %s", n.Quoted)
+			return nameForm{}, false
+		case s == "":
+			c.errorf(f, sp, "a quoted tensor name has at least one character", "empty tensor name")
+			return nameForm{}, false
+		case isGlob(s):
+			c.errorf(f, sp, "`*` and `?` are glob characters in patterns", "tensor name %s contains a glob character", n.Quoted)
+			return nameForm{}, false
+		}
+		return nameForm{count: 1}, true
+	}
+	if c.badRangeError(f, n, text) {
+		return nameForm{}, false
+	}
+	if !isBareName(text) {
+		hint := "a bare name is dot-separated letters, digits and _ (brace ranges like {0..3} allowed); quote other names: \"" + n.Bare + "\""
+		if isGlob(text) {
+			hint = "a tensor declaration names tensors; patterns with * and ? are for buckets and collectives"
+		}
+		c.errorf(f, sp, hint, "invalid tensor name %s", code(n.Bare))
+		return nameForm{}, false
+	}
+	rs, bad := ranges(text)
+	if bad != nil {
+		c.reportRangeError(f, n, bad)
+		return nameForm{}, false
+	}
+	count := expansionCount(rs)
+	if count < 0 {
+		c.errorf(f, sp, "one declaration declares at most 100000 tensors; split it into several", "%s stands for more than %d tensors", code(n.Bare), maxExpansion)
+		return nameForm{}, false
+	}
+	return nameForm{rs: rs, count: count}, true
 }
 
 // badRangeError reports braces in a bare name or pattern that are not a
 // brace range (`c.{a..b}`, `c.{0..}`, `c.{-1..3}`), pointing at them, and
 // returns whether it did.
-func (c *checker) badRangeError(f *sourceFile, n *Name) bool {
-	start, end, ok := badRange(n.Bare)
+func (c *checker) badRangeError(f *sourceFile, n *Name, text string) bool {
+	start, end, ok := badRange(text)
 	if !ok {
 		return false
 	}
 	hint := rangeSyntaxHint
-	if !rangeRE.MatchString(n.Bare) {
+	if !rangeRE.MatchString(text) {
 		// Quoting would also make the name's valid ranges literal.
 		hint += "; a quoted name takes braces literally: " + strconv.Quote(n.Bare)
 	}

@@ -20,7 +20,9 @@ import (
 // declaration on the same line stays there, and a comment inside a
 // declaration moves to its own line just before it. Sizes, durations,
 // names and brace ranges are printed as written. Formatting formatted
-// output changes nothing. With syntax errors it returns nil and the errors.
+// output changes nothing. A template (`for`) is printed as a block, its
+// declarations one level deeper. With syntax errors it returns nil and the
+// errors.
 func Format(filename string, src []byte) ([]byte, Diagnostics) {
 	f := newSourceFile(filename, src)
 	ast, diags := parseFile(f)
@@ -61,29 +63,48 @@ func (p *printer) add(start, end, depth int, text string) *fmtItem {
 
 // file turns the declarations into output lines.
 func (p *printer) file(ast *File) {
-	for _, d := range ast.Decls {
+	p.decls(ast.Decls, 0)
+}
+
+// decls turns declarations at depth into output lines (a template's body
+// is one level deeper).
+func (p *printer) decls(decls []*Decl, depth int) {
+	for _, d := range decls {
 		switch {
 		case d.Import != nil:
 			x := d.Import
-			p.add(x.Pos.Offset, x.EndPos.Offset, 0, "import "+x.Path.source())
+			p.add(x.Pos.Offset, x.EndPos.Offset, depth, "import "+x.Path.source())
 		case d.Tensor != nil:
-			p.add(d.Tensor.Pos.Offset, d.Tensor.EndPos.Offset, 0, tensorText(d.Tensor))
+			p.add(d.Tensor.Pos.Offset, d.Tensor.EndPos.Offset, depth, tensorText(d.Tensor))
 		case d.Stream != nil:
 			x := d.Stream
 			text := "stream " + x.Name.source()
 			if x.Priority != nil {
 				text += " priority " + x.Priority.Text
 			}
-			p.add(x.Pos.Offset, x.EndPos.Offset, 0, text)
+			p.add(x.Pos.Offset, x.EndPos.Offset, depth, text)
 		case d.Bucket != nil:
-			p.add(d.Bucket.Pos.Offset, d.Bucket.EndPos.Offset, 0, bucketText(d.Bucket))
+			p.add(d.Bucket.Pos.Offset, d.Bucket.EndPos.Offset, depth, bucketText(d.Bucket))
 		case d.Scaler != nil:
-			p.add(d.Scaler.Pos.Offset, d.Scaler.EndPos.Offset, 0, scalerText(d.Scaler))
+			p.add(d.Scaler.Pos.Offset, d.Scaler.EndPos.Offset, depth, scalerText(d.Scaler))
 		case d.Block != nil:
 			b := d.Block
-			p.block(b.Pos.Offset, b.Open.Pos.Offset, b.Close.Pos.Offset, 0, b.Kind, b.Body)
+			p.block(b.Pos.Offset, b.Open.Pos.Offset, b.Close.Pos.Offset, depth, b.Kind, b.Body)
 		case d.Run != nil:
-			p.add(d.Run.Pos.Offset, d.Run.EndPos.Offset, 0, runText(d.Run))
+			p.add(d.Run.Pos.Offset, d.Run.EndPos.Offset, depth, runText(d.Run))
+		case d.For != nil:
+			x := d.For
+			// Without its `in` as written: adding it would change what
+			// the checker says.
+			head := "for " + x.Var.Text
+			if x.In {
+				head += " in"
+			}
+			it := p.add(x.Pos.Offset, x.Open.Pos.Offset+1, depth, head+" "+x.Range.Text+" {")
+			it.open = true
+			p.decls(x.Body, depth+1)
+			end := p.add(x.Close.Pos.Offset, x.Close.Pos.Offset+1, depth, "}")
+			end.close = true
 		}
 	}
 }

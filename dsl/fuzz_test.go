@@ -43,6 +43,12 @@ var inlineSeeds = []string{
 	"tensor a f16[4]\ntensor b f32[4]\nscaler dynamic init 1024 growth 2 backoff 0.5 interval 2000 hysteresis 1 min 1 max 16777216\nbucket g { a } wire f16 divide before\nbucket e { b } divide after\nstep { backward 1ms; allreduce g, e op avg after ready; unscale g, e after synced agree; update g sgd lr 0.01 momentum 0.9 weight_decay 1e-4 after synced; update e adamw lr 1e-3 beta1 0.9 beta2 0.999 eps 1e-8 master f32 on compute after comm }\n",
 	"scaler dynamc init 1000 growth 1.5 backoff 1 interval 0 hysteresis x min 0.5 max 1e40 init 4\nscaler static\nbucket g { a } divide sideways\nstep { update g adam lr 0 wd 1 after ready; unscale g after syncd; allreduce g after synced; update sgd; update g lr }\n",
 	"tensor a f32[4]\nbucket g { a }\nstep { backward 1ms; reducescatter g op avg after ready; update g adamw on compute after comm; allgather g on comm after compute; unscale g; update g sgd }\n",
+	// Layer templates: nested, with brace ranges and quoted names inside,
+	// and the errors of their ranges, variables and bodies.
+	"for i in 0..2 {\n    tensor h.{i}.ln.weight f32[4]\n    tensor \"h.{i} q\" f16[2] frozen\n}\nfor l in 1..2 { for b in 0..1 { tensor layer{l}.{b}.conv{1..2} f32[4, 4]; tensor {l}.{b} f32[1] } }\nbucket g { h.*, layer{1..2}.* }\nstep { backward 1ms; allreduce g, 1.0 after ready }\n",
+	"for i in 3..1 { tensor a{i} f32[1] }\nfor i 0..1 { tensor b f32[1] }\nfor in 00..-1 { }\nfor i in 0..1 { for i in {0..2} { tensor c{j} f32[1]; stream s } }\ntensor d{k} f32[1]\n",
+	"for i in 0..99999 { for j in 0..99999 { tensor a{i}.{j} f32[1] } }\nfor i in 0..1 {\n  tensor x{i} f32[1]\n",
+	"tensor for f32[1]\ntensor in f32[1]\nstream in\nscaler dynamic\nfor i in 0..1 { tensor f.{i} f16[2] }\nbucket b { for, in, f.* }\nstep { backward 1ms on in; allreduce b on in after ready }\n",
 }
 
 // addSeeds adds the inline seeds, every example and stdlib module, and the

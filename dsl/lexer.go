@@ -29,6 +29,10 @@ import (
 //	String      "(?:\\.|[^"\\\n])*"
 //	Word        (?:[A-Za-z0-9_*?\-]|\{[0-9]+\.\.[0-9]+\})(?:[A-Za-z0-9_*?.\-]|\{[A-Za-z0-9_*?.\-]*\.\.[A-Za-z0-9_*?.\-]*\})*
 //	            (a Keyword when it is one of reservedWords)
+//	NameWord    (?:[A-Za-z0-9_*?\-]|\{[0-9]+\.\.[0-9]+\}|\{[A-Za-z][A-Za-z0-9_]*\})(?:[A-Za-z0-9_*?.\-]|\{[A-Za-z0-9_*?.\-]*\.\.[A-Za-z0-9_*?.\-]*\}|\{[A-Za-z][A-Za-z0-9_]*\})*
+//	            instead of Word right after the keyword `tensor` (comments
+//	            and whitespace between them aside): a tensor's name, where
+//	            `{i}` stands for a template's loop variable (h.{i}.attn.weight)
 //	Punct       [{}\[\],;]
 //	Whitespace  [ \t\r\n]+
 //	BadString   "(?:\\.|[^"\\\n])*        an unterminated string
@@ -41,6 +45,12 @@ import (
 // it, instead of the parser stumbling on a `{`. Nothing valid changes: a
 // `{` glued to a word opens a bucket's patterns or a block, and neither a
 // pattern nor a statement is a lone word with `..` in it.
+//
+// The name of a tensor declaration is the one place where the lexer looks
+// back (at the token before it): there, braces around an identifier, a
+// template's loop variable `{i}`, are part of the word too, at its start
+// as well (`{i}.weight`). Elsewhere `b{a}` is still the word `b` and a
+// `{` (`bucket b{a}` opens its patterns).
 //
 // The bad-token rules never appear in the grammar: they let the lexer go
 // on past a lexical error, so that one pass reports all of them (see
@@ -98,23 +108,40 @@ func lex(filename string, src []byte) []token {
 	// position holds the file name), and growing the slice of a big file
 	// cost more than scanning it twice.
 	count := 0
+	name := false // the next word is a tensor's name
 	for i := 0; i < len(s); count++ {
-		_, n := scan(s, i)
+		typ, n := scan(s, i, name)
+		name = nextIsName(name, typ, s[i:i+n])
 		i += n
 	}
 	toks := make([]token, 0, count)
 	pos := lexer.Position{Filename: filename, Line: 1, Column: 1}
+	name = false
 	for pos.Offset < len(s) {
-		typ, n := scan(s, pos.Offset)
+		typ, n := scan(s, pos.Offset, name)
 		value := s[pos.Offset : pos.Offset+n]
+		name = nextIsName(name, typ, value)
 		toks = append(toks, token{Type: typ, Value: value, Pos: pos})
 		pos.Advance(value)
 	}
 	return toks
 }
 
-// scan returns the type and length of the token at s[i:].
-func scan(s string, i int) (string, int) {
+// nextIsName reports whether the token after one of type typ and value
+// value is in the name position of a tensor declaration (name: whether
+// this one was): right after the keyword `tensor`, comments and
+// whitespace aside.
+func nextIsName(name bool, typ, value string) bool {
+	if typ == tokWhitespace || typ == tokComment {
+		return name
+	}
+	return typ == tokKeyword && value == "tensor"
+}
+
+// scan returns the type and length of the token at s[i:]; name says that
+// it is in the name position of a tensor declaration, where a word may
+// hold loop variables `{i}`.
+func scan(s string, i int, name bool) (string, int) {
 	c := s[i]
 	switch {
 	case c == '/' && i+1 < len(s) && s[i+1] == '/':
@@ -130,12 +157,14 @@ func scan(s string, i int) (string, int) {
 		return tokBadComment, len(s) - i
 	case c == '"':
 		return scanString(s, i)
-	case isWordStart(s, i):
+	case isWordStart(s, i) || name && loopRefLen(s, i) > 0:
 		j := i
 		for j < len(s) {
 			if isWordByte(s[j]) {
 				j++
 			} else if n := braceGroupLen(s, j); n > 0 {
+				j += n
+			} else if n := loopRefLen(s, j); name && n > 0 {
 				j += n
 			} else {
 				break
@@ -216,6 +245,25 @@ func braceRangeLen(s string, i int) int {
 	}
 	return j + 1 - i
 }
+
+// loopRefLen returns the length of a reference to a loop variable `{i}`
+// at s[i:] (braces around a letter, then letters, digits and _), or 0.
+func loopRefLen(s string, i int) int {
+	if i+2 >= len(s) || s[i] != '{' || !isLetter(s[i+1]) {
+		return 0
+	}
+	j := i + 2
+	for j < len(s) && (isLetter(s[j]) || s[j] >= '0' && s[j] <= '9' || s[j] == '_') {
+		j++
+	}
+	if j >= len(s) || s[j] != '}' {
+		return 0
+	}
+	return j + 1 - i
+}
+
+// isLetter reports whether c is an ASCII letter.
+func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
 
 // braceGroupLen returns the length of braces at s[i:] that hold word
 // characters with `..` among them, or 0: a brace range {N..M}, or braces

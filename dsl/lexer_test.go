@@ -1,8 +1,10 @@
 package dsl
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -44,6 +46,13 @@ func TestLexTokens(t *testing.T) {
 		// other braces are punctuation.
 		{`tensor c.{a..b}.w c{-1..3} c{0..} c{01..10}`, `Keyword:tensor Word:c.{a..b}.w Word:c{-1..3} Word:c{0..} Word:c{01..10}`},
 		{`bucket b{a,b} b{ a..b } {a..b}`, `Keyword:bucket Word:b Punct:{ Word:a Punct:, Word:b Punct:} Word:b Punct:{ Word:a..b Punct:} Punct:{ Word:a..b Punct:}`},
+		// In the name of a tensor declaration, and only there, braces
+		// around an identifier (a template's loop variable) are part of
+		// the word, at its start too; `for` and `in` are words.
+		{"for i in 0..47 {\n tensor h.{i}.attn{j}_{k}.w f32[1]\n tensor /* c */ {i}.weight f32[1]\n}",
+			`Word:for Word:i Word:in Word:0..47 Punct:{ Keyword:tensor Word:h.{i}.attn{j}_{k}.w Word:f32 Punct:[ Word:1 Punct:] Keyword:tensor Word:{i}.weight Word:f32 Punct:[ Word:1 Punct:] Punct:}`},
+		{`bucket b{a} step{x} tensor a f32{i}`, `Keyword:bucket Word:b Punct:{ Word:a Punct:} Keyword:step Punct:{ Word:x Punct:} Keyword:tensor Word:a Word:f32 Punct:{ Word:i Punct:}`},
+		{`tensor a{1} b{i}`, `Keyword:tensor Word:a Punct:{ Word:1 Punct:} Word:b Punct:{ Word:i Punct:}`},
 	}
 	for _, c := range cases {
 		got := strings.Join(significant(c.src), " ")
@@ -78,44 +87,61 @@ func TestLexErrorsAll(t *testing.T) {
 	}
 }
 
-// referenceLexer is the lexer specified in lexer.go's comment, built with
-// participle's regexp lexer; the hand-written lex must agree with it.
-var referenceLexer = lexer.MustSimple([]lexer.SimpleRule{
-	{Name: tokComment, Pattern: `//[^\n]*|/\*(?:[^*]|\*+[^*/])*\*+/`},
-	{Name: tokString, Pattern: `"(?:\\.|[^"\\\n])*"`},
-	{Name: tokWord, Pattern: `(?:[A-Za-z0-9_*?\-]|\{[0-9]+\.\.[0-9]+\})(?:[A-Za-z0-9_*?.\-]|\{[A-Za-z0-9_*?.\-]*\.\.[A-Za-z0-9_*?.\-]*\})*`},
-	{Name: tokPunct, Pattern: `[{}\[\],;]`},
-	{Name: tokWhitespace, Pattern: `[ \t\r\n]+`},
-	{Name: tokBadString, Pattern: `"(?:\\.|[^"\\\n])*`},
-	{Name: tokBadComment, Pattern: `/\*(?s:.*)`},
-	{Name: tokInvalid, Pattern: `(?s:.)`},
-})
+// referenceRules are the token rules specified in lexer.go's comment, in
+// the order they are tried; the hand-written lex must agree with them.
+// referenceNameWord replaces the Word rule in the name position of a
+// tensor declaration.
+var (
+	referenceRules = []struct {
+		name string
+		re   *regexp.Regexp
+	}{
+		{tokComment, regexp.MustCompile(`^(?://[^\n]*|/\*(?:[^*]|\*+[^*/])*\*+/)`)},
+		{tokString, regexp.MustCompile(`^"(?:\\.|[^"\\\n])*"`)},
+		{tokWord, regexp.MustCompile(`^(?:[A-Za-z0-9_*?\-]|\{[0-9]+\.\.[0-9]+\})(?:[A-Za-z0-9_*?.\-]|\{[A-Za-z0-9_*?.\-]*\.\.[A-Za-z0-9_*?.\-]*\})*`)},
+		{tokPunct, regexp.MustCompile(`^[{}\[\],;]`)},
+		{tokWhitespace, regexp.MustCompile(`^[ \t\r\n]+`)},
+		{tokBadString, regexp.MustCompile(`^"(?:\\.|[^"\\\n])*`)},
+		{tokBadComment, regexp.MustCompile(`^/\*(?s:.*)`)},
+		{tokInvalid, regexp.MustCompile(`^(?s:.)`)},
+	}
+	referenceNameWord = regexp.MustCompile(`^(?:[A-Za-z0-9_*?\-]|\{[0-9]+\.\.[0-9]+\}|\{[A-Za-z][A-Za-z0-9_]*\})(?:[A-Za-z0-9_*?.\-]|\{[A-Za-z0-9_*?.\-]*\.\.[A-Za-z0-9_*?.\-]*\}|\{[A-Za-z][A-Za-z0-9_]*\})*`)
+)
 
-// referenceLex lexes with referenceLexer, marking reserved words.
+// referenceLex lexes with referenceRules, the first rule that matches at
+// each position winning (as participle's regexp lexer does), marking
+// reserved words.
 func referenceLex(src string) ([]token, error) {
-	l, err := referenceLexer.LexString("t.sync", src)
-	if err != nil {
-		return nil, err
-	}
-	names := map[lexer.TokenType]string{}
-	for name, typ := range referenceLexer.Symbols() {
-		names[typ] = name
-	}
 	var out []token
-	for {
-		t, err := l.Next()
-		if err != nil {
-			return nil, err
+	pos := lexer.Position{Filename: "t.sync", Line: 1, Column: 1}
+	name := false // after the keyword `tensor`
+	for pos.Offset < len(src) {
+		rest := src[pos.Offset:]
+		typ, n := "", 0
+		for _, r := range referenceRules {
+			re := r.re
+			if r.name == tokWord && name {
+				re = referenceNameWord
+			}
+			if m := re.FindStringIndex(rest); m != nil && m[1] > 0 {
+				typ, n = r.name, m[1]
+				break
+			}
 		}
-		if t.EOF() {
-			return out, nil
+		if n == 0 {
+			return nil, fmt.Errorf("no rule matches at %v", pos)
 		}
-		typ := names[t.Type]
-		if typ == tokWord && slices.Contains(reservedWords, t.Value) {
+		value := rest[:n]
+		if typ == tokWord && slices.Contains(reservedWords, value) {
 			typ = tokKeyword
 		}
-		out = append(out, token{Type: typ, Value: t.Value, Pos: t.Pos})
+		if typ != tokWhitespace && typ != tokComment {
+			name = typ == tokKeyword && value == "tensor"
+		}
+		out = append(out, token{Type: typ, Value: value, Pos: pos})
+		pos.Advance(value)
 	}
+	return out, nil
 }
 
 // compareLexers fails when lex and the reference lexer disagree on src.
@@ -145,6 +171,8 @@ func TestLexMatchesRules(t *testing.T) {
 		"", "a", "-", ".", "..", "{", "{0..1}", "{0..}", "a{0..1}b.{2..3}", "/", "/*/", "/**/", "/***/ x", "/* a */ b",
 		"\"\\", "\"\\\n\"", "\"a\\\"b\"", "\"é\" ü \xff", "x\r\n\ty", "a..b", "1.5MiB", "-1", "grads[3]",
 		"c.{a..b}", "c.{0..}x", "c{-1..3}", "c{..}", "c{.}", "c{a,b..c}", "c{x..y", "c{1..2}{3..}", "c{{1..2}}", "{a..b}", "c{a..b }",
+		"tensor {i}", "tensor a{i}{j}.{0..1}{k}", "tensor\n//x\n{i}.w", "tensor {i", "tensor {i}}", "tensor {1}", "tensor {_i}", "tensor {a.b}", "tensor{i}",
+		"tensor tensor {i}", "a{i}", "tensor \"{i}\" {i}", "for i in 0..3 { tensor h.{i}.w f32[1] }",
 	}
 	for _, g := range []string{"../examples/*.sync", "../stdlib/models/*.sync", "testdata/*/*.sync"} {
 		files, _ := filepath.Glob(g)
@@ -163,7 +191,7 @@ func TestLexMatchesRules(t *testing.T) {
 
 // FuzzLex checks the hand-written lexer against the reference rules.
 func FuzzLex(f *testing.F) {
-	for _, s := range []string{"tensor h.{0..3}.w f32[1] // c", "\"a\\\"\" /* x */ {1..2}", "a/b", "\"\\\n", "c.{a..b}{0..}x{-1..3}", "{01..10}"} {
+	for _, s := range []string{"tensor h.{0..3}.w f32[1] // c", "\"a\\\"\" /* x */ {1..2}", "a/b", "\"\\\n", "c.{a..b}{0..}x{-1..3}", "{01..10}", "for i in 0..3 { tensor h.{i}.w{j} f32[1] }", "tensor /**/ {i}{0..1}"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, src string) {

@@ -135,8 +135,8 @@ func (c *checker) loadModule(m *module, stack []*module) {
 		switch {
 		case d.Import != nil:
 			c.loadImport(m, d.Import, stack, imported)
-		case d.Tensor != nil:
-			c.tensorDecls = append(c.tensorDecls, declIn[*TensorDecl]{m.file, d.Tensor})
+		case d.Tensor != nil, d.For != nil:
+			c.tensorDecls = append(c.tensorDecls, declIn[*Decl]{m.file, d})
 		case d.Stream != nil:
 			c.streamDecls = append(c.streamDecls, declIn[*StreamDecl]{m.file, d.Stream})
 		case d.Bucket != nil:

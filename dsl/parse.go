@@ -21,8 +21,10 @@ var parser = participle.MustBuild[File](
 )
 
 // topKeywords start the top-level declarations; syntax error recovery
-// resumes at the next line that starts with one of them.
-var topKeywords = []string{"import", "tensor", "stream", "bucket", "scaler", "init", "step", "run"}
+// resumes at the next line that starts with one of them (`for`, which
+// starts a template, is a word there, not a reserved one: see
+// startsTemplate).
+var topKeywords = []string{"import", "tensor", "stream", "bucket", "scaler", "init", "step", "run", "for"}
 
 // maxSyntaxErrors bounds the syntax errors reported for one file.
 const maxSyntaxErrors = 20
@@ -118,6 +120,7 @@ func eofAt(f *sourceFile, toks []token, off int) lexer.Token {
 func declarationStarts(toks []token) []int {
 	starts := []int{0}
 	depth, line := 0, 0
+	var prev token
 	for i, t := range toks {
 		if t.Type == tokWhitespace || t.Type == tokComment {
 			continue
@@ -129,9 +132,10 @@ func declarationStarts(toks []token) []int {
 			depth++
 		case t.Value == "}":
 			depth = max(0, depth-1)
-		case first && depth == 0 && t.Type == tokKeyword && slices.Contains(topKeywords, t.Value) && i > 0:
+		case first && depth == 0 && i > 0 && (t.Type == tokKeyword && slices.Contains(topKeywords, t.Value) || startsTemplate(t, prev)):
 			starts = append(starts, i)
 		}
+		prev = t
 	}
 	return starts
 }
@@ -315,6 +319,7 @@ var constructSyntax = map[string]string{
 	"update":        "update is written `update TARGET, ... sgd|adamw` followed by settings (lr, momentum, weight_decay, beta1, beta2, eps) and options: master f32, on STREAM, after synced|STREAM",
 	"unscale":       "unscale is written `unscale TARGET, ...` followed by options: agree, on STREAM, after synced|STREAM",
 	"wait":          "wait is written `wait STREAM`",
+	"for":           forSyntax,
 }
 
 // statementKeywords start the statements of a block.
@@ -378,7 +383,7 @@ func explainSyntaxError(all []token, off int) (string, string) {
 	} else if startsLine && construct != "" && !cx.isBlock && cx.line < t.Pos.Line {
 		msg += fmt.Sprintf(": the %s on line %d is incomplete", construct, cx.line)
 	}
-	return msg, finishSyntaxHint(hint, construct, keyword, stray, cx.inBraces)
+	return msg, finishSyntaxHint(hint, construct, keyword, stray, cx)
 }
 
 // syntaxContext is where a syntax error is, as far as the tokens before it
@@ -391,6 +396,7 @@ type syntaxContext struct {
 	line, at     int    // the line and the index of that keyword
 	isBlock      bool   // the keyword found is init, step or group
 	inBraces     bool   // a statement, not a declaration, may start here
+	inTemplate   bool   // in the body of a template, where tensors are declared
 }
 
 // syntaxContextAt finds the context of the syntax error at toks[at]. A
@@ -423,11 +429,13 @@ func syntaxContextAt(toks []token, at int) syntaxContext {
 	var inBody bool
 	cx.construct, cx.line, cx.at, inBody = constructBefore(toks, at, depth)
 	cx.isBlock = cx.construct == "init" || cx.construct == "step" || cx.construct == "group"
-	if cx.isBlock && inBody || cx.construct == "" && depth > 0 {
+	cx.inTemplate = depth > 0 && opensTemplate(toks, cx.opens[depth-1])
+	if (cx.isBlock || cx.construct == "for") && inBody || cx.construct == "" && depth > 0 {
 		cx.construct = ""
 		inBody = true
 	}
-	cx.inBraces = inBody || depth > 0
+	// A template's body holds declarations, not statements.
+	cx.inBraces = (inBody || depth > 0) && !cx.inTemplate
 	return cx
 }
 
@@ -539,11 +547,14 @@ func explainMissingValue(toks []token, at, opt int, hint string) (string, string
 // finishSyntaxHint completes a syntax error's hint: outside any construct,
 // what starts a statement (in braces) or a declaration; led by the likeliest
 // fixes, a suggested keyword and then removing the stray token (or "").
-func finishSyntaxHint(hint, construct, keyword, stray string, inBraces bool) string {
+func finishSyntaxHint(hint, construct, keyword, stray string, cx syntaxContext) string {
 	if construct == "" {
-		if inBraces {
+		switch {
+		case cx.inBraces:
 			hint = "a statement starts with one of: " + strings.Join(statementKeywords, ", ")
-		} else {
+		case cx.inTemplate:
+			hint = forBody
+		default:
 			hint = "a declaration starts with one of: " + strings.Join(topKeywords, ", ")
 		}
 	}

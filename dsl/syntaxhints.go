@@ -510,6 +510,8 @@ func describeOpen(toks []token, i int) string {
 		return "the group"
 	case i >= 2 && toks[i-2].Type == tokKeyword && toks[i-2].Value == "bucket":
 		return "the pattern list of bucket " + code(shortText(prev.Value))
+	case opensTemplate(toks, i):
+		return "the body of the `for`"
 	}
 	return "the `{`"
 }
