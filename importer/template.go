@@ -31,7 +31,8 @@ type entry struct {
 // block, and whose declarations are the same, becomes `for v in lo..hi`
 // with the number replaced by {v}; the bodies are collapsed in turn with
 // the next variable. Of the numbers in a name, the one whose run covers
-// most tensors wins (the outer layer index, usually).
+// most tensors wins (the outer layer index, usually); a run of blocks is
+// left written out when the loop would save no lines.
 func collapse(es []entry, depth int) []item {
 	var out []item
 	for s := 0; s < len(es); {
@@ -39,7 +40,9 @@ func collapse(es []entry, depth int) []item {
 		if depth < len(vars) {
 			for k := 0; k < numberSlots(es[s].name); k++ {
 				l, c := blockRun(es, s, k)
-				if c >= 2 && l*c > best {
+				// A loop costs two lines (for and }): worth it when it saves
+				// more, or as a brace range (one tensor a block).
+				if c >= 2 && (l == 1 || (c-1)*l > 2) && l*c > best {
 					best, bestSlot, bestLen, bestCount = l*c, k, l, c
 				}
 			}

@@ -1,0 +1,172 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/syncgen/syncgen/dsl"
+	"github.com/syncgen/syncgen/importer"
+	"github.com/syncgen/syncgen/ir"
+)
+
+func importCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "import",
+		Usage:     "write a model's tensors as a .sync module, from safetensors or a parameter list",
+		ArgsUsage: "FILE|DIR",
+		Description: `import reads a model's parameter names, dtypes and shapes, without reading
+any tensor data, and writes them as a .sync module of tensor declarations that
+plans import (import "model.sync"). Repeated layers are written as templates
+(for i in 0..47 { ... }), single repeated tensors as brace ranges.
+
+FILE|DIR is one of:
+   model.safetensors                a safetensors file (its JSON header)
+   model.safetensors.index.json     a Hugging Face index and the shards it names
+   DIR                              a Hugging Face model directory (its index, or its one .safetensors)
+   params.json                      what scripts/dump-params.py writes for a PyTorch module:
+                                    registration order and requires_grad, which safetensors lack
+
+Order matters: declaration order is the reverse of the backward's. A parameter
+list is in registration order and kept so. safetensors writers sort tensors by
+dtype and name, so by default their names are ordered with numbers compared as
+numbers (layers.2 before layers.10); --order file keeps the file's order.
+
+A summary goes to standard error: tensors, parameters, bytes by dtype, the
+check against the index's total size, and tied weights that appear once.
+
+Exit status: 0; 1 when the input cannot be read or is not valid (the error
+names the file and the byte offset or the tensor), or the module cannot be
+written (nothing is left half-written: it is written to a temporary name and
+renamed); 2 for a usage error.
+
+Examples:
+   syncgen import gpt2/model.safetensors -o models/gpt2.sync
+   syncgen import ~/hf/Llama-3-8B -o llama3_8b.sync --frozen 'rotary_emb.*'
+   python3 scripts/dump-params.py torchvision.models:resnet50 > rn50.json && syncgen import rn50.json`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "o", Usage: "write the module to `FILE` (default: standard output)"},
+			&cli.StringFlag{Name: "order", Usage: "`natural` (numbers as numbers) or file (the input's order); default: file for a parameter list, natural for safetensors"},
+			&cli.StringSliceFlag{Name: "frozen", Usage: "mark the tensors matching `PATTERN` frozen (no gradient); may be repeated"},
+			&cli.StringSliceFlag{Name: "exclude", Usage: "leave out the tensors matching `PATTERN`; may be repeated"},
+			&cli.StringSliceFlag{Name: "cast", Usage: "declare tensors of file dtype FROM as the language's TO, `FROM=TO` (I16=i32, BOOL=u8); may be repeated"},
+		},
+		Action: runImport,
+	}
+}
+
+func runImport(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return cli.Exit("import: want one FILE or DIR; usage: syncgen import FILE|DIR [-o model.sync]", 2)
+	}
+	in := c.Args().First()
+	opts := importer.Options{Order: c.String("order"), Frozen: c.StringSlice("frozen"), Exclude: c.StringSlice("exclude"),
+		Cast: map[string]string{}, Source: filepath.Base(in)}
+	if o := opts.Order; o != "" && o != "natural" && o != "file" {
+		return cli.Exit(fmt.Sprintf("import: --order %q: want natural or file", o), 2)
+	}
+	for _, kv := range c.StringSlice("cast") {
+		from, to, ok := strings.Cut(kv, "=")
+		if _, valid := ir.ParseDType(to); !ok || !valid {
+			return cli.Exit(fmt.Sprintf("import: --cast %q: want FROM=TO with TO one of f64 f32 f16 bf16 i64 i32 i8 u8, e.g. I16=i32", kv), 2)
+		}
+		opts.Cast[strings.ToUpper(from)] = to
+	}
+	m, err := importer.Read(in)
+	if err != nil {
+		return cli.Exit("import: "+err.Error(), 1)
+	}
+	tensors, err := importer.Prepare(m, opts)
+	if err != nil {
+		return cli.Exit(fmt.Sprintf("import: %s: %v", in, err), 1)
+	}
+	text := importer.Module(tensors, opts.Source)
+	if err := checkModule(text, tensors); err != nil {
+		return cli.Exit(fmt.Sprintf("import: %s: %v", in, err), 1)
+	}
+	printImportSummary(c, m, tensors)
+	out := c.String("o")
+	if out == "" || out == "-" {
+		_, err := fmt.Fprint(c.App.Writer, text)
+		return err
+	}
+	if err := writeAtomic(out, []byte(text)); err != nil {
+		return cli.Exit("import: "+err.Error(), 1)
+	}
+	fmt.Fprintf(c.App.ErrWriter, "wrote %s\n", out)
+	return nil
+}
+
+// checkModule checks the module with the language's own checker and that
+// it declares exactly the tensors asked for, in their order: the templates
+// and brace ranges must expand back to the list.
+func checkModule(text string, want []importer.Tensor) error {
+	prog, diags := dsl.Check("imported.sync", []byte(text))
+	if diags.HasErrors() {
+		var b strings.Builder
+		diags.Render(&b)
+		return fmt.Errorf("the module does not check (a bug in syncgen import; please report it):\n%s", b.String())
+	}
+	if len(prog.Tensors) != len(want) {
+		return fmt.Errorf("the module declares %d tensors, not %d (a bug in syncgen import)", len(prog.Tensors), len(want))
+	}
+	for i, t := range prog.Tensors {
+		w := want[i]
+		if t.Name != w.Name || t.DType.String() != w.DType || !slices.Equal(t.Shape, w.Shape) || t.Frozen != w.Frozen {
+			return fmt.Errorf("tensor %d of the module is %s %s%v, not %s %s%v (a bug in syncgen import)", i, t.Name, t.DType, t.Shape, w.Name, w.DType, w.Shape)
+		}
+	}
+	return nil
+}
+
+// printImportSummary prints the summary on standard error.
+func printImportSummary(c *cli.Context, m *importer.Model, tensors []importer.Tensor) {
+	w := c.App.ErrWriter
+	st := importer.StatsOf(m.Params)
+	fmt.Fprintf(w, "read %s\n", st)
+	if len(tensors) != len(m.Params) {
+		fmt.Fprintf(w, "declared %d of them (--exclude left %d out)\n", len(tensors), len(m.Params)-len(tensors))
+	}
+	if m.TotalSize > 0 {
+		if m.TotalSize == st.Total {
+			fmt.Fprintf(w, "the index's total_size, %d bytes, matches the tensors'\n", m.TotalSize)
+		} else {
+			fmt.Fprintf(w, "warning: the index's total_size is %d bytes, the tensors hold %d (%+d)\n", m.TotalSize, st.Total, st.Total-m.TotalSize)
+		}
+	}
+	for _, group := range m.Tied {
+		if len(group) > 1 {
+			fmt.Fprintf(w, "tied: %s share the storage of %s, declared once\n", strings.Join(group[1:], ", "), group[0])
+		}
+	}
+}
+
+// writeAtomic writes data to path through a temporary file in the same
+// directory, renamed over path once complete: a failed import leaves no
+// half-written module.
+func writeAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}

@@ -1,0 +1,234 @@
+package main
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/syncgen/syncgen/dsl"
+	"github.com/syncgen/syncgen/stdlib"
+)
+
+// gpt2Tensors are GPT-2 small's parameters (HuggingFace GPT2Model, gpt2):
+// 148 tensors, 124,439,808 parameters.
+func gpt2Tensors() map[string][]int64 {
+	m := map[string][]int64{"wte.weight": {50257, 768}, "wpe.weight": {1024, 768}, "ln_f.weight": {768}, "ln_f.bias": {768}}
+	for i := range 12 {
+		for name, shape := range map[string][]int64{
+			"ln_1.weight": {768}, "ln_1.bias": {768}, "attn.c_attn.weight": {768, 2304}, "attn.c_attn.bias": {2304},
+			"attn.c_proj.weight": {768, 768}, "attn.c_proj.bias": {768}, "ln_2.weight": {768}, "ln_2.bias": {768},
+			"mlp.c_fc.weight": {768, 3072}, "mlp.c_fc.bias": {3072}, "mlp.c_proj.weight": {3072, 768}, "mlp.c_proj.bias": {768},
+		} {
+			m[fmt.Sprintf("h.%d.%s", i, name)] = shape
+		}
+	}
+	return m
+}
+
+// writeSafetensors writes a safetensors file of f32 tensors, laid out in
+// the order of their names as the reference writer does; its data is a
+// hole (the file is sparse): the importer reads only the header.
+func writeSafetensors(t *testing.T, path string, tensors map[string][]int64) {
+	t.Helper()
+	names := make([]string, 0, len(tensors))
+	for n := range tensors {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	header := map[string]any{"__metadata__": map[string]string{"format": "pt"}}
+	var pos int64
+	for _, n := range names {
+		size := int64(4)
+		for _, d := range tensors[n] {
+			size *= d
+		}
+		header[n] = map[string]any{"dtype": "F32", "shape": tensors[n], "data_offsets": []int64{pos, pos + size}}
+		pos += size
+	}
+	h, err := json.Marshal(header)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := append(binary.LittleEndian.AppendUint64(nil, uint64(len(h))), h...)
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(path, int64(len(data))+pos); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// GPT-2's header imports as a module of templates, which a plan imports,
+// builds and runs under mpirun at 2 ranks with every element checked.
+func TestImportGPT2EndToEnd(t *testing.T) {
+	dir := t.TempDir()
+	st := filepath.Join(dir, "model.safetensors")
+	writeSafetensors(t, st, gpt2Tensors())
+	mod := filepath.Join(dir, "gpt2.sync")
+	code, out, errOut := syncgen(t, "import", dir, "-o", mod)
+	if code != 0 || out != "" {
+		t.Fatalf("import: exit %d\n%s%s", code, out, errOut)
+	}
+	if !strings.Contains(errOut, "148 tensors (0 frozen), 124,439,808 parameters") {
+		t.Errorf("summary: %s", errOut)
+	}
+	text, _ := os.ReadFile(mod)
+	if !strings.Contains(string(text), "for i in 0..11 {\n    tensor h.{i}.attn.c_attn.bias f32[2304]\n") {
+		t.Errorf("module:\n%s", text)
+	}
+	plan := writeFile(t, dir, "train.sync", `import "gpt2.sync"
+stream compute
+stream comm priority high
+bucket grads { * } cap 25MiB order reverse
+step {
+    backward 20ms on compute
+    allreduce grads op avg on comm after ready
+}
+run steps 1 warmup 0 check every 1
+`)
+	prog, diags := dsl.Load(plan)
+	if diags.HasErrors() || len(prog.Tensors) != 148 {
+		t.Fatalf("the plan: %v", diags)
+	}
+	needToolchain(t)
+	mpirun, err := exec.LookPath("mpirun")
+	if err != nil {
+		t.Skip("mpirun not found; `make test` installs Open MPI")
+	}
+	bin := filepath.Join(dir, "train_sync")
+	t.Setenv("SYNCGEN_CACHE", filepath.Join(dir, "cache"))
+	if code, out, errOut := syncgen(t, "build", plan, "-o", bin); code != 0 {
+		t.Fatalf("build: exit %d\n%s%s", code, out, errOut)
+	}
+	runExample(t, mpirun, bin, 2, []string{"--steps", "1", "--warmup", "0"})
+}
+
+// Every stdlib model, written as a parameter list in its order, imports
+// to a module that declares the same tensors: names, dtypes, shapes,
+// frozen marks and order, so the stdlib's counts stay exact.
+func TestImportRegeneratesStdlib(t *testing.T) {
+	dir := t.TempDir()
+	for _, module := range stdlib.Modules() {
+		t.Run(module, func(t *testing.T) {
+			prog, diags := dsl.Check("t.sync", []byte(`import "`+module+`"`+"\n"))
+			if diags.HasErrors() {
+				t.Fatal(diags)
+			}
+			type param struct {
+				Name         string  `json:"name"`
+				DType        string  `json:"dtype"`
+				Shape        []int64 `json:"shape"`
+				RequiresGrad bool    `json:"requires_grad"`
+			}
+			torch := map[string]string{"f64": "torch.float64", "f32": "torch.float32", "f16": "torch.float16", "bf16": "torch.bfloat16",
+				"i64": "torch.int64", "i32": "torch.int32", "i8": "torch.int8", "u8": "torch.uint8"}
+			var list struct {
+				Parameters []param `json:"parameters"`
+			}
+			for _, tn := range prog.Tensors {
+				list.Parameters = append(list.Parameters, param{tn.Name, torch[tn.DType.String()], tn.Shape, !tn.Frozen})
+			}
+			data, _ := json.Marshal(list)
+			in := filepath.Join(dir, filepath.Base(module)+".json")
+			if err := os.WriteFile(in, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out := filepath.Join(dir, filepath.Base(module)+".sync")
+			// import itself checks that the module expands to the list.
+			if code, o, e := syncgen(t, "import", in, "-o", out); code != 0 {
+				t.Fatalf("import: exit %d\n%s%s", code, o, e)
+			}
+			got, diags := dsl.Load(out)
+			if diags.HasErrors() || len(got.Tensors) != len(prog.Tensors) {
+				t.Fatalf("%d tensors, want %d: %v", len(got.Tensors), len(prog.Tensors), diags)
+			}
+			for i := range got.Tensors {
+				a, b := got.Tensors[i], prog.Tensors[i]
+				if a.Name != b.Name || a.DType != b.DType || a.Elems != b.Elems || a.Frozen != b.Frozen {
+					t.Fatalf("tensor %d: %+v, want %+v", i, a, b)
+				}
+			}
+		})
+	}
+}
+
+// Bad input fails with the file and what is wrong, and leaves no module
+// behind (nor touches one that was there); usage errors exit 2.
+func TestImportErrors(t *testing.T) {
+	dir := t.TempDir()
+	broken := filepath.Join(dir, "broken.safetensors")
+	if err := os.WriteFile(broken, []byte{200, 0, 0, 0, 0, 0, 0, 0, '{'}, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := writeFile(t, dir, "keep.sync", "// the user's own\n")
+	code, _, errOut := syncgen(t, "import", broken, "-o", out)
+	if code != 1 || !strings.Contains(errOut, broken) || !strings.Contains(errOut, "header length 200 (bytes 0-7) reaches beyond the file's 9 bytes") {
+		t.Errorf("broken: exit %d: %s", code, errOut)
+	}
+	if b, _ := os.ReadFile(out); string(b) != "// the user's own\n" {
+		t.Errorf("the output file changed: %q", b)
+	}
+	if leftovers, _ := filepath.Glob(filepath.Join(dir, ".keep.sync.*")); len(leftovers) > 0 {
+		t.Errorf("temporary files left: %v", leftovers)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"import"}, "want one FILE or DIR"},
+		{[]string{"import", broken, "--order", "random"}, `--order "random": want natural or file`},
+		{[]string{"import", broken, "--cast", "I16=i16"}, `--cast "I16=i16": want FROM=TO`},
+	} {
+		if code, _, errOut := syncgen(t, c.args...); code != 2 || !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: exit %d: %s", c.args, code, errOut)
+		}
+	}
+	m := map[string][]int64{"a.weight": {4}}
+	st := filepath.Join(dir, "m.safetensors")
+	writeSafetensors(t, st, m)
+	if code, _, errOut := syncgen(t, "import", st, "--frozen", "b.*"); code != 1 || !strings.Contains(errOut, `pattern "b.*" matches no tensor`) {
+		t.Errorf("unused --frozen: exit %d: %s", code, errOut)
+	}
+}
+
+// torchvision's ResNet-50, as scripts/dump-params.py wrote it on a machine
+// with PyTorch (importer/testdata/resnet50.json), imports to exactly the
+// stdlib's models/resnet50: the same 161 tensors in the same order.
+func TestImportTorchvisionResNet50(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "resnet50.sync")
+	code, o, e := syncgen(t, "import", "../../importer/testdata/resnet50.json", "-o", out)
+	if code != 0 || !strings.Contains(e, "161 tensors (0 frozen), 25,557,032 parameters") {
+		t.Fatalf("import: exit %d\n%s%s", code, o, e)
+	}
+	got, diags := dsl.Load(out)
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	want, _ := dsl.Check("t.sync", []byte(`import "models/resnet50"`+"\n"))
+	if len(got.Tensors) != len(want.Tensors) {
+		t.Fatalf("%d tensors, want %d", len(got.Tensors), len(want.Tensors))
+	}
+	for i := range got.Tensors {
+		a, b := got.Tensors[i], want.Tensors[i]
+		if a.Name != b.Name || a.DType != b.DType || fmt.Sprint(a.Shape) != fmt.Sprint(b.Shape) || a.Frozen != b.Frozen {
+			t.Fatalf("tensor %d: %s %s%v, the stdlib's %s %s%v", i, a.Name, a.DType, a.Shape, b.Name, b.DType, b.Shape)
+		}
+	}
+}
+
+// A parameter list's tied names are reported, and requires_grad false
+// becomes frozen (importer/testdata/tied.json: an LM head tied to the
+// embedding, a bias that does not train).
+func TestImportTiedAndFrozen(t *testing.T) {
+	code, out, errOut := syncgen(t, "import", "../../importer/testdata/tied.json")
+	if code != 0 || !strings.Contains(errOut, "tied: head.weight share the storage of emb.weight, declared once") ||
+		!strings.Contains(out, "tensor block.bias f32[16] frozen") || !strings.Contains(errOut, "3 tensors (1 frozen)") {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+}
