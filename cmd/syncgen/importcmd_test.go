@@ -82,6 +82,10 @@ func TestImportGPT2EndToEnd(t *testing.T) {
 	if !strings.Contains(string(text), "for i in 0..11 {\n    tensor h.{i}.attn.c_attn.bias f32[2304]\n") {
 		t.Errorf("module:\n%s", text)
 	}
+	// The module is what syncgen fmt would write.
+	if code, out, errOut := syncgen(t, "fmt", "-l", mod); code != 0 || out != "" {
+		t.Errorf("fmt -l: exit %d, %q %s", code, out, errOut)
+	}
 	plan := writeFile(t, dir, "train.sync", `import "gpt2.sync"
 stream compute
 stream comm priority high
