@@ -17,6 +17,7 @@ import (
 
 	"github.com/syncgen/syncgen/runtime/internal/backend"
 	"github.com/syncgen/syncgen/runtime/internal/backend/cpu"
+	"github.com/syncgen/syncgen/runtime/internal/ckpt"
 	"github.com/syncgen/syncgen/runtime/internal/engine"
 	"github.com/syncgen/syncgen/runtime/internal/mpihost"
 	"github.com/syncgen/syncgen/runtime/internal/plan"
@@ -253,7 +254,11 @@ func (r *runner) startBackend(tune cpu.Tuning) (why string, status int) {
 func (r *runner) setUp(prog *plan.Program) (*engine.Engine, *backend.Layout) {
 	s := &Step{}
 	cfg := engine.Config{Steps: r.opts.steps, Warmup: r.opts.warmup, CheckEvery: r.opts.checkEvery,
-		Tracing: r.opts.tracing, Settle: r.opts.settle, Step: func() {}, Injections: r.opts.injections}
+		Tracing: r.opts.tracing, Settle: r.opts.settle, Step: func() {}, Injections: r.opts.injections,
+		Checkpoint: r.opts.checkpoint}
+	if err := cfg.Checkpoint.CheckDir(); err != nil {
+		r.fatal(err)
+	}
 	if r.p.Init != nil {
 		cfg.Init = func() { r.p.Init(s) }
 	}
@@ -265,7 +270,29 @@ func (r *runner) setUp(prog *plan.Program) (*engine.Engine, *backend.Layout) {
 		r.fatal(fmt.Errorf("setting up the %s backend: %w", r.be.Name(), err))
 	}
 	s.e = e
+	if r.opts.resume != "" {
+		dir, err := resumeDir(r.opts.resume, r.opts.checkpoint.Dir)
+		if err == nil {
+			err = e.Resume(dir)
+		}
+		if err != nil {
+			r.fatal(fmt.Errorf("--resume: %w", err))
+		}
+	}
 	return e, e.Memory()
+}
+
+// resumeDir is the checkpoint that --resume names: a directory, or auto,
+// the newest committed checkpoint in the checkpoint directory.
+func resumeDir(resume, root string) (string, error) {
+	if resume != "auto" {
+		return resume, nil
+	}
+	cks, err := ckpt.Committed(root)
+	if err != nil || len(cks) == 0 {
+		return "", fmt.Errorf("auto: no committed checkpoint in %s", root)
+	}
+	return cks[len(cks)-1], nil
 }
 
 // runSteps runs the init block and every step under the watchdog, with the

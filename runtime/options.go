@@ -46,6 +46,10 @@ type options struct {
 	// to against the plan.
 	overflows  []string
 	injections []engine.Injection
+	// checkpoint is --checkpoint-every, --checkpoint-dir and
+	// --checkpoint-keep; resume is --resume (a directory, or auto).
+	checkpoint engine.Checkpointing
+	resume     string
 }
 
 // defaultTimeout is --timeout's default.
@@ -147,7 +151,8 @@ func (f *outputFlag) Set(s string) error {
 // parseOptions parses args (without the program name) with the plan's run
 // line as defaults.
 func parseOptions(p *plan.Plan, prog string, args []string, out io.Writer) (*options, error) {
-	o := &options{steps: p.Run.Steps, warmup: p.Run.Warmup, checkEvery: p.Run.CheckEvery, timeout: defaultTimeout, settle: settleFromEnv()}
+	o := &options{steps: p.Run.Steps, warmup: p.Run.Warmup, checkEvery: p.Run.CheckEvery, timeout: defaultTimeout, settle: settleFromEnv(),
+		checkpoint: engine.Checkpointing{Dir: "checkpoints", Keep: 2}}
 	fs, outputs := newFlagSet(o, prog)
 	// The flag package prints its error and the whole help text on a bad
 	// flag; the error alone, in the program's own words, says more.
@@ -190,6 +195,10 @@ func newFlagSet(o *options, prog string) (*flag.FlagSet, []*outputFlag) {
 	fs.Var(traceFlag, "trace", "write a Chrome trace of every rank's timeline to `FILE` (rank 0; opens in Perfetto; - for standard output, as --json)")
 	fs.Var(durationFlag{&o.timeout}, "timeout", "abort the job when one step, or a phase before or after the steps, takes longer than `DUR`, printing on every rank what it waits for")
 	fs.BoolVar(&o.quiet, "quiet", false, "print only errors and the summary lines")
+	fs.Var(countFlag{&o.checkpoint.Every}, "checkpoint-every", "write a checkpoint after every `N` steps (warm-up included; 0: never)")
+	fs.StringVar(&o.checkpoint.Dir, "checkpoint-dir", "checkpoints", "write checkpoints into `DIR`/step-NNNNNNNN (every rank must reach it: a shared file system across hosts)")
+	fs.Var(countFlag{&o.checkpoint.Keep}, "checkpoint-keep", "keep the newest `N` committed checkpoints (at least 1)")
+	fs.StringVar(&o.resume, "resume", "", "continue from the checkpoint in `DIR`, or auto: the newest committed one in --checkpoint-dir")
 	fs.Var(overflowFlag{&o.overflows}, "overflow", "put inf (or =-inf, =nan) into the first element of a gradient on one rank at one step, `STEP:RANK:TENSOR[=inf|-inf|nan]`, to watch the loss scaler skip the step; may be repeated")
 	return fs, []*outputFlag{jsonFlag, traceFlag}
 }

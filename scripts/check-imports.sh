@@ -18,6 +18,7 @@ runtime/internal/dl              0
 runtime/internal/elem            0
 runtime/internal/optim           1
 runtime/internal/scaler          1
+runtime/internal/ckpt            1
 runtime/mpi                      1
 runtime/cuda                     1
 runtime/internal/plan            2

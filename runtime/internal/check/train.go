@@ -324,3 +324,19 @@ func (m *Model) CheckParams(b int) (Result, error) {
 	}
 	return res, nil
 }
+
+// SetReference sets the reference of bucket b's parameters and state (a
+// resumed checkpoint's, as values of the parameter dtype over the whole
+// bucket).
+func (m *Model) SetReference(b int, p, s0, s1 []float64) {
+	ref := &m.ref[b]
+	if !ref.ok {
+		return
+	}
+	arrays := []*values{&ref.p, &ref.s[0], &ref.s[1]}
+	for k, vals := range [][]float64{p, s0, s1} {
+		for i, v := range vals {
+			arrays[k].set(int64(i), v)
+		}
+	}
+}

@@ -79,6 +79,9 @@ type Engine struct {
 	recs []result.Record
 
 	tr train // the training step (train.go)
+	// first is the step Run starts at: 0, or the one after a checkpoint
+	// resumed (Resume).
+	first int
 
 	model   *check.Model
 	tracing bool
@@ -107,8 +110,10 @@ type Config struct {
 	// Init runs the plan's init block (nil without one), Step one step:
 	// the generated functions, issuing their statements on the engine.
 	Init, Step func()
-	// Injections are the overflows to inject (--inject).
+	// Injections are the overflows to inject (--overflow).
 	Injections []Injection
+	// Checkpoint says when and where to write checkpoints.
+	Checkpoint Checkpointing
 }
 
 // New sets up plan p, recorded as prog, on backend be: it creates the

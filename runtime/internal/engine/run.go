@@ -46,9 +46,14 @@ func (e *Engine) Run(res *result.Results, progress func(done, total int)) error 
 	}
 	gc := startQuietGC()
 	defer gc.stop()
-	for i := 0; i < total; i++ {
+	for i := e.first; i < total; i++ {
 		if err := e.runStep(res, i, total); err != nil {
 			return err
+		}
+		if c := e.cfg.Checkpoint; c.Every > 0 && (i+1)%c.Every == 0 {
+			if err := e.saveCheckpoint(i + 1); err != nil {
+				return fmt.Errorf("checkpoint after step %d: %w", i+1, err)
+			}
 		}
 		gc.afterStep()
 		if progress != nil {

@@ -35,6 +35,8 @@ type ParamMem struct {
 	Param backend.Span
 	State [2]backend.Span
 	Base  int64
+	// Sharded: the update reads and keeps this rank's slice only.
+	Sharded bool
 }
 
 // train is the engine's state for the training step.
@@ -156,7 +158,7 @@ func (e *Engine) allocParams(b int, spec optim.Spec, sharded bool) error {
 		}
 		return backend.Span{Buf: buf, N: n, DType: pdt}, nil
 	}
-	*pm = ParamMem{Spec: spec, DType: pdt, Base: lo}
+	*pm = ParamMem{Spec: spec, DType: pdt, Base: lo, Sharded: sharded}
 	var err error
 	if pm.Param, err = alloc("the parameters"); err != nil {
 		return err

@@ -1,0 +1,135 @@
+package runtime_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// shardSums reads a committed checkpoint's shard checksums.
+func shardSums(t *testing.T, dir string) []string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, "metadata.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var md struct {
+		Shards []struct {
+			SHA256 string `json:"sha256"`
+		} `json:"shards"`
+	}
+	if err := json.Unmarshal(data, &md); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, s := range md.Shards {
+		out = append(out, s.SHA256)
+	}
+	return out
+}
+
+// A run resumed from a checkpoint ends with the same parameters and
+// optimizer state, byte for byte on every rank, as one that never stopped:
+// a replicated plan, ZeRO's sharded one, and one whose loss scaler skipped
+// steps before and after the checkpoint.
+func TestResumeIsBitIdentical(t *testing.T) {
+	for _, c := range []struct {
+		plan  string
+		extra []string
+	}{
+		{"train:adamw:f16", nil},
+		{"zero", []string{"--overflow", "2:1:w", "--overflow", "6:0:v=nan"}},
+		{"scaled:megatron", []string{"--overflow", "1:0:w", "--overflow", "5:1:w"}},
+	} {
+		t.Run(c.plan, func(t *testing.T) {
+			dir := t.TempDir()
+			straight, resumed := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+			args := append([]string{c.plan, "--steps", "8", "--warmup", "0", "--checkpoint-every", "4", "--quiet"}, c.extra...)
+			runOK(t, 2, append(args, "--checkpoint-dir", straight)...)
+			runOK(t, 2, append(args, "--checkpoint-dir", resumed, "--resume", filepath.Join(straight, "step-00000004"))...)
+			a, b := shardSums(t, filepath.Join(straight, "step-00000008")), shardSums(t, filepath.Join(resumed, "step-00000008"))
+			if len(a) != 2 || !slices.Equal(a, b) {
+				t.Fatalf("shards after step 8: straight %v, resumed %v", a, b)
+			}
+		})
+	}
+}
+
+// runOK runs a plan that must exit 0 with no wrong element (unchecked
+// elements allowed: the overflows injected).
+func runOK(t *testing.T, np int, args ...string) result {
+	t.Helper()
+	r := mpirun(t, np, nil, 90*time.Second, args...)
+	if r.code != 0 || !strings.Contains(r.out, "# 0 wrong") {
+		t.Fatalf("np %d %v: exit %d:\n%s", np, args, r.code, r.out)
+	}
+	return r
+}
+
+// --checkpoint-keep keeps the newest committed checkpoints; --resume auto
+// takes the newest committed one and ignores one whose write never
+// committed.
+func TestCheckpointKeepAndAuto(t *testing.T) {
+	dir := t.TempDir()
+	runOK(t, 2, "train:sgd:f32", "--steps", "6", "--warmup", "0", "--checkpoint-every", "2", "--checkpoint-keep", "1", "--checkpoint-dir", dir, "--quiet")
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 || entries[0].Name() != "step-00000006" {
+		t.Fatalf("kept: %v", entries)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "step-00000007"), 0o755); err != nil { // an interrupted write
+		t.Fatal(err)
+	}
+	r := runOK(t, 2, "train:sgd:f32", "--steps", "8", "--warmup", "0", "--checkpoint-dir", dir, "--resume", "auto")
+	if !strings.Contains(r.out, "# 0 wrong, 2 checks") {
+		t.Fatalf("auto did not resume at step 6:\n%s", r.out)
+	}
+}
+
+// Checkpoints that cannot be resumed are refused with what is wrong.
+func TestResumeRefusals(t *testing.T) {
+	dir := t.TempDir()
+	ck := filepath.Join(dir, "ck")
+	runOK(t, 2, "train:adamw:f32", "--steps", "4", "--warmup", "0", "--checkpoint-every", "2", "--checkpoint-dir", ck, "--quiet")
+	step2 := filepath.Join(ck, "step-00000002")
+	broken := func(name string, change func(dir string)) string {
+		d := filepath.Join(dir, name)
+		if err := os.CopyFS(d, os.DirFS(step2)); err != nil {
+			t.Fatal(err)
+		}
+		change(d)
+		return d
+	}
+	truncated := broken("truncated", func(d string) { os.Truncate(filepath.Join(d, "rank-00001.safetensors"), 100) })
+	flipped := broken("flipped", func(d string) {
+		p := filepath.Join(d, "rank-00000.safetensors")
+		b, _ := os.ReadFile(p)
+		b[len(b)-3] ^= 1
+		os.WriteFile(p, b, 0o644)
+	})
+	uncommitted := broken("uncommitted", func(d string) { os.Remove(filepath.Join(d, "metadata.json")) })
+	missing := broken("missing", func(d string) { os.Remove(filepath.Join(d, "rank-00001.safetensors")) })
+	for _, c := range []struct {
+		np   int
+		args []string
+		want string
+	}{
+		{2, []string{"train:adamw:f32", "--resume", truncated}, "rank-00001.safetensors has 100 bytes; the checkpoint's metadata says"},
+		{2, []string{"train:adamw:f32", "--resume", flipped}, "rank-00000.safetensors: sha256"},
+		{2, []string{"train:adamw:f32", "--resume", uncommitted}, "the checkpoint was never committed"},
+		{2, []string{"train:adamw:f32", "--resume", missing}, "rank-00001.safetensors is missing"},
+		{2, []string{"scaled:torch", "--resume", step2}, `is a checkpoint of plan "train"`},
+		{1, []string{"train:adamw:f32", "--resume", step2}, "was written by 2 ranks; this run has 1"},
+		{2, []string{"train:adamw:f32", "--resume", step2, "--steps", "1", "--warmup", "0"}, "nothing is left to run"},
+		{2, []string{"train:adamw:f32", "--resume", "auto", "--checkpoint-dir", filepath.Join(dir, "none")}, "no committed checkpoint in"},
+		{2, []string{"train:adamw:f32", "--checkpoint-every", "1", "--checkpoint-dir", filepath.Join(step2, "metadata.json")}, "the checkpoint directory"},
+	} {
+		r := mpirun(t, c.np, nil, 60*time.Second, append(c.args, "--quiet")...)
+		if r.code == 0 || !strings.Contains(r.out, c.want) {
+			t.Errorf("%v: exit %d, want an error with %q:\n%s", c.args, r.code, c.want, r.out)
+		}
+	}
+}

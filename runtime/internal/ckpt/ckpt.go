@@ -1,0 +1,329 @@
+package ckpt
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/syncgen/syncgen/runtime/internal/elem"
+)
+
+// Tensor is one named buffer of a shard.
+type Tensor struct {
+	Name  string
+	DType elem.DType
+	Shape []int64
+	Data  []byte
+}
+
+// safetensors' names of the dtypes.
+var stNames = map[elem.DType]string{elem.F64: "F64", elem.F32: "F32", elem.F16: "F16", elem.BF16: "BF16",
+	elem.I64: "I64", elem.I32: "I32", elem.I8: "I8", elem.U8: "U8"}
+
+// ShardName is rank's file in a checkpoint directory.
+func ShardName(rank int) string { return fmt.Sprintf("rank-%05d.safetensors", rank) }
+
+// StepDir is the directory of the checkpoint after step steps (counted
+// from 1: the number of steps done).
+func StepDir(root string, steps int) string {
+	return filepath.Join(root, fmt.Sprintf("step-%08d", steps))
+}
+
+// MetadataName is the file whose presence commits a checkpoint.
+const MetadataName = "metadata.json"
+
+// WriteShard writes tensors as a safetensors file at path, with meta as
+// its __metadata__, and fsyncs it. It returns the file's size and sha256.
+// The header's keys are sorted and padded to 8 bytes, so the same tensors
+// give the same bytes.
+func WriteShard(path string, meta map[string]string, tensors []Tensor) (int64, string, error) {
+	header := map[string]any{"__metadata__": meta}
+	var off int64
+	for _, t := range tensors {
+		name, ok := stNames[t.DType]
+		if !ok {
+			return 0, "", fmt.Errorf("tensor %q: dtype %s", t.Name, t.DType)
+		}
+		n := int64(len(t.Data))
+		header[t.Name] = map[string]any{"dtype": name, "shape": t.Shape, "data_offsets": []int64{off, off + n}}
+		off += n
+	}
+	h, err := json.Marshal(header)
+	if err != nil {
+		return 0, "", err
+	}
+	for len(h)%8 != 0 {
+		h = append(h, ' ')
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return 0, "", err
+	}
+	sum := sha256.New()
+	w := io.MultiWriter(f, sum)
+	var lenBytes [8]byte
+	binary.LittleEndian.PutUint64(lenBytes[:], uint64(len(h)))
+	size := int64(8 + len(h))
+	err = writeAll(w, lenBytes[:], h)
+	for _, t := range tensors {
+		if err == nil {
+			err = writeAll(w, t.Data)
+			size += int64(len(t.Data))
+		}
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return 0, "", fmt.Errorf("writing %s: %w", path, err)
+	}
+	return size, hex.EncodeToString(sum.Sum(nil)), nil
+}
+
+func writeAll(w io.Writer, bufs ...[]byte) error {
+	for _, b := range bufs {
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Shard is a shard file read back: its metadata and tensors by name.
+type Shard struct {
+	Meta    map[string]string
+	Tensors map[string]Tensor
+}
+
+// ReadShard reads the shard at path, checking its size and sha256 against
+// what the metadata recorded (want).
+func ReadShard(path string, want ShardInfo) (*Shard, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("shard %s is missing", path)
+		}
+		return nil, err
+	}
+	if int64(len(data)) != want.Bytes {
+		return nil, fmt.Errorf("shard %s has %d bytes; the checkpoint's metadata says %d: it is truncated or was changed", path, len(data), want.Bytes)
+	}
+	if got := sha256.Sum256(data); hex.EncodeToString(got[:]) != want.SHA256 {
+		return nil, fmt.Errorf("shard %s: sha256 %s, the checkpoint's metadata says %s: the file was changed or corrupted", path, hex.EncodeToString(got[:]), want.SHA256)
+	}
+	return parseShard(path, data)
+}
+
+// parseShard reads a safetensors file's header and tensors.
+func parseShard(path string, data []byte) (*Shard, error) {
+	if len(data) < 8 {
+		return nil, fmt.Errorf("shard %s: truncated", path)
+	}
+	n := binary.LittleEndian.Uint64(data[:8])
+	if n > uint64(len(data)-8) {
+		return nil, fmt.Errorf("shard %s: header length %d beyond the file", path, n)
+	}
+	var header map[string]json.RawMessage
+	if err := json.Unmarshal(data[8:8+n], &header); err != nil {
+		return nil, fmt.Errorf("shard %s: header: %v", path, err)
+	}
+	body := data[8+n:]
+	s := &Shard{Meta: map[string]string{}, Tensors: map[string]Tensor{}}
+	for name, raw := range header {
+		if name == "__metadata__" {
+			if err := json.Unmarshal(raw, &s.Meta); err != nil {
+				return nil, fmt.Errorf("shard %s: __metadata__: %v", path, err)
+			}
+			continue
+		}
+		var e struct {
+			DType   string  `json:"dtype"`
+			Shape   []int64 `json:"shape"`
+			Offsets []int64 `json:"data_offsets"`
+		}
+		if err := json.Unmarshal(raw, &e); err != nil || len(e.Offsets) != 2 || e.Offsets[0] < 0 || e.Offsets[1] < e.Offsets[0] || e.Offsets[1] > int64(len(body)) {
+			return nil, fmt.Errorf("shard %s: tensor %q: bad entry", path, name)
+		}
+		dt := elem.InvalidDType
+		for d, sn := range stNames {
+			if sn == e.DType {
+				dt = d
+			}
+		}
+		s.Tensors[name] = Tensor{Name: name, DType: dt, Shape: e.Shape, Data: body[e.Offsets[0]:e.Offsets[1]]}
+	}
+	return s, nil
+}
+
+// Metadata commits a checkpoint.
+type Metadata struct {
+	Format string `json:"format"`
+	// The plan: its hash, name and source file; the checkpoint of another
+	// plan is refused.
+	PlanHash string `json:"plan_hash"`
+	PlanName string `json:"plan_name"`
+	Source   string `json:"source"`
+	// Steps done (the run continues at step Steps, counted from 0), the
+	// world it was written by, and the updates applied (Adam's t).
+	Steps     int `json:"steps"`
+	WorldSize int `json:"world_size"`
+	Applied   int `json:"applied_updates"`
+	// Scaler is the loss scaler's state (scaler.State as JSON), if any.
+	Scaler json.RawMessage `json:"scaler,omitempty"`
+	// Buckets say who owns which bytes: for each updated bucket, its
+	// parameters' dtype, its elements and whether each rank holds only its
+	// slice (ZeRO) or the whole bucket.
+	Buckets []BucketInfo `json:"buckets"`
+	// Shards are the ranks' files, in rank order.
+	Shards []ShardInfo `json:"shards"`
+}
+
+// BucketInfo is one updated bucket's state in the checkpoint.
+type BucketInfo struct {
+	Name    string `json:"name"`
+	DType   string `json:"dtype"`
+	Elems   int64  `json:"elems"`
+	States  int    `json:"states"`
+	Sharded bool   `json:"sharded"`
+	// Slice is the elements per rank slice of a sharded bucket (the
+	// padded buffer's share): rank r holds [r*Slice, min((r+1)*Slice, Elems)).
+	Slice int64 `json:"slice,omitempty"`
+}
+
+// ShardInfo is one rank's file.
+type ShardInfo struct {
+	File   string `json:"file"`
+	Bytes  int64  `json:"bytes"`
+	SHA256 string `json:"sha256"`
+}
+
+// Commit writes md into dir under a temporary name, fsyncs it, renames it
+// to MetadataName and fsyncs the directory: the rename is the commit.
+func Commit(dir string, md *Metadata) error {
+	data, err := json.MarshalIndent(md, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(dir, MetadataName+".tmp")
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(append(data, '\n'))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, filepath.Join(dir, MetadataName))
+	}
+	if err == nil {
+		err = syncDir(dir)
+	}
+	if err != nil {
+		return fmt.Errorf("committing the checkpoint %s: %w", dir, err)
+	}
+	return nil
+}
+
+// syncDir fsyncs a directory, so that the names in it are durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// SyncDir makes a new checkpoint directory's entry durable in its parent.
+func SyncDir(dir string) error { return syncDir(dir) }
+
+// ReadMetadata reads a committed checkpoint's metadata; a directory
+// without it is a checkpoint that was never committed.
+func ReadMetadata(dir string) (*Metadata, error) {
+	data, err := os.ReadFile(filepath.Join(dir, MetadataName))
+	if errors.Is(err, os.ErrNotExist) {
+		if st, e := os.Stat(dir); e != nil || !st.IsDir() {
+			return nil, fmt.Errorf("%s is not a checkpoint directory", dir)
+		}
+		return nil, fmt.Errorf("%s has no %s: the checkpoint was never committed (its write was interrupted); resume from an earlier one, or give the directory above it with auto", dir, MetadataName)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var md Metadata
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&md); err != nil || md.Format != Format {
+		return nil, fmt.Errorf("%s: not a syncgen checkpoint's metadata", filepath.Join(dir, MetadataName))
+	}
+	return &md, nil
+}
+
+// Format names the metadata's format.
+const Format = "syncgen-checkpoint-1"
+
+// Committed lists root's committed checkpoints, oldest first.
+func Committed(root string) ([]string, error) {
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return nil, err
+	}
+	type ck struct {
+		dir   string
+		steps int
+	}
+	var cks []ck
+	for _, e := range entries {
+		n, ok := strings.CutPrefix(e.Name(), "step-")
+		if !e.IsDir() || !ok {
+			continue
+		}
+		steps, err := strconv.Atoi(n)
+		if err != nil {
+			continue
+		}
+		dir := filepath.Join(root, e.Name())
+		if _, err := os.Stat(filepath.Join(dir, MetadataName)); err == nil {
+			cks = append(cks, ck{dir, steps})
+		}
+	}
+	sort.Slice(cks, func(i, j int) bool { return cks[i].steps < cks[j].steps })
+	out := make([]string, len(cks))
+	for i, c := range cks {
+		out[i] = c.dir
+	}
+	return out, nil
+}
+
+// Prune removes root's committed checkpoints but the newest keep (at
+// least one: never the newest), and the uncommitted ones older than the
+// newest committed.
+func Prune(root string, keep int) error {
+	cks, err := Committed(root)
+	if err != nil || len(cks) == 0 {
+		return err
+	}
+	keep = max(keep, 1)
+	for _, dir := range cks[:max(len(cks)-keep, 0)] {
+		if err := os.RemoveAll(dir); err != nil {
+			return err
+		}
+	}
+	return nil
+}

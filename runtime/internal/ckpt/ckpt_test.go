@@ -1,0 +1,72 @@
+package ckpt
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/syncgen/syncgen/runtime/internal/elem"
+)
+
+// A shard reads back as written, the same tensors give the same bytes,
+// and a changed byte or size is caught.
+func TestShardRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	tensors := []Tensor{{Name: "param/g", DType: elem.F32, Shape: []int64{2}, Data: []byte{1, 2, 3, 4, 5, 6, 7, 8}},
+		{Name: "state0/g", DType: elem.BF16, Shape: []int64{1}, Data: []byte{9, 10}}}
+	meta := map[string]string{"rank": "0", "steps": "4"}
+	p1, p2 := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	n1, s1, err := WriteShard(p1, meta, tensors)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n2, s2, _ := WriteShard(p2, meta, tensors)
+	if n1 != n2 || s1 != s2 {
+		t.Fatalf("the same tensors gave %d %s and %d %s", n1, s1, n2, s2)
+	}
+	sh, err := ReadShard(p1, ShardInfo{Bytes: n1, SHA256: s1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sh.Tensors["state0/g"]; got.DType != elem.BF16 || string(got.Data) != "\x09\x0a" || sh.Meta["steps"] != "4" {
+		t.Fatalf("read back: %+v %v", got, sh.Meta)
+	}
+	b, _ := os.ReadFile(p1)
+	b[len(b)-1] ^= 1
+	os.WriteFile(p1, b, 0o644)
+	if _, err := ReadShard(p1, ShardInfo{Bytes: n1, SHA256: s1}); err == nil || !strings.Contains(err.Error(), "sha256") {
+		t.Errorf("a changed byte: %v", err)
+	}
+	if _, err := ReadShard(p1, ShardInfo{Bytes: n1 + 1, SHA256: s1}); err == nil || !strings.Contains(err.Error(), "bytes") {
+		t.Errorf("a wrong size: %v", err)
+	}
+}
+
+// Only committed checkpoints count; Prune keeps the newest (always at
+// least one).
+func TestCommittedAndPrune(t *testing.T) {
+	root := t.TempDir()
+	for _, steps := range []int{10, 2, 30} {
+		d := StepDir(root, steps)
+		os.MkdirAll(d, 0o755)
+		if err := Commit(d, &Metadata{Format: Format, Steps: steps}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.MkdirAll(StepDir(root, 40), 0o755) // never committed
+	cks, _ := Committed(root)
+	if len(cks) != 3 || filepath.Base(cks[0]) != "step-00000002" || filepath.Base(cks[2]) != "step-00000030" {
+		t.Fatalf("committed: %v", cks)
+	}
+	if _, err := ReadMetadata(StepDir(root, 40)); err == nil || !strings.Contains(err.Error(), "never committed") {
+		t.Errorf("uncommitted: %v", err)
+	}
+	if err := Prune(root, 0); err != nil {
+		t.Fatal(err)
+	}
+	cks, _ = Committed(root)
+	if len(cks) != 1 || filepath.Base(cks[0]) != "step-00000030" {
+		t.Fatalf("after pruning to 0 (kept 1): %v", cks)
+	}
+}
