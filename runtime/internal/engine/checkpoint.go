@@ -127,8 +127,10 @@ func (e *Engine) saveCheckpoint(steps int) error {
 }
 
 // Resume restores the state of the checkpoint in dir and makes Run start
-// at the step after it. It refuses a checkpoint of another plan or world
-// size, and a shard whose size or checksum is not the metadata's.
+// at the step after it, in any world size: each bucket's state is put
+// together from the shards by the checkpoint's ownership map and handed
+// out by this world's. It refuses a checkpoint of another plan, and a
+// shard whose size or checksum is not the metadata's.
 func (e *Engine) Resume(dir string) error {
 	md, err := ckpt.ReadMetadata(dir)
 	if err != nil {
@@ -139,17 +141,13 @@ func (e *Engine) Resume(dir string) error {
 		return fmt.Errorf("%s is a checkpoint of plan %q (%s, hash %.12s), not of this program's %q (%s, hash %.12s): resume a checkpoint of the same plan",
 			dir, md.PlanName, md.Source, md.PlanHash, p.Name, p.Source, p.Hash)
 	}
-	if md.WorldSize != e.size {
-		return fmt.Errorf("%s was written by %d ranks; this run has %d: run it with mpirun -np %d (resuming at another world size is not supported yet)",
-			dir, md.WorldSize, e.size, md.WorldSize)
-	}
-	if len(md.Shards) != e.size {
-		return fmt.Errorf("%s: the metadata lists %d shards for %d ranks", dir, len(md.Shards), e.size)
+	if len(md.Shards) != md.WorldSize {
+		return fmt.Errorf("%s: the metadata lists %d shards for %d ranks", dir, len(md.Shards), md.WorldSize)
 	}
 	if total := e.cfg.Warmup + e.cfg.Steps; md.Steps >= total {
 		return fmt.Errorf("%s is after step %d, and this run has %d steps (warm-up included): nothing is left to run; give more --steps", dir, md.Steps, total)
 	}
-	shards := make([]*ckpt.Shard, e.size)
+	shards := make([]*ckpt.Shard, md.WorldSize)
 	read := func(r int) (*ckpt.Shard, error) {
 		if shards[r] == nil {
 			s, err := ckpt.ReadShard(filepath.Join(dir, md.Shards[r].File), md.Shards[r])
@@ -160,10 +158,6 @@ func (e *Engine) Resume(dir string) error {
 		}
 		return shards[r], nil
 	}
-	mine, err := read(e.rank)
-	if err != nil {
-		return err
-	}
 	byName := map[string]ckpt.BucketInfo{}
 	for _, bi := range md.Buckets {
 		byName[bi.Name] = bi
@@ -173,25 +167,31 @@ func (e *Engine) Resume(dir string) error {
 			continue
 		}
 		name := p.Buckets[b].Name
-		if bi, ok := byName[name]; !ok || bi.DType != pm.DType.String() || bi.Elems != p.Buckets[b].Elems {
+		bi, ok := byName[name]
+		if !ok || bi.DType != pm.DType.String() || bi.Elems != p.Buckets[b].Elems || bi.States != pm.Spec.States() {
 			return fmt.Errorf("%s has no state of bucket %q (%s, %d elements) as this plan has it", dir, name, pm.DType, p.Buckets[b].Elems)
 		}
+		var full [3][]byte
 		spans := []backend.Span{pm.Param, pm.State[0], pm.State[1]}
 		for k, sp := range spans[:1+pm.Spec.States()] {
-			t, ok := mine.Tensors[stateName(k, name)]
-			if !ok || int64(len(t.Data)) != sp.Bytes() {
-				return fmt.Errorf("%s: shard of rank %d lacks %s as this plan has it", dir, e.rank, stateName(k, name))
+			if full[k], err = wholeBucket(bi, stateName(k, name), pm.DType, md.WorldSize, e.rank, read); err != nil {
+				return fmt.Errorf("%s: %w", dir, err)
 			}
+			// This rank's part: its slice, in this world, or all of it.
+			mine := full[k][pm.Base*pm.DType.Size():][:sp.Bytes()]
 			if sp.N > 0 {
-				if err := e.be.CopyFromHost(sp, t.Data); err != nil {
+				if err := e.be.CopyFromHost(sp, mine); err != nil {
 					return err
 				}
 			}
 		}
 		if e.cfg.CheckEvery > 0 {
-			if err := e.resumeReference(b, pm, byName[name], read); err != nil {
-				return err
+			n := bi.Elems
+			vals := [3][]float64{make([]float64, n), make([]float64, n), make([]float64, n)}
+			for k := range 1 + pm.Spec.States() {
+				elem.LoadAll(vals[k], full[k], pm.DType)
 			}
+			e.model.SetReference(b, vals[0], vals[1], vals[2])
 		}
 	}
 	if e.tr.sc != nil {
@@ -209,38 +209,35 @@ func (e *Engine) Resume(dir string) error {
 	return nil
 }
 
-// resumeReference gives the checker's reference of bucket b the
-// checkpoint's values: every rank's slice of a sharded bucket (from every
-// shard, each checked), or this rank's whole bucket.
-func (e *Engine) resumeReference(b int, pm ParamMem, bi ckpt.BucketInfo, read func(int) (*ckpt.Shard, error)) error {
-	n := e.plan.Buckets[b].Elems
-	vals := [3][]float64{make([]float64, n), make([]float64, n), make([]float64, n)}
-	name := e.plan.Buckets[b].Name
-	owners := []int{e.rank}
-	if bi.Sharded {
-		owners = owners[:0]
-		for r := range e.size {
-			owners = append(owners, r)
+// wholeBucket assembles one array (the parameters or a state) of a bucket
+// from the checkpoint, in the world it was written by: a replicated bucket
+// from one shard (this rank's, or rank 0's when the world was smaller), a
+// sharded one from every rank's slice. Every shard read is checked.
+func wholeBucket(bi ckpt.BucketInfo, name string, dt elem.DType, world, rank int, read func(int) (*ckpt.Shard, error)) ([]byte, error) {
+	size := dt.Size()
+	if !bi.Sharded {
+		s, err := read(min(rank, world-1))
+		if err != nil {
+			return nil, err
 		}
+		t, ok := s.Tensors[name]
+		if !ok || int64(len(t.Data)) != bi.Elems*size {
+			return nil, fmt.Errorf("a shard lacks %s as the metadata describes it", name)
+		}
+		return t.Data, nil
 	}
-	for _, r := range owners {
+	out := make([]byte, bi.Elems*size)
+	for r := range world {
 		s, err := read(r)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		lo := int64(0)
-		if bi.Sharded {
-			lo = int64(r) * bi.Slice
+		lo, hi := min(int64(r)*bi.Slice, bi.Elems), min(int64(r+1)*bi.Slice, bi.Elems)
+		t, ok := s.Tensors[name]
+		if !ok || int64(len(t.Data)) != (hi-lo)*size {
+			return nil, fmt.Errorf("the shard of rank %d lacks %s (elements %d..%d) as the metadata describes it", r, name, lo, hi)
 		}
-		for k := range 1 + pm.Spec.States() {
-			t := s.Tensors[stateName(k, name)]
-			cnt := int64(len(t.Data)) / pm.DType.Size()
-			if lo+cnt > n {
-				return fmt.Errorf("shard of rank %d: %s holds %d elements from %d, past the bucket's %d", r, stateName(k, name), cnt, lo, n)
-			}
-			elem.LoadAll(vals[k][lo:lo+cnt], t.Data, pm.DType)
-		}
+		copy(out[lo*size:], t.Data)
 	}
-	e.model.SetReference(b, vals[0], vals[1], vals[2])
-	return nil
+	return out, nil
 }
