@@ -49,8 +49,10 @@ func TestResumeIsBitIdentical(t *testing.T) {
 			dir := t.TempDir()
 			straight, resumed := filepath.Join(dir, "a"), filepath.Join(dir, "b")
 			args := append([]string{c.plan, "--steps", "8", "--warmup", "0", "--checkpoint-every", "4", "--quiet"}, c.extra...)
-			runOK(t, 2, append(args, "--checkpoint-dir", straight)...)
-			runOK(t, 2, append(args, "--checkpoint-dir", resumed, "--resume", filepath.Join(straight, "step-00000004"))...)
+			r := runOK(t, 2, append(args, "--checkpoint-dir", straight)...)
+			mustContain(t, r, "# checkpoints: 2 written")
+			r = runOK(t, 2, append(args, "--checkpoint-dir", resumed, "--resume", filepath.Join(straight, "step-00000004"))...)
+			mustContain(t, r, "# checkpoints: 1 written", "# resumed after step 4; reading the checkpoint took")
 			a, b := shardSums(t, filepath.Join(straight, "step-00000008")), shardSums(t, filepath.Join(resumed, "step-00000008"))
 			if len(a) != 2 || !slices.Equal(a, b) {
 				t.Fatalf("shards after step 8: straight %v, resumed %v", a, b)

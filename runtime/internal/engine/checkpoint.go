@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/syncgen/syncgen/runtime/internal/backend"
 	"github.com/syncgen/syncgen/runtime/internal/ckpt"
@@ -80,30 +81,31 @@ func stateName(k int, bucket string) string {
 
 // saveCheckpoint writes the checkpoint after steps steps: this rank's
 // shard, then rank 0 gathers the shards' sizes and checksums, writes the
-// metadata and commits it, and prunes the old checkpoints.
-func (e *Engine) saveCheckpoint(steps int) error {
+// metadata and commits it, and prunes the old checkpoints. It returns the
+// size of this rank's shard.
+func (e *Engine) saveCheckpoint(steps int) (int64, error) {
 	c := e.cfg.Checkpoint
 	dir := ckpt.StepDir(c.Dir, steps)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
+		return 0, err
 	}
 	tensors, buckets, err := e.shardTensors()
 	if err != nil {
-		return err
+		return 0, err
 	}
 	meta := map[string]string{"format": ckpt.Format, "plan_hash": e.plan.Hash, "rank": fmt.Sprint(e.rank),
 		"world_size": fmt.Sprint(e.size), "steps": fmt.Sprint(steps)}
 	size, sum, err := ckpt.WriteShard(filepath.Join(dir, ckpt.ShardName(e.rank)), meta, tensors)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	rec, _ := json.Marshal(ckpt.ShardInfo{File: ckpt.ShardName(e.rank), Bytes: size, SHA256: sum})
 	all, err := e.h.Gather(rec)
 	if err != nil {
-		return fmt.Errorf("gathering the shards' checksums: %w", err)
+		return 0, fmt.Errorf("gathering the shards' checksums: %w", err)
 	}
 	if e.rank != 0 {
-		return nil
+		return size, nil
 	}
 	md := &ckpt.Metadata{Format: ckpt.Format, PlanHash: e.plan.Hash, PlanName: e.plan.Name, Source: e.plan.Source,
 		Steps: steps, WorldSize: e.size, Applied: e.tr.applied, Buckets: buckets}
@@ -113,17 +115,17 @@ func (e *Engine) saveCheckpoint(steps int) error {
 	for _, r := range all {
 		var s ckpt.ShardInfo
 		if err := json.Unmarshal(r, &s); err != nil {
-			return fmt.Errorf("a rank's shard record: %w", err)
+			return 0, fmt.Errorf("a rank's shard record: %w", err)
 		}
 		md.Shards = append(md.Shards, s)
 	}
 	if err := ckpt.SyncDir(dir); err != nil {
-		return err
+		return 0, err
 	}
 	if err := ckpt.Commit(dir, md); err != nil {
-		return err
+		return 0, err
 	}
-	return ckpt.Prune(c.Dir, c.Keep)
+	return size, ckpt.Prune(c.Dir, c.Keep)
 }
 
 // Resume restores the state of the checkpoint in dir and makes Run start
@@ -132,6 +134,8 @@ func (e *Engine) saveCheckpoint(steps int) error {
 // out by this world's. It refuses a checkpoint of another plan, and a
 // shard whose size or checksum is not the metadata's.
 func (e *Engine) Resume(dir string) error {
+	t0 := time.Now()
+	defer func() { e.resumeTime = time.Since(t0) }()
 	md, err := ckpt.ReadMetadata(dir)
 	if err != nil {
 		return err

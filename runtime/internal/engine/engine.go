@@ -80,8 +80,9 @@ type Engine struct {
 
 	tr train // the training step (train.go)
 	// first is the step Run starts at: 0, or the one after a checkpoint
-	// resumed (Resume).
-	first int
+	// resumed (Resume), which took resumeTime.
+	first      int
+	resumeTime time.Duration
 
 	model   *check.Model
 	tracing bool

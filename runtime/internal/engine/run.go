@@ -34,6 +34,7 @@ func (e *Engine) Run(res *result.Results, progress func(done, total int)) error 
 		}
 	}
 	total := e.cfg.Warmup + e.cfg.Steps
+	res.Resumed, res.ResumeTime = e.first, e.resumeTime
 	res.Steps = result.Preallocated[result.StepStats](e.cfg.Steps)
 	for k := range res.Rows {
 		res.Rows[k].Times = result.Preallocated[time.Duration](e.cfg.Steps)
@@ -51,9 +52,12 @@ func (e *Engine) Run(res *result.Results, progress func(done, total int)) error 
 			return err
 		}
 		if c := e.cfg.Checkpoint; c.Every > 0 && (i+1)%c.Every == 0 {
-			if err := e.saveCheckpoint(i + 1); err != nil {
+			t0 := time.Now()
+			n, err := e.saveCheckpoint(i + 1)
+			if err != nil {
 				return fmt.Errorf("checkpoint after step %d: %w", i+1, err)
 			}
+			res.Saves = append(res.Saves, result.Save{Steps: i + 1, Bytes: n, Time: time.Since(t0)})
 		}
 		gc.afterStep()
 		if progress != nil {

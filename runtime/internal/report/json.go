@@ -34,6 +34,7 @@ type jsonReport struct {
 	GradBytes int64             `json:"gradient_bytes"`
 	Buckets   []jsonRow         `json:"buckets"`
 	Train     *jsonTrain        `json:"training,omitempty"`
+	Saves     *jsonSaves        `json:"checkpoints,omitempty"`
 	Summary   jsonSummary       `json:"summary"`
 }
 
@@ -123,6 +124,7 @@ func makeJSON(run *Run, rep *Report, info *Info) jsonReport {
 	// collective still has a list of buckets, and --steps 0 a list of
 	// step times.
 	j.Train = makeJSONTrain(run, rep)
+	j.Saves = makeJSONSaves(rep)
 	j.Buckets = []jsonRow{}
 	for _, r := range rep.rows {
 		b := p.Buckets[r.Bucket]

@@ -38,6 +38,7 @@ type Report struct {
 	bucketBad []int64 // per bucket, summed over ranks
 	bucketUnc []int64
 	train     trainReport
+	saves     savesReport
 }
 
 // rowReport is one line of the table.
@@ -90,6 +91,7 @@ func encodeFigures(res *result.Results, nb int) []byte {
 		vals = append(vals, float64(s.Step), float64(s.Compute), float64(s.Comm), float64(s.Hidden))
 	}
 	vals = trainFigures(vals, res, nb)
+	vals = saveFigures(vals, res)
 	rec := make([]byte, 8*len(vals))
 	for i, v := range vals {
 		binary.LittleEndian.PutUint64(rec[8*i:], math.Float64bits(v))
@@ -175,7 +177,9 @@ func buildReport(p *plan.Plan, prog *plan.Program, bufElems []int64, res *result
 		}
 		rep.stepTimes = append(rep.stepTimes, time.Duration(st))
 	}
-	rep.train = buildTrain(res, nb, ns, n, sbase+4*ns, at)
+	tbase := sbase + 4*ns
+	rep.train = buildTrain(res, nb, ns, n, tbase, at)
+	rep.saves = buildSaves(res, n, tbase+len(res.TrainRows)+2*nb+4*ns, at)
 	rep.wrong += rep.train.wrongParams
 	if ns > 0 {
 		k := float64(ns * n)
@@ -321,6 +325,7 @@ func Print(w io.Writer, run *Run, rep *Report) {
 		}
 	}
 	printTrain(w, run, rep)
+	printSaves(w, rep)
 	if len(rep.stepTimes) > 0 {
 		fmt.Fprintf(w, "# step time p50 %s, p90 %s, mean %s; compute %s; exposed communication (mean step - compute) %s; communication %s, %.1f%% overlapped with compute\n",
 			text.Dur(rep.p50), text.Dur(rep.p90), text.Dur(rep.mean), text.Dur(rep.compute), text.Dur(rep.exposed), text.Dur(rep.comm), rep.overlap)

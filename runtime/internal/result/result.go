@@ -129,6 +129,22 @@ type Results struct {
 	Scaling        *Scaling
 	WrongParams    []int64
 	UncheckedParam []int64
+	// Saves are the checkpoints this rank wrote; Resumed the step a
+	// resumed run started at and how long reading the checkpoint took
+	// (ResumeTime 0: not resumed).
+	Saves      []Save
+	Resumed    int
+	ResumeTime time.Duration
+}
+
+// Save is one checkpoint as this rank wrote it: after Steps steps, its
+// shard's Bytes, and the Time the step loop stood still for it (the
+// shard's copy to the host and write, the ranks' agreement and, on rank
+// 0, the commit).
+type Save struct {
+	Steps int
+	Bytes int64
+	Time  time.Duration
 }
 
 // New returns the empty results of a run of prog: a row for every bucket
