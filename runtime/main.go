@@ -211,7 +211,11 @@ func (r *runner) agreeOnPlan() (*plan.Program, *result.Results, cpu.Tuning, int)
 		return nil, nil, tune, r.agreedFailure(fmt.Errorf("the plan cannot run on %d rank%s:\n%v", h.Size, text.Plural(h.Size), err))
 	}
 	// Every rank has the same flags and plan by now, so all agree on these.
-	if err := checkInjectionRanks(r.opts.injections, h.Size); err != nil {
+	err = checkInjectionRanks(r.opts.injections, h.Size)
+	if err == nil {
+		err = checkFaultRanks(r.opts.faults, h.Size)
+	}
+	if err != nil {
 		r.agreedFailure(err)
 		return nil, nil, tune, 2
 	}
@@ -255,7 +259,7 @@ func (r *runner) setUp(prog *plan.Program) (*engine.Engine, *backend.Layout) {
 	s := &Step{}
 	cfg := engine.Config{Steps: r.opts.steps, Warmup: r.opts.warmup, CheckEvery: r.opts.checkEvery,
 		Tracing: r.opts.tracing, Settle: r.opts.settle, Step: func() {}, Injections: r.opts.injections,
-		Checkpoint: r.opts.checkpoint}
+		Checkpoint: r.opts.checkpoint, Faults: r.opts.faults}
 	if err := cfg.Checkpoint.CheckDir(); err != nil {
 		r.fatal(err)
 	}

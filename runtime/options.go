@@ -50,6 +50,9 @@ type options struct {
 	// --checkpoint-keep; resume is --resume (a directory, or auto).
 	checkpoint engine.Checkpointing
 	resume     string
+	// faultSpecs are the --fault values; faults what they resolve to.
+	faultSpecs []string
+	faults     []engine.Fault
 }
 
 // defaultTimeout is --timeout's default.
@@ -179,6 +182,9 @@ func parseOptions(p *plan.Plan, prog string, args []string, out io.Writer) (*opt
 	if o.injections, err = resolveInjections(p, o.overflows, o.warmup+o.steps); err != nil {
 		return nil, err
 	}
+	if o.faults, err = resolveFaults(o.faultSpecs, o.warmup+o.steps); err != nil {
+		return nil, err
+	}
 	return o, nil
 }
 
@@ -199,6 +205,7 @@ func newFlagSet(o *options, prog string) (*flag.FlagSet, []*outputFlag) {
 	fs.StringVar(&o.checkpoint.Dir, "checkpoint-dir", "checkpoints", "write checkpoints into `DIR`/step-NNNNNNNN (every rank must reach it: a shared file system across hosts)")
 	fs.Var(countFlag{&o.checkpoint.Keep}, "checkpoint-keep", "keep the newest `N` committed checkpoints (at least 1)")
 	fs.StringVar(&o.resume, "resume", "", "continue from the checkpoint in `DIR`, or auto: the newest committed one in --checkpoint-dir")
+	fs.Var(faultFlag{&o.faultSpecs}, "fault", "rehearse a failure: `KIND:RANK:STEP` with KIND crash (SIGKILL at the step's start), hang, crash-in-save (in the checkpoint after STEP steps), or delay:RANK:STEP:DUR; may be repeated")
 	fs.Var(overflowFlag{&o.overflows}, "overflow", "put inf (or =-inf, =nan) into the first element of a gradient on one rank at one step, `STEP:RANK:TENSOR[=inf|-inf|nan]`, to watch the loss scaler skip the step; may be repeated")
 	return fs, []*outputFlag{jsonFlag, traceFlag}
 }

@@ -230,3 +230,30 @@ func TestOverflowFlagErrors(t *testing.T) {
 		t.Errorf("rank outside the world: exit %d:\n%s", r.code, r.out)
 	}
 }
+
+// --fault values that cannot happen are usage errors before MPI starts.
+func TestFaultFlagErrors(t *testing.T) {
+	for _, c := range []struct{ value, want string }{
+		{"explode:0:1", "want KIND:RANK:STEP"},
+		{"crash:0", "want KIND:RANK:STEP"},
+		{"crash:x:1", `rank "x" is not a rank number`},
+		{"hang:0:99", "past the run's last step"},
+		{"delay:0:1", "delay needs a duration"},
+		{"delay:0:1:soon", "is not a positive duration"},
+	} {
+		r := mpirun(t, 0, nil, 30*time.Second, "train:sgd:f32", "--steps", "3", "--fault", c.value)
+		if r.code != 2 || !strings.Contains(r.out, c.want) {
+			t.Errorf("--fault %s: exit %d, want 2 and %q:\n%s", c.value, r.code, c.want, r.out)
+		}
+	}
+}
+
+// A rank that hangs ends the job at the timeout, and the report names it
+// and where it stopped.
+func TestFaultHangEndsAtTimeout(t *testing.T) {
+	r := mpirun(t, 2, nil, 60*time.Second, "train:sgd:f32", "--steps", "6", "--fault", "hang:1:3", "--timeout", "2s", "--quiet")
+	if r.code == 0 {
+		t.Fatalf("exit 0:\n%s", r.out)
+	}
+	mustContain(t, r, "rank 1 host: waiting at --fault hang: rank 1 stopped at the start of step 3 on purpose")
+}

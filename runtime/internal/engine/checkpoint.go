@@ -99,6 +99,7 @@ func (e *Engine) saveCheckpoint(steps int) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	e.faultAt(FaultCrashInSave, steps)
 	rec, _ := json.Marshal(ckpt.ShardInfo{File: ckpt.ShardName(e.rank), Bytes: size, SHA256: sum})
 	all, err := e.h.Gather(rec)
 	if err != nil {

@@ -115,6 +115,8 @@ type Config struct {
 	Injections []Injection
 	// Checkpoint says when and where to write checkpoints.
 	Checkpoint Checkpointing
+	// Faults are the faults on demand (--fault).
+	Faults []Fault
 }
 
 // New sets up plan p, recorded as prog, on backend be: it creates the

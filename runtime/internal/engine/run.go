@@ -110,6 +110,9 @@ func (e *Engine) runStep(res *result.Results, i, total int) error {
 		return err
 	}
 	e.hooks.beforeStep(e, i)
+	e.faultAt(FaultCrash, i)
+	e.faultAt(FaultHang, i)
+	e.faultAt(FaultDelay, i)
 	e.cfg.Step()
 	if err := e.drain(); err != nil {
 		return err

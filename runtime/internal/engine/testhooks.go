@@ -32,9 +32,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
-	"github.com/syncgen/syncgen/runtime/internal/backend"
 	"github.com/syncgen/syncgen/runtime/internal/elem"
 	"github.com/syncgen/syncgen/runtime/internal/plan"
 	"github.com/syncgen/syncgen/runtime/internal/proc"
@@ -126,23 +124,6 @@ func (h *testHooks) measuring() {
 	}
 }
 
-// hangForever stops the calling goroutine for good, saying why to the
-// watchdog.
-func hangForever(e *Engine, why string) {
-	e.hostAt.set(why)
-	// The work queued before the stop runs, as it would on a GPU whose
-	// host thread is stuck.
-	e.startQueued()
-	sleepForever()
-}
-
-// sleepForever stops the calling goroutine for good.
-func sleepForever() {
-	for {
-		time.Sleep(time.Hour)
-	}
-}
-
 // beforeCheck runs before the check of step i.
 func (h *testHooks) beforeCheck(e *Engine, i int) {
 	h.corruptParam(e, i)
@@ -200,13 +181,6 @@ func heapAllocs() uint64 {
 func (h *testHooks) reportAllocs(e *Engine) {
 	if h.allocs {
 		fmt.Fprintf(os.Stderr, "rank %d: %d heap allocations in %d measured steps\n", e.rank, heapAllocs()-h.allocs0, e.cfg.Steps)
-	}
-}
-
-// startQueued makes a backend.Flusher backend run everything queued so far.
-func (e *Engine) startQueued() {
-	if f, ok := e.be.(backend.Flusher); ok {
-		f.Start()
 	}
 }
 

@@ -1,0 +1,86 @@
+package runtime
+
+// --fault: failures on demand, to rehearse what a job does when a rank
+// crashes, hangs or is late.
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/syncgen/syncgen/runtime/internal/engine"
+)
+
+// faultFlag collects --fault KIND:RANK:STEP[:DUR] (repeatable).
+type faultFlag struct{ specs *[]string }
+
+func (f faultFlag) String() string {
+	if f.specs == nil {
+		return ""
+	}
+	return strings.Join(*f.specs, ",")
+}
+
+func (f faultFlag) Set(s string) error {
+	*f.specs = append(*f.specs, s)
+	return nil
+}
+
+// resolveFaults parses the --fault values: a known kind, a rank in the
+// world (where the launcher says its size before MPI starts), a step the
+// run has, and for delay a positive duration.
+func resolveFaults(specs []string, totalSteps int) ([]engine.Fault, error) {
+	var kinds []string
+	for k := range engine.FaultNames {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	form := "want KIND:RANK:STEP (KIND " + strings.Join(kinds, ", ") + "), or delay:RANK:STEP:DUR; e.g. crash:1:37"
+	var out []engine.Fault
+	for _, spec := range specs {
+		parts := strings.Split(spec, ":")
+		kind, known := engine.FaultKind(0), false
+		if len(parts) > 0 {
+			kind, known = engine.FaultNames[parts[0]]
+		}
+		if !known || len(parts) != 3 && !(kind == engine.FaultDelay && len(parts) == 4) {
+			return nil, fmt.Errorf("--fault %q: %s", spec, form)
+		}
+		f := engine.Fault{Kind: kind}
+		var err error
+		if f.Rank, err = strconv.Atoi(parts[1]); err != nil || f.Rank < 0 {
+			return nil, fmt.Errorf("--fault %q: rank %q is not a rank number (from 0)", spec, parts[1])
+		}
+		if size, ok := launcherSize(); ok && f.Rank >= size {
+			return nil, fmt.Errorf("--fault %q: rank %d is outside the world of %d ranks (0..%d)", spec, f.Rank, size, size-1)
+		}
+		if f.Step, err = strconv.Atoi(parts[2]); err != nil || f.Step < 0 {
+			return nil, fmt.Errorf("--fault %q: step %q is not a step number (counted from 0, warm-up included)", spec, parts[2])
+		}
+		if last := totalSteps - 1; f.Step > last && kind != engine.FaultCrashInSave || kind == engine.FaultCrashInSave && f.Step > totalSteps {
+			return nil, fmt.Errorf("--fault %q: step %d is past the run's last step, %d", spec, f.Step, last)
+		}
+		if kind == engine.FaultDelay {
+			if len(parts) != 4 {
+				return nil, fmt.Errorf("--fault %q: delay needs a duration: delay:RANK:STEP:DUR, e.g. delay:1:5:200ms", spec)
+			}
+			if f.Delay, err = time.ParseDuration(parts[3]); err != nil || f.Delay <= 0 {
+				return nil, fmt.Errorf("--fault %q: %q is not a positive duration like 200ms", spec, parts[3])
+			}
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// checkFaultRanks refuses faults on ranks outside the world of size.
+func checkFaultRanks(faults []engine.Fault, size int) error {
+	for _, f := range faults {
+		if f.Rank >= size {
+			return fmt.Errorf("--fault: rank %d is outside the world of %d ranks (0..%d)", f.Rank, size, size-1)
+		}
+	}
+	return nil
+}
