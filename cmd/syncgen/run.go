@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/urfave/cli/v2"
 )
@@ -25,13 +28,21 @@ that each rank's Go runtime can use more than one core. Everything after
 "--" goes to the program itself. Your OMPI_*, NCCL_* and CUDA_* variables
 are passed through untouched.
 
+With --restarts N a failed job (a crashed or killed rank, a timeout) is
+launched again, at most N times, with --resume auto when the program's
+checkpoint directory holds a committed checkpoint (and without the --fault
+flags, which rehearse one failure); each restart says why and from where. SIGINT and SIGTERM are passed on to mpirun, which stops the
+ranks; a launcher that dies of a signal gives 128 + the signal.
+
 Examples:
    syncgen run -np 4 examples/resnet50.sync
+   syncgen run -np 4 --restarts 2 model.sync -- --checkpoint-every 50
    syncgen run examples/hello.sync -np 2 -- --steps 50 --backend cpu --trace hello.json`,
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "np", Value: 2, Usage: "number of ranks"},
 			&cli.StringFlag{Name: "mpirun", Value: "mpirun", Usage: "the MPI launcher `PATH`"},
 			&cli.StringFlag{Name: "o", Usage: "write the program to `PATH` (default ./NAME_sync; into PATH/NAME_sync when PATH is a directory)"},
+			&cli.IntFlag{Name: "restarts", Usage: "when the job fails, run it again at most `N` times, from the newest committed checkpoint (the program's --checkpoint-dir) when there is one, like torchrun's --max-restarts"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() < 1 {
@@ -61,23 +72,109 @@ Examples:
 			if err != nil {
 				return cli.Exit(fmt.Sprintf("run: %v", err), 1)
 			}
-			args := append(mpirunFlags(launcher, np), prog)
-			args = append(args, progArgs...)
-			fmt.Fprintf(c.App.ErrWriter, "+ %s\n", shellJoin(append([]string{launcher}, args...)))
-			cmd := exec.Command(launcher, args...)
-			cmd.Stdin = os.Stdin
-			cmd.Stdout = c.App.Writer
-			cmd.Stderr = c.App.ErrWriter
-			if err := cmd.Run(); err != nil {
-				var exit *exec.ExitError
-				if errors.As(err, &exit) {
-					return cli.Exit("", exit.ExitCode())
-				}
-				return cli.Exit(fmt.Sprintf("run: %v", err), 1)
+			restarts := c.Int("restarts")
+			if restarts < 0 {
+				return cli.Exit(fmt.Sprintf("run: --restarts %d: want 0 or more", restarts), 2)
 			}
-			return nil
+			for attempt := 0; ; attempt++ {
+				args := append(mpirunFlags(launcher, np), prog)
+				args = append(args, progArgs...)
+				fmt.Fprintf(c.App.ErrWriter, "+ %s\n", shellJoin(append([]string{launcher}, args...)))
+				code, signaled, err := launch(c, launcher, args)
+				if err != nil {
+					return cli.Exit(fmt.Sprintf("run: %v", err), 1)
+				}
+				// A usage error fails the same way every time; a signal to
+				// syncgen run itself is the user's wish to stop.
+				if code == 0 || attempt >= restarts || code == 2 || signaled {
+					if code == 0 {
+						return nil
+					}
+					return cli.Exit("", code)
+				}
+				progArgs = restartArgs(c, progArgs, code, attempt+1, restarts)
+			}
 		},
 	}
+}
+
+// launch runs the launcher and waits for it, passing SIGINT and SIGTERM on
+// to it (mpirun then stops the ranks) rather than leaving it and the ranks
+// running without a parent. It returns the exit status (128 + the signal
+// when the launcher died of one), and whether syncgen run was signalled.
+func launch(c *cli.Context, launcher string, args []string) (code int, signaled bool, err error) {
+	cmd := exec.Command(launcher, args...)
+	cmd.Stdin = os.Stdin
+	cmd.Stdout = c.App.Writer
+	cmd.Stderr = c.App.ErrWriter
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	if err := cmd.Start(); err != nil {
+		return 0, false, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	for {
+		select {
+		case sig := <-sigs:
+			signaled = true
+			cmd.Process.Signal(sig)
+		case err := <-done:
+			var exit *exec.ExitError
+			if errors.As(err, &exit) {
+				if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+					return 128 + int(ws.Signal()), signaled, nil
+				}
+				return exit.ExitCode(), signaled, nil
+			}
+			return 0, signaled, err
+		}
+	}
+}
+
+// restartArgs says why the job is restarted and returns the program's
+// flags for the next attempt: --resume auto when the checkpoint directory
+// (the program's --checkpoint-dir, or its default) holds a committed
+// checkpoint, else a start from step 0; any --resume of the user's is
+// replaced, and the --fault flags dropped (each rehearses one failure).
+func restartArgs(c *cli.Context, progArgs []string, code, attempt, restarts int) []string {
+	dir := "checkpoints"
+	var kept []string
+	for i := 0; i < len(progArgs); i++ {
+		a := progArgs[i]
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.HasPrefix(a, "-") {
+			kept = append(kept, a)
+			continue
+		}
+		// A --fault rehearses one failure: the restarted job runs without it.
+		dropped := name == "resume" || name == "fault"
+		if !hasValue && (name == "checkpoint-dir" || dropped) && i+1 < len(progArgs) {
+			value = progArgs[i+1]
+			if !dropped {
+				kept = append(kept, a, value)
+			}
+			i++
+		} else if !dropped {
+			kept = append(kept, a)
+		}
+		if name == "checkpoint-dir" {
+			dir = value
+		}
+	}
+	newest := ""
+	metas, _ := filepath.Glob(filepath.Join(dir, "step-*", "metadata.json"))
+	sort.Strings(metas)
+	if len(metas) > 0 {
+		newest = filepath.Dir(metas[len(metas)-1])
+	}
+	if newest == "" {
+		fmt.Fprintf(c.App.ErrWriter, "syncgen run: the job failed (exit %d); restart %d of %d from the start: no committed checkpoint in %s\n", code, attempt, restarts, dir)
+		return kept
+	}
+	fmt.Fprintf(c.App.ErrWriter, "syncgen run: the job failed (exit %d); restart %d of %d from the newest committed checkpoint, %s\n", code, attempt, restarts, newest)
+	return append(kept, "--resume", "auto")
 }
 
 // unwrapExecError drops exec.LookPath's repetition of the name from its

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// restartPlan is a small training step with a loss scaler: state that a
+// restart must carry over exactly.
+const restartPlan = `tensor emb.weight f32[64, 32]
+for i in 0..2 {
+    tensor h.{i}.w f16[32, 32]
+    tensor h.{i}.b f16[32]
+}
+stream compute
+stream comm priority high
+scaler dynamic init 64 interval 3
+bucket blocks { h.* } wire f16 divide before
+bucket emb { emb.* }
+step {
+    backward 2ms on compute
+    allreduce blocks, emb op avg on comm after ready
+    unscale blocks, emb on compute after synced
+    update blocks adamw lr 1e-3 master f32 on compute after synced
+    update emb sgd lr 0.01 momentum 0.9 on compute after synced
+}
+`
+
+// checkpointSums returns the shards' checksums of a committed checkpoint.
+func checkpointSums(t *testing.T, dir string) []string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, "metadata.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var md struct {
+		Shards []struct {
+			SHA256 string `json:"sha256"`
+		} `json:"shards"`
+	}
+	if err := json.Unmarshal(data, &md); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, s := range md.Shards {
+		out = append(out, s.SHA256)
+	}
+	return out
+}
+
+// A rank killed at step 5, and a rank killed in the middle of the
+// checkpoint after step 6 (which is then never committed): syncgen run
+// --restarts 1 resumes from the newest committed checkpoint, and the
+// parameters after step 8 are those of a run that never failed, byte for
+// byte on every rank.
+func TestRunRestartsFromCheckpoint(t *testing.T) {
+	needToolchain(t)
+	if _, err := exec.LookPath("mpirun"); err != nil {
+		t.Skip("mpirun not found; `make test` installs Open MPI")
+	}
+	dir := t.TempDir()
+	t.Setenv("SYNCGEN_CACHE", filepath.Join(dir, "cache"))
+	plan := writeFile(t, dir, "restart.sync", restartPlan)
+	bin := filepath.Join(dir, "restart_sync")
+	// run runs the plan with its checkpoints in ckpt, syncgen run's flags
+	// runFlags and the program's extra flags.
+	run := func(ckpt string, runFlags []string, extra ...string) (int, string) {
+		args := append([]string{"run", "-np", "2", "-o", bin}, runFlags...)
+		args = append(args, plan, "--", "--steps", "8", "--warmup", "0", "--checkpoint-every", "2", "--checkpoint-dir", ckpt, "--quiet")
+		code, out, errOut := syncgen(t, append(args, extra...)...)
+		return code, out + errOut
+	}
+	straight := filepath.Join(dir, "straight")
+	if code, out := run(straight, nil); code != 0 {
+		t.Fatalf("straight: exit %d\n%s", code, out)
+	}
+	want := checkpointSums(t, filepath.Join(straight, "step-00000008"))
+	for _, c := range []struct{ name, fault, from string }{
+		{"crash", "crash:1:5", "step-00000004"},
+		{"crash-in-save", "crash-in-save:1:6", "step-00000004"},
+	} {
+		ckpt := filepath.Join(dir, c.name)
+		code, out := run(ckpt, []string{"--restarts", "1"}, "--fault", c.fault)
+		if code != 0 || !strings.Contains(out, "restart 1 of 1 from the newest committed checkpoint, "+filepath.Join(ckpt, c.from)) {
+			t.Fatalf("%s: exit %d\n%s", c.name, code, out)
+		}
+		if got := checkpointSums(t, filepath.Join(ckpt, "step-00000008")); !slices.Equal(got, want) {
+			t.Errorf("%s: shards after step 8 %v, a run that never failed %v", c.name, got, want)
+		}
+	}
+	// Without restarts the failure is the job's exit status.
+	if code, out := run(filepath.Join(dir, "norestart"), nil, "--fault", "crash:0:3"); code != 137 {
+		t.Errorf("no restarts: exit %d, want 137\n%s", code, out)
+	}
+}
