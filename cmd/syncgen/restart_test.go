@@ -98,3 +98,11 @@ func TestRunRestartsFromCheckpoint(t *testing.T) {
 		t.Errorf("no restarts: exit %d, want 137\n%s", code, out)
 	}
 }
+
+// A rank count far above the machine's cores is refused unless insisted on.
+func TestRunRefusesFarTooManyRanks(t *testing.T) {
+	code, _, errOut := syncgen(t, "run", "-np", "99999", "x.sync")
+	if code != 2 || !strings.Contains(errOut, "-np 99999 is far more ranks than this machine's") || !strings.Contains(errOut, "--oversubscribe") {
+		t.Errorf("exit %d: %s", code, errOut)
+	}
+}

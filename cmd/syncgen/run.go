@@ -42,6 +42,7 @@ Examples:
 			&cli.IntFlag{Name: "np", Value: 2, Usage: "number of ranks"},
 			&cli.StringFlag{Name: "mpirun", Value: "mpirun", Usage: "the MPI launcher `PATH`"},
 			&cli.StringFlag{Name: "o", Usage: "write the program to `PATH` (default ./NAME_sync; into PATH/NAME_sync when PATH is a directory)"},
+			&cli.BoolFlag{Name: "oversubscribe", Usage: "run more than " + strconv.Itoa(maxRanksPerCore) + " ranks a core (refused otherwise, as a likely typo)"},
 			&cli.IntFlag{Name: "restarts", Usage: "when the job fails, run it again at most `N` times, from the newest committed checkpoint (the program's --checkpoint-dir) when there is one, like torchrun's --max-restarts"},
 		},
 		Action: func(c *cli.Context) error {
@@ -55,6 +56,12 @@ Examples:
 			np := c.Int("np")
 			if np < 1 {
 				return cli.Exit(fmt.Sprintf("run: -np %d: need at least one rank", np), 2)
+			}
+			// Far more ranks than cores: mpirun would start them all,
+			// oversubscribed, and spin (deaf to SIGTERM) while they start.
+			if limit := maxRanksPerCore * runtime.NumCPU(); np > limit && !c.Bool("oversubscribe") {
+				return cli.Exit(fmt.Sprintf("run: -np %d is far more ranks than this machine's %d cores (at most %d here, %d a core); "+
+					"run on more hosts, or pass --oversubscribe to insist", np, runtime.NumCPU(), limit, maxRanksPerCore), 2)
 			}
 			launcher, err := exec.LookPath(c.String("mpirun"))
 			if err != nil {
@@ -233,6 +240,11 @@ func shellQuote(s string) string {
 }
 
 // mpirunFlags returns the launcher flags for np ranks on this machine.
+// maxRanksPerCore bounds the ranks syncgen run starts on one machine
+// without --oversubscribe: more is a typo (-np 99999) far more often than
+// a plan (the tests run up to 4 ranks on 2 cores).
+const maxRanksPerCore = 8
+
 func mpirunFlags(launcher string, np int) []string {
 	flags := []string{"-np", strconv.Itoa(np)}
 	if !isOpenMPI(launcher) {
