@@ -152,3 +152,13 @@ func TestResumeAtAnotherWorldSize(t *testing.T) {
 		})
 	}
 }
+
+// A plan larger than the host's memory is refused before anything is
+// allocated, with the figures, instead of being killed by the OOM killer.
+func TestPlanLargerThanHostRefused(t *testing.T) {
+	r := mpirun(t, 2, nil, 60*time.Second, "allreduce:4096GiB", "--steps", "1", "--quiet")
+	if r.code == 0 {
+		t.Fatalf("exit 0:\n%s", r.out)
+	}
+	mustContain(t, r, "this host's 2 ranks need about 8.0 TiB for the plan's buffers", "run fewer ranks on each host")
+}

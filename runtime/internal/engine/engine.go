@@ -139,6 +139,9 @@ func New(cfg Config, p *plan.Plan, prog *plan.Program, h *mpihost.Host, be backe
 		e.streams = append(e.streams, st)
 	}
 	e.shapes = check.Patterns(p, prog, e.size)
+	if err := e.checkHostMemory(); err != nil {
+		return nil, err
+	}
 	if err := e.allocate(); err != nil {
 		return nil, err
 	}
