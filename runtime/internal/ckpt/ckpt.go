@@ -69,28 +69,36 @@ func WriteShard(path string, meta map[string]string, tensors []Tensor) (int64, s
 	if err != nil {
 		return 0, "", err
 	}
-	sum := sha256.New()
-	w := io.MultiWriter(f, sum)
 	var lenBytes [8]byte
 	binary.LittleEndian.PutUint64(lenBytes[:], uint64(len(h)))
+	parts := [][]byte{lenBytes[:], h}
 	size := int64(8 + len(h))
-	err = writeAll(w, lenBytes[:], h)
 	for _, t := range tensors {
-		if err == nil {
-			err = writeAll(w, t.Data)
-			size += int64(len(t.Data))
-		}
+		parts = append(parts, t.Data)
+		size += int64(len(t.Data))
 	}
+	// The checksum is computed while the file is written, not after: the
+	// save then takes the longer of the two, not their sum.
+	sums := make(chan string, 1)
+	go func() {
+		sum := sha256.New()
+		for _, p := range parts {
+			sum.Write(p)
+		}
+		sums <- hex.EncodeToString(sum.Sum(nil))
+	}()
+	err = writeAll(f, parts...)
 	if err == nil {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
+	sum := <-sums
 	if err != nil {
 		return 0, "", fmt.Errorf("writing %s: %w", path, err)
 	}
-	return size, hex.EncodeToString(sum.Sum(nil)), nil
+	return size, sum, nil
 }
 
 func writeAll(w io.Writer, bufs ...[]byte) error {

@@ -70,3 +70,34 @@ func TestCommittedAndPrune(t *testing.T) {
 		t.Fatalf("after pruning to 0 (kept 1): %v", cks)
 	}
 }
+
+// The checkpoint's write against a plain sequential write and fsync of
+// the same bytes to the same disk (docs/performance.md): the sha256 that
+// WriteShard computes on the way is the difference.
+func BenchmarkWriteShard(b *testing.B) {
+	data := make([]byte, 256<<20)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	dir := b.TempDir()
+	b.Run("shard", func(b *testing.B) {
+		b.SetBytes(int64(len(data)))
+		for b.Loop() {
+			if _, _, err := WriteShard(filepath.Join(dir, "s"), nil, []Tensor{{Name: "param/g", DType: elem.F32, Shape: []int64{int64(len(data) / 4)}, Data: data}}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("plain", func(b *testing.B) {
+		b.SetBytes(int64(len(data)))
+		for b.Loop() {
+			f, err := os.Create(filepath.Join(dir, "p"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			f.Write(data)
+			f.Sync()
+			f.Close()
+		}
+	})
+}
