@@ -173,11 +173,7 @@ func (g *generator) file() ([]byte, error) {
 			kv("Tensors", jen.Id("tensors")),
 			kv("Streams", jen.Id("streams")),
 			kv("Buckets", jen.Id("buckets")),
-			kv("Run", jen.Qual(RuntimePath, "Run").Values(
-				kv("Steps", num(int64(p.Run.Steps))),
-				kv("Warmup", num(int64(p.Run.Warmup))),
-				kv("CheckEvery", num(int64(p.Run.CheckEvery))),
-			)),
+			kv("Run", jen.Qual(RuntimePath, "Run").ValuesFunc(func(g *jen.Group) { runFields(g, p.Run) })),
 			scalerField(p.Scaler),
 			kv("Init", initRef(p.Init)),
 			kv("Step", jen.Id("step")),
@@ -783,4 +779,22 @@ func redOpName(o ir.RedOp) string {
 		return "Prod"
 	}
 	return "NoOp"
+}
+
+// runFields are the run line's settings: the counts always, the
+// checkpoint's only where the plan gives them (a plan without them
+// generates what it did before).
+func runFields(g *jen.Group, r ir.Run) {
+	g.Add(kv("Steps", num(int64(r.Steps))))
+	g.Add(kv("Warmup", num(int64(r.Warmup))))
+	g.Add(kv("CheckEvery", num(int64(r.CheckEvery))))
+	if r.CheckpointEvery > 0 {
+		g.Add(kv("CheckpointEvery", num(int64(r.CheckpointEvery))))
+	}
+	if r.CheckpointDir != "" {
+		g.Add(kv("CheckpointDir", jen.Lit(r.CheckpointDir)))
+	}
+	if r.CheckpointKeep > 0 {
+		g.Add(kv("CheckpointKeep", num(int64(r.CheckpointKeep))))
+	}
 }

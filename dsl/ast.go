@@ -270,7 +270,8 @@ type LoopVar struct {
 	Text   string `parser:"@(Word | Keyword)"`
 }
 
-// RunDecl is `run steps N warmup N check every N|off`.
+// RunDecl is `run steps N warmup N check every N|off checkpoint every N
+// to DIR keep N`.
 type RunDecl struct {
 	Pos     lexer.Position
 	EndPos  lexer.Position
@@ -279,10 +280,11 @@ type RunDecl struct {
 
 // RunOption is one part of a run declaration. Exactly one field is set.
 type RunOption struct {
-	Pos    lexer.Position
-	EndPos lexer.Position
-	Count  *RunCount `parser:"  @@"`
-	Check  *RunCheck `parser:"| @@"`
+	Pos        lexer.Position
+	EndPos     lexer.Position
+	Count      *RunCount      `parser:"  @@"`
+	Check      *RunCheck      `parser:"| @@"`
+	Checkpoint *RunCheckpoint `parser:"| @@"`
 }
 
 // RunCount is `steps N` or `warmup N`.
@@ -291,6 +293,16 @@ type RunCount struct {
 	EndPos lexer.Position
 	Key    string `parser:"@('steps' | 'warmup')"`
 	Value  *Word  `parser:"@@"`
+}
+
+// RunCheckpoint is `checkpoint every N [to DIR] [keep N]` (`to` and
+// `keep` in either order).
+type RunCheckpoint struct {
+	Pos    lexer.Position
+	EndPos lexer.Position
+	Every  *Word `parser:"'checkpoint' 'every' @@"`
+	Dir    *Name `parser:"( 'to' @@"`
+	Keep   *Word `parser:"| 'keep' @@ )*"`
 }
 
 // RunCheck is `check every N` or `check off`.

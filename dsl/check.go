@@ -700,8 +700,11 @@ func (c *checker) resolveRun() {
 	seen := map[string]bool{}
 	for _, o := range r.Options {
 		key := "check"
-		if o.Count != nil {
+		switch {
+		case o.Count != nil:
 			key = o.Count.Key
+		case o.Checkpoint != nil:
+			key = "checkpoint"
 		}
 		if seen[key] {
 			c.errorf(f, spanOf(o.Pos, o.EndPos), "each part is given at most once: remove one of them", "duplicate %s in run", code(key))
@@ -721,6 +724,8 @@ func (c *checker) resolveRun() {
 			default:
 				c.prog.Run.Warmup = n
 			}
+		case o.Checkpoint != nil:
+			c.resolveCheckpoint(f, o.Checkpoint)
 		case o.Check.Off:
 			c.prog.Run.CheckEvery = 0
 		default:
@@ -734,6 +739,34 @@ func (c *checker) resolveRun() {
 				c.prog.Run.CheckEvery = n
 			}
 		}
+	}
+}
+
+// resolveCheckpoint reads `checkpoint every N [to DIR] [keep N]`.
+func (c *checker) resolveCheckpoint(f *sourceFile, cp *RunCheckpoint) {
+	positive := func(w *Word, what, example string) int {
+		n, msg := parseInt(w.Text, what)
+		switch {
+		case msg != "":
+			c.errorf(f, wordSpan(w), intHint(w.Text, msg, example), "%s", msg)
+		case n <= 0:
+			c.errorf(f, wordSpan(w), "leave out the checkpoint part for none", "%s %d: it must be at least 1", what, n)
+		default:
+			return n
+		}
+		return 0
+	}
+	c.prog.Run.CheckpointEvery = positive(cp.Every, "checkpoint every", "checkpoint every 50")
+	if cp.Keep != nil {
+		c.prog.Run.CheckpointKeep = positive(cp.Keep, "keep", "keep 3")
+	}
+	if cp.Dir != nil {
+		dir, why := cp.Dir.unquoted()
+		if why != "" || dir == "" {
+			c.errorf(f, nameSpan(cp.Dir), "write the directory as a string, e.g. `to \"ckpt/\"`", "invalid checkpoint directory %s", cp.Dir.source())
+			return
+		}
+		c.prog.Run.CheckpointDir = dir
 	}
 }
 

@@ -290,6 +290,26 @@ func TestRun(t *testing.T) {
 	if p.Run != (ir.Run{Steps: ir.DefaultSteps, Warmup: ir.DefaultWarmup, CheckEvery: 5}) {
 		t.Errorf("run = %+v", p.Run)
 	}
+	p = mustCheck(t, "tensor w f32[1] frozen\nrun checkpoint every 50 to \"ckpt/\" keep 3 steps 7\n")
+	if want := (ir.Run{Steps: 7, Warmup: ir.DefaultWarmup, CheckEvery: ir.DefaultCheckEvery, CheckpointEvery: 50, CheckpointDir: "ckpt/", CheckpointKeep: 3}); p.Run != want {
+		t.Errorf("run = %+v", p.Run)
+	}
+	for src, want := range map[string]string{
+		"run checkpoint every 0":                        "checkpoint every 0: it must be at least 1",
+		"run checkpoint every x":                        "checkpoint every",
+		"run checkpoint every 5 keep 0":                 "keep 0: it must be at least 1",
+		"run checkpoint every 5 checkpoint every 6":     "duplicate `checkpoint` in run",
+		"run checkpoint every 5 to \"\" keep 2 steps 3": "invalid checkpoint directory",
+	} {
+		errs := strings.Join(checkErrors("tensor w f32[1] frozen\n"+src+"\n"), "\n")
+		if !strings.Contains(errs, want) {
+			t.Errorf("%s: errors %q, want %q", src, errs, want)
+		}
+	}
+	out, diags := Format("t.sync", []byte("run checkpoint every 50 keep 3 to \"c\"   steps 7\n"))
+	if diags.HasErrors() || string(out) != "run steps 7 checkpoint every 50 to \"c\" keep 3\n" {
+		t.Errorf("format: %q %v", out, diags)
+	}
 }
 
 // TestKeywordTensorNames: keywords inside dotted names, and whole names

@@ -240,8 +240,10 @@ func runText(r *RunDecl) string {
 			return 0
 		case o.Count != nil:
 			return 1
+		case o.Check != nil:
+			return 2
 		}
-		return 2
+		return 3
 	}
 	sorted := make([]*RunOption, len(r.Options))
 	copy(sorted, r.Options)
@@ -251,6 +253,15 @@ func runText(r *RunDecl) string {
 		switch {
 		case o.Count != nil:
 			text += " " + o.Count.Key + " " + o.Count.Value.Text
+		case o.Checkpoint != nil:
+			cp := o.Checkpoint
+			text += " checkpoint every " + cp.Every.Text
+			if cp.Dir != nil {
+				text += " to " + cp.Dir.source()
+			}
+			if cp.Keep != nil {
+				text += " keep " + cp.Keep.Text
+			}
 		case o.Check.Off:
 			text += " check off"
 		default:

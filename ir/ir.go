@@ -381,6 +381,14 @@ type Run struct {
 	Steps      int
 	Warmup     int
 	CheckEvery int // 0: checks off
+	// CheckpointEvery writes a checkpoint after every that many steps
+	// (0: none) into CheckpointDir ("": the runtime's default), keeping
+	// the newest CheckpointKeep (0: the runtime's default).
+	// (Left out of the plan's hash when unset: codegen's hash.go marshals
+	// the Run as JSON.)
+	CheckpointEvery int    `json:",omitempty"`
+	CheckpointDir   string `json:",omitempty"`
+	CheckpointKeep  int    `json:",omitempty"`
 }
 
 // Default run settings, used where the program has no `run` line or leaves

@@ -3,6 +3,7 @@ package runtime
 // The generated program's command line.
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
@@ -155,7 +156,7 @@ func (f *outputFlag) Set(s string) error {
 // line as defaults.
 func parseOptions(p *plan.Plan, prog string, args []string, out io.Writer) (*options, error) {
 	o := &options{steps: p.Run.Steps, warmup: p.Run.Warmup, checkEvery: p.Run.CheckEvery, timeout: defaultTimeout, settle: settleFromEnv(),
-		checkpoint: engine.Checkpointing{Dir: "checkpoints", Keep: 2}}
+		checkpoint: engine.Checkpointing{Every: p.Run.CheckpointEvery, Dir: cmp.Or(p.Run.CheckpointDir, "checkpoints"), Keep: cmp.Or(p.Run.CheckpointKeep, 2)}}
 	fs, outputs := newFlagSet(o, prog)
 	// The flag package prints its error and the whole help text on a bad
 	// flag; the error alone, in the program's own words, says more.
@@ -202,7 +203,7 @@ func newFlagSet(o *options, prog string) (*flag.FlagSet, []*outputFlag) {
 	fs.Var(durationFlag{&o.timeout}, "timeout", "abort the job when one step, or a phase before or after the steps, takes longer than `DUR`, printing on every rank what it waits for")
 	fs.BoolVar(&o.quiet, "quiet", false, "print only errors and the summary lines")
 	fs.Var(countFlag{&o.checkpoint.Every}, "checkpoint-every", "write a checkpoint after every `N` steps (warm-up included; 0: never)")
-	fs.StringVar(&o.checkpoint.Dir, "checkpoint-dir", "checkpoints", "write checkpoints into `DIR`/step-NNNNNNNN (every rank must reach it: a shared file system across hosts)")
+	fs.StringVar(&o.checkpoint.Dir, "checkpoint-dir", o.checkpoint.Dir, "write checkpoints into `DIR`/step-NNNNNNNN (every rank must reach it: a shared file system across hosts)")
 	fs.Var(countFlag{&o.checkpoint.Keep}, "checkpoint-keep", "keep the newest `N` committed checkpoints (at least 1)")
 	fs.StringVar(&o.resume, "resume", "", "continue from the checkpoint in `DIR`, or auto: the newest committed one in --checkpoint-dir")
 	fs.Var(faultFlag{&o.faultSpecs}, "fault", "rehearse a failure: `KIND:RANK:STEP` with KIND crash (SIGKILL at the step's start), hang, crash-in-save (in the checkpoint after STEP steps), or delay:RANK:STEP:DUR; may be repeated")

@@ -106,3 +106,27 @@ func TestRunRefusesFarTooManyRanks(t *testing.T) {
 		t.Errorf("exit %d: %s", code, errOut)
 	}
 }
+
+// The run line's checkpoint part is the program's default: checkpoints
+// appear where it says, as many as it keeps.
+func TestRunLineCheckpoint(t *testing.T) {
+	needToolchain(t)
+	if _, err := exec.LookPath("mpirun"); err != nil {
+		t.Skip("mpirun not found; `make test` installs Open MPI")
+	}
+	dir := t.TempDir()
+	t.Setenv("SYNCGEN_CACHE", filepath.Join(dir, "cache"))
+	ck := filepath.Join(dir, "ck")
+	plan := writeFile(t, dir, "line.sync", restartPlan+"run steps 6 warmup 0 checkpoint every 2 to \""+ck+"\" keep 2\n")
+	if code, out, errOut := syncgen(t, "run", "-np", "2", "-o", filepath.Join(dir, "line_sync"), plan, "--", "--quiet"); code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	entries, _ := os.ReadDir(ck)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if !slices.Equal(names, []string{"step-00000004", "step-00000006"}) {
+		t.Errorf("checkpoints: %v", names)
+	}
+}

@@ -97,6 +97,11 @@ type Run struct {
 	Steps      int
 	Warmup     int
 	CheckEvery int // 0: off
+	// CheckpointEvery, CheckpointDir and CheckpointKeep are the run line's
+	// checkpoint settings (zero: the flags' defaults).
+	CheckpointEvery int
+	CheckpointDir   string
+	CheckpointKeep  int
 }
 
 // Plan is the plan's tables: what a generated program declares, without
