@@ -259,7 +259,7 @@ func (r *runner) setUp(prog *plan.Program) (*engine.Engine, *backend.Layout) {
 	s := &Step{}
 	cfg := engine.Config{Steps: r.opts.steps, Warmup: r.opts.warmup, CheckEvery: r.opts.checkEvery,
 		Tracing: r.opts.tracing, Settle: r.opts.settle, Step: func() {}, Injections: r.opts.injections,
-		Checkpoint: r.opts.checkpoint, Faults: r.opts.faults}
+		Checkpoint: r.opts.checkpoint, Faults: r.opts.faults, FlightDir: r.opts.flightDir}
 	if err := cfg.Checkpoint.CheckDir(); err != nil {
 		r.fatal(err)
 	}

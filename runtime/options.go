@@ -54,6 +54,8 @@ type options struct {
 	// faultSpecs are the --fault values; faults what they resolve to.
 	faultSpecs []string
 	faults     []engine.Fault
+	// flightDir is --flight-dir.
+	flightDir string
 }
 
 // defaultTimeout is --timeout's default.
@@ -206,7 +208,8 @@ func newFlagSet(o *options, prog string) (*flag.FlagSet, []*outputFlag) {
 	fs.StringVar(&o.checkpoint.Dir, "checkpoint-dir", o.checkpoint.Dir, "write checkpoints into `DIR`/step-NNNNNNNN (every rank must reach it: a shared file system across hosts)")
 	fs.Var(countFlag{&o.checkpoint.Keep}, "checkpoint-keep", "keep the newest `N` committed checkpoints (at least 1)")
 	fs.StringVar(&o.resume, "resume", "", "continue from the checkpoint in `DIR`, or auto: the newest committed one in --checkpoint-dir")
-	fs.Var(faultFlag{&o.faultSpecs}, "fault", "rehearse a failure: `KIND:RANK:STEP` with KIND crash (SIGKILL at the step's start), hang, crash-in-save (in the checkpoint after STEP steps), or delay:RANK:STEP:DUR; may be repeated")
+	fs.StringVar(&o.flightDir, "flight-dir", "flightrec", "on a timeout, every rank that can writes its flight record (its streams' collectives of the step) into `DIR`; syncgen flightrec DIR names the rank missing from which collective; \"\" for none")
+	fs.Var(faultFlag{&o.faultSpecs}, "fault", "rehearse a failure: `KIND:RANK:STEP` with KIND crash (SIGKILL at the step's start), hang, stop (SIGSTOP), crash-in-save (in the checkpoint after STEP steps), or delay:RANK:STEP:DUR; may be repeated")
 	fs.Var(overflowFlag{&o.overflows}, "overflow", "put inf (or =-inf, =nan) into the first element of a gradient on one rank at one step, `STEP:RANK:TENSOR[=inf|-inf|nan]`, to watch the loss scaler skip the step; may be repeated")
 	return fs, []*outputFlag{jsonFlag, traceFlag}
 }

@@ -130,3 +130,39 @@ func TestRunLineCheckpoint(t *testing.T) {
 		t.Errorf("checkpoints: %v", names)
 	}
 }
+
+// A rank that is killed, stopped (SIGSTOP) or hung: the job ends non-zero
+// within the timeout, no process of it is left, and the merged flight
+// record names that rank and the collective the others wait in.
+func TestFlightRecordNamesTheMissingRank(t *testing.T) {
+	needToolchain(t)
+	if _, err := exec.LookPath("mpirun"); err != nil {
+		t.Skip("mpirun not found; `make test` installs Open MPI")
+	}
+	dir := t.TempDir()
+	t.Setenv("SYNCGEN_CACHE", filepath.Join(dir, "cache"))
+	plan := writeFile(t, dir, "fr.sync", restartPlan)
+	bin := filepath.Join(dir, "fr_sync")
+	for _, c := range []struct{ fault, want string }{
+		{"crash:1:3", "rank 1 wrote no flight record (killed, stopped or unreachable)"},
+		{"stop:1:3", "rank 1 was stopped or frozen"},
+		{"hang:1:3", "rank 1 never issued it"},
+	} {
+		fr := filepath.Join(dir, strings.Split(c.fault, ":")[0])
+		code, _, errOut := syncgen(t, "run", "-np", "3", "-o", bin, plan, "--", "--steps", "6", "--warmup", "0",
+			"--fault", c.fault, "--timeout", "2s", "--flight-dir", fr, "--quiet")
+		if code == 0 {
+			t.Fatalf("%s: exit 0\n%s", c.fault, errOut)
+		}
+		if out, err := exec.Command("pgrep", "-f", bin).Output(); err == nil && len(out) > 0 {
+			t.Errorf("%s: processes of the job remain: %s", c.fault, out)
+		}
+		code, out, errOut := syncgen(t, "flightrec", fr)
+		if code != 0 || !strings.Contains(out, "stream comm #") || !strings.Contains(out, c.want) {
+			t.Errorf("%s: flightrec exit %d:\n%s%s", c.fault, code, out, errOut)
+		}
+	}
+	if code, _, errOut := syncgen(t, "flightrec", filepath.Join(dir, "none")); code != 1 || !strings.Contains(errOut, "holds no flight record") {
+		t.Errorf("an empty directory: exit %d: %s", code, errOut)
+	}
+}

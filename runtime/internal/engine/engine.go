@@ -117,6 +117,8 @@ type Config struct {
 	Checkpoint Checkpointing
 	// Faults are the faults on demand (--fault).
 	Faults []Fault
+	// FlightDir is where a timeout writes the flight record ("": not).
+	FlightDir string
 }
 
 // New sets up plan p, recorded as prog, on backend be: it creates the

@@ -28,10 +28,14 @@ const (
 	// FaultCrashInSave kills the rank in the checkpoint after Step steps,
 	// once its shard is written and before the checkpoint is committed.
 	FaultCrashInSave
+	// FaultStop stops the rank's whole process (SIGSTOP) at the start of
+	// the step: it neither runs nor answers, as a rank swapped out or
+	// frozen by a debugger.
+	FaultStop
 )
 
 // FaultNames are the kinds as --fault spells them.
-var FaultNames = map[string]FaultKind{"crash": FaultCrash, "hang": FaultHang, "delay": FaultDelay, "crash-in-save": FaultCrashInSave}
+var FaultNames = map[string]FaultKind{"crash": FaultCrash, "hang": FaultHang, "delay": FaultDelay, "crash-in-save": FaultCrashInSave, "stop": FaultStop}
 
 // Fault is one fault on demand: Kind on rank Rank at step Step (counted
 // from 0, warm-up included; for FaultCrashInSave, the checkpoint after
@@ -58,6 +62,9 @@ func (e *Engine) faultAt(kind FaultKind, step int) {
 			fmt.Fprintf(os.Stderr, "rank %d: --fault %s: killing itself (SIGKILL) %s\n", e.rank, kindName(kind), where)
 			syscall.Kill(os.Getpid(), syscall.SIGKILL)
 			sleepForever()
+		case FaultStop:
+			fmt.Fprintf(os.Stderr, "rank %d: --fault stop: stopping its process (SIGSTOP) at the start of step %d\n", e.rank, step)
+			syscall.Kill(os.Getpid(), syscall.SIGSTOP)
 		case FaultHang:
 			fmt.Fprintf(os.Stderr, "rank %d: --fault hang: stopping for good at the start of step %d\n", e.rank, step)
 			hangForever(e, fmt.Sprintf("--fault hang: rank %d stopped at the start of step %d on purpose", e.rank, step))

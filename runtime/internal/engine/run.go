@@ -112,6 +112,7 @@ func (e *Engine) runStep(res *result.Results, i, total int) error {
 	e.hooks.beforeStep(e, i)
 	e.faultAt(FaultCrash, i)
 	e.faultAt(FaultHang, i)
+	e.faultAt(FaultStop, i)
 	e.faultAt(FaultDelay, i)
 	e.cfg.Step()
 	if err := e.drain(); err != nil {

@@ -86,6 +86,7 @@ type Watchdog struct {
 func (e *Engine) StartWatchdog(timeout time.Duration) *Watchdog {
 	w := &Watchdog{e: e, timeout: timeout, stop: make(chan struct{})}
 	e.wd = w
+	e.recordOnTerm()
 	tick := min(max(timeout/10, 10*time.Millisecond), time.Second)
 	go func() {
 		t := time.NewTicker(tick)
@@ -105,6 +106,7 @@ func (e *Engine) StartWatchdog(timeout time.Duration) *Watchdog {
 					return // a phase watch fired first and ends the job
 				}
 				fmt.Fprint(os.Stderr, w.report(since))
+				e.writeFlightRecord(fmt.Sprintf("timeout: step %s ran for %s (--timeout %s)", e.stepName(), since.Round(time.Millisecond), w.timeout), since-w.timeout)
 				time.Sleep(watchGrace)
 				AbortBackend(e.be)
 				e.h.Abort(3)
