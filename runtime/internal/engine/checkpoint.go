@@ -15,6 +15,7 @@ import (
 	"github.com/syncgen/syncgen/runtime/internal/backend"
 	"github.com/syncgen/syncgen/runtime/internal/ckpt"
 	"github.com/syncgen/syncgen/runtime/internal/elem"
+	"github.com/syncgen/syncgen/runtime/internal/result"
 	"github.com/syncgen/syncgen/runtime/internal/scaler"
 )
 
@@ -25,6 +26,10 @@ type Checkpointing struct {
 	Every int
 	Dir   string
 	Keep  int
+	// Async writes each shard in the background while the next step
+	// runs, from a copy staged on the host at the save; the checkpoint is
+	// committed at the end of that next step (or of the run).
+	Async bool
 }
 
 // CheckDir makes sure that the checkpoints' directory can be written,
@@ -79,40 +84,91 @@ func stateName(k int, bucket string) string {
 	return [...]string{"param/", "state0/", "state1/"}[k] + bucket
 }
 
+// pendingSave is a checkpoint whose shard is being written in the
+// background: what its commit needs once the write ends.
+type pendingSave struct {
+	steps   int
+	dir     string
+	md      ckpt.Metadata // the run's facts at the save: the scaler's state, the updates applied
+	tensors []ckpt.Tensor // the staged state, until written
+	done    chan struct{}
+	size    int64
+	sum     string
+	err     error
+	staged  time.Duration // the synchronous part: copying the state to the host
+	// committed reports rank 0's background commit (async saves).
+	committed chan error
+}
+
 // saveCheckpoint writes the checkpoint after steps steps: this rank's
 // shard, then rank 0 gathers the shards' sizes and checksums, writes the
-// metadata and commits it, and prunes the old checkpoints. It returns the
-// size of this rank's shard.
+// metadata and commits it, and prunes the old checkpoints. With Async
+// the shard is only staged here (copied to the host: the bytes current
+// now, whatever the steps do after) and written in the background; the
+// commit follows at the end of the next step (commitPending). It returns
+// the size of this rank's shard (0 while it is being written).
 func (e *Engine) saveCheckpoint(steps int) (int64, error) {
-	c := e.cfg.Checkpoint
-	dir := ckpt.StepDir(c.Dir, steps)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	t0 := time.Now()
+	p, err := e.stageCheckpoint(steps)
+	if err != nil {
 		return 0, err
+	}
+	p.staged = time.Since(t0)
+	go func() {
+		defer close(p.done)
+		meta := map[string]string{"format": ckpt.Format, "plan_hash": e.plan.Hash, "rank": fmt.Sprint(e.rank),
+			"world_size": fmt.Sprint(e.size), "steps": fmt.Sprint(steps)}
+		p.size, p.sum, p.err = ckpt.WriteShard(filepath.Join(p.dir, ckpt.ShardName(e.rank)), meta, p.tensors)
+		if p.err == nil {
+			e.faultAt(FaultCrashInSave, steps)
+		}
+		p.tensors = nil
+	}()
+	if e.cfg.Checkpoint.Async {
+		e.pending = p
+		return 0, nil
+	}
+	return e.commitSave(p)
+}
+
+// stageCheckpoint copies this rank's state to the host and notes the
+// run's facts at this point.
+func (e *Engine) stageCheckpoint(steps int) (*pendingSave, error) {
+	dir := ckpt.StepDir(e.cfg.Checkpoint.Dir, steps)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
 	}
 	tensors, buckets, err := e.shardTensors()
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	meta := map[string]string{"format": ckpt.Format, "plan_hash": e.plan.Hash, "rank": fmt.Sprint(e.rank),
-		"world_size": fmt.Sprint(e.size), "steps": fmt.Sprint(steps)}
-	size, sum, err := ckpt.WriteShard(filepath.Join(dir, ckpt.ShardName(e.rank)), meta, tensors)
-	if err != nil {
-		return 0, err
+	p := &pendingSave{steps: steps, dir: dir, done: make(chan struct{}), tensors: tensors}
+	p.md = ckpt.Metadata{Format: ckpt.Format, PlanHash: e.plan.Hash, PlanName: e.plan.Name, Source: e.plan.Source,
+		Steps: steps, WorldSize: e.size, Applied: e.tr.applied, Buckets: buckets}
+	if e.tr.sc != nil {
+		p.md.Scaler, _ = json.Marshal(e.tr.sc.State())
 	}
-	e.faultAt(FaultCrashInSave, steps)
-	rec, _ := json.Marshal(ckpt.ShardInfo{File: ckpt.ShardName(e.rank), Bytes: size, SHA256: sum})
+	return p, nil
+}
+
+// commitSave waits for p's shard and gathers every rank's size and
+// checksum on rank 0, which commits the checkpoint and prunes the old
+// ones (with Async, in the background: the fsyncs and the rename need no
+// other rank). Every rank calls it at the same point of the run.
+func (e *Engine) commitSave(p *pendingSave) (int64, error) {
+	<-p.done
+	if p.err != nil {
+		return 0, p.err
+	}
+	rec, _ := json.Marshal(ckpt.ShardInfo{File: ckpt.ShardName(e.rank), Bytes: p.size, SHA256: p.sum})
 	all, err := e.h.Gather(rec)
 	if err != nil {
 		return 0, fmt.Errorf("gathering the shards' checksums: %w", err)
 	}
 	if e.rank != 0 {
-		return size, nil
+		return p.size, nil
 	}
-	md := &ckpt.Metadata{Format: ckpt.Format, PlanHash: e.plan.Hash, PlanName: e.plan.Name, Source: e.plan.Source,
-		Steps: steps, WorldSize: e.size, Applied: e.tr.applied, Buckets: buckets}
-	if e.tr.sc != nil {
-		md.Scaler, _ = json.Marshal(e.tr.sc.State())
-	}
+	md := p.md
 	for _, r := range all {
 		var s ckpt.ShardInfo
 		if err := json.Unmarshal(r, &s); err != nil {
@@ -120,13 +176,56 @@ func (e *Engine) saveCheckpoint(steps int) (int64, error) {
 		}
 		md.Shards = append(md.Shards, s)
 	}
-	if err := ckpt.SyncDir(dir); err != nil {
-		return 0, err
+	commit := func() error {
+		if err := ckpt.SyncDir(p.dir); err != nil {
+			return err
+		}
+		if err := ckpt.Commit(p.dir, &md); err != nil {
+			return err
+		}
+		return ckpt.Prune(e.cfg.Checkpoint.Dir, e.cfg.Checkpoint.Keep)
 	}
-	if err := ckpt.Commit(dir, md); err != nil {
-		return 0, err
+	if !e.cfg.Checkpoint.Async {
+		return p.size, commit()
 	}
-	return size, ckpt.Prune(c.Dir, c.Keep)
+	p.committed = make(chan error, 1)
+	go func() { p.committed <- commit() }()
+	e.committing = p
+	return p.size, nil
+}
+
+// awaitCommit waits for rank 0's background commit of an async save.
+func (e *Engine) awaitCommit() error {
+	p := e.committing
+	if p == nil {
+		return nil
+	}
+	e.committing = nil
+	if err := <-p.committed; err != nil {
+		return fmt.Errorf("committing the checkpoint after step %d: %w", p.steps, err)
+	}
+	return nil
+}
+
+// commitPending commits the async save of an earlier step, if any: at the
+// end of the step after it, or of the run. It returns the save's figures:
+// its size and how long the steps stood still for it (the staging, and
+// the wait for the write and the ranks' agreement).
+func (e *Engine) commitPending() (result.Save, bool, error) {
+	if err := e.awaitCommit(); err != nil {
+		return result.Save{}, false, err
+	}
+	p := e.pending
+	if p == nil {
+		return result.Save{}, false, nil
+	}
+	e.pending = nil
+	t0 := time.Now()
+	n, err := e.commitSave(p)
+	if err != nil {
+		return result.Save{}, false, fmt.Errorf("checkpoint after step %d: %w", p.steps, err)
+	}
+	return result.Save{Steps: p.steps, Bytes: n, Time: p.staged + time.Since(t0)}, true, nil
 }
 
 // Resume restores the state of the checkpoint in dir and makes Run start

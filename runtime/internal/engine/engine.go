@@ -83,6 +83,9 @@ type Engine struct {
 	// resumed (Resume), which took resumeTime.
 	first      int
 	resumeTime time.Duration
+	// pending is an async checkpoint being written, committing one being
+	// committed by rank 0 (checkpoint.go).
+	pending, committing *pendingSave
 
 	model   *check.Model
 	tracing bool

@@ -51,20 +51,48 @@ func (e *Engine) Run(res *result.Results, progress func(done, total int)) error 
 		if err := e.runStep(res, i, total); err != nil {
 			return err
 		}
-		if c := e.cfg.Checkpoint; c.Every > 0 && (i+1)%c.Every == 0 {
-			t0 := time.Now()
-			n, err := e.saveCheckpoint(i + 1)
-			if err != nil {
-				return fmt.Errorf("checkpoint after step %d: %w", i+1, err)
-			}
-			res.Saves = append(res.Saves, result.Save{Steps: i + 1, Bytes: n, Time: time.Since(t0)})
+		if err := e.saveAfterStep(res, i); err != nil {
+			return err
 		}
 		gc.afterStep()
 		if progress != nil {
 			progress(i+1, total)
 		}
 	}
+	// An async save still being written is committed before the run ends.
+	if s, ok, err := e.commitPending(); err != nil {
+		return err
+	} else if ok {
+		res.Saves = append(res.Saves, s)
+	}
+	if err := e.awaitCommit(); err != nil {
+		return err
+	}
 	e.hooks.reportAllocs(e)
+	return nil
+}
+
+// saveAfterStep commits an async save of the step before (every rank is
+// at the same point) and writes the checkpoint that step i ends with, if
+// one is due.
+func (e *Engine) saveAfterStep(res *result.Results, i int) error {
+	if s, ok, err := e.commitPending(); err != nil {
+		return err
+	} else if ok {
+		res.Saves = append(res.Saves, s)
+	}
+	c := e.cfg.Checkpoint
+	if c.Every <= 0 || (i+1)%c.Every != 0 {
+		return nil
+	}
+	t0 := time.Now()
+	n, err := e.saveCheckpoint(i + 1)
+	if err != nil {
+		return fmt.Errorf("checkpoint after step %d: %w", i+1, err)
+	}
+	if !c.Async {
+		res.Saves = append(res.Saves, result.Save{Steps: i + 1, Bytes: n, Time: time.Since(t0)})
+	}
 	return nil
 }
 
