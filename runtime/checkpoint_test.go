@@ -165,3 +165,32 @@ func TestPlanLargerThanHostRefused(t *testing.T) {
 	}
 	mustContain(t, r, "this host's 2 ranks need about 8.0 TiB for the plan's buffers", "run fewer ranks on each host")
 }
+
+// A run that ends early still writes rank 0's JSON: the steps it finished,
+// marked incomplete with the reason; after a timeout, and when another
+// rank was killed.
+func TestPartialJSONWhenTheRunEndsEarly(t *testing.T) {
+	for _, c := range []struct{ fault, want string }{
+		{"hang:1:5", "timeout: step 5"},
+		{"crash:1:5", "terminated (SIGTERM) in step 5"},
+	} {
+		path := filepath.Join(t.TempDir(), "out.json")
+		r := mpirun(t, 2, nil, 60*time.Second, "train:sgd:f32", "--steps", "8", "--warmup", "0", "--fault", c.fault, "--timeout", "2s", "--json", path, "--quiet")
+		if r.code == 0 {
+			t.Fatalf("%s: exit 0", c.fault)
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("%s: no JSON: %v\n%s", c.fault, err, r.out)
+		}
+		var j struct {
+			Incomplete string `json:"incomplete"`
+			Summary    struct {
+				StepsMs []float64 `json:"step_ms"`
+			} `json:"summary"`
+		}
+		if err := json.Unmarshal(data, &j); err != nil || !strings.HasPrefix(j.Incomplete, c.want) || len(j.Summary.StepsMs) != 5 {
+			t.Errorf("%s: incomplete %q, %d steps (want 5): %v", c.fault, j.Incomplete, len(j.Summary.StepsMs), err)
+		}
+	}
+}

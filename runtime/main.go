@@ -106,6 +106,29 @@ type runner struct {
 	usage string
 	be    backend.Backend
 	phase *engine.PhaseWatch
+	// partial is what a run that ends early writes its JSON from, once
+	// the steps run (writePartial).
+	partial struct {
+		run  *report.Run
+		res  *result.Results
+		info *report.Info
+	}
+}
+
+// writePartial writes rank 0's JSON of a run that is ending early (a
+// timeout, another rank's failure): what the steps done so far measured on
+// this rank, marked incomplete with reason. The other ranks cannot be
+// asked for theirs any more.
+func (r *runner) writePartial(reason string) {
+	pr := r.partial
+	if r.h.Rank != 0 || r.opts.json == "" || r.opts.json == "-" || pr.res == nil {
+		return
+	}
+	rep := report.Local(pr.run, pr.res)
+	rep.MarkIncomplete(reason)
+	if err := report.WriteJSON(r.opts.json, r.opts.jsonPipe, pr.run, rep, pr.info); err == nil {
+		fmt.Fprintf(os.Stderr, "%s: rank 0: wrote %s with what the steps done so far measured on rank 0, marked incomplete\n", proc.Name(), r.opts.json)
+	}
 }
 
 // fatal prints err naming this rank and aborts the whole job.
@@ -161,6 +184,7 @@ func (r *runner) run() int {
 		info.Warn(w)
 	}
 	rep := r.reportRun(prog, mem)
+	r.partial.run, r.partial.res, r.partial.info = rep, res, info
 	if r.h.Rank == 0 && !r.opts.quiet {
 		report.PrintHeader(r.reportTo(), rep, info)
 	}
@@ -259,7 +283,7 @@ func (r *runner) setUp(prog *plan.Program) (*engine.Engine, *backend.Layout) {
 	s := &Step{}
 	cfg := engine.Config{Steps: r.opts.steps, Warmup: r.opts.warmup, CheckEvery: r.opts.checkEvery,
 		Tracing: r.opts.tracing, Settle: r.opts.settle, Step: func() {}, Injections: r.opts.injections,
-		Checkpoint: r.opts.checkpoint, Faults: r.opts.faults, FlightDir: r.opts.flightDir}
+		Checkpoint: r.opts.checkpoint, Faults: r.opts.faults, FlightDir: r.opts.flightDir, OnAbort: r.writePartial}
 	if err := cfg.Checkpoint.CheckDir(); err != nil {
 		r.fatal(err)
 	}

@@ -122,6 +122,10 @@ type Config struct {
 	Faults []Fault
 	// FlightDir is where a timeout writes the flight record ("": not).
 	FlightDir string
+	// OnAbort, if not nil, runs when the job ends early (a timeout, or
+	// mpirun terminating this rank), with the reason: the runtime writes
+	// what it has.
+	OnAbort func(reason string)
 }
 
 // New sets up plan p, recorded as prog, on backend be: it creates the

@@ -69,7 +69,9 @@ func (e *Engine) recordOnTerm() {
 	signal.Notify(sigs, syscall.SIGTERM)
 	go func() {
 		<-sigs
-		e.writeFlightRecord(fmt.Sprintf("terminated (SIGTERM) in step %s: mpirun ends the job (another rank failed or the job was stopped)", e.stepName()), 0)
+		reason := fmt.Sprintf("terminated (SIGTERM) in step %s: mpirun ends the job (another rank failed or the job was stopped)", e.stepName())
+		e.writeFlightRecord(reason, 0)
+		e.onAbort(reason)
 		os.Exit(128 + int(syscall.SIGTERM))
 	}()
 }
@@ -135,3 +137,13 @@ func (e *Engine) writeFlightRecord(reason string, late time.Duration) {
 	}
 	fmt.Fprintf(os.Stderr, "rank %d: could not write the flight record into %s\n", e.rank, dir)
 }
+
+// onAbort runs the OnAbort hook once.
+func (e *Engine) onAbort(reason string) {
+	if e.cfg.OnAbort != nil && abortReported.CompareAndSwap(false, true) {
+		e.cfg.OnAbort(reason)
+	}
+}
+
+// abortReported: OnAbort ran.
+var abortReported atomic.Bool

@@ -106,7 +106,9 @@ func (e *Engine) StartWatchdog(timeout time.Duration) *Watchdog {
 					return // a phase watch fired first and ends the job
 				}
 				fmt.Fprint(os.Stderr, w.report(since))
-				e.writeFlightRecord(fmt.Sprintf("timeout: step %s ran for %s (--timeout %s)", e.stepName(), since.Round(time.Millisecond), w.timeout), since-w.timeout)
+				reason := fmt.Sprintf("timeout: step %s ran for %s (--timeout %s)", e.stepName(), since.Round(time.Millisecond), w.timeout)
+				e.writeFlightRecord(reason, since-w.timeout)
+				e.onAbort(reason)
 				time.Sleep(watchGrace)
 				AbortBackend(e.be)
 				e.h.Abort(3)

@@ -11,31 +11,34 @@ import (
 
 // jsonReport is the file's schema.
 type jsonReport struct {
-	Program   string            `json:"program"`
-	Source    string            `json:"source"`
-	PlanHash  string            `json:"plan_hash"`
-	Ranks     int               `json:"ranks"`
-	Hosts     []string          `json:"hosts"`
-	Backend   string            `json:"backend"`
-	Why       string            `json:"backend_reason"`
-	Versions  map[string]string `json:"versions"`
-	Env       map[string]string `json:"env"`
-	Settings  map[string]string `json:"mpi_settings,omitempty"`
-	GoVersion string            `json:"go_version"`
-	MaxProcs  []int             `json:"gomaxprocs"`
-	NumCPU    []int             `json:"num_cpu"`
-	ProcNote  string            `json:"gomaxprocs_note,omitempty"`
-	Warnings  []string          `json:"warnings,omitempty"`
-	Steps     int               `json:"steps"`
-	Warmup    int               `json:"warmup"`
-	Check     int               `json:"check_every"`
-	Tensors   int               `json:"tensors"`
-	Params    int64             `json:"parameters"`
-	GradBytes int64             `json:"gradient_bytes"`
-	Buckets   []jsonRow         `json:"buckets"`
-	Train     *jsonTrain        `json:"training,omitempty"`
-	Saves     *jsonSaves        `json:"checkpoints,omitempty"`
-	Summary   jsonSummary       `json:"summary"`
+	// Incomplete says why the run ended early; the figures are then rank
+	// 0's alone, of the steps it finished.
+	Incomplete string            `json:"incomplete,omitempty"`
+	Program    string            `json:"program"`
+	Source     string            `json:"source"`
+	PlanHash   string            `json:"plan_hash"`
+	Ranks      int               `json:"ranks"`
+	Hosts      []string          `json:"hosts"`
+	Backend    string            `json:"backend"`
+	Why        string            `json:"backend_reason"`
+	Versions   map[string]string `json:"versions"`
+	Env        map[string]string `json:"env"`
+	Settings   map[string]string `json:"mpi_settings,omitempty"`
+	GoVersion  string            `json:"go_version"`
+	MaxProcs   []int             `json:"gomaxprocs"`
+	NumCPU     []int             `json:"num_cpu"`
+	ProcNote   string            `json:"gomaxprocs_note,omitempty"`
+	Warnings   []string          `json:"warnings,omitempty"`
+	Steps      int               `json:"steps"`
+	Warmup     int               `json:"warmup"`
+	Check      int               `json:"check_every"`
+	Tensors    int               `json:"tensors"`
+	Params     int64             `json:"parameters"`
+	GradBytes  int64             `json:"gradient_bytes"`
+	Buckets    []jsonRow         `json:"buckets"`
+	Train      *jsonTrain        `json:"training,omitempty"`
+	Saves      *jsonSaves        `json:"checkpoints,omitempty"`
+	Summary    jsonSummary       `json:"summary"`
 }
 
 // jsonRow is one line of the table. Times in microseconds, bandwidths in
@@ -123,6 +126,7 @@ func makeJSON(run *Run, rep *Report, info *Info) jsonReport {
 	// Empty lists are [] rather than null: a plan whose step has no
 	// collective still has a list of buckets, and --steps 0 a list of
 	// step times.
+	j.Incomplete = rep.incomplete
 	j.Train = makeJSONTrain(run, rep)
 	j.Saves = makeJSONSaves(rep)
 	j.Buckets = []jsonRow{}

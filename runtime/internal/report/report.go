@@ -39,7 +39,22 @@ type Report struct {
 	bucketUnc []int64
 	train     trainReport
 	saves     savesReport
+	// incomplete says why the run ended early ("": it did not).
+	incomplete string
 }
+
+// Local builds the report from this rank's figures alone: for a run that
+// ended early, when the other ranks cannot be asked.
+func Local(run *Run, res *result.Results) *Report {
+	bufElems := make([]int64, len(run.Mem.Buckets))
+	for i, b := range run.Mem.Buckets {
+		bufElems[i] = b.Elems
+	}
+	return buildReport(run.Plan, run.Prog, bufElems, res, [][]byte{encodeFigures(res, len(run.Plan.Buckets))})
+}
+
+// MarkIncomplete marks the report as that of a run that ended early.
+func (r *Report) MarkIncomplete(reason string) { r.incomplete = reason }
 
 // rowReport is one line of the table.
 type rowReport struct {
