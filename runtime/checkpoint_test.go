@@ -194,3 +194,15 @@ func TestPartialJSONWhenTheRunEndsEarly(t *testing.T) {
 		}
 	}
 }
+
+// --timeout covers MPI's start-up: a rank stopped before MPI_Init ends the
+// job at the timeout (it once hung it for ten minutes), and none of its
+// processes is left.
+func TestTimeoutCoversMPIStart(t *testing.T) {
+	start := time.Now()
+	r := mpirun(t, 2, nil, 60*time.Second, "train:sgd:f32", "--steps", "3", "--fault", "stop:1:start", "--timeout", "3s", "--quiet")
+	if r.code != 3 || time.Since(start) > 30*time.Second {
+		t.Fatalf("exit %d after %v:\n%s", r.code, time.Since(start), r.out)
+	}
+	mustContain(t, r, "rank 0: timeout: starting MPI (MPI_Init and the ranks' local communicator) has taken 3s")
+}

@@ -5,9 +5,11 @@ package runtime
 
 import (
 	"fmt"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/syncgen/syncgen/runtime/internal/engine"
@@ -56,8 +58,10 @@ func resolveFaults(specs []string, totalSteps int) ([]engine.Fault, error) {
 		if size, ok := launcherSize(); ok && f.Rank >= size {
 			return nil, fmt.Errorf("--fault %q: rank %d is outside the world of %d ranks (0..%d)", spec, f.Rank, size, size-1)
 		}
-		if f.Step, err = strconv.Atoi(parts[2]); err != nil || f.Step < 0 {
-			return nil, fmt.Errorf("--fault %q: step %q is not a step number (counted from 0, warm-up included)", spec, parts[2])
+		if parts[2] == "start" && (kind == engine.FaultStop || kind == engine.FaultCrash) {
+			f.Step = -1 // before MPI starts (startFaults)
+		} else if f.Step, err = strconv.Atoi(parts[2]); err != nil || f.Step < 0 {
+			return nil, fmt.Errorf("--fault %q: step %q is not a step number (counted from 0, warm-up included; start, for crash and stop, before MPI starts)", spec, parts[2])
 		}
 		if last := totalSteps - 1; f.Step > last && kind != engine.FaultCrashInSave || kind == engine.FaultCrashInSave && f.Step > totalSteps {
 			return nil, fmt.Errorf("--fault %q: step %d is past the run's last step, %d", spec, f.Step, last)
@@ -83,4 +87,35 @@ func checkFaultRanks(faults []engine.Fault, size int) error {
 		}
 	}
 	return nil
+}
+
+// startFaults runs the faults of this rank that act before MPI starts
+// (STEP start): the rank is known from the launcher's environment.
+func startFaults(faults []engine.Fault) {
+	rank, err := strconv.Atoi(launcherRank())
+	if err != nil {
+		return
+	}
+	for _, f := range faults {
+		if f.Step != -1 || f.Rank != rank {
+			continue
+		}
+		sig := syscall.SIGKILL
+		if f.Kind == engine.FaultStop {
+			sig = syscall.SIGSTOP
+		}
+		fmt.Fprintf(os.Stderr, "rank %d: --fault: %s before MPI starts\n", rank, sig)
+		syscall.Kill(os.Getpid(), sig)
+	}
+}
+
+// launcherRank is this process's rank as the launcher announces it in the
+// environment before MPI starts, or "?".
+func launcherRank() string {
+	for _, v := range []string{"OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"} {
+		if r := os.Getenv(v); r != "" {
+			return r
+		}
+	}
+	return "?"
 }

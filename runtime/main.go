@@ -65,7 +65,17 @@ func mainArgs(p *Plan, args []string) int {
 		opts = &options{timeout: defaultTimeout}
 	}
 	procNote := adjustGOMAXPROCS()
+	startFaults(opts.faults)
+	// Starting MPI is covered by --timeout too: a rank that never arrives
+	// in MPI_Init leaves the others there for good.
+	startWatch := time.AfterFunc(opts.timeout, func() {
+		fmt.Fprintf(os.Stderr, "%s: rank %s: timeout: starting MPI (MPI_Init and the ranks' local communicator) has taken %s (--timeout %s): "+
+			"a rank did not start or is stopped, or the launcher's network between hosts is blocked\n",
+			proc.Name(), launcherRank(), opts.timeout, opts.timeout)
+		os.Exit(3)
+	})
 	h, err := mpihost.Start()
+	startWatch.Stop()
 	if err != nil {
 		if usage != "" {
 			fmt.Fprintf(os.Stderr, "%s: error: %s\n", proc.Name(), usage)
