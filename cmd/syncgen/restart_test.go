@@ -157,6 +157,10 @@ func TestFlightRecordNamesTheMissingRank(t *testing.T) {
 		if out, err := exec.Command("pgrep", "-f", bin).Output(); err == nil && len(out) > 0 {
 			t.Errorf("%s: processes of the job remain: %s", c.fault, out)
 		}
+		// syncgen run itself says it, from the records.
+		if !strings.Contains(errOut, "syncgen run: the ranks' flight records ("+fr+") say:") || !strings.Contains(errOut, c.want) {
+			t.Errorf("%s: syncgen run did not merge the flight records:\n%s", c.fault, errOut)
+		}
 		code, out, errOut := syncgen(t, "flightrec", fr)
 		if code != 0 || !strings.Contains(out, "stream comm #") || !strings.Contains(out, c.want) {
 			t.Errorf("%s: flightrec exit %d:\n%s%s", c.fault, code, out, errOut)

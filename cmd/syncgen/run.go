@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/urfave/cli/v2"
 )
@@ -31,7 +32,10 @@ are passed through untouched.
 With --restarts N a failed job (a crashed or killed rank, a timeout) is
 launched again, at most N times, with --resume auto when the program's
 checkpoint directory holds a committed checkpoint (and without the --fault
-flags, which rehearse one failure); each restart says why and from where. SIGINT and SIGTERM are passed on to mpirun, which stops the
+flags, which rehearse one failure); each restart says why and from where.
+When a job fails and its ranks wrote flight records (the program's
+--flight-dir, default flightrec), run merges them as 'syncgen flightrec'
+does: which rank is missing from which collective. SIGINT and SIGTERM are passed on to mpirun, which stops the
 ranks; a launcher that dies of a signal gives 128 + the signal.
 
 Examples:
@@ -87,9 +91,13 @@ Examples:
 				args := append(mpirunFlags(launcher, np), prog)
 				args = append(args, progArgs...)
 				fmt.Fprintf(c.App.ErrWriter, "+ %s\n", shellJoin(append([]string{launcher}, args...)))
+				started := time.Now()
 				code, signaled, err := launch(c, launcher, args)
 				if err != nil {
 					return cli.Exit(fmt.Sprintf("run: %v", err), 1)
+				}
+				if code != 0 {
+					explainFailure(c, progArgs, started)
 				}
 				// A usage error fails the same way every time; a signal to
 				// syncgen run itself is the user's wish to stop.
@@ -103,6 +111,38 @@ Examples:
 			}
 		},
 	}
+}
+
+// explainFailure merges the flight records that the ranks of a failed
+// job wrote (the program's --flight-dir, default flightrec), so that the
+// user sees which rank is missing from which collective without asking.
+func explainFailure(c *cli.Context, progArgs []string, since time.Time) {
+	dir := "flightrec"
+	for i, a := range progArgs {
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if name == "flight-dir" && strings.HasPrefix(a, "-") {
+			if !hasValue && i+1 < len(progArgs) {
+				value = progArgs[i+1]
+			}
+			dir = value
+		}
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "flightrec-rank-*.json"))
+	fresh := false
+	for _, f := range files {
+		if st, err := os.Stat(f); err == nil && !st.ModTime().Before(since) {
+			fresh = true
+		}
+	}
+	if !fresh {
+		return
+	}
+	recs, err := readFlightRecords(dir)
+	if err != nil {
+		return
+	}
+	fmt.Fprintf(c.App.ErrWriter, "syncgen run: the ranks' flight records (%s) say:\n", dir)
+	mergeFlightRecords(c.App.ErrWriter, recs)
 }
 
 // launch runs the launcher and waits for it, passing SIGINT and SIGTERM on
