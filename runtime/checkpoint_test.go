@@ -80,7 +80,17 @@ func runOK(t *testing.T, np int, args ...string) result {
 // committed.
 func TestCheckpointKeepAndAuto(t *testing.T) {
 	dir := t.TempDir()
-	runOK(t, 2, "train:sgd:f32", "--steps", "6", "--warmup", "0", "--checkpoint-every", "2", "--checkpoint-keep", "1", "--checkpoint-dir", dir, "--quiet")
+	trace := filepath.Join(t.TempDir(), "trace.json")
+	runOK(t, 2, "train:sgd:f32", "--steps", "6", "--warmup", "0", "--checkpoint-every", "2", "--checkpoint-keep", "1", "--checkpoint-dir", dir, "--quiet", "--trace", trace)
+	saves := 0
+	for _, ev := range readTrace(t, trace).TraceEvents {
+		if strings.HasPrefix(ev.Name, "checkpoint after step ") && ev.Ph == "X" && ev.Dur > 0 {
+			saves++
+		}
+	}
+	if saves != 6 { // 3 saves on each of 2 ranks
+		t.Errorf("%d checkpoint events in the trace, want 6", saves)
+	}
 	entries, _ := os.ReadDir(dir)
 	if len(entries) != 1 || entries[0].Name() != "step-00000006" {
 		t.Fatalf("kept: %v", entries)

@@ -96,6 +96,7 @@ type pendingSave struct {
 	sum     string
 	err     error
 	staged  time.Duration // the synchronous part: copying the state to the host
+	began   time.Time     // when the save began
 	// committed reports rank 0's background commit (async saves).
 	committed chan error
 }
@@ -113,7 +114,7 @@ func (e *Engine) saveCheckpoint(steps int) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	p.staged = time.Since(t0)
+	p.staged, p.began = time.Since(t0), t0
 	go func() {
 		defer close(p.done)
 		meta := map[string]string{"format": ckpt.Format, "plan_hash": e.plan.Hash, "rank": fmt.Sprint(e.rank),
@@ -225,7 +226,7 @@ func (e *Engine) commitPending() (result.Save, bool, error) {
 	if err != nil {
 		return result.Save{}, false, fmt.Errorf("checkpoint after step %d: %w", p.steps, err)
 	}
-	return result.Save{Steps: p.steps, Bytes: n, Time: p.staged + time.Since(t0)}, true, nil
+	return result.Save{Steps: p.steps, Bytes: n, Time: p.staged + time.Since(t0), At: p.began.Sub(e.origin)}, true, nil
 }
 
 // Resume restores the state of the checkpoint in dir and makes Run start

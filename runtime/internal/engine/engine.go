@@ -83,6 +83,8 @@ type Engine struct {
 	// resumed (Resume), which took resumeTime.
 	first      int
 	resumeTime time.Duration
+	// origin is the run's time origin (the trace's), for the saves.
+	origin time.Time
 	// pending is an async checkpoint being written, committing one being
 	// committed by rank 0 (checkpoint.go).
 	pending, committing *pendingSave

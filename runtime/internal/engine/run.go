@@ -35,6 +35,7 @@ func (e *Engine) Run(res *result.Results, progress func(done, total int)) error 
 	}
 	total := e.cfg.Warmup + e.cfg.Steps
 	res.Resumed, res.ResumeTime = e.first, e.resumeTime
+	e.origin = res.Origin
 	res.Steps = result.Preallocated[result.StepStats](e.cfg.Steps)
 	for k := range res.Rows {
 		res.Rows[k].Times = result.Preallocated[time.Duration](e.cfg.Steps)
@@ -91,7 +92,7 @@ func (e *Engine) saveAfterStep(res *result.Results, i int) error {
 		return fmt.Errorf("checkpoint after step %d: %w", i+1, err)
 	}
 	if !c.Async {
-		res.Saves = append(res.Saves, result.Save{Steps: i + 1, Bytes: n, Time: time.Since(t0)})
+		res.Saves = append(res.Saves, result.Save{Steps: i + 1, Bytes: n, Time: time.Since(t0), At: t0.Sub(res.Origin)})
 	}
 	return nil
 }

@@ -104,7 +104,8 @@ func WriteTrace(run *Run, res *result.Results) error {
 		meta = append(meta, traceEvent{Name: "thread_name", Ph: "M", Pid: run.Rank, Tid: i + 1, Args: map[string]any{"name": "stream " + s.Name}})
 	}
 	events := append(meta, traceEvents(run, res.Traced)...)
-	data, err := json.Marshal(append(events, scaleEvents(run, res)...))
+	events = append(events, scaleEvents(run, res)...)
+	data, err := json.Marshal(append(events, saveEvents(run, res)...))
 	if err != nil {
 		return err
 	}
@@ -238,6 +239,19 @@ func scaleEvents(run *Run, res *result.Results) []traceEvent {
 		}
 		out = append(out, traceEvent{Name: "loss scale", Ph: "C", Ts: float64(k.Base) / 1e3, Pid: run.Rank,
 			Args: map[string]any{"scale": sc.Scale[k.Step], "skipped": skipped}})
+	}
+	return out
+}
+
+// saveEvents are the checkpoints on the host's track: when each began and
+// how long the steps stood still for it (with async saves, the staging;
+// the wait at the commit is on the next one's end).
+func saveEvents(run *Run, res *result.Results) []traceEvent {
+	var out []traceEvent
+	for _, s := range res.Saves {
+		dur := float64(s.Time) / 1e3
+		out = append(out, traceEvent{Name: fmt.Sprintf("checkpoint after step %d", s.Steps), Cat: "checkpoint", Ph: "X",
+			Ts: float64(s.At) / 1e3, Dur: &dur, Pid: run.Rank, Tid: 0, Args: map[string]any{"bytes": s.Bytes}})
 	}
 	return out
 }

@@ -145,6 +145,8 @@ type Save struct {
 	Steps int
 	Bytes int64
 	Time  time.Duration
+	// At is when the save began, from the run's time origin (the trace's).
+	At time.Duration
 }
 
 // New returns the empty results of a run of prog: a row for every bucket
