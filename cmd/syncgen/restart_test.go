@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // restartPlan is a small training step with a loss scaler: state that a
@@ -168,5 +170,52 @@ func TestFlightRecordNamesTheMissingRank(t *testing.T) {
 	}
 	if code, _, errOut := syncgen(t, "flightrec", filepath.Join(dir, "none")); code != 1 || !strings.Contains(errOut, "holds no flight record") {
 		t.Errorf("an empty directory: exit %d: %s", code, errOut)
+	}
+}
+
+// SIGTERM to syncgen run reaches mpirun, which stops the ranks; syncgen
+// run waits for it and leaves no process of the job behind.
+func TestRunPassesSIGTERMOn(t *testing.T) {
+	needToolchain(t)
+	if _, err := exec.LookPath("mpirun"); err != nil {
+		t.Skip("mpirun not found; `make test` installs Open MPI")
+	}
+	dir := t.TempDir()
+	sg := filepath.Join(dir, "syncgen")
+	if out, err := exec.Command("go", "build", "-o", sg, ".").CombinedOutput(); err != nil {
+		t.Fatalf("building syncgen: %v\n%s", err, out)
+	}
+	plan := writeFile(t, dir, "long.sync", restartPlan)
+	bin := filepath.Join(dir, "long_sync")
+	cmd := exec.Command(sg, "run", "-np", "2", "-o", bin, plan, "--", "--steps", "100000", "--check", "off")
+	cmd.Env = append(os.Environ(), "SYNCGEN_CACHE="+filepath.Join(dir, "cache"))
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Wait until the ranks run.
+	for i := 0; i < 300; i++ {
+		if out, err := exec.Command("pgrep", "-f", bin).Output(); err == nil && len(strings.Fields(string(out))) >= 2 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(time.Second)
+	cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("syncgen run did not end within 30 s of SIGTERM:\n%s", stderr.String())
+	}
+	if code := cmd.ProcessState.ExitCode(); code == 0 {
+		t.Errorf("exit 0 after SIGTERM:\n%s", stderr.String())
+	}
+	time.Sleep(500 * time.Millisecond)
+	if out, err := exec.Command("pgrep", "-f", bin).Output(); err == nil && len(out) > 0 {
+		t.Errorf("processes of the job remain: %s", out)
 	}
 }
