@@ -89,6 +89,9 @@ func run(t *testing.T, ctx context.Context, env []string, argv []string) result 
 	t.Helper()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), env...)
+	// What a run writes where it runs (flight records, checkpoints by
+	// default) goes to a directory of the test's, not the source tree.
+	cmd.Dir = t.TempDir()
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	t0 := time.Now()

@@ -73,7 +73,8 @@ func TestRunRestartsFromCheckpoint(t *testing.T) {
 	// runFlags and the program's extra flags.
 	run := func(ckpt string, runFlags []string, extra ...string) (int, string) {
 		args := append([]string{"run", "-np", "2", "-o", bin}, runFlags...)
-		args = append(args, plan, "--", "--steps", "8", "--warmup", "0", "--checkpoint-every", "2", "--checkpoint-dir", ckpt, "--quiet")
+		args = append(args, plan, "--", "--steps", "8", "--warmup", "0", "--checkpoint-every", "2", "--checkpoint-dir", ckpt, "--quiet",
+			"--flight-dir", ckpt+".flightrec")
 		code, out, errOut := syncgen(t, append(args, extra...)...)
 		return code, out + errOut
 	}
@@ -187,7 +188,7 @@ func TestRunPassesSIGTERMOn(t *testing.T) {
 	}
 	plan := writeFile(t, dir, "long.sync", restartPlan)
 	bin := filepath.Join(dir, "long_sync")
-	cmd := exec.Command(sg, "run", "-np", "2", "-o", bin, plan, "--", "--steps", "100000", "--check", "off")
+	cmd := exec.Command(sg, "run", "-np", "2", "-o", bin, plan, "--", "--steps", "100000", "--check", "off", "--flight-dir", filepath.Join(dir, "fr"))
 	cmd.Env = append(os.Environ(), "SYNCGEN_CACHE="+filepath.Join(dir, "cache"))
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
