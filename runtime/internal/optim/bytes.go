@@ -93,6 +93,7 @@ func updateRange(h *Hyper, m *Memory) {
 		return
 	}
 	var g, p, s0, s1 [chunk]float64
+	c := h.consts32()
 	gs, ps := int(m.GradDT.Size()), int(m.ParamDT.Size())
 	n := len(m.Grad) / gs
 	for off := 0; off < n; off += chunk {
@@ -106,8 +107,15 @@ func updateRange(h *Hyper, m *Memory) {
 		if len(m.State[1]) > 0 {
 			elem.LoadAll(s1[:k], at(m.State[1], ps), m.ParamDT)
 		}
-		for i := range k {
-			p[i], s0[i], s1[i] = h.Apply(g[i], p[i], s0[i], s1[i])
+		if h.F64 {
+			for i := range k {
+				p[i], s0[i], s1[i] = h.apply64(g[i], p[i], s0[i], s1[i])
+			}
+		} else {
+			for i := range k {
+				np, n0, n1 := apply32(h.Kind, &c, float32(g[i]), float32(p[i]), float32(s0[i]), float32(s1[i]))
+				p[i], s0[i], s1[i] = float64(np), float64(n0), float64(n1)
+			}
 		}
 		elem.StoreAll(at(m.Param, ps), m.ParamDT, p[:k])
 		if len(m.State[0]) > 0 {
@@ -129,17 +137,20 @@ func updateRange(h *Hyper, m *Memory) {
 func update32(h *Hyper, m *Memory) {
 	g, p := f32s(m.Grad), f32s(m.Param)
 	s0, s1 := f32s(m.State[0]), f32s(m.State[1])
-	var zero float32
-	for i := range g {
-		a, b := &zero, &zero
-		if s0 != nil {
-			a = &s0[i]
+	c := h.consts32()
+	switch {
+	case s1 != nil: // AdamW
+		for i := range g {
+			p[i], s0[i], s1[i] = apply32(h.Kind, &c, g[i], p[i], s0[i], s1[i])
 		}
-		if s1 != nil {
-			b = &s1[i]
+	case s0 != nil: // SGD with momentum
+		for i := range g {
+			p[i], s0[i], _ = apply32(h.Kind, &c, g[i], p[i], s0[i], 0)
 		}
-		p[i], *a, *b = h.apply32(g[i], p[i], *a, *b)
-		zero = 0
+	default:
+		for i := range g {
+			p[i], _, _ = apply32(h.Kind, &c, g[i], p[i], 0, 0)
+		}
 	}
 }
 

@@ -120,9 +120,20 @@ func (h *Hyper) Apply(g, p, s0, s1 float64) (float64, float64, float64) {
 // apply32 is Apply in float32. Every product is converted explicitly,
 // which the Go specification says rounds it: no multiply-add is fused.
 func (h *Hyper) apply32(g, p, s0, s1 float32) (float32, float32, float32) {
-	c := [8]float32{float32(h.C[0]), float32(h.C[1]), float32(h.C[2]), float32(h.C[3]),
+	c := h.consts32()
+	return apply32(h.Kind, &c, g, p, s0, s1)
+}
+
+// consts32 returns the constants in float32 (each exact: Hyper rounded
+// them).
+func (h *Hyper) consts32() [8]float32 {
+	return [8]float32{float32(h.C[0]), float32(h.C[1]), float32(h.C[2]), float32(h.C[3]),
 		float32(h.C[4]), float32(h.C[5]), float32(h.C[6]), float32(h.C[7])}
-	switch h.Kind {
+}
+
+// apply32 is Hyper.apply32 with the constants converted once, for loops.
+func apply32(kind Kind, c *[8]float32, g, p, s0, s1 float32) (float32, float32, float32) {
+	switch kind {
 	case SGD:
 		if c[1] != 0 {
 			g = g + float32(c[1]*p)
