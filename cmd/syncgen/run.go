@@ -279,12 +279,12 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// mpirunFlags returns the launcher flags for np ranks on this machine.
 // maxRanksPerCore bounds the ranks syncgen run starts on one machine
-// without --oversubscribe: more is a typo (-np 99999) far more often than
-// a plan (the tests run up to 4 ranks on 2 cores).
+// without --oversubscribe: more is far more often a typo (-np 99999) than
+// a plan.
 const maxRanksPerCore = 8
 
+// mpirunFlags returns the launcher flags for np ranks on this machine.
 func mpirunFlags(launcher string, np int) []string {
 	flags := []string{"-np", strconv.Itoa(np)}
 	if !isOpenMPI(launcher) {

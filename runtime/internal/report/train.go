@@ -183,8 +183,8 @@ func optimizerOf(prog *plan.Program, at plan.Src) string {
 	return "update"
 }
 
-// jsonTrain is the training step in the JSON file (times in
-// microseconds, bandwidths in GB/s).
+// jsonTrain is the training step in the JSON file; each field's name
+// carries its unit, as the rest of the file's do.
 type jsonTrain struct {
 	Rows            []jsonTrainRow `json:"rows"`
 	UpdateUs        float64        `json:"update_us"`
