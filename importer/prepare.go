@@ -38,7 +38,7 @@ func (t *Tensor) decl() string {
 func Prepare(m *Model, opts Options) ([]Tensor, error) {
 	for _, pats := range [][]string{opts.Exclude, opts.Frozen} {
 		for _, p := range pats {
-			if _, err := path.Match(globOf(p), ""); err != nil {
+			if _, err := path.Match(p, ""); err != nil {
 				return nil, fmt.Errorf("pattern %q: %v", p, err)
 			}
 		}
@@ -108,15 +108,13 @@ func suggestCast(dt string) string {
 	return "bf16"
 }
 
-// globOf turns a language pattern (`*` any run, dots included; `?` one
-// character) into path.Match's, whose `*` stops at '/': names have none.
-func globOf(p string) string { return p }
-
 // matchAny reports whether name matches one of pats, noting which did.
+// The language's `*` (any run, dots included) and `?` are path.Match's
+// for names without '/' (whose `*` stops at a '/').
 func matchAny(pats []string, name string, used map[string]bool) bool {
 	hit := false
 	for _, p := range pats {
-		if ok, _ := path.Match(globOf(p), name); ok && !strings.Contains(name, "/") {
+		if ok, _ := path.Match(p, name); ok && !strings.Contains(name, "/") {
 			used[p], hit = true, true
 		}
 	}

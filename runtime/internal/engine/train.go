@@ -401,15 +401,8 @@ func (e *Engine) nextTrainStep() {
 func (e *Engine) trainModel() check.Training {
 	tr := check.Training{Params: make([]check.Params, len(e.tr.params)), Reference: e.cfg.CheckEvery > 0}
 	for b, pm := range e.tr.params {
-		tr.Params[b] = check.Params{Spec: pm.Spec, DType: pm.DType, Param: pm.Param, State: pm.State, Base: pm.Base, Updated: pm.Param.Buf != nil}
-	}
-	for i, ts := range e.tr.stmts {
-		if e.flatStep[i].Kind != plan.StmtUpdate {
-			continue
-		}
-		for k, b := range e.flatStep[i].Buckets {
-			tr.Params[b].Sharded = ts.sharded[k]
-		}
+		tr.Params[b] = check.Params{Spec: pm.Spec, DType: pm.DType, Param: pm.Param, State: pm.State, Base: pm.Base,
+			Sharded: pm.Sharded, Updated: pm.Param.Buf != nil}
 	}
 	for _, in := range e.tr.injections {
 		tr.Injections = append(tr.Injections, check.Injection{Tensor: in.Tensor, Rank: in.Rank, Step: in.Step})
