@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/syncgen/syncgen/runtime/internal/engine"
+	"github.com/syncgen/syncgen/runtime/internal/proc"
 )
 
 // faultFlag collects --fault KIND:RANK:STEP[:DUR] (repeatable).
@@ -55,7 +56,7 @@ func resolveFaults(specs []string, totalSteps int) ([]engine.Fault, error) {
 		if f.Rank, err = strconv.Atoi(parts[1]); err != nil || f.Rank < 0 {
 			return nil, fmt.Errorf("--fault %q: rank %q is not a rank number (from 0)", spec, parts[1])
 		}
-		if size, ok := launcherSize(); ok && f.Rank >= size {
+		if size, ok := proc.LauncherSize(); ok && f.Rank >= size {
 			return nil, fmt.Errorf("--fault %q: rank %d is outside the world of %d ranks (0..%d)", spec, f.Rank, size, size-1)
 		}
 		if parts[2] == "start" && (kind == engine.FaultStop || kind == engine.FaultCrash) {
@@ -92,7 +93,7 @@ func checkFaultRanks(faults []engine.Fault, size int) error {
 // startFaults runs the faults of this rank that act before MPI starts
 // (STEP start): the rank is known from the launcher's environment.
 func startFaults(faults []engine.Fault) {
-	rank, err := strconv.Atoi(launcherRank())
+	rank, err := strconv.Atoi(proc.LauncherRank())
 	if err != nil {
 		return
 	}
@@ -107,15 +108,4 @@ func startFaults(faults []engine.Fault) {
 		fmt.Fprintf(os.Stderr, "rank %d: --fault: %s before MPI starts\n", rank, sig)
 		syscall.Kill(os.Getpid(), sig)
 	}
-}
-
-// launcherRank is this process's rank as the launcher announces it in the
-// environment before MPI starts, or "?".
-func launcherRank() string {
-	for _, v := range []string{"OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"} {
-		if r := os.Getenv(v); r != "" {
-			return r
-		}
-	}
-	return "?"
 }

@@ -6,12 +6,12 @@ package runtime
 import (
 	"fmt"
 	"math"
-	"os"
 	"strconv"
 	"strings"
 
 	"github.com/syncgen/syncgen/runtime/internal/engine"
 	"github.com/syncgen/syncgen/runtime/internal/plan"
+	"github.com/syncgen/syncgen/runtime/internal/proc"
 )
 
 // overflowFlag collects --overflow STEP:RANK:TENSOR[=inf|-inf|nan], a
@@ -68,7 +68,7 @@ func parseInjection(p *plan.Plan, spec string, totalSteps int) (engine.Injection
 	if err != nil || rank < 0 {
 		return engine.Injection{}, fmt.Errorf("rank %q is not a rank number (from 0); %s", parts[1], form)
 	}
-	if size, ok := launcherSize(); ok && rank >= size {
+	if size, ok := proc.LauncherSize(); ok && rank >= size {
 		return engine.Injection{}, fmt.Errorf("rank %d is outside the world of %d ranks (0..%d)", rank, size, size-1)
 	}
 	name, value := parts[2], math.Inf(1)
@@ -97,17 +97,6 @@ func parseInjection(p *plan.Plan, spec string, totalSteps int) (engine.Injection
 		return engine.Injection{Tensor: t, Rank: rank, Step: step, Value: value}, nil
 	}
 	return engine.Injection{}, fmt.Errorf("the plan has no tensor %q", name)
-}
-
-// launcherSize is the world size that the launcher announces in the
-// environment before MPI starts (Open MPI, PMI, Slurm), if any.
-func launcherSize() (int, bool) {
-	for _, v := range []string{"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"} {
-		if n, err := strconv.Atoi(os.Getenv(v)); err == nil && n > 0 {
-			return n, true
-		}
-	}
-	return 0, false
 }
 
 // checkInjectionRanks refuses injections on ranks outside the world of

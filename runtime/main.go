@@ -3,6 +3,7 @@ package runtime
 // Main: what a generated program runs.
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"flag"
@@ -71,7 +72,7 @@ func mainArgs(p *Plan, args []string) int {
 	startWatch := time.AfterFunc(opts.timeout, func() {
 		fmt.Fprintf(os.Stderr, "%s: rank %s: timeout: starting MPI (MPI_Init and the ranks' local communicator) has taken %s (--timeout %s): "+
 			"a rank did not start or is stopped, or the launcher's network between hosts is blocked\n",
-			proc.Name(), launcherRank(), opts.timeout, opts.timeout)
+			proc.Name(), cmp.Or(proc.LauncherRank(), "?"), opts.timeout, opts.timeout)
 		os.Exit(3)
 	})
 	h, err := mpihost.Start()

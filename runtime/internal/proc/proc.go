@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync/atomic"
 )
 
@@ -37,10 +38,28 @@ func WarnEnv(format string, args ...any) {
 // is there before MPI starts, makes this process rank 0 (or names no rank:
 // a process started alone).
 func FirstRank() bool {
+	r := LauncherRank()
+	return r == "" || r == "0"
+}
+
+// LauncherRank is this process's rank as the launcher's variable says
+// before MPI starts, or "" when there is none (a process started alone).
+func LauncherRank() string {
 	for _, v := range []string{"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"} {
-		if r := os.Getenv(v); r != "" && r != "0" {
-			return false
+		if r := os.Getenv(v); r != "" {
+			return r
 		}
 	}
-	return true
+	return ""
+}
+
+// LauncherSize is the world size that the launcher announces before MPI
+// starts (Open MPI, PMI, Slurm), if it does.
+func LauncherSize() (int, bool) {
+	for _, v := range []string{"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"} {
+		if n, err := strconv.Atoi(os.Getenv(v)); err == nil && n > 0 {
+			return n, true
+		}
+	}
+	return 0, false
 }
