@@ -47,8 +47,8 @@ func (s *cpuStream) Set(dst backend.Span, v float64) error {
 
 func (s *cpuStream) Update(u backend.UpdateOp) error {
 	n := u.Grad.N
-	spans := []backend.Span{u.Grad, u.Param, u.State[0], u.State[1], u.Out}
-	bytes := make([][]byte, len(spans))
+	spans := [...]backend.Span{u.Grad, u.Param, u.State[0], u.State[1], u.Out}
+	var bytes [len(spans)][]byte
 	for i, sp := range spans {
 		if sp.N != 0 && sp.N != n {
 			return fmt.Errorf("update: %d gradients but a span of %d elements", n, sp.N)
