@@ -69,10 +69,11 @@ func mainArgs(p *Plan, args []string) int {
 	startFaults(opts.faults)
 	// Starting MPI is covered by --timeout too: a rank that never arrives
 	// in MPI_Init leaves the others there for good.
-	startWatch := time.AfterFunc(opts.timeout, func() {
-		fmt.Fprintf(os.Stderr, "%s: rank %s: timeout: starting MPI (MPI_Init and the ranks' local communicator) has taken %s (--timeout %s): "+
+	startLimit := max(opts.timeout, minStartTimeout)
+	startWatch := time.AfterFunc(startLimit, func() {
+		fmt.Fprintf(os.Stderr, "%s: rank %s: timeout: starting MPI (MPI_Init and the ranks' local communicator) has taken %s (--timeout %s, at least %s for the start): "+
 			"a rank did not start or is stopped, or the launcher's network between hosts is blocked\n",
-			proc.Name(), cmp.Or(proc.LauncherRank(), "?"), opts.timeout, opts.timeout)
+			proc.Name(), cmp.Or(proc.LauncherRank(), "?"), startLimit, opts.timeout, minStartTimeout)
 		os.Exit(3)
 	})
 	h, err := mpihost.Start()

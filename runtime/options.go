@@ -61,6 +61,11 @@ type options struct {
 // defaultTimeout is --timeout's default.
 const defaultTimeout = 5 * time.Minute
 
+// minStartTimeout is the least time MPI's start-up is given, whatever
+// --timeout says: MPI_Init alone can take seconds on a loaded host, and
+// a short --timeout meant for the steps must not end a healthy start.
+const minStartTimeout = 10 * time.Second
+
 // checkFlag parses --check: a number of steps or "off".
 type checkFlag struct{ every *int }
 
