@@ -3,12 +3,13 @@
 # step, through the runtime on the CPU backend (issue 25: `op avg` should cost what `op sum`
 # does). The two alternate for ROUNDS rounds; each cell is the median over rounds of the
 # bucket's median step time (time_median_us of --json), and the ratio is avg / sum. ALGOS names
-# values of SYNCGEN_AVG to compare (a runtime that reads none runs its one algorithm for each).
+# values of SYNCGEN_CPU_DIVIDE to compare: auto, inline (the MPI thread divides each piece after
+# its call) and ahead (a thread of its own divides while the next piece is reduced).
 #
 #   sh bench/avg.sh                                   # builds testprog, 2 and 4 ranks
-#   NPS="2 4 8" PREBUILT=.devbin/cpu sh bench/avg.sh  # on the GPU machine's cores, no Go
+#   NPS="2 4 8" ALGOS="inline ahead" PREBUILT=.devbin/cpu sh bench/avg.sh  # no Go needed
 #
-# Knobs: ALGOS ("default"), NPS ("2 4"), SIZES ("1MiB 25MiB 256MiB"), DTYPES ("f32 f16 bf16"), ROUNDS (3), STEPS
+# Knobs: ALGOS ("auto"), NPS ("2 4"), SIZES ("1MiB 25MiB 256MiB"), DTYPES ("f32 f16 bf16"), ROUNDS (3), STEPS
 # (20), MPIRUN_ARGS ("--oversubscribe --bind-to none", plus --allow-run-as-root as root).
 set -eu
 cd "$(dirname "$0")/.."
@@ -16,7 +17,7 @@ NPS=${NPS:-"2 4"}
 SIZES=${SIZES:-"1MiB 25MiB 256MiB"}
 DTYPES=${DTYPES:-"f32 f16 bf16"}
 ROUNDS=${ROUNDS:-3}
-ALGOS=${ALGOS:-default}
+ALGOS=${ALGOS:-auto}
 STEPS=${STEPS:-20}
 MPIRUN_ARGS=${MPIRUN_ARGS:-"--oversubscribe --bind-to none"}
 [ "$(id -u)" = 0 ] && MPIRUN_ARGS="$MPIRUN_ARGS --allow-run-as-root"
@@ -31,7 +32,7 @@ fi
 # one NP SIZE DTYPE OP ALGO: the bucket's median step time in microseconds.
 one() {
 	# shellcheck disable=SC2086
-	SYNCGEN_AVG=$5 mpirun -np "$1" $MPIRUN_ARGS -x SYNCGEN_AVG "$prog" "allreduce:$2:$4:$3" \
+	SYNCGEN_CPU_DIVIDE=$5 mpirun -np "$1" $MPIRUN_ARGS -x SYNCGEN_CPU_DIVIDE "$prog" "allreduce:$2:$4:$3" \
 		--steps "$STEPS" --warmup 3 --check off --quiet --json "$out/r.json" >/dev/null
 	python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["buckets"][0]["time_median_us"])' "$out/r.json"
 }
@@ -46,7 +47,7 @@ for np in $NPS; do
 			: >"$out/sum"
 			for a in $ALGOS; do : >"$out/avg-$a"; done
 			for _ in $(seq "$ROUNDS"); do
-				one "$np" "$size" "$dt" sum default >>"$out/sum"
+				one "$np" "$size" "$dt" sum auto >>"$out/sum"
 				for a in $ALGOS; do one "$np" "$size" "$dt" avg "$a" >>"$out/avg-$a"; done
 			done
 			s=$(median <"$out/sum")

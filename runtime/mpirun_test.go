@@ -197,6 +197,22 @@ func TestGroupsChainsAndInit(t *testing.T) {
 	t.Run("init", func(t *testing.T) { ok(t, 2, "init", "--steps", "3", "--quiet") })
 }
 
+// Averages divided ahead (backend/cpu/divide.go): each piece of a chunked
+// bucket is divided on the divider thread while the next one is reduced,
+// the last is split between the two threads, and every element is what
+// the checker expects, at a world size that is not a power of two.
+func TestAvgDividedAhead(t *testing.T) {
+	for _, arg := range []string{"allreduce:3MiB:avg:bf16", "allreduce:4000012B:avg:f32"} {
+		t.Run(arg, func(t *testing.T) {
+			env := []string{"SYNCGEN_CPU_DIVIDE=ahead", "SYNCGEN_CPU_CHUNK=256KiB"}
+			r := mpirun(t, 3, env, 90*time.Second, arg, "--steps", "2", "--warmup", "0", "--check", "1")
+			if r.code != 0 || !strings.Contains(r.out, "# 0 wrong") || !strings.Contains(r.out, "averages divided on a thread of their own") {
+				t.Fatalf("exit %d; output:\n%s", r.code, r.out)
+			}
+		})
+	}
+}
+
 // A bucket larger than the CPU backend's chunk, split into many pieces.
 func TestChunkedLargeBuckets(t *testing.T) {
 	r := mpirun(t, 2, []string{"SYNCGEN_CPU_CHUNK=256KiB"}, 90*time.Second, "big:1000003", "--steps", "2", "--warmup", "0")

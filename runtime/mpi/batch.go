@@ -92,7 +92,26 @@ type Coll struct {
 	Op         Op  // allreduce and reduce; Avg sums, then divides by Size
 	Root       int // broadcast and reduce
 	Rank, Size int // this rank in Comm, and Comm's size
+	// Divide says where an average's division runs (zero: DivideInline).
+	Divide Divide
 }
+
+// Divide is where a batch divides the result of an average, piece by
+// piece. Every choice gives the same values; they differ in which thread
+// pays for the pass over the buffer.
+type Divide int32
+
+const (
+	// DivideInline divides each piece on the MPI thread, after its call.
+	DivideInline Divide = C.SG_AVG_INLINE
+	// DivideAhead hands each piece to the divider thread, which divides it
+	// while the MPI thread runs what follows (the next piece).
+	DivideAhead Divide = C.SG_AVG_POST
+	// DivideLast marks the last piece of a collective whose other pieces
+	// went ahead: the two threads split it, and the command ends once
+	// every division handed over is done.
+	DivideLast Divide = C.SG_AVG_LAST
+)
 
 // Allreduce appends an in-place allreduce.
 func (b *Batch) Allreduce(x Coll) { b.coll(C.SG_CMD_ALLREDUCE, x) }
@@ -113,7 +132,7 @@ func (b *Batch) coll(kind C.int32_t, x Coll) {
 	c.dtype = C.int32_t(x.DType)
 	c.op = C.int32_t(x.Op)
 	if x.Op == Avg {
-		c.avg = 1
+		c.avg = C.int32_t(max(x.Divide, DivideInline))
 	}
 	c.root = C.int32_t(x.Root)
 	c.rank = C.int32_t(x.Rank)

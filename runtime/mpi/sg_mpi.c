@@ -2,6 +2,7 @@
 #include <string.h>
 #include <stdio.h>
 #include <time.h>
+#include <pthread.h>
 
 MPI_Comm sg_comm_world(void) { return MPI_COMM_WORLD; }
 MPI_Comm sg_comm_null(void) { return MPI_COMM_NULL; }
@@ -233,6 +234,96 @@ static int elem_size(int dtype) {
 	return 1;
 }
 
+// The divider: a thread of its own that divides the pieces of an average
+// while the MPI thread goes on with the next piece's collective. The
+// division is a pass over memory as long as the collective's own last
+// pass, and on a host with a core to spare per rank it then costs nothing
+// but the last piece's share (which the two threads split). Jobs are taken
+// in order; sg_divide_wait returns once every job posted so far is done,
+// and the mutex orders the divider's writes before the waiter's reads.
+enum { div_queue_len = 64, split_bytes = 256 << 10 };
+
+typedef struct {
+	void *buf;
+	int dtype, size;
+	int64_t n;
+} div_job;
+
+static struct {
+	pthread_mutex_t mu;
+	pthread_cond_t cv; // a job posted, taken or done
+	pthread_t thread;
+	int started, failed;
+	div_job q[div_queue_len];
+	int head, len, busy;
+} div = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER};
+
+static void *div_loop(void *arg) {
+	(void)arg;
+	pthread_mutex_lock(&div.mu);
+	for (;;) {
+		while (div.len == 0) pthread_cond_wait(&div.cv, &div.mu);
+		div_job j = div.q[div.head];
+		div.head = (div.head + 1) % div_queue_len;
+		div.len--;
+		div.busy = 1;
+		pthread_mutex_unlock(&div.mu);
+		avg_divide(j.buf, j.dtype, j.n, j.size);
+		pthread_mutex_lock(&div.mu);
+		div.busy = 0;
+		pthread_cond_broadcast(&div.cv);
+	}
+	return NULL;
+}
+
+// div_post hands a division to the divider, or does it here when the
+// thread cannot be started.
+static void div_post(void *buf, int dtype, int64_t n, int size) {
+	if (n == 0) return;
+	pthread_mutex_lock(&div.mu);
+	if (!div.started && !div.failed) {
+		if (pthread_create(&div.thread, NULL, div_loop, NULL) == 0) div.started = 1;
+		else div.failed = 1;
+	}
+	if (!div.started) {
+		pthread_mutex_unlock(&div.mu);
+		avg_divide(buf, dtype, n, size);
+		return;
+	}
+	while (div.len == div_queue_len) pthread_cond_wait(&div.cv, &div.mu);
+	div.q[(div.head + div.len) % div_queue_len] = (div_job){buf, dtype, size, n};
+	div.len++;
+	pthread_cond_broadcast(&div.cv);
+	pthread_mutex_unlock(&div.mu);
+}
+
+void sg_divide_wait(void) {
+	pthread_mutex_lock(&div.mu);
+	while (div.len > 0 || div.busy) pthread_cond_wait(&div.cv, &div.mu);
+	pthread_mutex_unlock(&div.mu);
+}
+
+// divide_piece divides one piece of an average as c->avg says: here
+// (SG_AVG_INLINE), on the divider (SG_AVG_POST), or, for the last piece of
+// a collective (SG_AVG_LAST), split between the two, and then waits for
+// every division posted before it.
+static void divide_piece(sg_cmd *c, void *p, int64_t n, int final) {
+	int how = c->avg == SG_AVG_LAST && !final ? SG_AVG_POST : c->avg;
+	switch (how) {
+	case SG_AVG_INLINE: avg_divide(p, c->dtype, n, c->size); break;
+	case SG_AVG_POST: div_post(p, c->dtype, n, c->size); break;
+	case SG_AVG_LAST: {
+		// Below split_bytes, waking the divider takes longer than the
+		// half it would take.
+		int64_t half = n * elem_size(c->dtype) >= split_bytes ? n / 2 : 0;
+		div_post(p, c->dtype, half, c->size);
+		avg_divide((char *)p + half * elem_size(c->dtype), c->dtype, n - half, c->size);
+		sg_divide_wait();
+		break;
+	}
+	}
+}
+
 // run_coll runs one allreduce, broadcast or reduce in pieces of c->chunk
 // elements.
 static int run_coll(sg_cmd *c) {
@@ -263,7 +354,7 @@ static int run_coll(sg_cmd *c) {
 			break;
 		}
 		if (rc != MPI_SUCCESS) return rc;
-		if (c->avg && (c->kind == SG_CMD_ALLREDUCE || c->rank == c->root)) avg_divide(p, c->dtype, n, c->size);
+		if (c->avg && (c->kind == SG_CMD_ALLREDUCE || c->rank == c->root)) divide_piece(c, p, n, off + n >= c->count);
 	}
 	return MPI_SUCCESS;
 }
@@ -307,7 +398,10 @@ int sg_run(sg_cmd *cmds, int n) {
 		default: rc = MPI_ERR_OTHER;
 		}
 		c->rc = rc;
-		if (rc != MPI_SUCCESS) return i;
+		if (rc != MPI_SUCCESS) {
+			sg_divide_wait(); // no division left running on a failed collective's buffer
+			return i;
+		}
 	}
 	return n;
 }

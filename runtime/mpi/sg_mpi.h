@@ -51,10 +51,15 @@ int sg_half_reduce(int dtype, int op, const void *in, void *inout, int n);
 // Go, in order, stopping at the first failure.
 enum { SG_CMD_BARRIER = 1, SG_CMD_STAMP, SG_CMD_ALLREDUCE, SG_CMD_BCAST, SG_CMD_REDUCE };
 
+// How a command divides an average's pieces: on the MPI thread; on the
+// divider thread, overlapped with what follows; or, the last piece of a
+// collective, split between the two, waiting for every division posted.
+enum { SG_AVG_INLINE = 1, SG_AVG_POST, SG_AVG_LAST };
+
 typedef struct {
 	int32_t kind, dtype, op, root;
 	int32_t rank, size; // of comm: reduce picks its buffers by rank; avg divides by size
-	int32_t avg;        // divide the result by size (allreduce; reduce at the root)
+	int32_t avg;        // divide the result by size (allreduce; reduce at the root): SG_AVG_*
 	int32_t rc;         // out: the MPI error code of the failed command
 	MPI_Comm comm;
 	void *buf;
@@ -67,6 +72,9 @@ typedef struct {
 // sg_run runs cmds[0..n) and returns the index of the one that failed, or n.
 int sg_run(sg_cmd *cmds, int n);
 int64_t sg_monotonic_ns(void);
+// sg_divide_wait returns once every division handed to the divider thread
+// is done.
+void sg_divide_wait(void);
 
 // sg_control_var is mpi.ControlVar.
 int sg_control_var(const char *name, char *out, int outlen);

@@ -3,6 +3,7 @@ package cpu
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,6 +34,8 @@ type cpuBackend struct {
 	timingPieces bool
 	pieceTime    time.Duration
 	piecesSized  bool
+	// divideAhead: averages are divided on the divider thread (divide.go).
+	divideAhead bool
 }
 
 // Tuning holds the knobs of the CPU collectives (see tuning.go).
@@ -47,6 +50,9 @@ type Tuning struct {
 	// is how many pieces of one collective it keeps in flight.
 	nonblocking bool
 	inflight    int
+	// divide is SYNCGEN_CPU_DIVIDE (divide.go); it is not in the
+	// Signature, since it changes no MPI call.
+	divide divideChoice
 }
 
 // String describes the knobs as the header and the plan check show them.
@@ -74,6 +80,7 @@ func (t Tuning) chunkElems(dt elem.DType) int64 {
 
 func New(h *mpihost.Host, tune Tuning) backend.Backend {
 	b := &cpuBackend{h: h, tune: tune, clock: newMonoClock()}
+	b.divideAhead = tune.divide.ahead(h.LocalSize, runtime.NumCPU())
 	b.seq.init()
 	if tune.nonblocking {
 		b.prog = startProgressThread(h, tune)
@@ -102,6 +109,9 @@ func (b *cpuBackend) describe() string {
 	s := "blocking MPI calls in issue order, " + b.tune.String()
 	if b.tune.autoChunk && b.prog == nil && !b.piecesSized {
 		s += fmt.Sprintf(" (up to %s if the warm-up's are quick)", text.Bytes(maxPiece))
+	}
+	if b.divideAhead {
+		s += ", averages divided on a thread of their own"
 	}
 	return s
 }

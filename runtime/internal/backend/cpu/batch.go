@@ -191,6 +191,12 @@ func (s *cpuStream) addPiece(op *cpuOp) (last bool) {
 		Rank:  s.b.h.Rank,
 		Size:  s.b.h.Size,
 	}
+	if c.Op == plan.Avg && s.b.divideAhead {
+		x.Divide = mpi.DivideAhead
+		if last {
+			x.Divide = mpi.DivideLast
+		}
+	}
 	switch c.Coll {
 	case plan.CollAllReduce:
 		s.batch.Allreduce(x)

@@ -14,6 +14,9 @@ package cpu
 //	                    backend runs collectives (coll.go, nb.go).
 //	SYNCGEN_CPU_INFLIGHT  pieces of one collective in flight in the
 //	                    nonblocking mode (default 2).
+//	SYNCGEN_CPU_DIVIDE  auto (default), inline or ahead: where the blocking
+//	                    mode divides an average (divide.go). It changes no
+//	                    value and no MPI call, so ranks may differ in it.
 
 import (
 	"errors"
@@ -37,6 +40,15 @@ func TuningFromEnv() Tuning {
 		t.nonblocking = true
 	default:
 		proc.WarnEnv("SYNCGEN_CPU_MODE=%q: want blocking or nonblocking", v)
+	}
+	switch v := os.Getenv("SYNCGEN_CPU_DIVIDE"); v {
+	case "", "auto":
+	case "inline":
+		t.divide = divideInline
+	case "ahead":
+		t.divide = divideAhead
+	default:
+		proc.WarnEnv("SYNCGEN_CPU_DIVIDE=%q: want auto, inline or ahead", v)
 	}
 	if v := os.Getenv("SYNCGEN_CPU_INFLIGHT"); v != "" {
 		n, err := strconv.Atoi(v)
