@@ -21,6 +21,12 @@
 #   ONLY="2 3" ROUNDS=5 sh bench/run.sh # some comparisons, more rounds
 #   NPS="2" MODELS="resnet50" PLAN_MODELS="resnet50,bert_large" sh bench/run.sh
 #
+# On a machine without Go (the GPU machine's CPUs): build where Go is, copy the folder along,
+# and run comparisons 1 and 2 from it (PREBUILT needs neither Go nor bin/syncgen):
+#   go build -o DIR/testprog ./runtime/internal/testprog && go build -o DIR/gompi ./bench/gompi
+#   python3 bench/ddp/compare.py --build-only --models resnet50,bert_large --out DIR
+#   PREBUILT=DIR ONLY="1 2" NPS="2 4 8" MODELS=resnet50,bert_large sh bench/run.sh
+#
 # Knobs: ONLY (default "1 2 3 4"), NPS ("2 4"), ROUNDS (3), MODELS (comparison 2: "resnet50";
 # FULL=1: "resnet50,bert_large"), OVERLAP_MODELS (the models of comparison 2 that also run the
 # overlapped regimes: "resnet50"; bert_large's simulated backward takes seconds a step on the CPU
@@ -72,8 +78,19 @@ export OUT TORCH_PYTHON
 export PYTHONDONTWRITEBYTECODE=1 # no __pycache__ in the source tree
 nps_csv=$(echo "$NPS" | tr ' ' ',')
 
+PREBUILT=${PREBUILT:-}
+export PREBUILT
+needs="go mpirun mpicc pkg-config"
+if [ -n "$PREBUILT" ]; then
+	needs="mpirun"
+	case " $ONLY " in *" 3 "* | *" 4 "*)
+		echo "bench: PREBUILT runs comparisons 1 and 2 only (3 and 4 build programs): set ONLY=\"1 2\"" >&2
+		exit 2
+		;;
+	esac
+fi
 missing=""
-for c in go mpirun mpicc pkg-config; do
+for c in $needs; do
 	command -v "$c" >/dev/null 2>&1 || missing="$missing $c"
 done
 if [ -n "$missing" ]; then
@@ -95,13 +112,13 @@ for c in $ONLY; do
 	esac
 done
 mkdir -p "$OUT" bench/results
-go build -o bin/syncgen ./cmd/syncgen
+[ -n "$PREBUILT" ] || go build -o bin/syncgen ./cmd/syncgen
 
 started=$(date +%s)
 failed=""
 echo "# syncgen CPU benchmarks, $(date -u '+%Y-%m-%d %H:%M UTC') on $(hostname)"
 echo "# machine: $(nproc) cores ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)), $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo) memory"
-echo "# $(mpirun --version 2>/dev/null | head -1); $(go version)"
+echo "# $(mpirun --version 2>/dev/null | head -1); $(go version 2>/dev/null || echo "programs from PREBUILT=$PREBUILT")"
 if "$TORCH_PYTHON" -c 'import torch' >/dev/null 2>&1; then
 	echo "# torch $("$TORCH_PYTHON" -c 'import torch; print(torch.__version__)' 2>/dev/null) ($TORCH_PYTHON)"
 else

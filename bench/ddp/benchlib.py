@@ -58,7 +58,18 @@ def mpirun(np_, cmd, timeout=600, env=None):
 
 
 def build(plan, out):
-    """syncgen build PLAN -o OUT (cached by content, so cheap when unchanged)."""
+    """syncgen build PLAN -o OUT (cached by content, so cheap when unchanged).
+
+    With PREBUILT=DIR in the environment nothing is built: the program is DIR/basename(OUT), made
+    beforehand on a machine with Go by the same script's --build-only (for machines without Go).
+    """
+    prebuilt = os.environ.get("PREBUILT")
+    if prebuilt:
+        prog = os.path.join(prebuilt, os.path.basename(out))
+        if not os.access(prog, os.X_OK):
+            sys.exit("bench: PREBUILT=%s has no program %s: build it where Go is with the same "
+                     "script's --build-only and copy the folder along" % (prebuilt, os.path.basename(out)))
+        return prog
     subprocess.run([SYNCGEN, "build", plan, "-o", out], check=True, stdout=subprocess.DEVNULL)
     return out
 

@@ -54,6 +54,20 @@ def plan_backward_ms(path):
     return int(m.group(1))
 
 
+def build_programs(model, out, overlap):
+    """Builds syncgen's programs of MODEL's DDP plan into OUT: {backward ms: program} for the
+    sync regime (0: the plan without its backward) and, if OVERLAP, the plan as written."""
+    plan = os.path.join(bl.ROOT, "bench", "plans", model + "_ddp.sync")
+    bwd = plan_backward_ms(plan)
+    plan0 = os.path.join(out, model + "_ddp_sync.sync")
+    with open(plan0, "w") as f:
+        f.write(re.sub(r"\n\s*backward\s+\d+ms[^\n]*", "", open(plan).read()).replace(" after ready", ""))
+    progs = {0: bl.build(plan0, os.path.join(out, model + "_ddp_sync"))}
+    if overlap:
+        progs[bwd] = bl.build(plan, os.path.join(out, model + "_ddp"))
+    return plan, bwd, progs
+
+
 def syncgen_summary(rec):
     s = rec["summary"]
     return {
@@ -82,8 +96,15 @@ def main():
     ap.add_argument("--warmup", type=int, help="override the warm-up steps of every model")
     ap.add_argument("--out", default=os.path.join(bl.OUT, "ddp"))
     ap.add_argument("--results", default="ddp.json")
+    ap.add_argument("--build-only", action="store_true",
+                    help="build syncgen's programs of every model into --out and stop (for PREBUILT=DIR)")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
+    if args.build_only:
+        for model in args.models.split(","):
+            _, _, progs = build_programs(model, args.out, True)
+            bl.log("# built %s" % " ".join(sorted(os.path.relpath(p, bl.ROOT) for p in progs.values())))
+        return 0
 
     torch_v = bl.torch_version()
     if torch_v is None:
@@ -98,15 +119,8 @@ def main():
         steps, warmup = MODELS.get(model, (20, 3))
         steps = args.steps or steps
         warmup = args.warmup if args.warmup is not None else warmup
-        plan = os.path.join(bl.ROOT, "bench", "plans", model + "_ddp.sync")
-        bwd = plan_backward_ms(plan)
-        plan0 = os.path.join(args.out, model + "_ddp_sync.sync")
-        with open(plan0, "w") as f:
-            f.write(re.sub(r"\n\s*backward\s+\d+ms[^\n]*", "", open(plan).read()).replace(" after ready", ""))
         overlap = model in args.overlap_models.split(",")
-        progs = {0: bl.build(plan0, os.path.join(args.out, model + "_ddp_sync"))}
-        if overlap:
-            progs[bwd] = bl.build(plan, os.path.join(args.out, model + "_ddp"))
+        plan, bwd, progs = build_programs(model, args.out, overlap)
         regimes = [("sync", 0), ("overlap", bwd)][:2 if overlap else 1]  # syncgen's
         ddp_regimes = [("sync", "sync"), ("overlap", "overlap"), ("overlap-busy", "overlap")][:3 if overlap else 1]
         model_sync = os.path.join(bl.ROOT, "stdlib", "models", model + ".sync")
