@@ -1,6 +1,7 @@
 package mpi
 
 import (
+	"encoding/binary"
 	"math"
 	"math/rand"
 	"testing"
@@ -126,4 +127,64 @@ func TestReduceHalfMatchesGo(t *testing.T) {
 	if err := ReduceHalf(elem.F32, opSum, in, io, 1); err == nil {
 		t.Errorf("ReduceHalf accepted f32")
 	}
+}
+
+// The C division of an average's pieces (sg_mpi.c: a reciprocal for powers
+// of two, F16C conversions where the CPU has them) gives exactly what the
+// checker's elem.AvgDivide gives, on every 16-bit value, infinities and
+// subnormals included, and on float32 and float64 values of every
+// magnitude, for world sizes that are and are not powers of two. A NaN
+// must stay a NaN; its sign and payload are not the checker's concern
+// (the C and Go conversions already differ there).
+func TestAvgDivideMatchesGo(t *testing.T) {
+	rng := rand.New(rand.NewSource(2))
+	every16 := make([]uint16, 1<<16+5) // not a multiple of the vector width
+	for i := range every16 {
+		every16[i] = uint16(i)
+	}
+	f32 := make([]float32, 100003)
+	f64 := make([]float64, 100003)
+	for i := range f32 {
+		f32[i] = math.Float32frombits(rng.Uint32())
+		f64[i] = math.Float64frombits(rng.Uint64())
+	}
+	f32[0], f32[1], f64[0] = math.SmallestNonzeroFloat32, -1e-45, math.SmallestNonzeroFloat64
+	bytesOf := func(p unsafe.Pointer, n int) []byte { return unsafe.Slice((*byte)(p), n) }
+	for _, size := range []int{1, 2, 3, 4, 5, 7, 8, 64, 1000} {
+		for _, c := range []struct {
+			dt  elem.DType
+			buf []byte
+		}{
+			{elem.F16, bytesOf(unsafe.Pointer(&every16[0]), 2*len(every16))},
+			{elem.BF16, bytesOf(unsafe.Pointer(&every16[0]), 2*len(every16))},
+			{elem.F32, bytesOf(unsafe.Pointer(&f32[0]), 4*len(f32))},
+			{elem.F64, bytesOf(unsafe.Pointer(&f64[0]), 8*len(f64))},
+		} {
+			want := append([]byte(nil), c.buf...)
+			elem.AvgDivide(want, c.dt, size)
+			got := append([]byte(nil), c.buf...)
+			AvgDivide(unsafe.Pointer(&got[0]), c.dt, int64(len(got))/c.dt.Size(), size)
+			for i := 0; i < len(got); i += int(c.dt.Size()) {
+				w, g := want[i:i+int(c.dt.Size())], got[i:i+int(c.dt.Size())]
+				if string(w) != string(g) && !(isNaN(c.dt, w) && isNaN(c.dt, g)) {
+					t.Fatalf("%v / %d, element %d (bits %x): C %x, Go %x", c.dt, size, i/int(c.dt.Size()), c.buf[i:i+int(c.dt.Size())], g, w)
+				}
+			}
+		}
+	}
+}
+
+// isNaN says whether the element b of dtype dt is a NaN.
+func isNaN(dt elem.DType, b []byte) bool {
+	switch dt {
+	case elem.F16:
+		return math.IsNaN(elem.F16Value(uint16(b[0]) | uint16(b[1])<<8))
+	case elem.BF16:
+		return math.IsNaN(elem.BF16Value(uint16(b[0]) | uint16(b[1])<<8))
+	case elem.F32:
+		return math.IsNaN(float64(math.Float32frombits(binary.LittleEndian.Uint32(b))))
+	case elem.F64:
+		return math.IsNaN(math.Float64frombits(binary.LittleEndian.Uint64(b)))
+	}
+	return false
 }

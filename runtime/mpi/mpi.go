@@ -625,3 +625,10 @@ func ReduceHalf(dt elem.DType, o Op, in, inout unsafe.Pointer, n int) error {
 	}
 	return nil
 }
+
+// AvgDivide divides the n elements of dtype dt at p by size, with the C
+// code that divides an average's pieces (exported for tests, which compare
+// it with package elem's AvgDivide, the checker's).
+func AvgDivide(p unsafe.Pointer, dt elem.DType, n int64, size int) {
+	C.sg_avg_divide(p, C.int(dt), C.int64_t(n), C.int(size))
+}

@@ -47,6 +47,10 @@ uint16_t sg_f32_to_bf16(float f);
 // elements, inout[i] = in[i] op inout[i], as MPI would; -1 if there is none.
 int sg_half_reduce(int dtype, int op, const void *in, void *inout, int n);
 
+// sg_avg_divide divides n elements by size as an average's pieces are
+// divided; exported for tests.
+void sg_avg_divide(void *buf, int dtype, int64_t n, int size);
+
 // A batch (batch.go): MPI calls and clock reads that run in one call from
 // Go, in order, stopping at the first failure.
 enum { SG_CMD_BARRIER = 1, SG_CMD_STAMP, SG_CMD_ALLREDUCE, SG_CMD_BCAST, SG_CMD_REDUCE };
