@@ -202,10 +202,14 @@ func TestGroupsChainsAndInit(t *testing.T) {
 // the last is split between the two threads, and every element is what
 // the checker expects, at a world size that is not a power of two.
 func TestAvgDividedAhead(t *testing.T) {
-	for _, arg := range []string{"allreduce:3MiB:avg:bf16", "allreduce:4000012B:avg:f32"} {
-		t.Run(arg, func(t *testing.T) {
-			env := []string{"SYNCGEN_CPU_DIVIDE=ahead", "SYNCGEN_CPU_CHUNK=256KiB"}
-			r := mpirun(t, 3, env, 90*time.Second, arg, "--steps", "2", "--warmup", "0", "--check", "1")
+	for _, c := range []struct{ arg, chunk string }{
+		{"allreduce:3MiB:avg:bf16", "256KiB"},
+		{"allreduce:4000012B:avg:f32", "256KiB"},
+		{"allreduce:1MiB:avg:f16", "4MiB"}, // one piece, split between the threads
+	} {
+		t.Run(c.arg, func(t *testing.T) {
+			env := []string{"SYNCGEN_CPU_DIVIDE=ahead", "SYNCGEN_CPU_CHUNK=" + c.chunk}
+			r := mpirun(t, 3, env, 90*time.Second, c.arg, "--steps", "2", "--warmup", "0", "--check", "1")
 			if r.code != 0 || !strings.Contains(r.out, "# 0 wrong") || !strings.Contains(r.out, "averages divided on a thread of their own") {
 				t.Fatalf("exit %d; output:\n%s", r.code, r.out)
 			}

@@ -346,9 +346,22 @@ static int elem_size(int dtype) {
 // division is a pass over memory as long as the collective's own last
 // pass, and on a host with a core to spare per rank it then costs nothing
 // but the last piece's share (which the two threads split). Jobs are taken
-// in order; sg_divide_wait returns once every job posted so far is done,
-// and the mutex orders the divider's writes before the waiter's reads.
+// in order; sg_divide_wait returns once every job posted so far is done.
+//
+// Waking a thread that sleeps on a condition variable takes longer than
+// dividing a small piece, so neither side sleeps at once: the divider
+// looks for work for spin_ns after its last job (and is woken, by
+// div_wake, when an average's collective starts), and the waiter looks
+// for the divider's end for spin_ns before it sleeps. That spends the
+// spare core, which is what the divider is for (ahead is chosen only where
+// there is one).
+//
+// len, busy and awake change under mu but are read without it by the
+// spinners: busy is set before len drops (so len == 0 && busy == 0 is
+// never seen while a job runs), and busy's release store after a job
+// orders the job's writes before the waiter's acquire load.
 enum { div_queue_len = 64, split_bytes = 256 << 10 };
+static const int64_t spin_ns = 2000000;
 
 typedef struct {
 	void *buf;
@@ -358,29 +371,71 @@ typedef struct {
 
 static struct {
 	pthread_mutex_t mu;
-	pthread_cond_t cv; // a job posted, taken or done
+	pthread_cond_t cv; // a job posted, done, or a kick
 	pthread_t thread;
 	int started, failed;
 	div_job q[div_queue_len];
 	int head, len, busy;
+	int awake, kick; // the divider is not asleep on cv; wake it up
 } divider = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER};
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#endif
+}
+
+static inline int div_load(int *v) { return __atomic_load_n(v, __ATOMIC_ACQUIRE); }
+static inline void div_store(int *v, int x) { __atomic_store_n(v, x, __ATOMIC_RELEASE); }
 
 static void *div_loop(void *arg) {
 	(void)arg;
 	pthread_mutex_lock(&divider.mu);
 	for (;;) {
-		while (divider.len == 0) pthread_cond_wait(&divider.cv, &divider.mu);
+		while (divider.len == 0) {
+			pthread_mutex_unlock(&divider.mu);
+			int64_t until = sg_monotonic_ns() + spin_ns;
+			while (div_load(&divider.len) == 0 && sg_monotonic_ns() < until) cpu_relax();
+			pthread_mutex_lock(&divider.mu);
+			if (divider.len > 0) break;
+			div_store(&divider.awake, 0);
+			while (divider.len == 0 && !divider.kick) pthread_cond_wait(&divider.cv, &divider.mu);
+			divider.kick = 0;
+			div_store(&divider.awake, 1);
+		}
 		div_job j = divider.q[divider.head];
 		divider.head = (divider.head + 1) % div_queue_len;
-		divider.len--;
-		divider.busy = 1;
+		div_store(&divider.busy, 1);
+		div_store(&divider.len, divider.len - 1);
 		pthread_mutex_unlock(&divider.mu);
 		avg_divide(j.buf, j.dtype, j.n, j.size);
 		pthread_mutex_lock(&divider.mu);
-		divider.busy = 0;
+		div_store(&divider.busy, 0);
 		pthread_cond_broadcast(&divider.cv);
 	}
 	return NULL;
+}
+
+// div_start starts the divider once; it says whether it runs. Call with
+// mu held.
+static int div_start(void) {
+	if (!divider.started && !divider.failed) {
+		divider.awake = 1;
+		if (pthread_create(&divider.thread, NULL, div_loop, NULL) == 0) divider.started = 1;
+		else divider.failed = 1;
+	}
+	return divider.started;
+}
+
+// div_wake has the divider look for work, ahead of an average's pieces.
+static void div_wake(void) {
+	if (div_load(&divider.awake)) return;
+	pthread_mutex_lock(&divider.mu);
+	if (div_start()) {
+		divider.kick = 1;
+		pthread_cond_broadcast(&divider.cv);
+	}
+	pthread_mutex_unlock(&divider.mu);
 }
 
 // div_post hands a division to the divider, or does it here when the
@@ -388,23 +443,24 @@ static void *div_loop(void *arg) {
 static void div_post(void *buf, int dtype, int64_t n, int size) {
 	if (n == 0) return;
 	pthread_mutex_lock(&divider.mu);
-	if (!divider.started && !divider.failed) {
-		if (pthread_create(&divider.thread, NULL, div_loop, NULL) == 0) divider.started = 1;
-		else divider.failed = 1;
-	}
-	if (!divider.started) {
+	if (!div_start()) {
 		pthread_mutex_unlock(&divider.mu);
 		avg_divide(buf, dtype, n, size);
 		return;
 	}
 	while (divider.len == div_queue_len) pthread_cond_wait(&divider.cv, &divider.mu);
 	divider.q[(divider.head + divider.len) % div_queue_len] = (div_job){buf, dtype, size, n};
-	divider.len++;
+	div_store(&divider.len, divider.len + 1);
 	pthread_cond_broadcast(&divider.cv);
 	pthread_mutex_unlock(&divider.mu);
 }
 
+static int div_idle(void) { return div_load(&divider.len) == 0 && div_load(&divider.busy) == 0; }
+
 void sg_divide_wait(void) {
+	int64_t until = sg_monotonic_ns() + spin_ns;
+	while (!div_idle() && sg_monotonic_ns() < until) cpu_relax();
+	if (div_idle()) return;
 	pthread_mutex_lock(&divider.mu);
 	while (divider.len > 0 || divider.busy) pthread_cond_wait(&divider.cv, &divider.mu);
 	pthread_mutex_unlock(&divider.mu);
@@ -420,9 +476,10 @@ static void divide_piece(sg_cmd *c, void *p, int64_t n, int final) {
 	case SG_AVG_INLINE: avg_divide(p, c->dtype, n, c->size); break;
 	case SG_AVG_POST: div_post(p, c->dtype, n, c->size); break;
 	case SG_AVG_LAST: {
-		// Below split_bytes, waking the divider takes longer than the
-		// half it would take.
-		int64_t half = n * elem_size(c->dtype) >= split_bytes ? n / 2 : 0;
+		// Split only with the divider awake, and above split_bytes: below,
+		// handing over takes longer than the half it would save.
+		int split = div_load(&divider.awake) && n * elem_size(c->dtype) >= split_bytes;
+		int64_t half = split ? n / 2 : 0;
 		div_post(p, c->dtype, half, c->size);
 		avg_divide((char *)p + half * elem_size(c->dtype), c->dtype, n - half, c->size);
 		sg_divide_wait();
@@ -444,6 +501,7 @@ static int run_coll(sg_cmd *c) {
 	}
 	int64_t chunk = c->chunk > 0 && c->chunk <= 0x7fffffff ? c->chunk : 0x7fffffff;
 	int esz = elem_size(c->dtype);
+	if (c->avg == SG_AVG_POST || c->avg == SG_AVG_LAST) div_wake(); // awake by the time the piece is done
 	for (int64_t off = 0; off < c->count; off += chunk) {
 		int n = (int)(c->count - off < chunk ? c->count - off : chunk);
 		char *p = (char *)c->buf + off * esz;
