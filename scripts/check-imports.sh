@@ -6,9 +6,21 @@
 # runtime) to check that they agree. Tests' other imports may point up: an
 # end-to-end test of a lower package runs the higher ones. `make vet` runs
 # it.
+#
+# Shared packages are the exception: a shared package imports nothing of
+# the module (checked here), so both sides may import it. The cost model
+# (runtime/costmodel) is one: syncgen predict and tune use it on the
+# compiler's IR and a generated program on its recorded plan, and one
+# implementation keeps predicted and measured comparable. It lives under
+# runtime/ so that it travels with the runtime's embedded source.
 set -eu
 cd "$(dirname "$0")/.."
 module=$(go list -m)
+
+# Shared packages (see above), one a line.
+shared='
+runtime/costmodel
+'
 
 # package (relative to the module; . is the module's root) and its layer.
 layers='
@@ -16,6 +28,7 @@ runtime/internal/text            0
 runtime/internal/proc            0
 runtime/internal/dl              0
 runtime/internal/elem            0
+runtime/costmodel                0
 runtime/internal/optim           1
 runtime/internal/scaler          1
 runtime/internal/ckpt            1
@@ -43,11 +56,13 @@ stdlib                           100
 dsl                              101
 codegen                          101
 build                            101
-cmd/syncgen                      102
+predict                          101
+tune                             102
+cmd/syncgen                      103
 '
 
 go list -f '{{.ImportPath}} {{join .Imports " "}} | {{join .TestImports " "}} {{join .XTestImports " "}}' ./... |
-	awk -v module="$module" -v layers="$layers" '
+	awk -v module="$module" -v layers="$layers" -v shared="$shared" '
 	function rel(p) {
 		if (p == module) return "."
 		if (index(p, module "/") == 1) return substr(p, length(module) + 2)
@@ -57,6 +72,10 @@ go list -f '{{.ImportPath}} {{join .Imports " "}} | {{join .TestImports " "}} {{
 		n = split(layers, lines, "\n")
 		for (i = 1; i <= n; i++) {
 			if (split(lines[i], f, " ") == 2) layer[f[1]] = f[2]
+		}
+		n = split(shared, lines, "\n")
+		for (i = 1; i <= n; i++) {
+			if (lines[i] != "") isShared[lines[i]] = 1
 		}
 	}
 	{
@@ -72,6 +91,12 @@ go list -f '{{.ImportPath}} {{join .Imports " "}} | {{join .TestImports " "}} {{
 			to = rel($i)
 			if (to == "" || to == from) continue
 			if (!(to in layer)) continue # reported as an importer of its own
+			if (from in isShared && !tests) {
+				printf "check-imports: %s is shared by the runtime and the compiler and must import nothing of the module, but imports %s\n", from, to
+				bad = 1
+				continue
+			}
+			if (to in isShared) continue
 			lf = layer[from]; lt = layer[to]
 			runtimeSide = lf < 100; toRuntime = lt < 100
 			if (tests && !runtimeSide && to == "runtime") continue

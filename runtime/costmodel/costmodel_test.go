@@ -1,0 +1,285 @@
+package costmodel
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+func near(a, b, tol float64) bool { return math.Abs(a-b) <= tol*math.Max(math.Abs(b), 1e-12) }
+
+// profile1 is a profile whose allreduce costs 10 us plus 1 us per 1000
+// bytes of algorithm bandwidth at 2 ranks (busbw 1 GB/s * factor 1).
+func profile1() *Profile {
+	return &Profile{Format: Format, Ranks: 2, Curves: []Curve{
+		{Collective: "allreduce", Segments: []Segment{{AlphaUs: 10, BusGBs: 1}}},
+		{Collective: "broadcast", Segments: []Segment{{AlphaUs: 5, BusGBs: 2}, {FromBytes: 1 << 20, AlphaUs: 50, BusGBs: 4}}},
+	}}
+}
+
+func TestCostByHand(t *testing.T) {
+	p := profile1()
+	cases := []struct {
+		coll  string
+		bytes int64
+		n     int
+		want  float64
+	}{
+		// 10 + 1e6 * (2*1/2) / (1 * 1e3) = 1010 us.
+		{"allreduce", 1_000_000, 2, 1010},
+		// 4 ranks: factor 2*3/4 = 1.5: 10 + 1500.
+		{"allreduce", 1_000_000, 4, 1510},
+		// Below the breakpoint: 5 + 1000/(2e3) = 5.5.
+		{"broadcast", 1000, 4, 5.5},
+		// Above it: 50 + 2^21/(4e3).
+		{"broadcast", 2 << 20, 4, 50 + float64(2<<20)/4e3},
+	}
+	for _, c := range cases {
+		got, err := p.CollectiveUs(c.coll, "sum", "f32", c.bytes, c.n)
+		if err != nil || !near(got, c.want, 1e-9) {
+			t.Errorf("%s %d bytes on %d ranks: got %v, %v; want %v", c.coll, c.bytes, c.n, got, err, c.want)
+		}
+	}
+	if _, err := p.CollectiveUs("allgather", "", "f32", 1, 2); err == nil || !strings.Contains(err.Error(), "no curve for allgather") {
+		t.Errorf("a missing curve: got %v", err)
+	}
+	// NCCL's ring steps: 2(n-1) for allreduce.
+	s := Segment{AlphaUs: 8.4, StepUs: 3.4}
+	if got := s.Us("allreduce", 0, 8); !near(got, 8.4+14*3.4, 1e-12) {
+		t.Errorf("latency with steps: got %v", got)
+	}
+}
+
+func TestCurveChoice(t *testing.T) {
+	p := &Profile{Format: Format, Curves: []Curve{
+		{Collective: "allreduce", Segments: []Segment{{AlphaUs: 1}}},
+		{Collective: "allreduce", Op: "sum", DType: "f16", Segments: []Segment{{AlphaUs: 2}}},
+		{Collective: "allreduce", DType: "f32", Segments: []Segment{{AlphaUs: 3}}},
+	}}
+	for _, c := range []struct {
+		op, dt string
+		want   float64
+	}{{"sum", "f16", 2}, {"sum", "f32", 3}, {"max", "f16", 1}, {"avg", "i8", 1}} {
+		got, _ := p.CollectiveUs("allreduce", c.op, c.dt, 0, 2)
+		if got != c.want {
+			t.Errorf("%s %s: got the curve of %v, want %v", c.op, c.dt, got, c.want)
+		}
+	}
+}
+
+func TestFitRecoversSegments(t *testing.T) {
+	// Two regimes: 5 us + 2 GB/s algbw below 64 KiB, 40 us + 8 GB/s from it.
+	var pts []Point
+	for b := int64(4); b <= 64<<20; b *= 4 {
+		us := 5 + float64(b)/2e3
+		if b >= 64<<10 {
+			us = 40 + float64(b)/8e3
+		}
+		pts = append(pts, Point{b, us})
+	}
+	segs, err := Fit("allreduce", 2, pts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(segs) != 2 || segs[1].FromBytes != 64<<10 {
+		t.Fatalf("got segments %+v, want two split at 64 KiB", segs)
+	}
+	// At 2 ranks the bus factor is 1: busbw = algbw.
+	if !near(segs[0].AlphaUs, 5, 1e-6) || !near(segs[0].BusGBs, 2, 1e-6) || !near(segs[1].AlphaUs, 40, 1e-6) || !near(segs[1].BusGBs, 8, 1e-6) {
+		t.Errorf("got %+v", segs)
+	}
+	// One regime with noise stays one segment.
+	pts = pts[:0]
+	for i, b := 0, int64(4); b <= 64<<20; i, b = i+1, b*4 {
+		noise := 1 + 0.03*float64(i%3-1)
+		pts = append(pts, Point{b, (10 + float64(b)/4e3) * noise})
+	}
+	segs, err = Fit("allreduce", 4, pts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(segs) != 1 {
+		t.Fatalf("noise got %d segments: %+v", len(segs), segs)
+	}
+	// busbw = algbw * 1.5 at 4 ranks.
+	if !near(segs[0].BusGBs, 6, 0.05) || !near(segs[0].AlphaUs, 10, 0.1) {
+		t.Errorf("got %+v, want alpha 10 us, busbw 6 GB/s", segs[0])
+	}
+	if _, err := Fit("allreduce", 2, []Point{{1, 0}}); err == nil {
+		t.Error("a zero time fitted")
+	}
+}
+
+func TestValidate(t *testing.T) {
+	good := `{"format":"syncgen-profile/1","ranks":2,"collectives":[{"collective":"allreduce","segments":[{"from_bytes":0,"alpha_us":3,"busbw_gbs":1}]}]}`
+	if _, err := ParseProfile([]byte(good)); err != nil {
+		t.Fatalf("a good profile: %v", err)
+	}
+	bad := map[string]string{
+		`{"format":"x","collectives":[]}`:                                                      "format",
+		strings.Replace(good, "allreduce", "alltoall", 1):                                      "unknown collective",
+		strings.Replace(good, `"from_bytes":0`, `"from_bytes":5`, 1):                           "first segment must start at 0",
+		strings.Replace(good, `"alpha_us":3`, `"alpha_us":-3`, 1):                              "not negative",
+		strings.Replace(good, `"ranks":2`, `"rank":2`, 1):                                      "unknown field",
+		`{"format":"syncgen-profile/1","ranks":2,"collectives":[]}`:                            "no collectives",
+		strings.Replace(good, `"segments"`, `"segments":[],"x"`, 1):                            "unknown field",
+		strings.Replace(good, `}]}]}`, `},{"from_bytes":0,"alpha_us":1,"busbw_gbs":1}]}]}`, 1): "not after segment",
+	}
+	for in, want := range bad {
+		if _, err := ParseProfile([]byte(in)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: got %v, want an error with %q", in, err, want)
+		}
+	}
+}
+
+func TestBuiltin(t *testing.T) {
+	p, ok := Builtin("nvlink-h100", 8)
+	if !ok {
+		t.Fatal("no nvlink-h100")
+	}
+	if err := p.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := p.Curve("allreduce", "sum", "f32")
+	// Small: LL, 3.6 + 14*0.47 us and a quarter of 450 GB/s.
+	if got, want := c.Us(8, 8), 3.6+14*0.47+8*1.75/(112.5e3); !near(got, want, 1e-9) {
+		t.Errorf("8 bytes: got %v, want %v", got, want)
+	}
+	// Large: Simple, 8.4 + 14*3.4 us and 450 GB/s.
+	if got, want := c.Us(1<<30, 8), 8.4+14*3.4+float64(1<<30)*1.75/450e3; !near(got, want, 1e-9) {
+		t.Errorf("1 GiB: got %v, want %v", got, want)
+	}
+	if _, _, err := Resolve("no-such-fabric", 8); err == nil || !strings.Contains(err.Error(), "built-in profiles are") {
+		t.Errorf("an unknown name: %v", err)
+	}
+}
+
+// sched builds a schedule of tensors (bytes, bucket) over streams.
+func sched(streams []string, tensors [][2]int64, buckets []int64, step ...Op) *Schedule {
+	s := &Schedule{Ranks: 2, Streams: streams, Step: step}
+	for _, t := range tensors {
+		s.Tensors = append(s.Tensors, Tensor{Bytes: t[0], Bucket: int(t[1])})
+	}
+	for i, b := range buckets {
+		s.Buckets = append(s.Buckets, Bucket{Name: string(rune('a' + i)), Bytes: b, DType: "f32"})
+	}
+	return s
+}
+
+func ms(v float64) time.Duration { return time.Duration(math.Round(v * 1e6)) }
+
+func TestReplayOneBucket(t *testing.T) {
+	// backward 10 ms; one bucket of 1 MB after ready: 10 us + 1000 us.
+	s := sched([]string{"compute", "comm"}, [][2]int64{{1_000_000, 0}}, []int64{1_000_000},
+		Op{Kind: OpBackward, Stream: 0, Dur: ms(10)},
+		Op{Kind: OpCollective, Stream: 1, Collective: "allreduce", Op: "sum", After: AfterReady, Buckets: []int{0}},
+		Op{Kind: OpWait, Stream: 1})
+	pr, err := Replay(s, profile1())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pr.Rows) != 1 || pr.Rows[0].Start != ms(10) || pr.Rows[0].Time() != ms(1.01) {
+		t.Fatalf("rows %+v", pr.Rows)
+	}
+	if pr.Step != ms(11.01) || pr.Compute != ms(10) || pr.Exposed != ms(1.01) || pr.Hidden != 0 || pr.Overlap != 0 {
+		t.Errorf("got %+v", pr)
+	}
+}
+
+func TestReplayOverlapTwoStreams(t *testing.T) {
+	// Tensors t0 (3 MB) and t1 (1 MB), buckets b0={t0}, b1={t1};
+	// backward 8 ms: t1 ready at 2 ms, t0 at 8 ms. Each bucket's
+	// allreduce on its own stream, after ready; the bandwidth is shared.
+	// b1 runs 2 .. 3.01 ms; b0 8 .. 11.01 ms.
+	s := sched([]string{"compute", "c1", "c2"}, [][2]int64{{3_000_000, 0}, {1_000_000, 1}}, []int64{3_000_000, 1_000_000},
+		Op{Kind: OpBackward, Stream: 0, Dur: ms(8)},
+		Op{Kind: OpCollective, Stream: 1, Collective: "allreduce", After: AfterReady, Buckets: []int{1}, ID: 0},
+		Op{Kind: OpCollective, Stream: 2, Collective: "allreduce", After: AfterReady, Buckets: []int{0}, ID: 1},
+		Op{Kind: OpWait, Stream: 1}, Op{Kind: OpWait, Stream: 2})
+	pr, err := Replay(s, profile1())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pr.Rows[0].Start != ms(2) || pr.Rows[0].End != ms(3.01) || pr.Rows[1].Start != ms(8) || pr.Rows[1].End != ms(11.01) {
+		t.Fatalf("rows %+v", pr.Rows)
+	}
+	// Hidden: b1 wholly (1.01 ms); step 11.01, exposed 3.01.
+	if pr.Hidden != ms(1.01) || pr.Comm != ms(4.02) || pr.Step != ms(11.01) || pr.Exposed != ms(3.01) {
+		t.Errorf("got %+v", pr)
+	}
+	if !near(pr.Overlap, 100*1.01/4.02, 1e-9) {
+		t.Errorf("overlap %v", pr.Overlap)
+	}
+}
+
+func TestReplaySharedBandwidth(t *testing.T) {
+	// Two 1 MB allreduces on two streams at once, no dependency: the
+	// second's bandwidth term waits for the first's: both latencies run at
+	// 0, the bandwidth terms one after the other.
+	s := sched([]string{"c1", "c2"}, [][2]int64{{1_000_000, 0}, {1_000_000, 1}}, []int64{1_000_000, 1_000_000},
+		Op{Kind: OpCollective, Stream: 0, Collective: "allreduce", Buckets: []int{0}},
+		Op{Kind: OpCollective, Stream: 1, Collective: "allreduce", Buckets: []int{1}, ID: 1})
+	pr, err := Replay(s, profile1())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pr.Rows[0].End != ms(1.01) || pr.Rows[1].Start != 0 || pr.Rows[1].End != ms(2.01) || pr.Step != ms(2.01) {
+		t.Errorf("rows %+v step %v", pr.Rows, pr.Step)
+	}
+}
+
+func TestReplayGroupAndWait(t *testing.T) {
+	// compute 1 ms on s0; wait s0 (host at 1 ms); a group of two 1 MB
+	// allreduces on s1: both start at 1 ms, each row the group's span
+	// 1 .. 3.02 ms; then compute 2 ms on s0 after s1: 3.02 .. 5.02.
+	s := sched([]string{"s0", "s1"}, [][2]int64{{1_000_000, 0}, {1_000_000, 1}}, []int64{1_000_000, 1_000_000},
+		Op{Kind: OpCompute, Stream: 0, Dur: ms(1)},
+		Op{Kind: OpWait, Stream: 0},
+		Op{Kind: OpGroup, Body: []Op{
+			{Kind: OpCollective, Stream: 1, Collective: "allreduce", Buckets: []int{0}, ID: 0},
+			{Kind: OpCollective, Stream: 1, Collective: "allreduce", Buckets: []int{1}, ID: 1},
+		}},
+		Op{Kind: OpCompute, Stream: 0, Dur: ms(2), After: AfterStream, AfterStream: 1})
+	pr, err := Replay(s, profile1())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range pr.Rows {
+		if !r.Group || r.Start != ms(1) || r.End != ms(3.02) {
+			t.Errorf("group row %+v", r)
+		}
+	}
+	if pr.Step != ms(5.02) || pr.Compute != ms(3) || pr.Comm != ms(2.02) || pr.Hidden != 0 {
+		t.Errorf("got %+v", pr)
+	}
+}
+
+func TestReplayUpdateAndCasts(t *testing.T) {
+	// A bucket whose tensors are cast (CastBytes 2 MB each way at
+	// 1 GB/s: 2 ms each), then an update after synced of 4 MB (4 ms).
+	s := sched([]string{"comm"}, [][2]int64{{1_000_000, 0}}, []int64{500_000},
+		Op{Kind: OpCollective, Stream: 0, Collective: "allreduce", Buckets: []int{0}},
+		Op{Kind: OpUpdate, Stream: 0, After: AfterSynced, Buckets: []int{0}, Bytes: []int64{4_000_000}})
+	s.Buckets[0].CastBytes = 2_000_000
+	p := profile1()
+	if pr, err := Replay(s, p); err != nil || len(pr.Notes) != 2 || pr.Step != ms(0.51) {
+		t.Fatalf("without mem_gbs: %+v %v", pr, err)
+	}
+	p.MemGBs = 1
+	pr, err := Replay(s, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// cast in 2, allreduce 0.51 (10 us + 500 us), cast out 2, update 4.
+	if pr.Rows[0].Start != ms(2) || pr.Rows[0].End != ms(2.51) || pr.Step != ms(8.51) || len(pr.Notes) != 0 {
+		t.Errorf("got rows %+v step %v notes %v", pr.Rows, pr.Step, pr.Notes)
+	}
+}
+
+func TestReplayBadIndex(t *testing.T) {
+	s := sched([]string{"s"}, nil, nil, Op{Kind: OpCollective, Stream: 0, Collective: "allreduce", Buckets: []int{3}})
+	if _, err := Replay(s, profile1()); err == nil {
+		t.Error("a missing bucket replayed")
+	}
+}

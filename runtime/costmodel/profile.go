@@ -1,0 +1,222 @@
+package costmodel
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"sort"
+	"strings"
+)
+
+// Format is the format tag of profile files this package reads and
+// writes; a file with another tag is refused.
+const Format = "syncgen-profile/1"
+
+// Profile is the cost model of one cluster: a curve per collective (and
+// reduction operator and dtype, where they were measured apart), and the
+// memory bandwidth of casts and updates.
+type Profile struct {
+	Format string `json:"format"`
+	// Name names the profile ("nvlink-h100" for a built-in one).
+	Name string `json:"name,omitempty"`
+	// Source says where the figures come from: the calibration's command,
+	// or for a built-in profile the tables it was derived from.
+	Source string `json:"source,omitempty"`
+	// Machine, Backend, Versions and Date describe where it was measured.
+	Machine  string            `json:"machine,omitempty"`
+	Backend  string            `json:"backend,omitempty"`
+	Versions map[string]string `json:"versions,omitempty"`
+	Date     string            `json:"date,omitempty"`
+	// Ranks is the world size the profile was measured at (0: a built-in
+	// profile, which scales with the ranks).
+	Ranks int `json:"ranks"`
+	// MemGBs is the memory bandwidth (GB/s, bytes read plus written) of
+	// casts between dtypes, unscales and updates; 0 leaves them out of the
+	// model.
+	MemGBs float64 `json:"mem_gbs,omitempty"`
+	// Curves are the collectives' costs.
+	Curves []Curve `json:"collectives"`
+}
+
+// Curve is the cost of one collective as a function of its bytes: the
+// segment with the largest FromBytes not above the size applies.
+type Curve struct {
+	Collective string `json:"collective"`
+	// Op and DType narrow the curve to one reduction operator and one
+	// wire dtype; empty means any.
+	Op       string    `json:"op,omitempty"`
+	DType    string    `json:"dtype,omitempty"`
+	Segments []Segment `json:"segments"`
+	// Points are the measurements the segments were fitted to.
+	Points []Point `json:"points,omitempty"`
+}
+
+// Segment is the alpha-beta cost of a size range:
+// time = AlphaUs + StepUs*steps(n) + bytes*factor(n)/BusGBs, with
+// factor nccl-tests' bus bandwidth factor (2(n-1)/n for allreduce) and
+// steps the ring's steps (2(n-1) for allreduce), so that one segment
+// holds at any world size. BusGBs 0 means no bandwidth term.
+type Segment struct {
+	FromBytes int64   `json:"from_bytes"`
+	AlphaUs   float64 `json:"alpha_us"`
+	StepUs    float64 `json:"step_us,omitempty"`
+	BusGBs    float64 `json:"busbw_gbs"`
+}
+
+// Point is one measurement: the time of one collective of Bytes bytes.
+type Point struct {
+	Bytes int64   `json:"bytes"`
+	Us    float64 `json:"us"`
+}
+
+// Collectives are the names a curve may have.
+var Collectives = []string{"allreduce", "broadcast", "reduce", "allgather", "reducescatter"}
+
+// maxProfileBytes bounds the size of a profile file: a profile is a few
+// hundred points at most.
+const maxProfileBytes = 16 << 20
+
+// ReadProfile reads and validates the profile file at path.
+func ReadProfile(path string) (*Profile, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("profile %s: %w", path, err)
+	}
+	p, err := ParseProfile(data)
+	if err != nil {
+		return nil, fmt.Errorf("profile %s: %w", path, err)
+	}
+	return p, nil
+}
+
+// ParseProfile decodes and validates a profile. Unknown fields are
+// errors, so that a misspelt field is not silently ignored.
+func ParseProfile(data []byte) (*Profile, error) {
+	if len(data) > maxProfileBytes {
+		return nil, fmt.Errorf("%d bytes is too large for a profile (at most %d)", len(data), maxProfileBytes)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var p Profile
+	if err := dec.Decode(&p); err != nil {
+		return nil, fmt.Errorf("not a syncgen profile (JSON): %v; write one with `syncgen calibrate`", err)
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// finite says whether v is a usable figure: finite and not negative.
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) && v >= 0 }
+
+// Validate checks that the profile can be used: its format, known
+// collectives, and finite, non-negative figures in size order.
+func (p *Profile) Validate() error {
+	if p.Format != Format {
+		return fmt.Errorf("format %q: want %q (a file written by `syncgen calibrate`)", p.Format, Format)
+	}
+	if p.Ranks < 0 {
+		return fmt.Errorf("ranks %d: want 0 (any) or more", p.Ranks)
+	}
+	if !finite(p.MemGBs) {
+		return fmt.Errorf("mem_gbs %v: want a finite number, 0 or more", p.MemGBs)
+	}
+	if len(p.Curves) == 0 {
+		return fmt.Errorf("no collectives: a profile needs at least one curve")
+	}
+	seen := map[string]bool{}
+	for i, c := range p.Curves {
+		where := fmt.Sprintf("collectives[%d] (%s)", i, c.Key())
+		if !knownCollective(c.Collective) {
+			return fmt.Errorf("%s: unknown collective %q; the collectives are %s", where, c.Collective, strings.Join(Collectives, ", "))
+		}
+		if seen[c.Key()] {
+			return fmt.Errorf("%s: a second curve for the same collective, op and dtype", where)
+		}
+		seen[c.Key()] = true
+		if len(c.Segments) == 0 {
+			return fmt.Errorf("%s: no segments", where)
+		}
+		for j, s := range c.Segments {
+			if s.FromBytes < 0 || !finite(s.AlphaUs) || !finite(s.StepUs) || !finite(s.BusGBs) {
+				return fmt.Errorf("%s: segment %d: sizes and figures must be finite and not negative", where, j)
+			}
+			if j == 0 && s.FromBytes != 0 {
+				return fmt.Errorf("%s: the first segment must start at 0 bytes, not %d", where, s.FromBytes)
+			}
+			if j > 0 && s.FromBytes <= c.Segments[j-1].FromBytes {
+				return fmt.Errorf("%s: segment %d starts at %d bytes, not after segment %d's %d", where, j, s.FromBytes, j-1, c.Segments[j-1].FromBytes)
+			}
+		}
+		for j, pt := range c.Points {
+			if pt.Bytes < 0 || !finite(pt.Us) {
+				return fmt.Errorf("%s: point %d: bytes and time must be finite and not negative", where, j)
+			}
+		}
+	}
+	return nil
+}
+
+// Key names the curve: "allreduce", "allreduce sum f32".
+func (c *Curve) Key() string {
+	return strings.TrimSpace(strings.Join([]string{c.Collective, c.Op, c.DType}, " "))
+}
+
+func knownCollective(name string) bool {
+	for _, c := range Collectives {
+		if c == name {
+			return true
+		}
+	}
+	return false
+}
+
+// Curve returns the profile's curve for collective coll with operator op
+// on dtype: an exact match first, then one for any operator, then one
+// for any dtype, then one for any of both.
+func (p *Profile) Curve(coll, op, dtype string) (*Curve, error) {
+	best, bestScore := -1, -1
+	for i := range p.Curves {
+		c := &p.Curves[i]
+		if c.Collective != coll {
+			continue
+		}
+		// A curve of another operator or dtype does not apply; an exact
+		// match is better than a curve for any.
+		if (c.Op != "" && c.Op != op) || (c.DType != "" && c.DType != dtype) {
+			continue
+		}
+		score := 0
+		if c.Op != "" {
+			score++
+		}
+		if c.DType != "" {
+			score += 2
+		}
+		if score > bestScore {
+			best, bestScore = i, score
+		}
+	}
+	if best < 0 {
+		var have []string
+		for _, c := range p.Curves {
+			have = append(have, c.Key())
+		}
+		sort.Strings(have)
+		return nil, fmt.Errorf("the profile has no curve for %s (it has: %s); calibrate with a plan that uses it (syncgen calibrate --plan FILE)",
+			coll, strings.Join(have, ", "))
+	}
+	return &p.Curves[best], nil
+}
+
+// Write writes the profile as indented JSON to path.
+func (p *Profile) Write(path string) error {
+	data, err := json.MarshalIndent(p, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(data, '\n'), 0o644)
+}

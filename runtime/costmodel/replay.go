@@ -1,0 +1,440 @@
+package costmodel
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+)
+
+// Prediction is what Replay predicts for one step, in the terms of the
+// runtime's report.
+type Prediction struct {
+	// Rows are the collectives' buckets in program order: one per bucket
+	// of each collective statement, as the runtime's table.
+	Rows []Row
+	// Spans are every predicted piece of work, for a trace.
+	Spans []Span
+	// Step is the step's time: until the host and every stream are done.
+	Step time.Duration
+	// Compute is the union of backward and compute work, Comm of
+	// collectives, Hidden the communication that overlapped compute.
+	Compute, Comm, Hidden time.Duration
+	// Exposed is Step minus Compute, as the report computes it.
+	Exposed time.Duration
+	// Overlap is Hidden as a percentage of Comm.
+	Overlap float64
+	// Notes say what the prediction left out.
+	Notes []string
+}
+
+// Row is one bucket of one collective statement.
+type Row struct {
+	ID         int
+	Bucket     int
+	Collective string
+	Stream     int
+	Bytes      int64
+	Group      bool
+	// Start and End are from the step's start; in a group, the group's
+	// span on the stream (which is what the runtime times for each
+	// member).
+	Start, End time.Duration
+}
+
+// Time returns the row's predicted duration.
+func (r *Row) Time() time.Duration { return r.End - r.Start }
+
+// Span is one predicted piece of work on a stream.
+type Span struct {
+	Kind       OpKind
+	Stream     int
+	Name       string
+	Start, End time.Duration
+}
+
+// replay is the state of one Replay.
+type replay struct {
+	s    *Schedule
+	p    *Profile
+	pred *Prediction
+	// free is when each stream's queued work ends; host the host's time.
+	free []time.Duration
+	host time.Duration
+	// ready and synced are each bucket's gradients' ready time and its
+	// last collective's end (-1: not in this step yet).
+	ready, synced []time.Duration
+	// fabric is when the bandwidth all streams share is next free.
+	fabric time.Duration
+	notes  map[string]bool
+}
+
+// Replay predicts one step of schedule s with profile p. Its rules are
+// the runtime's: the host issues statements in program order and blocks
+// only at waits; each stream runs its work in order; a backward makes
+// gradients ready in reverse declaration order, its duration shared by
+// size; `after ready` waits for the bucket's gradients, `after STREAM`
+// for the work queued on that stream when the statement is issued, `after
+// synced` for the bucket's last collective; a group's collectives start
+// together once all their dependencies are met, and each member's time is
+// the group's. Collectives on different streams share one bandwidth: a
+// collective's latency term runs concurrently with other streams' work,
+// its bandwidth term waits for the bandwidth to be free (in program
+// order). Casts, updates and unscales cost their bytes at the profile's
+// memory bandwidth.
+func Replay(s *Schedule, p *Profile) (*Prediction, error) {
+	r := &replay{s: s, p: p, pred: &Prediction{}, free: make([]time.Duration, len(s.Streams)),
+		ready: make([]time.Duration, len(s.Buckets)), synced: make([]time.Duration, len(s.Buckets)), notes: map[string]bool{}}
+	for i := range r.ready {
+		r.ready[i], r.synced[i] = -1, -1
+	}
+	for i := range s.Step {
+		if err := r.op(&s.Step[i]); err != nil {
+			return nil, err
+		}
+	}
+	end := r.host
+	for _, f := range r.free {
+		end = max(end, f)
+	}
+	pr := r.pred
+	pr.Step = end
+	var comp, comm []interval
+	for _, sp := range pr.Spans {
+		switch sp.Kind {
+		case OpBackward, OpCompute:
+			comp = append(comp, interval{sp.Start, sp.End})
+		case OpCollective:
+			comm = append(comm, interval{sp.Start, sp.End})
+		}
+	}
+	comp, comm = union(comp), union(comm)
+	pr.Compute, pr.Comm = length(comp), length(comm)
+	pr.Hidden = length(intersect(comp, comm))
+	pr.Exposed = max(pr.Step-pr.Compute, 0)
+	if pr.Comm > 0 {
+		pr.Overlap = 100 * float64(pr.Hidden) / float64(pr.Comm)
+	}
+	for n := range r.notes {
+		pr.Notes = append(pr.Notes, n)
+	}
+	slices.Sort(pr.Notes)
+	return pr, nil
+}
+
+func us(v float64) time.Duration { return time.Duration(math.Round(v * 1e3)) }
+
+func (r *replay) checkStream(i int) error {
+	if i < 0 || i >= len(r.free) {
+		return fmt.Errorf("stream %d does not exist (the schedule has %d)", i, len(r.free))
+	}
+	return nil
+}
+
+// dep returns when an op on stream may start by its AfterStream
+// dependency, taken when it is issued.
+func (r *replay) dep(o *Op) (time.Duration, error) {
+	if o.After != AfterStream {
+		return 0, nil
+	}
+	if err := r.checkStream(o.AfterStream); err != nil {
+		return 0, err
+	}
+	return r.free[o.AfterStream], nil
+}
+
+func (r *replay) op(o *Op) error {
+	if o.Kind != OpGroup {
+		if err := r.checkStream(o.Stream); err != nil {
+			return err
+		}
+	}
+	switch o.Kind {
+	case OpBackward, OpCompute:
+		d, err := r.dep(o)
+		if err != nil {
+			return err
+		}
+		start := max(r.free[o.Stream], r.host, d)
+		if o.Kind == OpBackward {
+			r.backward(start, o.Dur)
+		}
+		r.free[o.Stream] = start + o.Dur
+		name := "compute"
+		if o.Kind == OpBackward {
+			name = "backward"
+		}
+		r.pred.Spans = append(r.pred.Spans, Span{Kind: o.Kind, Stream: o.Stream, Name: name, Start: start, End: start + o.Dur})
+	case OpWait:
+		r.host = max(r.host, r.free[o.Stream])
+	case OpCollective:
+		d, err := r.dep(o)
+		if err != nil {
+			return err
+		}
+		for i := range o.Buckets {
+			if err := r.group([]item{{o, i, d}}, false); err != nil {
+				return err
+			}
+		}
+	case OpGroup:
+		var items []item
+		for k := range o.Body {
+			m := &o.Body[k]
+			if err := r.checkStream(m.Stream); err != nil {
+				return err
+			}
+			d, err := r.dep(m)
+			if err != nil {
+				return err
+			}
+			for i := range m.Buckets {
+				items = append(items, item{m, i, d})
+			}
+		}
+		return r.group(items, true)
+	case OpUpdate, OpUnscale:
+		return r.train(o)
+	default:
+		return fmt.Errorf("unknown op kind %d", o.Kind)
+	}
+	return nil
+}
+
+// backward sets the ready time of every bucket: gradients in reverse
+// declaration order, the duration shared in proportion to their bytes; a
+// bucket is ready when the last of its gradients is.
+func (r *replay) backward(start, d time.Duration) {
+	var total int64
+	for _, t := range r.s.Tensors {
+		if !t.Frozen {
+			total += t.Bytes
+		}
+	}
+	var cum int64
+	for i := len(r.s.Tensors) - 1; i >= 0; i-- {
+		t := r.s.Tensors[i]
+		if t.Frozen {
+			continue
+		}
+		cum += t.Bytes
+		at := start + time.Duration(float64(d)*float64(cum)/float64(max(total, 1)))
+		if t.Bucket >= 0 && t.Bucket < len(r.ready) {
+			r.ready[t.Bucket] = at // the last one written wins
+		}
+	}
+}
+
+// item is one bucket of one collective statement.
+type item struct {
+	op  *Op
+	k   int           // index into op.Buckets
+	dep time.Duration // the AfterStream dependency's time
+}
+
+func (it item) bucket() int { return it.op.Buckets[it.k] }
+
+// bytes returns what the item's collective moves.
+func (it item) bytes(s *Schedule) int64 {
+	if it.op.Bytes != nil {
+		return it.op.Bytes[it.k]
+	}
+	return s.Buckets[it.bucket()].Bytes
+}
+
+// group runs items as the runtime's issueGroup does: per stream in order
+// of first use, the dependencies and casts in, then the collectives one
+// after another, then the casts back.
+func (r *replay) group(items []item, grouped bool) error {
+	var order []int
+	for _, it := range items {
+		if b := it.bucket(); b < 0 || b >= len(r.s.Buckets) {
+			return fmt.Errorf("bucket %d does not exist (the schedule has %d)", b, len(r.s.Buckets))
+		}
+		if !slices.Contains(order, it.op.Stream) {
+			order = append(order, it.op.Stream)
+		}
+	}
+	for _, si := range order {
+		t := max(r.free[si], r.host)
+		for _, it := range items {
+			if it.op.Stream != si {
+				continue
+			}
+			b := it.bucket()
+			switch it.op.After {
+			case AfterReady:
+				if r.ready[b] >= 0 {
+					t = max(t, r.ready[b])
+				}
+			case AfterStream:
+				t = max(t, it.dep)
+			}
+			t += r.mem(r.s.Buckets[b].CastBytes, "casts between a tensor's dtype and its bucket's wire dtype")
+		}
+		start, cur := t, t
+		first := len(r.pred.Rows)
+		for _, it := range items {
+			if it.op.Stream != si {
+				continue
+			}
+			b := it.bucket()
+			n := it.bytes(r.s)
+			c, err := r.p.Curve(it.op.Collective, it.op.Op, r.s.Buckets[b].DType)
+			if err != nil {
+				return err
+			}
+			lat, bw := c.split(n, r.s.Ranks)
+			cur += us(lat)
+			if bw > 0 {
+				cur = max(cur, r.fabric) + us(bw)
+				r.fabric = cur
+			}
+			r.pred.Rows = append(r.pred.Rows, Row{ID: it.op.ID, Bucket: b, Collective: it.op.Collective, Stream: si, Bytes: n,
+				Group: grouped, Start: start, End: cur})
+			r.pred.Spans = append(r.pred.Spans, Span{Kind: OpCollective, Stream: si, Name: r.s.Buckets[b].Name, Start: start, End: cur})
+			if !grouped {
+				start = cur
+			}
+		}
+		for k := first; k < len(r.pred.Rows); k++ {
+			if grouped {
+				r.pred.Rows[k].End = cur
+				r.pred.Spans[len(r.pred.Spans)-len(r.pred.Rows)+k].End = cur
+			}
+			r.synced[r.pred.Rows[k].Bucket] = cur
+		}
+		for _, it := range items {
+			if it.op.Stream == si {
+				cur += r.mem(r.s.Buckets[it.bucket()].CastBytes, "casts between a tensor's dtype and its bucket's wire dtype")
+			}
+		}
+		r.free[si] = cur
+	}
+	return nil
+}
+
+// split returns the latency and bandwidth terms (microseconds) of the
+// curve's segment for bytes on n ranks.
+func (c *Curve) split(bytes int64, n int) (lat, bw float64) {
+	seg := &c.Segments[0]
+	for i := range c.Segments {
+		if c.Segments[i].FromBytes <= bytes {
+			seg = &c.Segments[i]
+		}
+	}
+	lat = seg.AlphaUs + seg.StepUs*float64(Steps(c.Collective, n))
+	if seg.BusGBs > 0 {
+		bw = float64(bytes) * BusFactor(c.Collective, n) / (seg.BusGBs * 1e3)
+	}
+	return lat, bw
+}
+
+// mem returns the time of memory work of bytes, noting what is left out
+// when the profile has no memory bandwidth.
+func (r *replay) mem(bytes int64, what string) time.Duration {
+	if bytes == 0 {
+		return 0
+	}
+	if r.p.MemGBs <= 0 {
+		r.notes[what+": not modelled (the profile has no mem_gbs)"] = true
+		return 0
+	}
+	return us(r.p.MemUs(bytes))
+}
+
+// train runs an update or an unscale: each bucket in turn on the stream,
+// after its dependency.
+func (r *replay) train(o *Op) error {
+	d, err := r.dep(o)
+	if err != nil {
+		return err
+	}
+	what := "updates"
+	if o.Kind == OpUnscale {
+		what = "unscales"
+	}
+	t := max(r.free[o.Stream], r.host, d)
+	for k, b := range o.Buckets {
+		if b < 0 || b >= len(r.s.Buckets) {
+			return fmt.Errorf("bucket %d does not exist (the schedule has %d)", b, len(r.s.Buckets))
+		}
+		if o.After == AfterSynced && r.synced[b] >= 0 {
+			t = max(t, r.synced[b])
+		}
+		var n int64
+		switch {
+		case o.Bytes != nil:
+			n = o.Bytes[k]
+		case o.Kind == OpUnscale:
+			n = 2 * r.s.Buckets[b].Bytes
+		}
+		start := t
+		t += r.mem(n, what)
+		r.pred.Spans = append(r.pred.Spans, Span{Kind: o.Kind, Stream: o.Stream, Name: r.s.Buckets[b].Name, Start: start, End: t})
+	}
+	if o.Kind == OpUnscale && o.Agree {
+		if c, err := r.p.Curve("allreduce", "max", "i32"); err == nil {
+			lat, bw := c.split(4, r.s.Ranks)
+			t += us(lat + bw)
+		} else {
+			r.notes["the overflow flag's allreduce: not modelled (the profile has no allreduce)"] = true
+		}
+	}
+	r.free[o.Stream] = t
+	return nil
+}
+
+// interval is a span of time within a step.
+type interval struct{ a, b time.Duration }
+
+// union merges overlapping intervals, sorted.
+func union(in []interval) []interval {
+	slices.SortFunc(in, func(x, y interval) int {
+		if x.a < y.a {
+			return -1
+		}
+		if x.a > y.a {
+			return 1
+		}
+		return 0
+	})
+	var out []interval
+	for _, v := range in {
+		if v.b <= v.a {
+			continue
+		}
+		if n := len(out); n > 0 && v.a <= out[n-1].b {
+			out[n-1].b = max(out[n-1].b, v.b)
+			continue
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// intersect returns the overlap of two sorted disjoint interval lists.
+func intersect(x, y []interval) []interval {
+	var out []interval
+	i, j := 0, 0
+	for i < len(x) && j < len(y) {
+		a, b := max(x[i].a, y[j].a), min(x[i].b, y[j].b)
+		if a < b {
+			out = append(out, interval{a, b})
+		}
+		if x[i].b < y[j].b {
+			i++
+		} else {
+			j++
+		}
+	}
+	return out
+}
+
+func length(in []interval) time.Duration {
+	var d time.Duration
+	for _, v := range in {
+		d += v.b - v.a
+	}
+	return d
+}
