@@ -1,0 +1,80 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/syncgen/syncgen/predict"
+	"github.com/syncgen/syncgen/runtime/costmodel"
+)
+
+func predictCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "predict",
+		Usage:     "predict a plan's step time from a cost-model profile, without running it",
+		ArgsUsage: "FILE.sync",
+		Description: `predict replays the plan's step - each gradient's ready time from the
+simulated backward, each stream's order, after edges, groups and waits -
+against a cost model of the collectives, and prints the table a run would
+print: per bucket its predicted time, algbw and busbw, then the step time,
+exposed communication and overlap. Nothing is built or run.
+
+--profile takes a profile file written by 'syncgen calibrate' on your
+cluster, or the name of a built-in profile of a fabric you may not have
+(` + strings.Join(costmodel.BuiltinNames(), ", ") + `), derived from NCCL's own tuning
+tables. docs/predict.md says how the model works and how far off it was.
+
+Examples:
+   syncgen predict --np 8 --profile nvlink-h100 examples/resnet50.sync
+   syncgen calibrate --np 4 -o cpu4.json && syncgen predict --np 4 --profile cpu4.json examples/bert_large.sync`,
+		Flags: []cli.Flag{
+			&cli.IntFlag{Name: "np", Value: 2, Usage: "number of ranks to predict for"},
+			&cli.StringFlag{Name: "profile", Usage: "profile `FILE` (from syncgen calibrate) or built-in NAME", Required: true},
+			&cli.StringFlag{Name: "json", Usage: "also write the prediction as JSON to `FILE` (- for standard output, instead of the table)"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 1 {
+				return cli.Exit("predict: give exactly one .sync file; usage: syncgen predict --np N --profile FILE|NAME FILE.sync", 2)
+			}
+			res, err := predictPlan(c, c.Args().First(), c.Int("np"), c.String("profile"))
+			if err != nil {
+				return err
+			}
+			if j := c.String("json"); j != "" {
+				if err := res.WriteJSON(j, c.App.Writer); err != nil {
+					return cli.Exit("predict: "+err.Error(), 1)
+				}
+				if j == "-" {
+					return nil
+				}
+			}
+			return res.Write(c.App.Writer)
+		},
+	}
+}
+
+// predictPlan loads the plan at path and predicts it at np ranks with the
+// profile that profileArg names, printing the profile's warning if any.
+func predictPlan(c *cli.Context, path string, np int, profileArg string) (*predict.Result, error) {
+	if np < 1 {
+		return nil, cli.Exit(fmt.Sprintf("%s: --np %d: need at least one rank", c.Command.Name, np), 2)
+	}
+	prog, err := loadOrReport(c, path)
+	if err != nil {
+		return nil, err
+	}
+	prof, warning, err := costmodel.Resolve(profileArg, np)
+	if err != nil {
+		return nil, cli.Exit(fmt.Sprintf("%s: --profile: %v", c.Command.Name, err), 1)
+	}
+	if warning != "" {
+		fmt.Fprintf(c.App.ErrWriter, "%s: warning: %s\n", c.Command.Name, warning)
+	}
+	res, err := predict.Predict(prog, np, prof)
+	if err != nil {
+		return nil, cli.Exit(fmt.Sprintf("%s: %v", c.Command.Name, err), 1)
+	}
+	return res, nil
+}

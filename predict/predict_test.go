@@ -1,0 +1,110 @@
+package predict
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/syncgen/syncgen/dsl"
+	"github.com/syncgen/syncgen/ir"
+	"github.com/syncgen/syncgen/runtime/costmodel"
+)
+
+func check(t *testing.T, src string) *ir.Program {
+	t.Helper()
+	prog, diags := dsl.Check("p.sync", []byte(src))
+	if diags.HasErrors() {
+		t.Fatalf("%v", diags)
+	}
+	return prog
+}
+
+// prof: allreduce 10 us + bytes/(1 GB/s bus); allgather 20 us + bytes/(1 GB/s bus).
+var prof = &costmodel.Profile{Format: costmodel.Format, Ranks: 2, MemGBs: 1, Curves: []costmodel.Curve{
+	{Collective: "allreduce", Segments: []costmodel.Segment{{AlphaUs: 10, BusGBs: 1}}},
+	{Collective: "allgather", Segments: []costmodel.Segment{{AlphaUs: 20, BusGBs: 1}}},
+}}
+
+const twoBuckets = `
+tensor a f32[250000]
+tensor b f16[250000]
+tensor c f32[3]
+stream compute
+stream comm
+bucket lead { a } wire f16
+bucket rest { * } wire f32
+step {
+    backward 4ms on compute
+    allreduce lead op avg on comm after ready
+    group {
+        allgather rest on comm after ready
+    }
+    wait comm
+}
+`
+
+func TestSchedule(t *testing.T) {
+	prog := check(t, twoBuckets)
+	s := Schedule(prog, 2)
+	if len(s.Streams) != 2 || len(s.Tensors) != 3 || len(s.Buckets) != 2 {
+		t.Fatalf("schedule %+v", s)
+	}
+	// Bucket lead: a (f32, 1 MB) cast to f16 (0.5 MB): 1.5 MB each way.
+	if s.Buckets[0].Bytes != 500_000 || s.Buckets[0].CastBytes != 1_500_000 || s.Buckets[0].DType != "f16" {
+		t.Errorf("bucket lead %+v", s.Buckets[0])
+	}
+	g := s.Step[2]
+	if g.Kind != costmodel.OpGroup || len(g.Body) != 1 || g.Body[0].ID != 1 || s.Step[1].ID != 0 {
+		t.Fatalf("group %+v", g)
+	}
+	// allgather pads to a multiple of the ranks: 250003 elements -> 250004.
+	want := int64(250004) * prog.Buckets[1].Wire.Size()
+	if g.Body[0].Bytes[0] != want {
+		t.Errorf("allgather bytes %d, want %d", g.Body[0].Bytes[0], want)
+	}
+}
+
+func TestPredictByHand(t *testing.T) {
+	src := `
+tensor x f32[250000]
+tensor y f32[250000]
+stream compute
+stream comm
+bucket bx { x }
+bucket by { y }
+step {
+    backward 10ms on compute
+    allreduce by on comm after ready
+    allreduce bx on comm after ready
+    wait comm
+}
+`
+	res, err := Predict(check(t, src), 2, prof)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// y is ready at 5 ms, x at 10 ms; each 1 MB allreduce takes
+	// 10 us + 1000 us. by (issued first on the stream) runs 5 .. 6.01 ms,
+	// hidden; bx 10 .. 11.01 ms.
+	ms := func(v float64) time.Duration { return time.Duration(v * 1e6) }
+	if len(res.Rows) != 2 || res.Rows[1].Start != ms(10) || res.Rows[0].Start != ms(5) || res.Rows[0].End != ms(6.01) {
+		t.Fatalf("rows %+v", res.Rows)
+	}
+	if res.Step != ms(11.01) || res.Exposed != ms(1.01) || res.Hidden != ms(1.01) {
+		t.Errorf("step %v exposed %v hidden %v", res.Step, res.Exposed, res.Hidden)
+	}
+	var out bytes.Buffer
+	if err := res.Write(&out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"bx", "1010.0", "step time 11.010 ms", "exposed communication (step - compute) 1.010 ms"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if _, err := Predict(check(t, twoBuckets), 2, &costmodel.Profile{Format: costmodel.Format, Curves: prof.Curves[:1]}); err == nil ||
+		!strings.Contains(err.Error(), "no curve for allgather") {
+		t.Errorf("a missing curve: %v", err)
+	}
+}
