@@ -57,6 +57,7 @@ dsl                              101
 codegen                          101
 build                            101
 predict                          101
+calibrate                        101
 tune                             102
 cmd/syncgen                      103
 '

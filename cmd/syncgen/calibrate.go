@@ -1,0 +1,202 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/syncgen/syncgen/calibrate"
+	"github.com/syncgen/syncgen/ir"
+	"github.com/syncgen/syncgen/runtime/costmodel"
+)
+
+func calibrateCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "calibrate",
+		Usage:     "measure this cluster's collectives and write a cost-model profile",
+		ArgsUsage: " ",
+		Description: `calibrate builds a plan that runs each collective that --plan uses (else an
+f32 sum allreduce) alone on a communication stream over a sweep of sizes,
+runs it under mpirun like 'syncgen run' (every result checked), and fits
+each collective's times, the median of --reps steps, to an alpha-beta
+cost model: latency plus bytes over bus bandwidth, in up to three pieces
+where the library changes algorithm. It writes the profile (JSON, with
+the machine, ranks, backend and library versions, the measured points and
+the fitted pieces) for 'syncgen predict', 'syncgen tune' and a run's
+--profile. Keep one per cluster and world size.
+
+The default sweep is 4 B to 64 MiB in steps of 4; --full sweeps 4 B to
+256 MiB in steps of 2.
+
+Examples:
+   syncgen calibrate --np 4 -o cpu4.json
+   syncgen calibrate --np 8 --plan examples/bert_large.sync --full -o h200x8.json`,
+		Flags: []cli.Flag{
+			&cli.IntFlag{Name: "np", Value: 2, Usage: "number of ranks"},
+			&cli.StringFlag{Name: "o", Usage: "write the profile to `FILE`", Required: true},
+			&cli.StringFlag{Name: "plan", Usage: "measure the collectives, operators and wire dtypes that the plan `FILE.sync` uses"},
+			&cli.BoolFlag{Name: "full", Usage: "sweep 4 B to 256 MiB in steps of 2 (slower)"},
+			&cli.StringFlag{Name: "max", Usage: "the sweep's largest `SIZE` in bytes (suffixes K, M, G: binary)"},
+			&cli.IntFlag{Name: "reps", Value: 10, Usage: "measured steps: each size's time is the median over them"},
+			&cli.StringFlag{Name: "backend", Value: "auto", Usage: "the program's --backend: auto, cpu or nccl"},
+			&cli.StringFlag{Name: "mpirun", Value: "mpirun", Usage: "the MPI launcher `PATH`"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 0 {
+				return cli.Exit("calibrate: takes no arguments; the plan goes to --plan FILE", 2)
+			}
+			np := c.Int("np")
+			if np < 1 {
+				return cli.Exit(fmt.Sprintf("calibrate: -np %d: need at least one rank", np), 2)
+			}
+			var prog *ir.Program
+			if path := c.String("plan"); path != "" {
+				var err error
+				if prog, err = loadOrReport(c, path); err != nil {
+					return err
+				}
+			}
+			maxBytes, factor := int64(64<<20), int64(4)
+			if c.Bool("full") {
+				maxBytes, factor = 256<<20, 2
+			}
+			if s := c.String("max"); s != "" {
+				v, err := parseByteSize(s)
+				if err != nil || v < 4 {
+					return cli.Exit(fmt.Sprintf("calibrate: --max %s: want a size of at least 4 bytes such as 64M", s), 2)
+				}
+				maxBytes = v
+			}
+			src, err := calibrate.SweepPlan(calibrate.Kinds(prog), calibrate.Sizes(maxBytes, factor), np, c.Int("reps"))
+			if err != nil {
+				return cli.Exit("calibrate: "+err.Error(), 2)
+			}
+			launcher, err := exec.LookPath(c.String("mpirun"))
+			if err != nil {
+				return cli.Exit(fmt.Sprintf("calibrate: %s not found: install Open MPI or pass --mpirun PATH", c.String("mpirun")), 1)
+			}
+			dir, err := os.MkdirTemp("", "syncgen-calibrate-")
+			if err != nil {
+				return cli.Exit("calibrate: "+err.Error(), 1)
+			}
+			defer os.RemoveAll(dir)
+			report, err := runSweep(c, launcher, dir, src, np, "--backend", c.String("backend"))
+			if err != nil {
+				return err
+			}
+			source := fmt.Sprintf("syncgen calibrate --np %d", np)
+			for _, f := range []string{"plan", "max", "backend"} {
+				if c.IsSet(f) {
+					source += fmt.Sprintf(" --%s %s", f, c.String(f))
+				}
+			}
+			if c.Bool("full") {
+				source += " --full"
+			}
+			prof, err := calibrate.FromRun(report, source+" (syncgen "+version+")")
+			if err != nil {
+				return cli.Exit("calibrate: "+err.Error(), 1)
+			}
+			if prof.Backend == "cpu" {
+				// The CPU backend's casts and updates run on the host.
+				prof.MemGBs = math.Round(calibrate.MemBandwidth(64<<20, 5)*10) / 10
+			}
+			if err := prof.Write(c.String("o")); err != nil {
+				return cli.Exit("calibrate: -o: "+err.Error(), 1)
+			}
+			writeProfileSummary(c, prof)
+			fmt.Fprintf(c.App.Writer, "wrote %s (%d ranks, %s backend)\n", c.String("o"), prof.Ranks, prof.Backend)
+			return nil
+		},
+	}
+}
+
+// runSweep writes the plan src into dir, builds it, runs it at np ranks
+// with the program flags extra and returns its JSON report.
+func runSweep(c *cli.Context, launcher, dir string, src []byte, np int, extra ...string) ([]byte, error) {
+	plan := filepath.Join(dir, "calibrate.sync")
+	if err := os.WriteFile(plan, src, 0o644); err != nil {
+		return nil, cli.Exit(fmt.Sprintf("%s: %v", c.Command.Name, err), 1)
+	}
+	return buildAndRun(c, launcher, plan, filepath.Join(dir, "calibrate_sync"), np, extra...)
+}
+
+// buildAndRun builds the plan at path into out, runs it at np ranks with
+// the program flags extra (every result checked as the plan says) and
+// returns its JSON report.
+func buildAndRun(c *cli.Context, launcher, path, out string, np int, extra ...string) ([]byte, error) {
+	res, err := buildPlan(c, path, out, false)
+	if err != nil {
+		return nil, err
+	}
+	jsonPath := out + ".json"
+	args := append(mpirunFlags(launcher, np), res.Output, "--quiet", "--json", jsonPath)
+	args = append(args, extra...)
+	fmt.Fprintf(c.App.ErrWriter, "+ %s\n", shellJoin(append([]string{launcher}, args...)))
+	code, _, err := launch(c, launcher, args)
+	if err != nil {
+		return nil, cli.Exit(fmt.Sprintf("%s: %v", c.Command.Name, err), 1)
+	}
+	if code != 0 {
+		return nil, cli.Exit(fmt.Sprintf("%s: the run of %s failed (exit status %d); see its output above", c.Command.Name, path, code), 1)
+	}
+	data, err := os.ReadFile(jsonPath)
+	if err != nil {
+		return nil, cli.Exit(fmt.Sprintf("%s: the run wrote no report: %v", c.Command.Name, err), 1)
+	}
+	return data, nil
+}
+
+// writeProfileSummary prints each curve's fitted pieces and how far the
+// fit is from the points.
+func writeProfileSummary(c *cli.Context, p *costmodel.Profile) {
+	tw := tabwriter.NewWriter(c.App.Writer, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "collective\tfrom(B)\talpha(us)\tbusbw(GB/s)\tpoints\tfit rms err(%)\t")
+	for i := range p.Curves {
+		cv := &p.Curves[i]
+		var se float64
+		for _, pt := range cv.Points {
+			r := (cv.Us(pt.Bytes, p.Ranks) - pt.Us) / pt.Us
+			se += r * r
+		}
+		rms := 0.0
+		if n := len(cv.Points); n > 0 {
+			rms = 100 * math.Sqrt(se/float64(n))
+		}
+		for j, s := range cv.Segments {
+			name, pts, err := cv.Key(), strconv.Itoa(len(cv.Points)), fmt.Sprintf("%.1f", rms)
+			if j > 0 {
+				name, pts, err = "", "", ""
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.3f\t%s\t%s\t\n", name, s.FromBytes, s.AlphaUs, s.BusGBs, pts, err)
+		}
+	}
+	tw.Flush()
+}
+
+// parseByteSize reads a size such as 4096, 64K, 64M or 1G (binary
+// multiples; a trailing B or iB is allowed).
+func parseByteSize(s string) (int64, error) {
+	t := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSpace(s), "B"), "i")
+	mult := int64(1)
+	switch {
+	case strings.HasSuffix(t, "K"):
+		mult, t = 1<<10, strings.TrimSuffix(t, "K")
+	case strings.HasSuffix(t, "M"):
+		mult, t = 1<<20, strings.TrimSuffix(t, "M")
+	case strings.HasSuffix(t, "G"):
+		mult, t = 1<<30, strings.TrimSuffix(t, "G")
+	}
+	v, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || v < 0 || v > (1<<50)/mult {
+		return 0, fmt.Errorf("not a size: %q", s)
+	}
+	return v * mult, nil
+}
