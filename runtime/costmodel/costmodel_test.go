@@ -60,7 +60,7 @@ func TestCurveChoice(t *testing.T) {
 	for _, c := range []struct {
 		op, dt string
 		want   float64
-	}{{"sum", "f16", 2}, {"sum", "f32", 3}, {"max", "f16", 1}, {"avg", "i8", 1}} {
+	}{{"sum", "f16", 2}, {"sum", "f32", 3}, {"max", "f16", 2}, {"avg", "i8", 1}, {"sum", "bf16", 1}} {
 		got, _ := p.CollectiveUs("allreduce", c.op, c.dt, 0, 2)
 		if got != c.want {
 			t.Errorf("%s %s: got the curve of %v, want %v", c.op, c.dt, got, c.want)

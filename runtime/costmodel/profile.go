@@ -175,8 +175,8 @@ func knownCollective(name string) bool {
 }
 
 // Curve returns the profile's curve for collective coll with operator op
-// on dtype: an exact match first, then one for any operator, then one
-// for any dtype, then one for any of both.
+// on dtype: the one that matches best, the dtype before the operator; a
+// curve of another operator or dtype when there is nothing closer.
 func (p *Profile) Curve(coll, op, dtype string) (*Curve, error) {
 	best, bestScore := -1, -1
 	for i := range p.Curves {
@@ -184,17 +184,21 @@ func (p *Profile) Curve(coll, op, dtype string) (*Curve, error) {
 		if c.Collective != coll {
 			continue
 		}
-		// A curve of another operator or dtype does not apply; an exact
-		// match is better than a curve for any.
-		if (c.Op != "" && c.Op != op) || (c.DType != "" && c.DType != dtype) {
-			continue
-		}
+		// An exact match is best, then a curve for any; one measured for
+		// another operator or dtype is the last resort (the dtype weighs
+		// more: it sets the bytes' arithmetic).
 		score := 0
-		if c.Op != "" {
+		switch c.Op {
+		case op:
+			score += 2
+		case "":
 			score++
 		}
-		if c.DType != "" {
-			score += 2
+		switch c.DType {
+		case dtype:
+			score += 6
+		case "":
+			score += 3
 		}
 		if score > bestScore {
 			best, bestScore = i, score
