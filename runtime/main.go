@@ -16,10 +16,12 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/syncgen/syncgen/runtime/costmodel"
 	"github.com/syncgen/syncgen/runtime/internal/backend"
 	"github.com/syncgen/syncgen/runtime/internal/backend/cpu"
 	"github.com/syncgen/syncgen/runtime/internal/ckpt"
 	"github.com/syncgen/syncgen/runtime/internal/engine"
+	"github.com/syncgen/syncgen/runtime/internal/forecast"
 	"github.com/syncgen/syncgen/runtime/internal/mpihost"
 	"github.com/syncgen/syncgen/runtime/internal/plan"
 	"github.com/syncgen/syncgen/runtime/internal/proc"
@@ -196,6 +198,7 @@ func (r *runner) run() int {
 		info.Warn(w)
 	}
 	rep := r.reportRun(prog, mem)
+	rep.Predicted = r.predict(prog, info)
 	r.partial.run, r.partial.res, r.partial.info = rep, res, info
 	if r.h.Rank == 0 && !r.opts.quiet {
 		report.PrintHeader(r.reportTo(), rep, info)
@@ -353,6 +356,28 @@ func (r *runner) reportRun(prog *plan.Program, mem *backend.Layout) *report.Run 
 	return &report.Run{Plan: r.tables, Prog: prog, Mem: mem, Rank: r.h.Rank, Ranks: r.h.Size, Host: r.h.Name,
 		Steps: r.opts.steps, Warmup: r.opts.warmup, CheckEvery: r.opts.checkEvery, Quiet: r.opts.quiet,
 		Tracing: r.opts.tracing, Trace: r.opts.trace, TracePipe: r.opts.tracePipe, Comm: r.h}
+}
+
+// predict returns the prediction of --profile for the report, nil
+// without one. A profile that cannot predict this plan (it lacks a
+// collective the plan uses) is a warning: the run is worth its
+// measurements.
+func (r *runner) predict(prog *plan.Program, info *report.Info) *report.Predicted {
+	if r.opts.profile == "" {
+		return nil
+	}
+	prof, warning, err := costmodel.Resolve(r.opts.profile, r.h.Size)
+	if err == nil {
+		var pr *costmodel.Prediction
+		if pr, err = forecast.Predict(r.tables, prog, r.h.Size, prof); err == nil {
+			if warning != "" {
+				info.Warn(warning)
+			}
+			return report.NewPredicted(cmp.Or(prof.Name, r.opts.profile), pr)
+		}
+	}
+	info.Warn(fmt.Sprintf("--profile %s: no prediction: %v", r.opts.profile, err))
+	return nil
 }
 
 // reportTo is where rank 0 prints the report: standard output, or standard

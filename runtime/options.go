@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/syncgen/syncgen/runtime/costmodel"
 	"github.com/syncgen/syncgen/runtime/internal/backend"
 	"github.com/syncgen/syncgen/runtime/internal/elem"
 	"github.com/syncgen/syncgen/runtime/internal/engine"
@@ -56,6 +57,10 @@ type options struct {
 	faults     []engine.Fault
 	// flightDir is --flight-dir.
 	flightDir string
+	// profile is --profile: a cost-model profile's file or a built-in
+	// profile's name, whose prediction the report sets beside the
+	// measurements ("": none).
+	profile string
 }
 
 // defaultTimeout is --timeout's default.
@@ -216,6 +221,7 @@ func newFlagSet(o *options, prog string) (*flag.FlagSet, []*outputFlag) {
 	fs.StringVar(&o.resume, "resume", "", "continue from the checkpoint in `DIR`, or auto: the newest committed one in --checkpoint-dir")
 	fs.StringVar(&o.flightDir, "flight-dir", "flightrec", "on a timeout, every rank that can writes its flight record (its streams' collectives of the step) into `DIR`; syncgen flightrec DIR names the rank missing from which collective; \"\" for none")
 	fs.Var(faultFlag{&o.faultSpecs}, "fault", "rehearse a failure: `KIND:RANK:STEP` with KIND crash (SIGKILL at the step's start), hang, stop (SIGSTOP), crash-in-save (in the checkpoint after STEP steps), or delay:RANK:STEP:DUR; may be repeated")
+	fs.StringVar(&o.profile, "profile", "", "print the step's prediction from a cost-model profile beside what the run measures: a `FILE` from syncgen calibrate, or a built-in profile's name (syncgen predict --help lists them)")
 	fs.Var(overflowFlag{&o.overflows}, "overflow", "put inf (or =-inf, =nan) into the first element of a gradient on one rank at one step, `STEP:RANK:TENSOR[=inf|-inf|nan]`, to watch the loss scaler skip the step; may be repeated")
 	return fs, []*outputFlag{jsonFlag, traceFlag}
 }
@@ -288,6 +294,15 @@ func (o *options) check(prog string) error {
 		t, _ := filepath.Abs(o.trace)
 		if j == t {
 			return fmt.Errorf("--json and --trace both name %s: give them different files", o.json)
+		}
+	}
+	if o.profile != "" {
+		// Read now, so that a missing or broken profile is a usage error
+		// before anything runs; the prediction needs the world size.
+		if _, ok := costmodel.Builtin(o.profile, 1); !ok {
+			if _, err := costmodel.ReadProfile(o.profile); err != nil {
+				return fmt.Errorf("--profile: %v (the built-in profiles are %s)", err, strings.Join(costmodel.BuiltinNames(), ", "))
+			}
 		}
 	}
 	if o.timeout <= 0 {

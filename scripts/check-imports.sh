@@ -40,6 +40,7 @@ runtime/internal/mpihost         2
 runtime/internal/backend         3
 runtime/internal/backend/cpu     4
 runtime/internal/backend/nccl    4
+runtime/internal/forecast        4
 runtime/internal/check           4
 runtime/internal/result          4
 runtime/internal/engine          5

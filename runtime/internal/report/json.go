@@ -65,6 +65,10 @@ type jsonRow struct {
 	BusBW      float64 `json:"busbw_gbs"`
 	Wrong      *int64  `json:"wrong,omitempty"`
 	Unchecked  int64   `json:"unchecked,omitempty"`
+	// With --profile: the predicted time, and its error against
+	// time_median_us in percent.
+	PredictedUs *float64 `json:"predicted_us,omitempty"`
+	ErrorPct    *float64 `json:"error_pct,omitempty"`
 }
 
 // jsonSummary holds the summary figures (milliseconds).
@@ -81,6 +85,12 @@ type jsonSummary struct {
 	Unchecked   int64     `json:"unchecked"`
 	Checks      int       `json:"checks"`
 	TimeOverRks string    `json:"time_over_ranks"`
+	// With --profile: the profile, the predicted step and exposed
+	// communication, and the step's error against step_p50_ms in percent.
+	Profile            string   `json:"profile,omitempty"`
+	PredictedStepMs    *float64 `json:"predicted_step_ms,omitempty"`
+	PredictedExposedMs *float64 `json:"predicted_exposed_communication_ms,omitempty"`
+	StepErrorPct       *float64 `json:"step_error_pct,omitempty"`
 }
 
 // WriteJSON writes the report as JSON to path (rank 0; "-": standard
@@ -147,12 +157,22 @@ func makeJSON(run *Run, rep *Report, info *Info) jsonReport {
 			jr.Wrong = &w
 			jr.Unchecked = r.unchecked
 		}
+		if pr := run.Predicted; pr != nil && len(rep.stepTimes) > 0 {
+			if t, ok := pr.row(r.ID, r.Bucket); ok {
+				us, e := float64(t)/1e3, errPct(t, r.median)
+				jr.PredictedUs, jr.ErrorPct = &us, &e
+			}
+		}
 		j.Buckets = append(j.Buckets, jr)
 	}
 	ms := func(d interface{ Nanoseconds() int64 }) float64 { return float64(d.Nanoseconds()) / 1e6 }
 	j.Summary = jsonSummary{StepP50Ms: ms(rep.p50), StepP90Ms: ms(rep.p90), StepMeanMs: ms(rep.mean), ComputeMs: ms(rep.compute),
 		CommMs: ms(rep.comm), ExposedMs: ms(rep.exposed), OverlapPct: rep.overlap, Wrong: rep.wrong, Unchecked: rep.unchecked,
 		Checks: rep.checks, TimeOverRks: "bucket time: max over ranks of the per-rank mean; step time: max over ranks"}
+	if pr := run.Predicted; pr != nil && len(rep.stepTimes) > 0 {
+		step, exposed, e := ms(pr.Step), ms(pr.Exposed), errPct(pr.Step, rep.p50)
+		j.Summary.Profile, j.Summary.PredictedStepMs, j.Summary.PredictedExposedMs, j.Summary.StepErrorPct = pr.Profile, &step, &exposed, &e
+	}
 	j.Summary.StepsMs = make([]float64, 0, len(rep.stepTimes))
 	for _, d := range rep.stepTimes {
 		j.Summary.StepsMs = append(j.Summary.StepsMs, ms(d))

@@ -345,6 +345,7 @@ func Print(w io.Writer, run *Run, rep *Report) {
 		fmt.Fprintf(w, "# step time p50 %s, p90 %s, mean %s; compute %s; exposed communication (mean step - compute) %s; communication %s, %.1f%% overlapped with compute\n",
 			text.Dur(rep.p50), text.Dur(rep.p90), text.Dur(rep.mean), text.Dur(rep.compute), text.Dur(rep.exposed), text.Dur(rep.comm), rep.overlap)
 	}
+	printPredicted(w, run, rep)
 	var parts []string
 	switch {
 	case rep.checks == 0 && run.CheckEvery == 0:

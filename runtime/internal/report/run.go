@@ -34,6 +34,8 @@ type Run struct {
 	PieceNote string
 	// Comm gathers every rank's figures and events.
 	Comm Comm
+	// Predicted is the prediction of a run given --profile, nil without.
+	Predicted *Predicted
 }
 
 // Comm is what the report needs of MPI (mpihost.Host has it).

@@ -105,6 +105,7 @@ func WriteTrace(run *Run, res *result.Results) error {
 	}
 	events := append(meta, traceEvents(run, res.Traced)...)
 	events = append(events, scaleEvents(run, res)...)
+	events = append(events, predictedEvents(run, measuredBases(run, res))...)
 	data, err := json.Marshal(append(events, saveEvents(run, res)...))
 	if err != nil {
 		return err
@@ -252,6 +253,19 @@ func saveEvents(run *Run, res *result.Results) []traceEvent {
 		dur := float64(s.Time) / 1e3
 		out = append(out, traceEvent{Name: fmt.Sprintf("checkpoint after step %d", s.Steps), Cat: "checkpoint", Ph: "X",
 			Ts: float64(s.At) / 1e3, Dur: &dur, Pid: run.Rank, Tid: 0, Args: map[string]any{"bytes": s.Bytes}})
+	}
+	return out
+}
+
+// measuredBases are the starts of the traced measured steps.
+func measuredBases(run *Run, res *result.Results) []time.Duration {
+	var out []time.Duration
+	last := -1
+	for _, k := range res.Traced {
+		if k.Step != last && k.Step >= run.Warmup {
+			out = append(out, k.Base)
+		}
+		last = k.Step
 	}
 	return out
 }
