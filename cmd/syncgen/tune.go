@@ -1,0 +1,227 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/syncgen/syncgen/runtime/costmodel"
+	"github.com/syncgen/syncgen/tune"
+)
+
+func tuneCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "tune",
+		Usage:     "search bucket plans by predicted step time, optionally run the best, write the winner",
+		ArgsUsage: "FILE.sync",
+		Description: `tune searches the options of one bucket declaration (by default the one
+holding the most gradient bytes): every cap of --caps (and none), first
+bucket of --firsts, order of --orders and wire dtype of --wire. Each
+candidate is written through the formatter, checked and predicted like
+'syncgen predict' (nothing is built); candidates whose buckets come out the
+same as a better-placed one's are left out. The table ranks them by
+predicted step time, the plan as written among them.
+
+--run K builds and runs the best K (and the plan as written) for real at
+--np ranks, every result checked: a candidate with a wrong element is not
+eligible, and the winner is the fastest measured p50. Without --run the
+winner is the best predicted. --out writes the winner as a formatted .sync
+file; --plot an SVG of the predicted (and measured) step time against the
+cap.
+
+Examples:
+   syncgen tune --np 8 --profile nvlink-h100 examples/resnet50.sync
+   syncgen tune --np 4 --profile cpu4.json --run 3 --out tuned.sync --plot caps.svg examples/bert_large.sync`,
+		Flags: []cli.Flag{
+			&cli.IntFlag{Name: "np", Value: 2, Usage: "number of ranks"},
+			&cli.StringFlag{Name: "profile", Usage: "profile `FILE` (from syncgen calibrate) or built-in NAME", Required: true},
+			&cli.StringFlag{Name: "bucket", Usage: "tune the bucket declaration `NAME` (default: the one with the most bytes)"},
+			&cli.StringFlag{Name: "caps", Value: "1M,2M,4M,8M,16M,25M,32M,64M,128M,256M,none", Usage: "caps to try, comma-separated `SIZES` (none: no cap)"},
+			&cli.StringFlag{Name: "firsts", Value: "none,1M", Usage: "first-bucket caps to try, comma-separated `SIZES` (none: no first)"},
+			&cli.StringFlag{Name: "orders", Value: "reverse,declared", Usage: "orders to try, comma-separated: reverse, declared"},
+			&cli.StringFlag{Name: "wire", Value: "keep", Usage: "wire dtypes to try, comma-separated (keep: the declaration's; e.g. keep,bf16 — a narrower wire changes the gradients' precision)"},
+			&cli.IntFlag{Name: "run", Usage: "run the best `K` candidates (and the plan as written) for real, checked, and pick the winner by measurement"},
+			&cli.StringFlag{Name: "out", Usage: "write the winning plan to `FILE.sync`"},
+			&cli.StringFlag{Name: "plot", Usage: "write the step time against the cap as SVG to `FILE.svg`"},
+			&cli.StringFlag{Name: "args", Value: "--steps 20 --warmup 3", Usage: "the program's flags for --run"},
+			&cli.StringFlag{Name: "mpirun", Value: "mpirun", Usage: "the MPI launcher `PATH`"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 1 {
+				return cli.Exit("tune: give exactly one .sync file; usage: syncgen tune --np N --profile FILE|NAME FILE.sync", 2)
+			}
+			path := c.Args().First()
+			np := c.Int("np")
+			if np < 1 {
+				return cli.Exit(fmt.Sprintf("tune: --np %d: need at least one rank", np), 2)
+			}
+			grid, err := tuneGrid(c)
+			if err != nil {
+				return cli.Exit("tune: "+err.Error(), 2)
+			}
+			if _, err := loadOrReport(c, path); err != nil {
+				return err
+			}
+			src, err := os.ReadFile(path)
+			if err != nil {
+				return cli.Exit(fmt.Sprintf("tune: %v", err), 1)
+			}
+			prof, warning, err := costmodel.Resolve(c.String("profile"), np)
+			if err != nil {
+				return cli.Exit(fmt.Sprintf("tune: --profile: %v", err), 1)
+			}
+			if warning != "" {
+				fmt.Fprintf(c.App.ErrWriter, "tune: warning: %s\n", warning)
+			}
+			t, err := tune.Tune(path, src, np, prof, grid)
+			if err != nil {
+				return cli.Exit("tune: "+err.Error(), 1)
+			}
+			winner := t.Candidates[0]
+			if k := c.Int("run"); k > 0 {
+				if winner, err = runCandidates(c, t, path, np, k); err != nil {
+					return err
+				}
+			}
+			if err := t.WriteTable(c.App.Writer); err != nil {
+				return err
+			}
+			how := "best predicted"
+			if c.Int("run") > 0 {
+				how = "fastest measured with 0 wrong"
+			}
+			label := winner.Label()
+			if winner.Current() {
+				label = "the plan as written"
+			}
+			fmt.Fprintf(c.App.Writer, "# winner (%s): %s, predicted step %.3f ms\n", how, label, float64(winner.Step)/1e6)
+			if out := c.String("out"); out != "" {
+				if err := checkOutputNotPlan("tune", path, nil, out, out); err != nil {
+					return err
+				}
+				if err := os.WriteFile(out, winner.Src, 0o644); err != nil {
+					return cli.Exit(fmt.Sprintf("tune: --out: %v", err), 1)
+				}
+				fmt.Fprintf(c.App.Writer, "wrote %s\n", out)
+			}
+			if p := c.String("plot"); p != "" {
+				var buf bytes.Buffer
+				if err := t.WriteSVG(&buf); err != nil {
+					return err
+				}
+				if err := os.WriteFile(p, buf.Bytes(), 0o644); err != nil {
+					return cli.Exit(fmt.Sprintf("tune: --plot: %v", err), 1)
+				}
+				fmt.Fprintf(c.App.Writer, "wrote %s\n", p)
+			}
+			return nil
+		},
+	}
+}
+
+// tuneGrid reads the grid's flags.
+func tuneGrid(c *cli.Context) (tune.Grid, error) {
+	g := tune.Grid{Bucket: c.String("bucket")}
+	sizes := func(flag string) ([]int64, error) {
+		var out []int64
+		for _, s := range strings.Split(c.String(flag), ",") {
+			s = strings.TrimSpace(s)
+			if s == "none" {
+				out = append(out, 0)
+				continue
+			}
+			v, err := parseByteSize(s)
+			if err != nil || v <= 0 {
+				return nil, fmt.Errorf("--%s: %q is not a size (such as 25M) or none", flag, s)
+			}
+			out = append(out, v)
+		}
+		return out, nil
+	}
+	var err error
+	if g.Caps, err = sizes("caps"); err != nil {
+		return g, err
+	}
+	if g.Firsts, err = sizes("firsts"); err != nil {
+		return g, err
+	}
+	for _, o := range strings.Split(c.String("orders"), ",") {
+		o = strings.TrimSpace(o)
+		if o != "reverse" && o != "declared" {
+			return g, fmt.Errorf("--orders: %q: want reverse or declared", o)
+		}
+		g.Orders = append(g.Orders, o)
+	}
+	for _, w := range strings.Split(c.String("wire"), ",") {
+		w = strings.TrimSpace(w)
+		if w == "keep" {
+			w = ""
+		}
+		g.Wires = append(g.Wires, w)
+	}
+	return g, nil
+}
+
+// runCandidates builds and runs the best k candidates and the plan as
+// written, each checked, and returns the fastest by measured p50 among
+// those with no wrong element.
+func runCandidates(c *cli.Context, t *tune.Tuning, path string, np, k int) (*tune.Candidate, error) {
+	launcher, err := exec.LookPath(c.String("mpirun"))
+	if err != nil {
+		return nil, cli.Exit(fmt.Sprintf("tune: %s not found: install Open MPI or pass --mpirun PATH", c.String("mpirun")), 1)
+	}
+	dir, err := os.MkdirTemp("", "syncgen-tune-")
+	if err != nil {
+		return nil, cli.Exit("tune: "+err.Error(), 1)
+	}
+	defer os.RemoveAll(dir)
+	extra := strings.Fields(c.String("args"))
+	var winner *tune.Candidate
+	for i, cand := range t.Candidates {
+		if i >= k && !cand.Current() {
+			continue
+		}
+		// Imports are relative to the plan's directory: the candidate
+		// goes beside a copy named after the plan, in a directory of its
+		// own.
+		cdir := filepath.Join(dir, fmt.Sprintf("c%d", i))
+		if err := os.MkdirAll(cdir, 0o755); err != nil {
+			return nil, cli.Exit("tune: "+err.Error(), 1)
+		}
+		plan := filepath.Join(filepath.Dir(path), fmt.Sprintf(".tune-%d-%d-%s", os.Getpid(), i, filepath.Base(path)))
+		if err := os.WriteFile(plan, cand.Src, 0o644); err != nil {
+			return nil, cli.Exit("tune: "+err.Error(), 1)
+		}
+		fmt.Fprintf(c.App.ErrWriter, "tune: running candidate %d (%s)\n", i+1, cand.Label())
+		report, err := buildAndRun(c, launcher, plan, filepath.Join(cdir, "cand_sync"), np, append(extra, "--profile", c.String("profile"))...)
+		os.Remove(plan)
+		if err != nil {
+			return nil, err
+		}
+		var r struct {
+			Summary struct {
+				P50   float64 `json:"step_p50_ms"`
+				Wrong int64   `json:"wrong"`
+			} `json:"summary"`
+		}
+		if err := json.Unmarshal(report, &r); err != nil {
+			return nil, cli.Exit(fmt.Sprintf("tune: reading the run's report: %v", err), 1)
+		}
+		cand.Ran, cand.Wrong = true, r.Summary.Wrong
+		cand.Measured = time.Duration(r.Summary.P50 * 1e6)
+		if cand.Wrong == 0 && (winner == nil || cand.Measured < winner.Measured) {
+			winner = cand
+		}
+	}
+	if winner == nil {
+		return nil, cli.Exit("tune: every candidate that ran had wrong elements; no plan is eligible", 1)
+	}
+	return winner, nil
+}

@@ -1,0 +1,239 @@
+package tune
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/syncgen/syncgen/dsl"
+	"github.com/syncgen/syncgen/ir"
+	"github.com/syncgen/syncgen/predict"
+	"github.com/syncgen/syncgen/runtime/costmodel"
+)
+
+// Grid is the search space: every combination of its lists, in this
+// order (caps outermost, wires innermost).
+type Grid struct {
+	// Bucket is the bucket declaration to tune; "" takes the one that
+	// holds the most gradient bytes.
+	Bucket string
+	// Caps are the caps in bytes; 0 is no cap (one bucket).
+	Caps []int64
+	// Firsts are the first bucket's caps; 0 is none. They apply only with
+	// a cap, and only when smaller than it.
+	Firsts []int64
+	// Orders are "reverse" and "declared".
+	Orders []string
+	// Wires are wire dtypes; "" keeps the declaration's.
+	Wires []string
+}
+
+const mib = 1 << 20
+
+// DefaultGrid is the grid syncgen tune searches unless told otherwise:
+// caps from 1 MiB to 256 MiB and none, PyTorch DDP's 1 MiB first bucket
+// or none, both orders, the declared wire dtype (a narrower wire changes
+// the gradients' precision: the user asks for it with --wire).
+func DefaultGrid() Grid {
+	return Grid{
+		Caps:   []int64{1 * mib, 2 * mib, 4 * mib, 8 * mib, 16 * mib, 25 * mib, 32 * mib, 64 * mib, 128 * mib, 256 * mib, 0},
+		Firsts: []int64{0, 1 * mib},
+		Orders: []string{"reverse", "declared"},
+		Wires:  []string{""},
+	}
+}
+
+// Candidate is one plan of the search.
+type Candidate struct {
+	// Index is the candidate's place in the grid; -1 for the plan as
+	// written.
+	Index int
+	// Cap, First, Order and Wire are its bucket options (0 and "": not
+	// given).
+	Cap, First  int64
+	Order, Wire string
+	Src         []byte
+	Buckets     int
+	*predict.Result
+	// Ran, Measured and Wrong are filled in when the candidate was run:
+	// the measured step's p50 and its wrong elements.
+	Measured time.Duration
+	Wrong    int64
+	Ran      bool
+}
+
+// Current reports whether the candidate is the plan as written.
+func (c *Candidate) Current() bool { return c.Index < 0 }
+
+// Label describes the candidate's options: "cap 25MiB first 1MiB order
+// reverse".
+func (c *Candidate) Label() string {
+	var parts []string
+	if c.Cap > 0 {
+		parts = append(parts, "cap "+SizeText(c.Cap))
+	} else {
+		parts = append(parts, "no cap")
+	}
+	if c.First > 0 {
+		parts = append(parts, "first "+SizeText(c.First))
+	}
+	if c.Order != "" {
+		parts = append(parts, "order "+c.Order)
+	}
+	if c.Wire != "" {
+		parts = append(parts, "wire "+c.Wire)
+	}
+	return strings.Join(parts, " ")
+}
+
+// SizeText writes bytes as a .sync size: "25MiB", "512KiB", "100B".
+func SizeText(b int64) string {
+	switch {
+	case b > 0 && b%mib == 0:
+		return fmt.Sprintf("%dMiB", b/mib)
+	case b > 0 && b%1024 == 0:
+		return fmt.Sprintf("%dKiB", b/1024)
+	}
+	return fmt.Sprintf("%dB", b)
+}
+
+// Tuning is a search's outcome.
+type Tuning struct {
+	// Bucket is the declaration tuned.
+	Bucket string
+	// Candidates are ranked by predicted step time, the plan as written
+	// among them.
+	Candidates []*Candidate
+	// Duplicates counts the grid's candidates whose buckets came out the
+	// same as an earlier one's; Invalid lists those the checker refused.
+	Duplicates int
+	Invalid    []string
+}
+
+// Tune searches grid g for the plan src (file filename) at ranks ranks
+// with profile prof.
+func Tune(filename string, src []byte, ranks int, prof *costmodel.Profile, g Grid) (*Tuning, error) {
+	prog, diags := dsl.Check(filename, src)
+	if diags.HasErrors() || prog == nil {
+		return nil, fmt.Errorf("%s has errors; fix them first (syncgen check %s)", filename, filename)
+	}
+	bucket := g.Bucket
+	if bucket == "" {
+		bucket = largestDecl(prog)
+		if bucket == "" {
+			return nil, fmt.Errorf("%s has no bucket to tune", filename)
+		}
+	}
+	cur, err := predict.Predict(prog, ranks, prof)
+	if err != nil {
+		return nil, err
+	}
+	t := &Tuning{Bucket: bucket}
+	current := &Candidate{Index: -1, Src: src, Buckets: countPieces(prog, bucket), Result: cur}
+	t.Candidates = append(t.Candidates, current)
+	seen := map[string]bool{layout(prog, bucket): true}
+	index := 0
+	for _, cp := range g.Caps {
+		for _, first := range g.Firsts {
+			if first > 0 && (cp == 0 || first >= cp) {
+				continue
+			}
+			for _, order := range g.Orders {
+				for _, wire := range g.Wires {
+					c := &Candidate{Index: index, Cap: cp, First: first, Order: order, Wire: wire}
+					index++
+					set := map[string]string{"cap": "", "first": "", "order": order}
+					if cp > 0 {
+						set["cap"] = SizeText(cp)
+					}
+					if first > 0 {
+						set["first"] = SizeText(first)
+					}
+					if wire != "" {
+						set["wire"] = wire
+					}
+					c.Src, err = dsl.SetBucketOptions(filename, src, bucket, set)
+					if err != nil {
+						return nil, err
+					}
+					p, diags := dsl.Check(filename, c.Src)
+					if diags.HasErrors() || p == nil {
+						t.Invalid = append(t.Invalid, fmt.Sprintf("%s: %v", c.Label(), firstError(diags)))
+						continue
+					}
+					key := layout(p, bucket)
+					if seen[key] {
+						t.Duplicates++
+						continue
+					}
+					seen[key] = true
+					if c.Result, err = predict.Predict(p, ranks, prof); err != nil {
+						return nil, err
+					}
+					c.Buckets = countPieces(p, bucket)
+					t.Candidates = append(t.Candidates, c)
+				}
+			}
+		}
+	}
+	sort.SliceStable(t.Candidates, func(i, j int) bool { return t.Candidates[i].Step < t.Candidates[j].Step })
+	return t, nil
+}
+
+// firstError is the first error of diags, for one line.
+func firstError(diags dsl.Diagnostics) string {
+	for _, d := range diags {
+		if d.Severity == dsl.Error {
+			return d.Message
+		}
+	}
+	return "does not check"
+}
+
+// largestDecl names the bucket declaration with the most bytes; the
+// first declared wins a tie.
+func largestDecl(p *ir.Program) string {
+	bytes := map[string]int64{}
+	var order []string
+	for i := range p.Buckets {
+		b := &p.Buckets[i]
+		if _, ok := bytes[b.Decl]; !ok {
+			order = append(order, b.Decl)
+		}
+		bytes[b.Decl] += b.Bytes()
+	}
+	best := ""
+	for _, d := range order {
+		if best == "" || bytes[d] > bytes[best] {
+			best = d
+		}
+	}
+	return best
+}
+
+// countPieces counts the buckets of declaration decl.
+func countPieces(p *ir.Program, decl string) int {
+	n := 0
+	for i := range p.Buckets {
+		if p.Buckets[i].Decl == decl {
+			n++
+		}
+	}
+	return n
+}
+
+// layout describes the buckets of declaration decl: their tensors in
+// layout order and wire dtypes. Two candidates with one layout run the
+// same plan.
+func layout(p *ir.Program, decl string) string {
+	var b strings.Builder
+	for i := range p.Buckets {
+		bk := &p.Buckets[i]
+		if bk.Decl != decl {
+			continue
+		}
+		fmt.Fprintf(&b, "%s:%v;", bk.Wire, bk.Tensors)
+	}
+	return b.String()
+}
