@@ -1,0 +1,95 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/syncgen/syncgen/dsl"
+	"github.com/syncgen/syncgen/runtime/costmodel"
+)
+
+// tunePlan has four 64 KiB tensors in one bucket declaration.
+const tunePlan = `tensor t{0..3} f32[16384]
+stream compute
+stream comm
+bucket grads { * } cap 128KiB order reverse
+step {
+    backward 2ms on compute
+    allreduce grads op avg on comm after ready
+    wait comm
+}
+run steps 3 warmup 1 check every 1
+`
+
+// TestCalibratePredictTune is the whole loop at 2 ranks, small: calibrate
+// a profile over a small sweep, predict a plan with it, tune the plan
+// running the best candidate for real (checked), and run the plan tune
+// wrote with the profile: it checks, builds, runs with 0 wrong, and its
+// report sets the prediction beside the measurement.
+func TestCalibratePredictTune(t *testing.T) {
+	needToolchain(t)
+	if _, err := exec.LookPath("mpirun"); err != nil {
+		t.Skip("mpirun not found; `make test` installs Open MPI")
+	}
+	dir := t.TempDir()
+	t.Setenv("SYNCGEN_CACHE", filepath.Join(dir, "cache"))
+	prof := filepath.Join(dir, "prof.json")
+	code, out, errOut := syncgen(t, "calibrate", "--np", "2", "--max", "64K", "--reps", "3", "--backend", "cpu", "-o", prof)
+	if code != 0 {
+		t.Fatalf("calibrate: exit %d\n%s%s", code, out, errOut)
+	}
+	p, err := costmodel.ReadProfile(prof)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 4 B to 64 KiB in steps of 4: 8 points of an f32 sum allreduce.
+	if p.Ranks != 2 || p.Backend != "cpu" || len(p.Curves) != 1 || p.Curves[0].Key() != "allreduce sum f32" || len(p.Curves[0].Points) != 8 {
+		t.Fatalf("profile %+v", p)
+	}
+	plan := writeFile(t, dir, "plan.sync", tunePlan)
+	code, out, errOut = syncgen(t, "predict", "--np", "2", "--profile", prof, plan)
+	if code != 0 || !strings.Contains(out, "grads[1]") || !strings.Contains(out, "# step time") {
+		t.Fatalf("predict: exit %d\n%s%s", code, out, errOut)
+	}
+	tuned := filepath.Join(dir, "tuned.sync")
+	code, out, errOut = syncgen(t, "tune", "--np", "2", "--profile", prof, "--caps", "64K,none", "--firsts", "none", "--orders", "reverse",
+		"--run", "1", "--args", "--steps 2 --warmup 1 --backend cpu", "--out", tuned, "--plot", filepath.Join(dir, "caps.svg"), plan)
+	if code != 0 || !strings.Contains(out, "winner (fastest measured with 0 wrong)") {
+		t.Fatalf("tune: exit %d\n%s%s", code, out, errOut)
+	}
+	if _, diags := dsl.Load(tuned); diags.HasErrors() {
+		t.Fatalf("the tuned plan does not check: %v", diags)
+	}
+	report := filepath.Join(dir, "run.json")
+	code, out, errOut = syncgen(t, "run", "-np", "2", "-o", filepath.Join(dir, "tuned_sync"), tuned, "--",
+		"--backend", "cpu", "--profile", prof, "--json", report, "--quiet")
+	if code != 0 {
+		t.Fatalf("run of the tuned plan: exit %d\n%s%s", code, out, errOut)
+	}
+	data, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r struct {
+		Buckets []struct {
+			PredictedUs *float64 `json:"predicted_us"`
+		} `json:"buckets"`
+		Summary struct {
+			Wrong           int64    `json:"wrong"`
+			Checks          int      `json:"checks"`
+			PredictedStepMs *float64 `json:"predicted_step_ms"`
+			StepErrorPct    *float64 `json:"step_error_pct"`
+		} `json:"summary"`
+	}
+	if err := json.Unmarshal(data, &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Summary.Wrong != 0 || r.Summary.Checks == 0 || r.Summary.PredictedStepMs == nil || *r.Summary.PredictedStepMs <= 0 || r.Summary.StepErrorPct == nil ||
+		len(r.Buckets) == 0 || r.Buckets[0].PredictedUs == nil {
+		t.Errorf("the run's report: %s", data)
+	}
+}
