@@ -40,13 +40,15 @@ Examples:
    syncgen calibrate --np 8 --plan examples/bert_large.sync --full -o h200x8.json`,
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "np", Value: 2, Usage: "number of ranks"},
-			&cli.StringFlag{Name: "o", Usage: "write the profile to `FILE`", Required: true},
+			&cli.StringFlag{Name: "o", Usage: "write the profile to `FILE` (required, but with --emit)"},
 			&cli.StringFlag{Name: "plan", Usage: "measure the collectives, operators and wire dtypes that the plan `FILE.sync` uses"},
 			&cli.BoolFlag{Name: "full", Usage: "sweep 4 B to 256 MiB in steps of 2 (slower)"},
 			&cli.StringFlag{Name: "max", Usage: "the sweep's largest `SIZE` in bytes (suffixes K, M, G: binary)"},
 			&cli.IntFlag{Name: "reps", Value: 10, Usage: "measured steps: each size's time is the median over them"},
 			&cli.StringFlag{Name: "backend", Value: "auto", Usage: "the program's --backend: auto, cpu or nccl"},
 			&cli.StringFlag{Name: "mpirun", Value: "mpirun", Usage: "the MPI launcher `PATH`"},
+			&cli.StringFlag{Name: "emit", Usage: "write the sweep's plan to `FILE.sync` and stop (to build it where Go is, for --program)"},
+			&cli.StringFlag{Name: "program", Usage: "run this sweep program `PATH`, built from --emit with the same flags, instead of building one (a machine without Go)"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 0 {
@@ -55,6 +57,9 @@ Examples:
 			np := c.Int("np")
 			if np < 1 {
 				return cli.Exit(fmt.Sprintf("calibrate: -np %d: need at least one rank", np), 2)
+			}
+			if c.String("o") == "" && c.String("emit") == "" {
+				return cli.Exit("calibrate: no -o FILE: give the file to write the profile to", 2)
 			}
 			var prog *ir.Program
 			if path := c.String("plan"); path != "" {
@@ -78,6 +83,13 @@ Examples:
 			if err != nil {
 				return cli.Exit("calibrate: "+err.Error(), 2)
 			}
+			if emit := c.String("emit"); emit != "" {
+				if err := os.WriteFile(emit, src, 0o644); err != nil {
+					return cli.Exit("calibrate: --emit: "+err.Error(), 1)
+				}
+				fmt.Fprintf(c.App.Writer, "wrote %s\n", emit)
+				return nil
+			}
 			launcher, err := exec.LookPath(c.String("mpirun"))
 			if err != nil {
 				return cli.Exit(fmt.Sprintf("calibrate: %s not found: install Open MPI or pass --mpirun PATH", c.String("mpirun")), 1)
@@ -87,12 +99,17 @@ Examples:
 				return cli.Exit("calibrate: "+err.Error(), 1)
 			}
 			defer os.RemoveAll(dir)
-			report, err := runSweep(c, launcher, dir, src, np, "--backend", c.String("backend"))
+			var report []byte
+			if prog := c.String("program"); prog != "" {
+				report, err = runProgram(c, launcher, prog, filepath.Join(dir, "sweep.json"), np, "--backend", c.String("backend"))
+			} else {
+				report, err = runSweep(c, launcher, dir, src, np, "--backend", c.String("backend"))
+			}
 			if err != nil {
 				return err
 			}
 			source := fmt.Sprintf("syncgen calibrate --np %d", np)
-			for _, f := range []string{"plan", "max", "backend"} {
+			for _, f := range []string{"plan", "max", "reps", "backend"} {
 				if c.IsSet(f) {
 					source += fmt.Sprintf(" --%s %s", f, c.String(f))
 				}
@@ -136,8 +153,13 @@ func buildAndRun(c *cli.Context, launcher, path, out string, np int, extra ...st
 	if err != nil {
 		return nil, err
 	}
-	jsonPath := out + ".json"
-	args := append(mpirunFlags(launcher, np), res.Output, "--quiet", "--json", jsonPath)
+	return runProgram(c, launcher, res.Output, out+".json", np, extra...)
+}
+
+// runProgram runs the program at prog at np ranks with the program flags
+// extra, its JSON report to jsonPath, and returns the report.
+func runProgram(c *cli.Context, launcher, prog, jsonPath string, np int, extra ...string) ([]byte, error) {
+	args := append(mpirunFlags(launcher, np), prog, "--quiet", "--json", jsonPath)
 	args = append(args, extra...)
 	fmt.Fprintf(c.App.ErrWriter, "+ %s\n", shellJoin(append([]string{launcher}, args...)))
 	code, _, err := launch(c, launcher, args)
@@ -145,7 +167,7 @@ func buildAndRun(c *cli.Context, launcher, path, out string, np int, extra ...st
 		return nil, cli.Exit(fmt.Sprintf("%s: %v", c.Command.Name, err), 1)
 	}
 	if code != 0 {
-		return nil, cli.Exit(fmt.Sprintf("%s: the run of %s failed (exit status %d); see its output above", c.Command.Name, path, code), 1)
+		return nil, cli.Exit(fmt.Sprintf("%s: the run of %s failed (exit status %d); see its output above", c.Command.Name, prog, code), 1)
 	}
 	data, err := os.ReadFile(jsonPath)
 	if err != nil {
