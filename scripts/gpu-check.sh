@@ -55,6 +55,24 @@ if [ "$mode" = build ]; then
 		"$sg" build -o "$bin/train/$n" "$f" || echo "gpu-check build: $f failed to build" >&2
 		strip "$bin/train/$n"
 	done
+	# The prediction's benchmark (bench/predict/run.sh with PREBUILT): the
+	# plans, the calibration's sweep programs and syncgen itself, which
+	# fits the profile and needs no Go to do it.
+	mkdir -p $bin/predict
+	go build "$strip" -o $bin/predict/syncgen ./cmd/syncgen
+	for f in bench/plans/resnet50_*.sync bench/plans/bert_large_*.sync; do
+		n=$(basename "$f" .sync)
+		case $n in *_ddp | *_cap4 | *_cap64 | *_cap128) ;; *) continue ;; esac
+		"$sg" build -o "$bin/predict/$n" "$f" >/dev/null || echo "gpu-check build: $f failed to build" >&2
+		strip "$bin/predict/$n"
+	done
+	for full in "" --full; do
+		n=calibrate_sync
+		[ -n "$full" ] && n=calibrate_full_sync
+		"$sg" calibrate --plan bench/plans/resnet50_ddp.sync $full --emit "$bin/predict/$n.sync" >/dev/null
+		"$sg" build -o "$bin/predict/$n" "$bin/predict/$n.sync" >/dev/null || echo "gpu-check build: $n failed to build" >&2
+		strip "$bin/predict/$n"
+	done
 	du -sh $bin
 	exit 0
 fi

@@ -19,9 +19,9 @@
 # Knobs: NPS ("2 4"), MODELS ("resnet50 bert_large"), PLANS ("ddp cap4
 # cap64 cap128"), STEPS (20), BACKEND (cpu), FULL=1 (the full sweep,
 # 4 B .. 256 MiB), TUNE=1, ROUNDS (3), MPIRUN_ARGS (as bench/allreduce.sh),
-# PREBUILT: a folder with syncgen, calibrate_sync (syncgen calibrate
-# --emit, built) and MODEL_PLAN programs, for a machine without Go
-# (scripts/gpu-check.sh build makes one).
+# PREBUILT: a folder with syncgen, calibrate_sync and calibrate_full_sync
+# (syncgen calibrate --emit, built) and MODEL_PLAN programs, for a machine
+# without Go (scripts/gpu-check.sh build makes it, .devbin/predict).
 set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${OUT:-${TMPDIR:-/tmp}/syncgen-bench-predict}
@@ -60,7 +60,9 @@ echo "# syncgen $($sg --version | awk '{print $NF}'), $(date -u +%Y-%m-%dT%H:%MZ
 for np in $NPS; do
 	prof=$out/profile-np$np.json
 	if [ -n "${PREBUILT:-}" ]; then
-		"$sg" calibrate --np "$np" --plan "$calplan" $sweep --backend "$BACKEND" --program "$bin/calibrate_sync" -o "$prof" >"$out/calibrate-np$np.txt" 2>&1
+		calprog=$bin/calibrate_sync
+		if [ -n "$sweep" ]; then calprog=$bin/calibrate_full_sync; fi
+		"$sg" calibrate --np "$np" --plan "$calplan" $sweep --backend "$BACKEND" --program "$calprog" -o "$prof" >"$out/calibrate-np$np.txt" 2>&1
 	else
 		"$sg" calibrate --np "$np" --plan "$calplan" $sweep --backend "$BACKEND" -o "$prof" >"$out/calibrate-np$np.txt" 2>&1
 	fi

@@ -58,6 +58,9 @@ Examples:
 				return cli.Exit("tune: give exactly one .sync file; usage: syncgen tune --np N --profile FILE|NAME FILE.sync", 2)
 			}
 			path := c.Args().First()
+			if path == "-" {
+				return cli.Exit("tune: give the plan's file, not standard input: candidates are written and built beside it (its imports are relative to it)", 2)
+			}
 			np := c.Int("np")
 			if np < 1 {
 				return cli.Exit(fmt.Sprintf("tune: --np %d: need at least one rank", np), 2)
