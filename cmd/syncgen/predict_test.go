@@ -90,6 +90,21 @@ func TestCalibratePredictTune(t *testing.T) {
 	}
 	if r.Summary.Wrong != 0 || r.Summary.Checks == 0 || r.Summary.PredictedStepMs == nil || *r.Summary.PredictedStepMs <= 0 || r.Summary.StepErrorPct == nil ||
 		len(r.Buckets) == 0 || r.Buckets[0].PredictedUs == nil {
-		t.Errorf("the run's report: %s", data)
+		t.Fatalf("the run's report: %s", data)
+	}
+	// syncgen predict (from the IR) and the run (from its recorded
+	// program) replay the same schedule: the same step, to the nanosecond.
+	code, out, errOut = syncgen(t, "predict", "--np", "2", "--profile", prof, "--json", "-", tuned)
+	if code != 0 {
+		t.Fatalf("predict --json: exit %d\n%s%s", code, out, errOut)
+	}
+	var pj struct {
+		StepMs float64 `json:"step_ms"`
+	}
+	if err := json.Unmarshal([]byte(out), &pj); err != nil {
+		t.Fatal(err)
+	}
+	if d := pj.StepMs - *r.Summary.PredictedStepMs; d > 1e-6 || d < -1e-6 {
+		t.Errorf("syncgen predict: step %v ms; the run predicted %v ms", pj.StepMs, *r.Summary.PredictedStepMs)
 	}
 }

@@ -231,8 +231,9 @@ func TestReplaySharedBandwidth(t *testing.T) {
 
 func TestReplayGroupAndWait(t *testing.T) {
 	// compute 1 ms on s0; wait s0 (host at 1 ms); a group of two 1 MB
-	// allreduces on s1: both start at 1 ms, each row the group's span
-	// 1 .. 3.02 ms; then compute 2 ms on s0 after s1: 3.02 .. 5.02.
+	// allreduces on s1: both start at 1 ms, pay one latency (10 us) and
+	// both bandwidth terms (2 ms): each row the group's span 1 .. 3.01
+	// ms; then compute 2 ms on s0 after s1: 3.01 .. 5.01.
 	s := sched([]string{"s0", "s1"}, [][2]int64{{1_000_000, 0}, {1_000_000, 1}}, []int64{1_000_000, 1_000_000},
 		Op{Kind: OpCompute, Stream: 0, Dur: ms(1)},
 		Op{Kind: OpWait, Stream: 0},
@@ -246,11 +247,11 @@ func TestReplayGroupAndWait(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range pr.Rows {
-		if !r.Group || r.Start != ms(1) || r.End != ms(3.02) {
+		if !r.Group || r.Start != ms(1) || r.End != ms(3.01) {
 			t.Errorf("group row %+v", r)
 		}
 	}
-	if pr.Step != ms(5.02) || pr.Compute != ms(3) || pr.Comm != ms(2.02) || pr.Hidden != 0 {
+	if pr.Step != ms(5.01) || pr.Compute != ms(3) || pr.Comm != ms(2.01) || pr.Hidden != 0 {
 		t.Errorf("got %+v", pr)
 	}
 }

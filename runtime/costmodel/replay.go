@@ -76,8 +76,8 @@ type replay struct {
 // size; `after ready` waits for the bucket's gradients, `after STREAM`
 // for the work queued on that stream when the statement is issued, `after
 // synced` for the bucket's last collective; a group's collectives start
-// together once all their dependencies are met, and each member's time is
-// the group's. Collectives on different streams share one bandwidth: a
+// together once all their dependencies are met, pay the largest of their
+// latencies once, and each member's time is the group's. Collectives on different streams share one bandwidth: a
 // collective's latency term runs concurrently with other streams' work,
 // its bandwidth term waits for the bandwidth to be free (in program
 // order). Casts, updates and unscales cost their bytes at the profile's
@@ -274,6 +274,24 @@ func (r *replay) group(items []item, grouped bool) error {
 		}
 		start, cur := t, t
 		first := len(r.pred.Rows)
+		// A group's members are issued together: their latencies overlap
+		// (one launch of NCCL's, concurrent nonblocking MPI calls), so
+		// the stream pays the largest once; their bytes still take turns.
+		if grouped {
+			var most float64
+			for _, it := range items {
+				if it.op.Stream != si {
+					continue
+				}
+				c, err := r.p.Curve(it.op.Collective, it.op.Op, r.s.Buckets[it.bucket()].DType)
+				if err != nil {
+					return err
+				}
+				lat, _ := c.split(it.bytes(r.s), r.s.Ranks)
+				most = max(most, lat)
+			}
+			cur += us(most)
+		}
 		for _, it := range items {
 			if it.op.Stream != si {
 				continue
@@ -285,7 +303,9 @@ func (r *replay) group(items []item, grouped bool) error {
 				return err
 			}
 			lat, bw := c.split(n, r.s.Ranks)
-			cur += us(lat)
+			if !grouped {
+				cur += us(lat)
+			}
 			if bw > 0 {
 				cur = max(cur, r.fabric) + us(bw)
 				r.fabric = cur
