@@ -71,3 +71,153 @@ func SetBucketOptions(filename string, src []byte, bucket string, set map[string
 	}
 	return formatted, nil
 }
+
+// SplitCollective returns src with the step's one collective statement
+// whose only target is the bucket declaration decl (all n of its pieces)
+// rewritten: piece i goes to stream i mod streams, the statement's own
+// stream first, then new streams STREAM_2, STREAM_3, ... declared after
+// it with its priority; each stream's pieces are one statement with the
+// original's options, but that a run of two or more of a stream's
+// consecutive pieces marked small (small[i]) is issued as one group. The
+// step's `wait STREAM` gets a wait for each new stream. The result is
+// formatted, not checked. It is how `syncgen tune` tries more
+// communication streams and grouped small buckets.
+func SplitCollective(filename string, src []byte, decl string, n, streams int, small []bool) ([]byte, error) {
+	if streams < 1 || n < 1 || len(small) != n {
+		return nil, fmt.Errorf("split %s: %d pieces over %d streams with %d marks", decl, n, streams, len(small))
+	}
+	f := newSourceFile(filename, src)
+	ast, diags := parseFile(f)
+	if len(diags) > 0 {
+		return nil, fmt.Errorf("%s has syntax errors: %v", filename, sortDiagnostics(diags, nil))
+	}
+	var step *BlockDecl
+	streamDecls := map[string]*StreamDecl{}
+	for _, d := range ast.Decls {
+		switch {
+		case d.Block != nil && d.Block.Kind == "step":
+			step = d.Block
+		case d.Stream != nil:
+			streamDecls[d.Stream.Name.source()] = d.Stream
+		}
+	}
+	if step == nil {
+		return nil, fmt.Errorf("%s has no step block", filename)
+	}
+	var stmt *CollectiveStmt
+	for _, s := range step.Body {
+		c := s.Collective
+		if c == nil || len(c.Targets) != 1 || c.Targets[0].Index != nil || c.Targets[0].Name.name().source() != decl {
+			continue
+		}
+		if stmt != nil {
+			return nil, fmt.Errorf("the step has more than one collective of bucket %s", decl)
+		}
+		stmt = c
+	}
+	if stmt == nil {
+		return nil, fmt.Errorf("the step has no collective whose only target is bucket %s", decl)
+	}
+	stream := ""
+	var opts []*Option
+	for _, o := range stmt.Options {
+		if o.Key == "on" && o.Value != nil {
+			stream = o.Value.Text
+			continue
+		}
+		opts = append(opts, o)
+	}
+	type edit struct {
+		start, end int
+		text       string
+	}
+	var edits []edit
+	names := []string{stream}
+	if streams > 1 {
+		sd := streamDecls[stream]
+		if stream == "" || sd == nil {
+			return nil, fmt.Errorf("the collective of bucket %s names no declared stream (on STREAM): more streams need one to copy", decl)
+		}
+		var wait *WaitStmt
+		for _, s := range step.Body {
+			if s.Wait != nil && s.Wait.Stream.Text == stream {
+				wait = s.Wait
+			}
+		}
+		if wait == nil {
+			return nil, fmt.Errorf("the step has no `wait %s` to add the new streams' waits to", stream)
+		}
+		declText := "stream " + stream
+		if sd.Priority != nil {
+			declText += " priority " + sd.Priority.Text
+		}
+		waits := "wait " + stream
+		decls := declText
+		for j := 2; j <= streams; j++ {
+			name := fmt.Sprintf("%s_%d", stream, j)
+			if streamDecls[name] != nil {
+				return nil, fmt.Errorf("a stream %s is declared already", name)
+			}
+			names = append(names, name)
+			decls += "\n" + strings.Replace(declText, "stream "+stream, "stream "+name, 1)
+			waits += "\nwait " + name
+		}
+		edits = append(edits, edit{sd.Pos.Offset, sd.EndPos.Offset, decls}, edit{wait.Pos.Offset, wait.EndPos.Offset, waits})
+	}
+	var stmts []string
+	issue := func(pieces []int, on string, group bool) {
+		if len(pieces) == 0 {
+			return
+		}
+		var targets []string
+		for _, i := range pieces {
+			targets = append(targets, fmt.Sprintf("%s[%d]", decl, i))
+		}
+		all := append([]*Option(nil), opts...)
+		if on != "" {
+			all = append(all, &Option{Key: "on", Value: &Word{Text: on}})
+		}
+		text := stmt.Kind + " " + strings.Join(targets, ", ") + optionsText(all)
+		if group {
+			text = "group {\n" + text + "\n}"
+		}
+		stmts = append(stmts, text)
+	}
+	for j := 0; j < streams; j++ {
+		var mine []int
+		for i := j; i < n; i += streams {
+			mine = append(mine, i)
+		}
+		var plain []int
+		for k := 0; k < len(mine); {
+			e := k
+			for e < len(mine) && small[mine[e]] {
+				e++
+			}
+			if e-k >= 2 {
+				issue(plain, names[j], false)
+				plain = nil
+				issue(mine[k:e], names[j], true)
+				k = e
+				continue
+			}
+			plain = append(plain, mine[k])
+			k++
+		}
+		issue(plain, names[j], false)
+	}
+	edits = append(edits, edit{stmt.Pos.Offset, stmt.EndPos.Offset, strings.Join(stmts, "\n")})
+	sort.Slice(edits, func(a, b int) bool { return edits[a].start > edits[b].start })
+	out := append([]byte{}, src...)
+	for _, e := range edits {
+		if e.start < 0 || e.end > len(out) || e.start > e.end {
+			return nil, fmt.Errorf("%s: no source range to rewrite", filename)
+		}
+		out = append(append(append([]byte{}, out[:e.start]...), e.text...), out[e.end:]...)
+	}
+	formatted, fd := Format(filename, out)
+	if len(fd) > 0 {
+		return nil, fmt.Errorf("splitting the collective of %s: %v", decl, fd)
+	}
+	return formatted, nil
+}

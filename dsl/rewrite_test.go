@@ -32,3 +32,49 @@ step {
 		t.Error("an unknown option was set")
 	}
 }
+
+func TestSplitCollective(t *testing.T) {
+	src := `tensor t{0..4} f32[1024]
+stream compute
+stream comm priority high
+bucket grads { * } cap 4KiB
+step {
+    backward 1ms on compute
+    allreduce grads op avg on comm after ready // the sync
+    wait comm
+}
+`
+	// Pieces 0..4 over two streams: comm gets 0, 2, 4; comm_2 gets 1, 3.
+	// Pieces 2 and 4 are small and consecutive on comm: a group.
+	out, err := SplitCollective("p.sync", []byte(src), "grads", 5, 2, []bool{false, true, true, true, true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `tensor t{0..4} f32[1024]
+stream compute
+stream comm priority high
+stream comm_2 priority high
+bucket grads { * } cap 4KiB
+step {
+    backward 1ms on compute
+    allreduce grads[0] op avg on comm after ready
+    group {
+        allreduce grads[2], grads[4] op avg on comm after ready
+    }
+    group {
+        allreduce grads[1], grads[3] op avg on comm_2 after ready
+    } // the sync
+    wait comm
+    wait comm_2
+}
+`
+	if string(out) != want {
+		t.Errorf("got:\n%s\nwant:\n%s", out, want)
+	}
+	if _, diags := Check("p.sync", out); diags.HasErrors() {
+		t.Errorf("the split plan does not check: %v", diags)
+	}
+	if _, err := SplitCollective("p.sync", []byte(src), "other", 5, 2, make([]bool, 5)); err == nil {
+		t.Error("split a bucket the step does not name")
+	}
+}
