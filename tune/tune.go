@@ -27,6 +27,13 @@ type Grid struct {
 	Orders []string
 	// Wires are wire dtypes; "" keeps the declaration's.
 	Wires []string
+	// Streams are numbers of communication streams the declaration's
+	// pieces are dealt over (1: as written); GroupBelow are sizes below
+	// which a stream's consecutive pieces are issued as one group (0:
+	// none). Both rewrite the step (dsl.SplitCollective) and apply only
+	// where it has one collective of the whole declaration.
+	Streams    []int
+	GroupBelow []int64
 }
 
 const mib = 1 << 20
@@ -34,13 +41,16 @@ const mib = 1 << 20
 // DefaultGrid is the grid syncgen tune searches unless told otherwise:
 // caps from 1 MiB to 256 MiB and none, PyTorch DDP's 1 MiB first bucket
 // or none, both orders, the declared wire dtype (a narrower wire changes
-// the gradients' precision: the user asks for it with --wire).
+// the gradients' precision: the user asks for it with --wire), one or two
+// communication streams, and pieces below 1 MiB grouped or not.
 func DefaultGrid() Grid {
 	return Grid{
-		Caps:   []int64{1 * mib, 2 * mib, 4 * mib, 8 * mib, 16 * mib, 25 * mib, 32 * mib, 64 * mib, 128 * mib, 256 * mib, 0},
-		Firsts: []int64{0, 1 * mib},
-		Orders: []string{"reverse", "declared"},
-		Wires:  []string{""},
+		Caps:       []int64{1 * mib, 2 * mib, 4 * mib, 8 * mib, 16 * mib, 25 * mib, 32 * mib, 64 * mib, 128 * mib, 256 * mib, 0},
+		Firsts:     []int64{0, 1 * mib},
+		Orders:     []string{"reverse", "declared"},
+		Wires:      []string{""},
+		Streams:    []int{1, 2},
+		GroupBelow: []int64{0, 1 * mib},
 	}
 }
 
@@ -53,6 +63,8 @@ type Candidate struct {
 	// given).
 	Cap, First  int64
 	Order, Wire string
+	Streams     int
+	GroupBelow  int64
 	Src         []byte
 	Buckets     int
 	*predict.Result
@@ -83,6 +95,12 @@ func (c *Candidate) Label() string {
 	}
 	if c.Wire != "" {
 		parts = append(parts, "wire "+c.Wire)
+	}
+	if c.Streams > 1 {
+		parts = append(parts, fmt.Sprintf("streams %d", c.Streams))
+	}
+	if c.GroupBelow > 0 {
+		parts = append(parts, "group below "+SizeText(c.GroupBelow))
 	}
 	return strings.Join(parts, " ")
 }
@@ -132,8 +150,22 @@ func Tune(filename string, src []byte, ranks int, prof *costmodel.Profile, g Gri
 	t := &Tuning{Bucket: bucket}
 	current := &Candidate{Index: -1, Src: src, Buckets: countPieces(prog, bucket), Result: cur}
 	t.Candidates = append(t.Candidates, current)
-	seen := map[string]bool{layout(prog, bucket): true}
+	seen := map[string]bool{layout(prog, bucket) + steps(prog): true}
 	index := 0
+	invalid := map[string]bool{}
+	refuse := func(c *Candidate, why string) {
+		if msg := c.Label() + ": " + why; !invalid[msg] {
+			invalid[msg] = true
+			t.Invalid = append(t.Invalid, msg)
+		}
+	}
+	streams, groups := g.Streams, g.GroupBelow
+	if len(streams) == 0 {
+		streams = []int{1}
+	}
+	if len(groups) == 0 {
+		groups = []int64{0}
+	}
 	for _, cp := range g.Caps {
 		for _, first := range g.Firsts {
 			if first > 0 && (cp == 0 || first >= cp) {
@@ -141,8 +173,6 @@ func Tune(filename string, src []byte, ranks int, prof *costmodel.Profile, g Gri
 			}
 			for _, order := range g.Orders {
 				for _, wire := range g.Wires {
-					c := &Candidate{Index: index, Cap: cp, First: first, Order: order, Wire: wire}
-					index++
 					set := map[string]string{"cap": "", "first": "", "order": order}
 					if cp > 0 {
 						set["cap"] = SizeText(cp)
@@ -153,26 +183,47 @@ func Tune(filename string, src []byte, ranks int, prof *costmodel.Profile, g Gri
 					if wire != "" {
 						set["wire"] = wire
 					}
-					c.Src, err = dsl.SetBucketOptions(filename, src, bucket, set)
+					base, err := dsl.SetBucketOptions(filename, src, bucket, set)
 					if err != nil {
 						return nil, err
 					}
-					p, diags := dsl.Check(filename, c.Src)
-					if diags.HasErrors() || p == nil {
-						t.Invalid = append(t.Invalid, fmt.Sprintf("%s: %v", c.Label(), firstError(diags)))
-						continue
+					bp, diags := dsl.Check(filename, base)
+					for _, ns := range streams {
+						for _, gb := range groups {
+							c := &Candidate{Index: index, Cap: cp, First: first, Order: order, Wire: wire, Streams: ns, GroupBelow: gb, Src: base}
+							index++
+							if diags.HasErrors() || bp == nil {
+								refuse(c, firstError(diags))
+								continue
+							}
+							p := bp
+							if ns > 1 || gb > 0 {
+								n, small := pieces(bp, bucket, gb)
+								if c.Src, err = dsl.SplitCollective(filename, base, bucket, n, ns, small); err != nil {
+									// The step's shape, the same for every
+									// candidate: said once.
+									refuse(&Candidate{Index: -1, Streams: ns, GroupBelow: gb}, err.Error())
+									continue
+								}
+								var d dsl.Diagnostics
+								if p, d = dsl.Check(filename, c.Src); d.HasErrors() || p == nil {
+									refuse(c, firstError(d))
+									continue
+								}
+							}
+							key := layout(p, bucket) + steps(p)
+							if seen[key] {
+								t.Duplicates++
+								continue
+							}
+							seen[key] = true
+							if c.Result, err = predict.Predict(p, ranks, prof); err != nil {
+								return nil, err
+							}
+							c.Buckets = countPieces(p, bucket)
+							t.Candidates = append(t.Candidates, c)
+						}
 					}
-					key := layout(p, bucket)
-					if seen[key] {
-						t.Duplicates++
-						continue
-					}
-					seen[key] = true
-					if c.Result, err = predict.Predict(p, ranks, prof); err != nil {
-						return nil, err
-					}
-					c.Buckets = countPieces(p, bucket)
-					t.Candidates = append(t.Candidates, c)
 				}
 			}
 		}
@@ -235,5 +286,33 @@ func layout(p *ir.Program, decl string) string {
 		}
 		fmt.Fprintf(&b, "%s:%v;", bk.Wire, bk.Tensors)
 	}
+	return b.String()
+}
+
+// pieces returns the number of buckets of declaration decl and which of
+// them are smaller than below bytes.
+func pieces(p *ir.Program, decl string, below int64) (int, []bool) {
+	var small []bool
+	for i := range p.Buckets {
+		if p.Buckets[i].Decl == decl {
+			small = append(small, p.Buckets[i].Bytes() < below)
+		}
+	}
+	return len(small), small
+}
+
+// steps describes the step's statements: kinds, streams, buckets and
+// groups. With layout it tells two candidates that run the same plan.
+func steps(p *ir.Program) string {
+	var b strings.Builder
+	var walk func(ss []ir.Stmt, depth int)
+	walk = func(ss []ir.Stmt, depth int) {
+		for i := range ss {
+			s := &ss[i]
+			fmt.Fprintf(&b, "|%d:%s:%d:%v", depth, s.Kind, s.Stream, s.Buckets)
+			walk(s.Body, depth+1)
+		}
+	}
+	walk(p.Step, 0)
 	return b.String()
 }

@@ -130,3 +130,44 @@ func TestTuneErrors(t *testing.T) {
 		t.Error("a plan with errors was tuned")
 	}
 }
+
+func TestTuneStreamsAndGroups(t *testing.T) {
+	g := Grid{Caps: []int64{1 * mib}, Firsts: []int64{0}, Orders: []string{"reverse"}, Wires: []string{""}, Streams: []int{1, 2}, GroupBelow: []int64{0, 2 * mib}}
+	tu, err := Tune("p.sync", []byte(plan), 2, prof, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// as written, and the four of the grid: none repeats another.
+	if len(tu.Candidates) != 5 || len(tu.Invalid) != 0 {
+		t.Fatalf("%d candidates, invalid %v", len(tu.Candidates), tu.Invalid)
+	}
+	by := map[string]*Candidate{}
+	for _, c := range tu.Candidates {
+		by[c.Label()] = c
+		if _, diags := dsl.Check("p.sync", c.Src); diags.HasErrors() {
+			t.Errorf("%s does not check: %v", c.Label(), diags)
+		}
+	}
+	one, two := by["cap 1MiB order reverse"], by["cap 1MiB order reverse streams 2"]
+	grouped := by["cap 1MiB order reverse group below 2MiB"]
+	if one == nil || two == nil || grouped == nil {
+		t.Fatalf("candidates %v", by)
+	}
+	if !strings.Contains(string(two.Src), "stream comm_2") || !strings.Contains(string(grouped.Src), "group {") {
+		t.Errorf("sources:\n%s\n%s", two.Src, grouped.Src)
+	}
+	// By hand: on one stream the eight 1 MiB allreduces run back to back
+	// from 1 ms, each 100 us + 1048.576 us. On two streams one's latency
+	// hides behind the other's bytes: faster, though not faster than the
+	// bytes alone from 1.1 ms. One group waits for all eight (8 ms), pays
+	// one latency and the bytes.
+	if want := 1e6 + 8*(100e3+1048576.0); float64(one.Step) != want {
+		t.Errorf("one stream: %v, want %v ns", one.Step, want)
+	}
+	if bound := 1e6 + 100e3 + 8*1048576.0; float64(two.Step) >= float64(one.Step) || float64(two.Step) < bound {
+		t.Errorf("two streams: %v, want below one stream's %v and at least %v ns", two.Step, one.Step, bound)
+	}
+	if want := 8e6 + 100e3 + 8*1048576.0; float64(grouped.Step) != want {
+		t.Errorf("grouped: %v, want %v ns", grouped.Step, want)
+	}
+}

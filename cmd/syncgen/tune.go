@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -23,7 +24,10 @@ func tuneCommand() *cli.Command {
 		ArgsUsage: "FILE.sync",
 		Description: `tune searches the options of one bucket declaration (by default the one
 holding the most gradient bytes): every cap of --caps (and none), first
-bucket of --firsts, order of --orders and wire dtype of --wire. Each
+bucket of --firsts, order of --orders and wire dtype of --wire, its pieces
+dealt over --streams communication streams with consecutive pieces below
+--group-below issued as one group (where the step has one collective of
+the whole declaration). Each
 candidate is written through the formatter, checked and predicted like
 'syncgen predict' (nothing is built); candidates whose buckets come out the
 same as a better-placed one's are left out. The table ranks them by
@@ -47,6 +51,8 @@ Examples:
 			&cli.StringFlag{Name: "firsts", Value: "none,1M", Usage: "first-bucket caps to try, comma-separated `SIZES` (none: no first)"},
 			&cli.StringFlag{Name: "orders", Value: "reverse,declared", Usage: "orders to try, comma-separated: reverse, declared"},
 			&cli.StringFlag{Name: "wire", Value: "keep", Usage: "wire dtypes to try, comma-separated (keep: the declaration's; e.g. keep,bf16 — a narrower wire changes the gradients' precision)"},
+			&cli.StringFlag{Name: "streams", Value: "1,2", Usage: "numbers of communication streams to deal the pieces over, comma-separated `N`s"},
+			&cli.StringFlag{Name: "group-below", Value: "none,1M", Usage: "issue a stream's consecutive pieces smaller than `SIZE` as one group, comma-separated (none: no groups)"},
 			&cli.IntFlag{Name: "run", Usage: "run the best `K` candidates (and the plan as written) for real, checked, and pick the winner by measurement"},
 			&cli.StringFlag{Name: "out", Usage: "write the winning plan to `FILE.sync`"},
 			&cli.StringFlag{Name: "plot", Usage: "write the step time against the cap as SVG to `FILE.svg`"},
@@ -154,6 +160,16 @@ func tuneGrid(c *cli.Context) (tune.Grid, error) {
 	}
 	if g.Firsts, err = sizes("firsts"); err != nil {
 		return g, err
+	}
+	if g.GroupBelow, err = sizes("group-below"); err != nil {
+		return g, err
+	}
+	for _, v := range strings.Split(c.String("streams"), ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < 1 || n > 8 {
+			return g, fmt.Errorf("--streams: %q: want a number of streams from 1 to 8", v)
+		}
+		g.Streams = append(g.Streams, n)
 	}
 	for _, o := range strings.Split(c.String("orders"), ",") {
 		o = strings.TrimSpace(o)

@@ -284,3 +284,35 @@ func TestReplayBadIndex(t *testing.T) {
 		t.Error("a missing bucket replayed")
 	}
 }
+
+func TestReplayBandwidthInTimeOrder(t *testing.T) {
+	// compute 2 ms on s0; a 1 MB allreduce on s1 after s0 (2 .. 3.01
+	// ms); then, later in program order, one on s2 with nothing to wait
+	// for: it takes the idle bandwidth first (0 .. 1.01 ms) instead of
+	// queueing behind the other's transfer.
+	s := sched([]string{"s0", "s1", "s2"}, [][2]int64{{1_000_000, 0}, {1_000_000, 1}}, []int64{1_000_000, 1_000_000},
+		Op{Kind: OpCompute, Stream: 0, Dur: ms(2)},
+		Op{Kind: OpCollective, Stream: 1, Collective: "allreduce", Buckets: []int{0}, After: AfterStream, AfterStream: 0},
+		Op{Kind: OpCollective, Stream: 2, Collective: "allreduce", Buckets: []int{1}, ID: 1})
+	pr, err := Replay(s, profile1())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pr.Rows[0].Start != ms(2) || pr.Rows[0].End != ms(3.01) || pr.Rows[1].Start != 0 || pr.Rows[1].End != ms(1.01) {
+		t.Errorf("rows %+v", pr.Rows)
+	}
+	// Two transfers that overlap in time: the one issued first (s1's,
+	// 2 ms from 0.01 ms) keeps its spans; s2's 1 ms one, ready at 0.51 ms
+	// (latency 10 us after a 0.5 ms compute), takes what is left: 2.01 ..
+	// 3.01 ms.
+	s = sched([]string{"s0", "s1", "s2"}, [][2]int64{{2_000_000, 0}, {1_000_000, 1}}, []int64{2_000_000, 1_000_000},
+		Op{Kind: OpCollective, Stream: 1, Collective: "allreduce", Buckets: []int{0}},
+		Op{Kind: OpCompute, Stream: 2, Dur: ms(0.5)},
+		Op{Kind: OpCollective, Stream: 2, Collective: "allreduce", Buckets: []int{1}, ID: 1})
+	if pr, err = Replay(s, profile1()); err != nil {
+		t.Fatal(err)
+	}
+	if pr.Rows[0].End != ms(2.01) || pr.Rows[1].Start != ms(0.5) || pr.Rows[1].End != ms(3.01) {
+		t.Errorf("rows %+v", pr.Rows)
+	}
+}

@@ -64,9 +64,44 @@ type replay struct {
 	// ready and synced are each bucket's gradients' ready time and its
 	// last collective's end (-1: not in this step yet).
 	ready, synced []time.Duration
-	// fabric is when the bandwidth all streams share is next free.
-	fabric time.Duration
+	// fabric are the spans in which the bandwidth that all streams share
+	// is taken, sorted and disjoint.
+	fabric []interval
 	notes  map[string]bool
+}
+
+// transfer takes d of the shared bandwidth from time t on, in the spans
+// no earlier transfer took, and returns when it is done. A transfer
+// issued later in program order but ready earlier so takes the bandwidth
+// first, and two at once share it (what one leaves idle the other uses),
+// though the one issued first keeps its spans.
+func (r *replay) transfer(t, d time.Duration) time.Duration {
+	var taken []interval
+	cur, left := t, d
+	for _, busy := range r.fabric {
+		if left <= 0 {
+			break
+		}
+		if busy.b <= cur {
+			continue
+		}
+		if gap := busy.a - cur; gap > 0 {
+			use := min(gap, left)
+			taken = append(taken, interval{cur, cur + use})
+			left -= use
+			cur += use
+			if left <= 0 {
+				break
+			}
+		}
+		cur = max(cur, busy.b)
+	}
+	if left > 0 {
+		taken = append(taken, interval{cur, cur + left})
+		cur += left
+	}
+	r.fabric = union(append(r.fabric, taken...))
+	return cur
 }
 
 // Replay predicts one step of schedule s with profile p. Its rules are
@@ -77,10 +112,10 @@ type replay struct {
 // for the work queued on that stream when the statement is issued, `after
 // synced` for the bucket's last collective; a group's collectives start
 // together once all their dependencies are met, pay the largest of their
-// latencies once, and each member's time is the group's. Collectives on different streams share one bandwidth: a
-// collective's latency term runs concurrently with other streams' work,
-// its bandwidth term waits for the bandwidth to be free (in program
-// order). Casts, updates and unscales cost their bytes at the profile's
+// latencies once, and each member's time is the group's. Collectives on
+// different streams share one bandwidth: a collective's latency term runs
+// concurrently with other streams' work, its bandwidth term takes the
+// bandwidth when no other transfer does (transfer). Casts, updates and unscales cost their bytes at the profile's
 // memory bandwidth.
 func Replay(s *Schedule, p *Profile) (*Prediction, error) {
 	r := &replay{s: s, p: p, pred: &Prediction{}, free: make([]time.Duration, len(s.Streams)),
@@ -307,8 +342,7 @@ func (r *replay) group(items []item, grouped bool) error {
 				cur += us(lat)
 			}
 			if bw > 0 {
-				cur = max(cur, r.fabric) + us(bw)
-				r.fabric = cur
+				cur = r.transfer(cur, us(bw))
 			}
 			r.pred.Rows = append(r.pred.Rows, Row{ID: it.op.ID, Bucket: b, Collective: it.op.Collective, Stream: si, Bytes: n,
 				Group: grouped, Start: start, End: cur})
