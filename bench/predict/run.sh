@@ -76,10 +76,15 @@ for np in $NPS; do
 		for m in $MODELS; do
 			for p in $PLANS; do
 				j=$out/${m}_$p-np$np-r$r.json
+				# A run that fails (a rank killed for memory) is said and
+				# left out; the others go on.
 				# shellcheck disable=SC2086
-				mpirun $args -np "$np" "$bin/${m}_$p" --backend "$BACKEND" --steps "$STEPS" --warmup 3 --check off --quiet \
-					--profile "$prof" --json "$j" >"$out/${m}_$p-np$np-r$r.txt" 2>&1
-				echo "$m $p $(field "$j" predicted_step_ms) $(field "$j" step_p50_ms)" >>"$rows"
+				if mpirun $args -np "$np" "$bin/${m}_$p" --backend "$BACKEND" --steps "$STEPS" --warmup 3 --check off --quiet \
+					--profile "$prof" --json "$j" --flight-dir "$out/flightrec" >"$out/${m}_$p-np$np-r$r.txt" 2>&1; then
+					echo "$m $p $(field "$j" predicted_step_ms) $(field "$j" step_p50_ms)" >>"$rows"
+				else
+					echo "# $m $p ranks $np round $r failed: see $out/${m}_$p-np$np-r$r.txt"
+				fi
 			done
 		done
 		r=$((r + 1))
@@ -91,6 +96,7 @@ for np in $NPS; do
 		for p in $PLANS; do
 			awk -v m="$m" -v p="$p" -v np="$np" '$1 == m && $2 == p { pred = $3; v[n++] = $4 }
 				END {
+					if (n == 0) { printf "%-11s %5s %-7s %14s\n", m, np, p, "no run succeeded"; exit }
 					for (i = 0; i < n; i++) for (j = i + 1; j < n; j++) if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
 					med = (n % 2) ? v[int(n / 2)] : (v[n / 2 - 1] + v[n / 2]) / 2
 					printf "%-11s %5s %-7s %14.2f %14.2f %14.1f %14.2f %14.1f\n", m, np, p, pred, med, 100 * (pred - med) / med, v[0], 100 * (pred - v[0]) / v[0]
@@ -109,7 +115,8 @@ for np in $NPS; do
 				for p in ddp tuned; do
 					j=$out/${m}_$p-np$np-r$r.json
 					# shellcheck disable=SC2086
-					mpirun $args -np "$np" "$bin/${m}_$p" --backend "$BACKEND" --steps "$STEPS" --warmup 3 --check off --quiet --json "$j" >/dev/null 2>&1
+					mpirun $args -np "$np" "$bin/${m}_$p" --backend "$BACKEND" --steps "$STEPS" --warmup 3 --check off --quiet --json "$j" \
+						--flight-dir "$out/flightrec" >/dev/null 2>&1 || echo "# tune $m $p ranks $np round $r failed"
 					printf '# tune %-11s ranks %s round %s %-6s p50 %s ms\n' "$m" "$np" "$r" "$p" "$(field "$j" step_p50_ms)"
 				done
 				r=$((r + 1))
