@@ -68,6 +68,7 @@ func (t *Tuning) WriteSVG(w io.Writer) error {
 	var caps []int64
 	seenCap := map[int64]bool{}
 	var hi time.Duration
+	lo := time.Duration(math.MaxInt64)
 	for _, c := range t.Candidates {
 		if c.Current() {
 			continue
@@ -84,12 +85,14 @@ func (t *Tuning) WriteSVG(w io.Writer) error {
 				measured[o][c.Cap] = c.Measured
 			}
 			hi = max(hi, c.Measured)
+			lo = min(lo, c.Measured)
 		}
 		if !seenCap[c.Cap] {
 			seenCap[c.Cap] = true
 			caps = append(caps, c.Cap)
 		}
 		hi = max(hi, c.Step)
+		lo = min(lo, c.Step)
 	}
 	// Caps ascending, no cap last.
 	sort.Slice(caps, func(i, j int) bool {
@@ -125,11 +128,14 @@ func (t *Tuning) WriteSVG(w io.Writer) error {
 		}
 		xs[c] = left + pw*0.92*(math.Log2(float64(c))-minLog)/span
 	}
-	ymax := float64(hi) / 1e6 * 1.1
-	if ymax <= 0 {
-		ymax = 1
+	// The axis spans the values with a margin, not from 0: the
+	// candidates often differ by a few percent of the step.
+	ymin, ymax := 0.0, 1.0
+	if hi > 0 {
+		span := math.Max(float64(hi-lo)/1e6, float64(hi)/1e6*0.02)
+		ymin, ymax = math.Max(float64(lo)/1e6-0.1*span, 0), float64(hi)/1e6+0.1*span
 	}
-	y := func(d time.Duration) float64 { return top + ph - ph*(float64(d)/1e6)/ymax }
+	y := func(d time.Duration) float64 { return top + ph - ph*(float64(d)/1e6-ymin)/(ymax-ymin) }
 	var b strings.Builder
 	fmt.Fprintf(&b, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\" font-size=\"12\">\n", width, height)
 	fmt.Fprintf(&b, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n")
@@ -137,10 +143,10 @@ func (t *Tuning) WriteSVG(w io.Writer) error {
 	fmt.Fprintf(&b, "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"black\"/>\n", left, top+ph, left+pw, top+ph)
 	fmt.Fprintf(&b, "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"black\"/>\n", left, top, left, top+ph)
 	for i := 0; i <= 4; i++ {
-		v := ymax * float64(i) / 4
+		v := ymin + (ymax-ymin)*float64(i)/4
 		yy := top + ph - ph*float64(i)/4
 		fmt.Fprintf(&b, "<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", left, yy, left+pw, yy)
-		fmt.Fprintf(&b, "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">%.1f</text>\n", left-6, yy+4, v)
+		fmt.Fprintf(&b, "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">%.2f</text>\n", left-6, yy+4, v)
 	}
 	for _, c := range caps {
 		label := "none"
