@@ -29,6 +29,7 @@ runtime/internal/proc            0
 runtime/internal/dl              0
 runtime/internal/elem            0
 runtime/costmodel                0
+runtime/internal/hetero          0
 runtime/internal/optim           1
 runtime/internal/scaler          1
 runtime/internal/ckpt            1

@@ -1,0 +1,129 @@
+package hetero
+
+import (
+	"testing"
+	"time"
+)
+
+func TestSharesSumAndProportion(t *testing.T) {
+	cases := []struct {
+		batch   int
+		weights []float64
+		want    []int
+	}{
+		{256, []float64{1, 1, 1, 1}, []int{64, 64, 64, 64}},
+		{256, []float64{1, 1, 1, 0.5}, []int{73, 73, 73, 37}},
+		{10, []float64{1, 1, 1}, []int{4, 3, 3}}, // the tie goes to the lowest rank
+		{3, []float64{100, 1, 1}, []int{1, 1, 1}},
+		{7, []float64{2, 1}, []int{5, 2}},
+	}
+	for _, c := range cases {
+		got := Shares(c.batch, c.weights)
+		for r, v := range got {
+			if v != c.want[r] {
+				t.Errorf("Shares(%d, %v) = %v, want %v", c.batch, c.weights, got, c.want)
+				break
+			}
+		}
+	}
+}
+
+func TestSharesAlwaysSum(t *testing.T) {
+	for n := 1; n <= 9; n++ {
+		for batch := n; batch < 300; batch += 7 {
+			w := make([]float64, n)
+			for r := range w {
+				w[r] = 0.1 + float64((r*37+batch)%11)/3
+			}
+			s := Shares(batch, w)
+			sum := 0
+			for _, v := range s {
+				if v < 1 {
+					t.Fatalf("Shares(%d, %v) = %v: a rank without a sample", batch, w, s)
+				}
+				sum += v
+			}
+			if sum != batch {
+				t.Fatalf("Shares(%d, %v) = %v sums to %d", batch, w, s, sum)
+			}
+		}
+	}
+}
+
+func TestFactor(t *testing.T) {
+	s := &Spec{Speeds: map[int]float64{3: 0.5}, Batch: 8, Straggler: &Straggler{Rank: 1, Factor: 3, From: 5}}
+	if f := s.Factor(0, 0, 2, 4); f != 1 {
+		t.Errorf("even share at speed 1: factor %v, want 1", f)
+	}
+	if f := s.Factor(3, 0, 2, 4); f != 2 {
+		t.Errorf("even share at speed 0.5: factor %v, want 2", f)
+	}
+	if f := s.Factor(3, 0, 1, 4); f != 1 {
+		t.Errorf("half a share at speed 0.5: factor %v, want 1", f)
+	}
+	if f := s.Factor(1, 4, 2, 4); f != 1 {
+		t.Errorf("straggler before its step: factor %v, want 1", f)
+	}
+	if f := s.Factor(1, 5, 2, 4); f != 3 {
+		t.Errorf("straggler from its step: factor %v, want 3", f)
+	}
+}
+
+func TestStaticAndRebalance(t *testing.T) {
+	s := &Spec{Speeds: map[int]float64{3: 0.5}, Batch: 280, Balance: Static}
+	got := s.InitialShares(4)
+	want := []int{80, 80, 80, 40}
+	for r := range want {
+		if got[r] != want[r] {
+			t.Fatalf("static shares %v, want %v", got, want)
+		}
+	}
+	// Per-sample times of an even split with rank 3 at half speed.
+	re := Rebalance(280, []float64{1, 1, 1, 2})
+	for r := range want {
+		if re[r] != want[r] {
+			t.Fatalf("rebalanced shares %v, want %v", re, want)
+		}
+	}
+	if (&Spec{Balance: Dynamic}).InitialShares(3)[2] != 1 {
+		t.Errorf("dynamic without a batch: want one sample a rank")
+	}
+}
+
+func TestDelayDeterministicAndBounded(t *testing.T) {
+	s := &Spec{Jitter: &Jitter{Seed: 7, Max: 5 * time.Millisecond}}
+	distinct := map[time.Duration]bool{}
+	for r := 0; r < 4; r++ {
+		for step := 0; step < 50; step++ {
+			d := s.Delay(r, step)
+			if d < 0 || d >= 5*time.Millisecond {
+				t.Fatalf("delay %v outside [0, 5ms)", d)
+			}
+			if d != s.Delay(r, step) {
+				t.Fatalf("delay of rank %d step %d not deterministic", r, step)
+			}
+			distinct[d] = true
+		}
+	}
+	if len(distinct) < 150 {
+		t.Errorf("only %d distinct delays of 200", len(distinct))
+	}
+	if (&Spec{}).Delay(0, 0) != 0 {
+		t.Errorf("no jitter: want no delay")
+	}
+}
+
+func TestCheck(t *testing.T) {
+	if err := (&Spec{Speeds: map[int]float64{5: 0.5}}).Check(4); err == nil {
+		t.Errorf("rank 5 in a world of 4: want an error")
+	}
+	if err := (&Spec{Straggler: &Straggler{Rank: 4, Factor: 2}}).Check(4); err == nil {
+		t.Errorf("straggler 4 in a world of 4: want an error")
+	}
+	if err := (&Spec{Batch: 3}).Check(4); err == nil {
+		t.Errorf("batch 3 on 4 ranks: want an error")
+	}
+	if err := (&Spec{Speeds: map[int]float64{3: 0.5}, Batch: 4}).Check(4); err != nil {
+		t.Errorf("valid spec: %v", err)
+	}
+}
