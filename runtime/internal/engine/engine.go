@@ -13,6 +13,7 @@ import (
 	"github.com/syncgen/syncgen/runtime/internal/backend"
 	"github.com/syncgen/syncgen/runtime/internal/check"
 	"github.com/syncgen/syncgen/runtime/internal/elem"
+	"github.com/syncgen/syncgen/runtime/internal/hetero"
 	"github.com/syncgen/syncgen/runtime/internal/mpihost"
 	"github.com/syncgen/syncgen/runtime/internal/plan"
 	"github.com/syncgen/syncgen/runtime/internal/proc"
@@ -78,7 +79,8 @@ type Engine struct {
 	mu   sync.Mutex
 	recs []result.Record
 
-	tr train // the training step (train.go)
+	tr  train       // the training step (train.go)
+	het heteroState // heterogeneous ranks (hetero.go)
 	// first is the step Run starts at: 0, or the one after a checkpoint
 	// resumed (Resume), which took resumeTime.
 	first      int
@@ -124,6 +126,9 @@ type Config struct {
 	Faults []Fault
 	// FlightDir is where a timeout writes the flight record ("": not).
 	FlightDir string
+	// Hetero is the ranks' heterogeneity: speeds, a straggler, jitter,
+	// the global batch and its balancing (the zero value: none).
+	Hetero hetero.Spec
 	// OnAbort, if not nil, runs when the job ends early (a timeout, or
 	// mpirun terminating this rank), with the reason: the runtime writes
 	// what it has.

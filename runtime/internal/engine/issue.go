@@ -41,7 +41,7 @@ type collItem struct {
 func (e *Engine) Backward(at plan.Src, stream int, d time.Duration, after plan.After) {
 	e.expect(plan.StmtBackward, at)
 	e.waitAfter(at, stream, after)
-	e.backward(at, stream, d)
+	e.backward(at, stream, e.stretch(d))
 	e.flush()
 }
 
@@ -52,7 +52,7 @@ func (e *Engine) Compute(at plan.Src, stream int, d time.Duration, after plan.Af
 	e.waitAfter(at, stream, after)
 	start := e.recordOn(stream, at)
 	e.queued(stream)
-	if err := e.streams[stream].Busy(d); err != nil {
+	if err := e.streams[stream].Busy(e.stretch(d)); err != nil {
 		e.fatal(at, err)
 	}
 	end := e.recordOn(stream, at)

@@ -46,6 +46,7 @@ func (e *Engine) Run(res *result.Results, progress func(done, total int)) error 
 	if len(res.TrainRows) > 0 {
 		res.TrainSteps = result.Preallocated[result.TrainStepStats](e.cfg.Steps)
 	}
+	e.setUpHetero(res)
 	gc := startQuietGC()
 	defer gc.stop()
 	for i := e.first; i < total; i++ {
@@ -143,6 +144,7 @@ func (e *Engine) runStep(res *result.Results, i, total int) error {
 	e.faultAt(FaultHang, i)
 	e.faultAt(FaultStop, i)
 	e.faultAt(FaultDelay, i)
+	e.beginHeteroStep(i)
 	e.cfg.Step()
 	if err := e.drain(); err != nil {
 		return err
@@ -171,13 +173,14 @@ func (e *Engine) runStep(res *result.Results, i, total int) error {
 	}
 	e.nextTrainStep()
 	e.endStep()
-	return nil
+	return e.endHeteroStep(res, i)
 }
 
 // keepFigures adds a measured step of length step, whose records are
 // recs, to res: the step's figures and each table row's time.
 func (e *Engine) keepFigures(res *result.Results, recs []result.Record, step time.Duration) {
 	st, train := e.stats.stepStatsOf(recs, step)
+	st.Share = e.share()
 	res.Steps = append(res.Steps, st)
 	if res.TrainSteps != nil {
 		res.TrainSteps = append(res.TrainSteps, train)
@@ -410,7 +413,12 @@ func (sc *intervalScratch) stepStatsOf(recs []result.Record, step time.Duration)
 	comp, comm = union(comp), union(comm)
 	both := intersect(sc.both[:0], comp, comm)
 	sc.comp, sc.comm, sc.both = comp, comm, both
-	st := result.StepStats{Step: step, Compute: length(comp), Comm: length(comm), Hidden: length(both)}
+	st := result.StepStats{Step: step, Compute: length(comp), Comm: length(comm), Hidden: length(both), FirstColl: -1}
+	for _, r := range recs {
+		if r.Kind == result.Collective && (st.FirstColl < 0 || r.T0 < st.FirstColl) {
+			st.FirstColl = r.T0
+		}
+	}
 	var train result.TrainStepStats
 	if len(sc.upd) > 0 || len(sc.unscale) > 0 {
 		upd := union(sc.upd)

@@ -73,6 +73,14 @@ type StepStats struct {
 	Compute time.Duration // union of backward and compute intervals
 	Comm    time.Duration // union of collective intervals
 	Hidden  time.Duration // communication that overlapped compute
+	// FirstColl is when the step's first collective started on this rank
+	// (-1: the step has none): the ranks start a step together, so the
+	// latest rank's FirstColl less this rank's is what this rank waited
+	// there for the others.
+	FirstColl time.Duration
+	// Share is this rank's share of the global batch at the step (0: the
+	// run has no heterogeneity).
+	Share int
 }
 
 // TrainStepStats are one measured step's figures of the training step
@@ -135,6 +143,26 @@ type Results struct {
 	Saves      []Save
 	Resumed    int
 	ResumeTime time.Duration
+	// Hetero is the course of a heterogeneous run (nil: homogeneous), the
+	// same on every rank.
+	Hetero *Hetero
+}
+
+// Hetero is what a heterogeneous run used: the global batch, the balancing
+// rule and period, the ranks' declared speeds, and the shares over time.
+type Hetero struct {
+	Batch   int
+	Balance string
+	Every   int
+	Speeds  []float64
+	Course  []ShareSpan
+}
+
+// ShareSpan is the shares in force from step From (0 based, warm-up
+// counted) until the next span's.
+type ShareSpan struct {
+	From   int
+	Shares []int
 }
 
 // Save is one checkpoint as this rank wrote it: after Steps steps, its

@@ -1,0 +1,119 @@
+package engine
+
+// Heterogeneous ranks (--speed, --straggler, --jitter, --batch,
+// --balance): each rank's simulated compute is stretched by its share of
+// the global batch over its speed, and with dynamic balancing the shares
+// move, every few steps, to the speeds the ranks showed.
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/syncgen/syncgen/runtime/internal/hetero"
+	"github.com/syncgen/syncgen/runtime/internal/result"
+)
+
+// heteroState is the engine's part of a heterogeneous run.
+type heteroState struct {
+	on     bool
+	spec   hetero.Spec
+	shares []int // the shares in force, the same on every rank
+	// factor and delay stretch the current step's timed statements; the
+	// delay is added once, to the step's first.
+	factor float64
+	delay  time.Duration
+	// simulated is this rank's simulated compute since the last
+	// rebalance, samples the samples it computed in that time.
+	simulated time.Duration
+	samples   int
+}
+
+// setUpHetero starts the shares; res keeps their course.
+func (e *Engine) setUpHetero(res *result.Results) {
+	h := &e.het
+	h.spec, h.on = e.cfg.Hetero, e.cfg.Hetero.Active()
+	h.factor = 1
+	if !h.on {
+		return
+	}
+	h.shares = h.spec.InitialShares(e.size)
+	res.Hetero = &result.Hetero{Batch: h.spec.GlobalBatch(e.size), Balance: h.spec.Balance.String(), Every: h.spec.Every}
+	for r := 0; r < e.size; r++ {
+		res.Hetero.Speeds = append(res.Hetero.Speeds, h.spec.Speed(r))
+	}
+	res.Hetero.Course = append(res.Hetero.Course, result.ShareSpan{From: e.first, Shares: slices.Clone(h.shares)})
+}
+
+// beginHeteroStep sets the stretch of step i's timed statements.
+func (e *Engine) beginHeteroStep(i int) {
+	h := &e.het
+	if !h.on {
+		return
+	}
+	share := h.shares[e.rank]
+	h.factor = h.spec.Factor(e.rank, i, share, e.size)
+	h.delay = h.spec.Delay(e.rank, i)
+	h.samples += share
+}
+
+// stretch is the simulated duration of a timed statement of plan duration
+// d on this rank at the current step (init is not stretched).
+func (e *Engine) stretch(d time.Duration) time.Duration {
+	h := &e.het
+	if !h.on || e.stepNo < 0 {
+		return d
+	}
+	out := time.Duration(math.Round(float64(d)*h.factor)) + h.delay
+	h.delay = 0
+	h.simulated += out
+	return out
+}
+
+// share is this rank's share at the current step (0 without heterogeneity).
+func (e *Engine) share() int {
+	if !e.het.on {
+		return 0
+	}
+	return e.het.shares[e.rank]
+}
+
+// endHeteroStep rebalances after step i when the rule says so: every rank
+// gives its simulated compute per sample since the last rebalance, and
+// all compute the same new shares from the same gathered values. The
+// simulated durations are what the rank's speed, straggler and jitter
+// made of the plan's, so the shares follow them and not a loaded host's
+// noise.
+func (e *Engine) endHeteroStep(res *result.Results, i int) error {
+	h := &e.het
+	if !h.on || !h.spec.Rebalances(i) {
+		return nil
+	}
+	rec := make([]byte, 8)
+	var per float64
+	if h.samples > 0 {
+		per = float64(h.simulated) / float64(h.samples)
+	}
+	binary.LittleEndian.PutUint64(rec, math.Float64bits(per))
+	watchStep(e)
+	e.hostAt.set(fmt.Sprintf("rebalancing the batch after step %s", e.stepName()))
+	all, err := e.h.Allgather(rec)
+	e.hostAt.set("")
+	watchIdle(e)
+	if err != nil {
+		return fmt.Errorf("rebalancing the batch after step %s: %w", e.stepName(), err)
+	}
+	pers := make([]float64, len(all))
+	for r, b := range all {
+		pers[r] = math.Float64frombits(binary.LittleEndian.Uint64(b))
+	}
+	h.simulated, h.samples = 0, 0
+	next := hetero.Rebalance(h.spec.GlobalBatch(e.size), pers)
+	if !slices.Equal(next, h.shares) {
+		h.shares = next
+		res.Hetero.Course = append(res.Hetero.Course, result.ShareSpan{From: i + 1, Shares: slices.Clone(next)})
+	}
+	return nil
+}
