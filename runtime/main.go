@@ -254,6 +254,9 @@ func (r *runner) agreeOnPlan() (*plan.Program, *result.Results, cpu.Tuning, int)
 	if err == nil {
 		err = checkFaultRanks(r.opts.faults, h.Size)
 	}
+	if err == nil {
+		err = r.opts.hetero.Check(h.Size)
+	}
 	if err != nil {
 		r.agreedFailure(err)
 		return nil, nil, tune, 2
@@ -298,7 +301,8 @@ func (r *runner) setUp(prog *plan.Program) (*engine.Engine, *backend.Layout) {
 	s := &Step{}
 	cfg := engine.Config{Steps: r.opts.steps, Warmup: r.opts.warmup, CheckEvery: r.opts.checkEvery,
 		Tracing: r.opts.tracing, Settle: r.opts.settle, Step: func() {}, Injections: r.opts.injections,
-		Checkpoint: r.opts.checkpoint, Faults: r.opts.faults, FlightDir: r.opts.flightDir, OnAbort: r.writePartial}
+		Checkpoint: r.opts.checkpoint, Faults: r.opts.faults, FlightDir: r.opts.flightDir, OnAbort: r.writePartial,
+		Hetero: r.opts.hetero}
 	if err := cfg.Checkpoint.CheckDir(); err != nil {
 		r.fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/syncgen/syncgen/runtime/internal/backend"
 	"github.com/syncgen/syncgen/runtime/internal/elem"
 	"github.com/syncgen/syncgen/runtime/internal/engine"
+	"github.com/syncgen/syncgen/runtime/internal/hetero"
 	"github.com/syncgen/syncgen/runtime/internal/plan"
 	"github.com/syncgen/syncgen/runtime/internal/proc"
 	"github.com/syncgen/syncgen/runtime/internal/text"
@@ -61,6 +62,10 @@ type options struct {
 	// profile's name, whose prediction the report sets beside the
 	// measurements ("": none).
 	profile string
+	// heteroFlags are --speed, --straggler, --jitter, --batch and
+	// --balance; hetero what they resolve to.
+	heteroFlags heteroFlags
+	hetero      hetero.Spec
 }
 
 // defaultTimeout is --timeout's default.
@@ -198,6 +203,9 @@ func parseOptions(p *plan.Plan, prog string, args []string, out io.Writer) (*opt
 	if o.faults, err = resolveFaults(o.faultSpecs, o.warmup+o.steps); err != nil {
 		return nil, err
 	}
+	if o.hetero, err = resolveHetero(o.heteroFlags); err != nil {
+		return nil, err
+	}
 	return o, nil
 }
 
@@ -223,6 +231,11 @@ func newFlagSet(o *options, prog string) (*flag.FlagSet, []*outputFlag) {
 	fs.Var(faultFlag{&o.faultSpecs}, "fault", "rehearse a failure: `KIND:RANK:STEP` with KIND crash (SIGKILL at the step's start), hang, stop (SIGSTOP), crash-in-save (in the checkpoint after STEP steps), or delay:RANK:STEP:DUR; may be repeated")
 	fs.StringVar(&o.profile, "profile", "", "print the step's prediction from a cost-model profile beside what the run measures: a `FILE` from syncgen calibrate, or a built-in profile's name (syncgen predict --help lists them)")
 	fs.Var(overflowFlag{&o.overflows}, "overflow", "put inf (or =-inf, =nan) into the first element of a gradient on one rank at one step, `STEP:RANK:TENSOR[=inf|-inf|nan]`, to watch the loss scaler skip the step; may be repeated")
+	fs.Var(listFlag{&o.heteroFlags.speeds}, "speed", "give ranks a relative speed, `R=S[,R=S]` (R a rank or FIRST..LAST; 1 is the plan's durations): a rank's simulated backward and compute take their duration times its share of the batch over an even share, over its speed; may be repeated")
+	fs.StringVar(&o.heteroFlags.straggler, "straggler", "", "slow one rank, `RANK:FACTOR[:FROMSTEP]`: its compute takes FACTOR times as long from step FROMSTEP on (warm-up counted; default 0)")
+	fs.StringVar(&o.heteroFlags.jitter, "jitter", "", "add to every rank's compute a random delay a step of up to MAXDUR, drawn from SEED (the same every run), `SEED:MAXDUR`")
+	fs.IntVar(&o.heteroFlags.batch, "batch", 0, "the global batch in samples, shared among the ranks (`N`, at least one a rank; 0: one a rank)")
+	fs.StringVar(&o.heteroFlags.balance, "balance", "off", "share the batch by speed, `RULE`: off (even shares), static (from --speed), or dynamic[:K] (every K steps, default 5, from each rank's compute per sample in the last K steps); needs --batch")
 	return fs, []*outputFlag{jsonFlag, traceFlag}
 }
 

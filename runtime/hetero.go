@@ -1,0 +1,153 @@
+package runtime
+
+// --speed, --straggler, --jitter, --batch and --balance: rehearsing a
+// cluster of unequal ranks (runtime/internal/hetero has the arithmetic).
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/syncgen/syncgen/runtime/internal/hetero"
+	"github.com/syncgen/syncgen/runtime/internal/proc"
+)
+
+// heteroFlags are the flags' values as given; resolveHetero parses them.
+type heteroFlags struct {
+	speeds    []string
+	straggler string
+	jitter    string
+	batch     int
+	balance   string
+}
+
+// listFlag collects a repeatable flag whose values may also be joined by
+// commas.
+type listFlag struct{ vals *[]string }
+
+func (f listFlag) String() string {
+	if f.vals == nil {
+		return ""
+	}
+	return strings.Join(*f.vals, ",")
+}
+
+func (f listFlag) Set(s string) error {
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			*f.vals = append(*f.vals, v)
+		}
+	}
+	return nil
+}
+
+// defaultBalanceEvery is dynamic balancing's period when --balance
+// dynamic names none: long enough to average a step's jitter, short
+// enough to follow a straggler within a short run.
+const defaultBalanceEvery = 5
+
+// resolveHetero parses the heterogeneity flags. A rank beyond the world
+// is refused here when the launcher says its size, else once MPI has
+// started (hetero.Spec.Check).
+func resolveHetero(f heteroFlags) (hetero.Spec, error) {
+	var s hetero.Spec
+	size, sized := proc.LauncherSize()
+	outside := func(flag, spec string, r int) error {
+		if sized && r >= size {
+			return fmt.Errorf("%s %q: rank %d is outside the world of %d ranks (0..%d)", flag, spec, r, size, size-1)
+		}
+		return nil
+	}
+	for _, spec := range f.speeds {
+		ranks, val, ok := strings.Cut(spec, "=")
+		lo, hi, err := rankRange(ranks)
+		v, verr := strconv.ParseFloat(val, 64)
+		if !ok || err != nil || verr != nil || !(v > 0) || math.IsInf(v, 0) {
+			return s, fmt.Errorf("--speed %q: want RANK=SPEED or FIRST..LAST=SPEED with a positive speed relative to 1, e.g. 3=0.5 or 4..7=0.6", spec)
+		}
+		if err := outside("--speed", spec, hi); err != nil {
+			return s, err
+		}
+		if s.Speeds == nil {
+			s.Speeds = map[int]float64{}
+		}
+		for r := lo; r <= hi; r++ {
+			s.Speeds[r] = v
+		}
+	}
+	if spec := f.straggler; spec != "" {
+		parts := strings.Split(spec, ":")
+		st := &hetero.Straggler{}
+		var err1, err2, err3 error
+		if len(parts) == 2 || len(parts) == 3 {
+			st.Rank, err1 = strconv.Atoi(parts[0])
+			st.Factor, err2 = strconv.ParseFloat(parts[1], 64)
+			if len(parts) == 3 {
+				st.From, err3 = strconv.Atoi(parts[2])
+			}
+		}
+		if len(parts) < 2 || len(parts) > 3 || err1 != nil || err2 != nil || err3 != nil || st.Rank < 0 || !(st.Factor > 0) || math.IsInf(st.Factor, 0) || st.From < 0 {
+			return s, fmt.Errorf("--straggler %q: want RANK:FACTOR[:FROMSTEP], e.g. 2:3 (rank 2 three times slower) or 2:3:10 (from step 10, warm-up counted)", spec)
+		}
+		if err := outside("--straggler", spec, st.Rank); err != nil {
+			return s, err
+		}
+		s.Straggler = st
+	}
+	if spec := f.jitter; spec != "" {
+		seed, dur, ok := strings.Cut(spec, ":")
+		n, err := strconv.ParseUint(seed, 10, 64)
+		d, derr := time.ParseDuration(dur)
+		if !ok || err != nil || derr != nil || d <= 0 {
+			return s, fmt.Errorf("--jitter %q: want SEED:MAXDUR, e.g. 7:5ms (each rank's compute gets up to 5ms more a step, drawn from seed 7)", spec)
+		}
+		s.Jitter = &hetero.Jitter{Seed: n, Max: d}
+	}
+	if f.batch < 0 {
+		return s, fmt.Errorf("--batch %d: want a number of samples, 0 or more (0: one a rank)", f.batch)
+	}
+	s.Batch = f.batch
+	switch rule, every, _ := strings.Cut(f.balance, ":"); rule {
+	case "", "off":
+		if every != "" {
+			return s, fmt.Errorf("--balance %q: only dynamic takes a period", f.balance)
+		}
+	case "static":
+		if every != "" {
+			return s, fmt.Errorf("--balance %q: only dynamic takes a period", f.balance)
+		}
+		s.Balance = hetero.Static
+	case "dynamic":
+		s.Balance, s.Every = hetero.Dynamic, defaultBalanceEvery
+		if every != "" {
+			n, err := strconv.Atoi(every)
+			if err != nil || n <= 0 {
+				return s, fmt.Errorf("--balance %q: want dynamic:K with K a number of steps, 1 or more", f.balance)
+			}
+			s.Every = n
+		}
+	default:
+		return s, fmt.Errorf("--balance %q: want off, static or dynamic[:K]", f.balance)
+	}
+	if s.Balance != hetero.Even && s.Batch == 0 {
+		return s, fmt.Errorf("--balance %s needs a global batch to share: give --batch N (samples, at least one a rank)", s.Balance)
+	}
+	return s, nil
+}
+
+// rankRange parses RANK or FIRST..LAST.
+func rankRange(s string) (lo, hi int, err error) {
+	a, b, isRange := strings.Cut(s, "..")
+	if lo, err = strconv.Atoi(a); err != nil || lo < 0 {
+		return 0, 0, fmt.Errorf("bad rank")
+	}
+	hi = lo
+	if isRange {
+		if hi, err = strconv.Atoi(b); err != nil || hi < lo {
+			return 0, 0, fmt.Errorf("bad range")
+		}
+	}
+	return lo, hi, nil
+}
