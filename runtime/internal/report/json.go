@@ -38,6 +38,7 @@ type jsonReport struct {
 	Buckets    []jsonRow         `json:"buckets"`
 	Train      *jsonTrain        `json:"training,omitempty"`
 	Saves      *jsonSaves        `json:"checkpoints,omitempty"`
+	Hetero     *jsonRanks        `json:"heterogeneous,omitempty"`
 	Summary    jsonSummary       `json:"summary"`
 }
 
@@ -139,6 +140,7 @@ func makeJSON(run *Run, rep *Report, info *Info) jsonReport {
 	j.Incomplete = rep.incomplete
 	j.Train = makeJSONTrain(run, rep)
 	j.Saves = makeJSONSaves(rep)
+	j.Hetero = makeJSONRanks(rep)
 	j.Buckets = []jsonRow{}
 	for _, r := range rep.rows {
 		b := p.Buckets[r.Bucket]

@@ -39,6 +39,7 @@ type Report struct {
 	bucketUnc []int64
 	train     trainReport
 	saves     savesReport
+	ranks     ranksReport
 	// incomplete says why the run ended early ("": it did not).
 	incomplete string
 }
@@ -107,6 +108,7 @@ func encodeFigures(res *result.Results, nb int) []byte {
 	}
 	vals = trainFigures(vals, res, nb)
 	vals = saveFigures(vals, res)
+	vals = rankFiguresTail(vals, res)
 	rec := make([]byte, 8*len(vals))
 	for i, v := range vals {
 		binary.LittleEndian.PutUint64(rec[8*i:], math.Float64bits(v))
@@ -196,6 +198,7 @@ func buildReport(p *plan.Plan, prog *plan.Program, bufElems []int64, res *result
 	rep.train = buildTrain(res, nb, ns, n, tbase, at)
 	rep.saves = buildSaves(res, n, tbase+len(res.TrainRows)+2*nb+4*ns, at)
 	rep.wrong += rep.train.wrongParams
+	rep.ranks = buildRanks(res, n, ns, sbase, func(r int) int { return len(all[r]) / 8 }, at)
 	if ns > 0 {
 		k := float64(ns * n)
 		rep.compute = time.Duration(comp / k)
@@ -341,6 +344,7 @@ func Print(w io.Writer, run *Run, rep *Report) {
 	}
 	printTrain(w, run, rep)
 	printSaves(w, rep)
+	printRanks(w, rep)
 	if len(rep.stepTimes) > 0 {
 		fmt.Fprintf(w, "# step time p50 %s, p90 %s, mean %s; compute %s; exposed communication (mean step - compute) %s; communication %s, %.1f%% overlapped with compute\n",
 			text.Dur(rep.p50), text.Dur(rep.p90), text.Dur(rep.mean), text.Dur(rep.compute), text.Dur(rep.exposed), text.Dur(rep.comm), rep.overlap)
