@@ -1,0 +1,47 @@
+package runtime
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/syncgen/syncgen/runtime/internal/hetero"
+)
+
+func TestResolveHetero(t *testing.T) {
+	s, err := resolveHetero(heteroFlags{speeds: []string{"0..2=1.0", "3=0.5"}, straggler: "1:2.5:10", jitter: "7:5ms", batch: 256, balance: "dynamic:4"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Speed(2) != 1 || s.Speed(3) != 0.5 || s.Speed(9) != 1 || s.Batch != 256 || s.Balance != hetero.Dynamic || s.Every != 4 {
+		t.Errorf("spec %+v", s)
+	}
+	if *s.Straggler != (hetero.Straggler{Rank: 1, Factor: 2.5, From: 10}) || *s.Jitter != (hetero.Jitter{Seed: 7, Max: 5 * time.Millisecond}) {
+		t.Errorf("straggler %+v, jitter %+v", *s.Straggler, *s.Jitter)
+	}
+	if s, err := resolveHetero(heteroFlags{batch: 8, balance: "dynamic"}); err != nil || s.Every != defaultBalanceEvery {
+		t.Errorf("dynamic without a period: %+v, %v", s, err)
+	}
+	bad := []struct {
+		f    heteroFlags
+		want string
+	}{
+		{heteroFlags{speeds: []string{"3"}}, "want RANK=SPEED"},
+		{heteroFlags{speeds: []string{"3=0"}}, "positive speed"},
+		{heteroFlags{speeds: []string{"3..1=1"}}, "FIRST..LAST"},
+		{heteroFlags{straggler: "1"}, "RANK:FACTOR"},
+		{heteroFlags{straggler: "1:-2"}, "RANK:FACTOR"},
+		{heteroFlags{jitter: "x:5ms"}, "SEED:MAXDUR"},
+		{heteroFlags{jitter: "1:5"}, "SEED:MAXDUR"},
+		{heteroFlags{balance: "static"}, "needs a global batch"},
+		{heteroFlags{batch: 8, balance: "static:3"}, "only dynamic takes a period"},
+		{heteroFlags{batch: 8, balance: "dynamic:0"}, "dynamic:K"},
+		{heteroFlags{batch: 8, balance: "fair"}, "want off, static or dynamic"},
+		{heteroFlags{batch: -1}, "--batch -1"},
+	}
+	for _, c := range bad {
+		if _, err := resolveHetero(c.f); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: error %v, want one containing %q", c.f, err, c.want)
+		}
+	}
+}

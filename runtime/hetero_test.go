@@ -1,0 +1,119 @@
+package runtime_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// heteroJSON is the part of --json that a heterogeneous run adds.
+type heteroJSON struct {
+	Summary struct {
+		Wrong int64 `json:"wrong"`
+	} `json:"summary"`
+	Hetero *struct {
+		Batch     int `json:"batch"`
+		Slowest   int `json:"slowest_rank"`
+		WaitedFor int `json:"waited_for_rank"`
+		Ranks     []struct {
+			Rank      int     `json:"rank"`
+			ComputeMs float64 `json:"compute_ms"`
+			WaitMs    float64 `json:"wait_first_collective_ms"`
+			Score     float64 `json:"speed_score"`
+		} `json:"ranks"`
+		Shares []struct {
+			From   int   `json:"from_step"`
+			Shares []int `json:"shares"`
+		} `json:"shares"`
+	} `json:"heterogeneous"`
+}
+
+// heteroRun runs the basic plan (backward 20ms) with np ranks and the
+// given flags, and reads its JSON.
+func heteroRun(t *testing.T, np int, args ...string) heteroJSON {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "out.json")
+	r := ok(t, np, append([]string{"basic", "--json", path, "--quiet"}, args...)...)
+	mustContain(t, r, "# slowest rank ")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var j heteroJSON
+	if err := json.Unmarshal(data, &j); err != nil {
+		t.Fatal(err)
+	}
+	if j.Hetero == nil || len(j.Hetero.Ranks) != np || len(j.Hetero.Shares) == 0 {
+		t.Fatalf("np %d %v: no per-rank figures in the JSON:\n%s", np, args, data)
+	}
+	for _, s := range j.Hetero.Shares {
+		sum := 0
+		for _, v := range s.Shares {
+			sum += v
+		}
+		if len(s.Shares) != np || sum != j.Hetero.Batch {
+			t.Errorf("np %d: shares from step %d are %v: want %d summing to %d", np, s.From, s.Shares, np, j.Hetero.Batch)
+		}
+	}
+	return j
+}
+
+// With the last rank at half speed, dynamic balancing moves the shares to
+// within 10% of the speed ratio in a few rounds, and the report names the
+// slow rank. The shares follow the simulated durations, so a loaded
+// machine does not move them.
+func TestDynamicBalancingFollowsSpeeds(t *testing.T) {
+	for _, np := range []int{2, 3, 4} {
+		t.Run(fmt.Sprint(np), func(t *testing.T) {
+			slow := np - 1
+			j := heteroRun(t, np, "--steps", "6", "--warmup", "0", "--check", "3", "--batch", "240",
+				"--speed", fmt.Sprintf("%d=0.5", slow), "--balance", "dynamic:2")
+			h := j.Hetero
+			if h.Shares[0].From != 0 || len(h.Shares) < 2 || h.Shares[1].From > 4 {
+				t.Fatalf("shares did not move within two rounds: %+v", h.Shares)
+			}
+			last := h.Shares[len(h.Shares)-1].Shares
+			ratio := float64(last[slow]) / float64(last[0])
+			if math.Abs(ratio-0.5) > 0.05 {
+				t.Errorf("final shares %v: slow over fast %.3f, want 0.5 within 10%%", last, ratio)
+			}
+			if h.Slowest != slow {
+				t.Errorf("slowest rank %d, want %d", h.Slowest, slow)
+			}
+		})
+	}
+}
+
+// A straggler from step 1 on is the rank that the report names, the one
+// the others wait for at the first collective.
+func TestStragglerIsNamed(t *testing.T) {
+	j := heteroRun(t, 3, "--steps", "4", "--warmup", "1", "--check", "5", "--straggler", "1:3:1")
+	h := j.Hetero
+	if h.Slowest != 1 || h.WaitedFor != 1 {
+		t.Fatalf("slowest %d, waited for %d: want rank 1 both", h.Slowest, h.WaitedFor)
+	}
+	if h.Ranks[1].Score > 0.6 || h.Ranks[0].WaitMs <= h.Ranks[1].WaitMs {
+		t.Errorf("rank figures %+v: want rank 1 slow (score near 1/3) and waited for", h.Ranks)
+	}
+}
+
+// Static shares follow the declared speeds from the first step, and
+// every rank's compute is then about the same.
+func TestStaticBalancing(t *testing.T) {
+	j := heteroRun(t, 2, "--steps", "3", "--warmup", "0", "--batch", "90", "--speed", "0=0.5", "--balance", "static")
+	if got := j.Hetero.Shares; len(got) != 1 || got[0].Shares[0] != 30 || got[0].Shares[1] != 60 {
+		t.Fatalf("static shares %+v, want [30 60] throughout", got)
+	}
+}
+
+func TestHeteroRankOutsideWorld(t *testing.T) {
+	r := mpirun(t, 2, nil, 60*time.Second, "basic", "--straggler", "2:3")
+	if r.code == 0 || !strings.Contains(r.out, "rank 2 is outside the world of 2 ranks") {
+		t.Fatalf("exit %d, want a rank error:\n%s", r.code, r.out)
+	}
+}
