@@ -14,7 +14,8 @@
 # the loader tests and the GPU tests (kernels bit-exact against the Go code,
 # every collective, op and dtype, spin, overlap); runs the all-collectives
 # program and every example under `mpirun -np 1` on the NCCL backend with
-# checks on every step, with a trace; checks in the trace that a bucket's
+# checks on every step, with a trace; runs examples/mixed_cluster with its
+# last rank at half speed and bench/hetero/run.sh; checks in the trace that a bucket's
 # allreduce overlaps the simulated backward; and runs the benchmark: the C
 # program calling ncclAllReduce directly next to the runtime, 4 B to 1 GiB,
 # and the fill and cast bandwidth against cudaMemcpy's. docs/gpu.md says
@@ -139,6 +140,20 @@ for ex in $bin/examples/*; do
 	# takes a while, and every step is checked.
 	run "example $n" timeout 300 $mpirun "$ex" --backend nccl --check 1 --steps 3 --warmup 1 --trace "$OUT/trace-$n.json"
 done
+
+# 4b. Heterogeneous ranks on the GPUs there are (up to 4; one rank alone
+# still runs the stretched spin kernels and the balancing): the last rank
+# at half speed, dynamic balancing, checked every step; then the
+# benchmark, unbalanced against static and dynamic balancing.
+ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
+np=$((ngpu < 4 ? ngpu : 4))
+[ "$np" -ge 1 ] || np=1
+if [ -x $bin/examples/mixed_cluster ]; then
+	run "hetero" mpirun -np $np --bind-to none -x NCCL_NVLS_ENABLE=0 $bin/examples/mixed_cluster --backend nccl --check 1 --steps 12 --warmup 1 \
+		--speed $((np - 1))=0.5 --batch 256 --balance dynamic:3 --json "$OUT/hetero.json"
+	run "hetero bench" env NP=$np BACKEND=nccl PREBUILT=$bin/examples sh bench/hetero/run.sh
+	cp bench/results/hetero.json "$OUT/hetero-bench.json" 2>/dev/null
+fi
 
 # 5. Overlap: in the first example's trace (or the all-collectives one), a
 # bucket's allreduce must start before the backward pass on another stream
