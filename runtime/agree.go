@@ -26,7 +26,8 @@ const (
 	recWarmup      = 120
 	recCheck       = 128
 	recBackend     = 136 // 16 bytes: --backend, zero-padded
-	recLabel       = 152 // the plan's hash, source and name, zero-padded
+	recHetero      = 152 // 96 bytes: the heterogeneity flags (heteroSignature)
+	recLabel       = 248 // the plan's hash, source and name, zero-padded
 	planRecordSize = recLabel + 120
 )
 
@@ -43,7 +44,8 @@ func checkSamePlan(h *mpihost.Host, p *plan.Plan, prog *plan.Program, tune cpu.T
 	binary.LittleEndian.PutUint64(rec[recSteps:], uint64(o.steps))
 	binary.LittleEndian.PutUint64(rec[recWarmup:], uint64(o.warmup))
 	binary.LittleEndian.PutUint64(rec[recCheck:], uint64(o.checkEvery))
-	copy(rec[recBackend:recLabel], o.backend)
+	copy(rec[recBackend:recHetero], o.backend)
+	copy(rec[recHetero:recLabel], heteroSignature(o.hetero, recLabel-recHetero))
 	hash := p.Hash
 	if len(hash) > 12 {
 		hash = hash[:12] // as the report's header shows it
@@ -82,10 +84,14 @@ func checkSamePlan(h *mpihost.Host, p *plan.Plan, prog *plan.Program, tune cpu.T
 			if check == "0" {
 				check = "off"
 			}
-			lines = append(lines, fmt.Sprintf("  %s --steps %d --warmup %d --check %s --backend %s", verb(g),
-				binary.LittleEndian.Uint64(x[recSteps:]), binary.LittleEndian.Uint64(x[recWarmup:]), check, field(x, recBackend, recLabel)))
+			line := fmt.Sprintf("  %s --steps %d --warmup %d --check %s --backend %s", verb(g),
+				binary.LittleEndian.Uint64(x[recSteps:]), binary.LittleEndian.Uint64(x[recWarmup:]), check, field(x, recBackend, recHetero))
+			if h := field(x, recHetero, recLabel); h != "" {
+				line += " " + h
+			}
+			lines = append(lines, line)
 		}
-		return fmt.Errorf("the ranks were started with different flags (every rank must run the same steps, checks and backend; give them the same flags):\n%s",
+		return fmt.Errorf("the ranks were started with different flags (every rank must run the same steps, checks, backend and heterogeneity; give them the same flags):\n%s",
 			strings.Join(lines, "\n"))
 	}
 	return nil

@@ -4,8 +4,10 @@ package runtime
 // cluster of unequal ranks (runtime/internal/hetero has the arithmetic).
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -150,4 +152,42 @@ func rankRange(s string) (lo, hi int, err error) {
 		}
 	}
 	return lo, hi, nil
+}
+
+// heteroSignature writes s as the flags that give it, in a canonical order,
+// in at most n bytes (a longer one ends in a hash of the whole), for the
+// comparison of every rank's flags: ranks that disagreed on the shares
+// would compute different weights and stretch different steps.
+func heteroSignature(s hetero.Spec, n int) string {
+	var parts []string
+	var ranks []int
+	for r := range s.Speeds {
+		ranks = append(ranks, r)
+	}
+	slices.Sort(ranks)
+	for _, r := range ranks {
+		parts = append(parts, fmt.Sprintf("--speed %d=%g", r, s.Speeds[r]))
+	}
+	if st := s.Straggler; st != nil {
+		parts = append(parts, fmt.Sprintf("--straggler %d:%g:%d", st.Rank, st.Factor, st.From))
+	}
+	if j := s.Jitter; j != nil {
+		parts = append(parts, fmt.Sprintf("--jitter %d:%v", j.Seed, j.Max))
+	}
+	if s.Batch > 0 {
+		parts = append(parts, fmt.Sprintf("--batch %d", s.Batch))
+	}
+	switch s.Balance {
+	case hetero.Static:
+		parts = append(parts, "--balance static")
+	case hetero.Dynamic:
+		parts = append(parts, fmt.Sprintf("--balance dynamic:%d", s.Every))
+	}
+	out := strings.Join(parts, " ")
+	if len(out) > n {
+		sum := sha256.Sum256([]byte(out))
+		tail := fmt.Sprintf("... #%x", sum[:6])
+		out = out[:n-len(tail)] + tail
+	}
+	return out
 }

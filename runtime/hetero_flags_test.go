@@ -45,3 +45,23 @@ func TestResolveHetero(t *testing.T) {
 		}
 	}
 }
+
+func TestHeteroSignature(t *testing.T) {
+	s, err := resolveHetero(heteroFlags{speeds: []string{"3=0.5", "1=0.75"}, batch: 64, balance: "dynamic:3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := heteroSignature(s, 96), "--speed 1=0.75 --speed 3=0.5 --batch 64 --balance dynamic:3"; got != want {
+		t.Errorf("signature %q, want %q", got, want)
+	}
+	// Long ones are cut to n bytes and still tell specs apart.
+	a, _ := resolveHetero(heteroFlags{speeds: []string{"0..40=0.5"}})
+	b, _ := resolveHetero(heteroFlags{speeds: []string{"0..39=0.5", "40=0.25"}})
+	sa, sb := heteroSignature(a, 96), heteroSignature(b, 96)
+	if len(sa) > 96 || len(sb) > 96 || sa == sb {
+		t.Errorf("long signatures %q and %q: want different, at most 96 bytes", sa, sb)
+	}
+	if heteroSignature(hetero.Spec{}, 96) != "" {
+		t.Errorf("no heterogeneity: want an empty signature")
+	}
+}

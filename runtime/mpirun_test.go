@@ -498,6 +498,7 @@ func TestFlagMismatchNamesRanks(t *testing.T) {
 	}{
 		{"steps", []string{"--steps", "3"}, []string{"--steps", "4"}, []string{"rank 0 runs --steps 3 --warmup 1", "rank 1 runs --steps 4 --warmup 1"}},
 		{"check", []string{"--check", "1"}, []string{"--check", "off"}, []string{"rank 0 runs --steps 3 --warmup 1 --check 1", "rank 1 runs --steps 3 --warmup 1 --check off"}},
+		{"speed", []string{"--speed", "1=0.5"}, nil, []string{"rank 0 runs --steps 3 --warmup 1 --check 1 --backend auto --speed 1=0.5\n", "rank 1 runs --steps 3 --warmup 1 --check 1 --backend auto\n"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
