@@ -51,6 +51,7 @@ const (
 	Min  = plan.Min
 	Max  = plan.Max
 	Prod = plan.Prod
+	WAvg = plan.WAvg
 )
 
 // Tensor is one parameter tensor of the plan: Name, DType, Shape, Frozen,

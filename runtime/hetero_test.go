@@ -117,3 +117,28 @@ func TestHeteroRankOutsideWorld(t *testing.T) {
 		t.Fatalf("exit %d, want a rank error:\n%s", r.code, r.out)
 	}
 }
+
+// op wavg is exact on every element of every float dtype and reducing
+// collective, with shares that change during the run (dynamic balancing)
+// and with none (one sample a rank).
+func TestWeightedAverageExact(t *testing.T) {
+	for _, np := range []int{2, 3, 4} {
+		t.Run(fmt.Sprint(np), func(t *testing.T) {
+			r := ok(t, np, "wavg", "--steps", "4", "--warmup", "0", "--check", "1", "--batch", "120",
+				"--speed", fmt.Sprintf("%d=0.5", np-1), "--balance", "dynamic:2")
+			mustContain(t, r, "shares from step 0: ", "; from step 2: ")
+		})
+	}
+	ok(t, 3, "wavg", "--steps", "2", "--warmup", "0", "--check", "1")
+}
+
+// Where a weighted sum can leave a dtype's exact range (bf16 with a batch
+// of 1024), the checker counts those elements as unchecked instead of
+// guessing, and the others still pass.
+func TestWeightedAverageBeyondExactRange(t *testing.T) {
+	r := mpirun(t, 2, nil, 90*time.Second, "wavg", "--steps", "1", "--warmup", "0", "--check", "1", "--batch", "1024", "--quiet")
+	if r.code != 0 {
+		t.Fatalf("exit %d:\n%s", r.code, r.out)
+	}
+	mustContain(t, r, "# 0 wrong", " unchecked (values beyond the exact range")
+}

@@ -160,10 +160,13 @@ type Stream interface {
 	// far has completed, and returns the first error of that work.
 	Synchronize() error
 
-	// Scale multiplies every element of buf (a float dtype) by factor, a
-	// power of two, in place, as optim.Scaled computes it: exact unless the
-	// result overflows or underflows. Loss scaling scales the backward's
-	// gradients with it, and unscaling divides them (factor 1/scale). With
+	// Scale multiplies every element of buf (a float dtype) by factor in
+	// place, as optim.Scaled computes it (in float32 for f32, f16 and
+	// bf16, float64 for f64, rounded to the dtype): with a power of two,
+	// exact unless the result overflows or underflows. Loss scaling scales
+	// the backward's gradients with it, and unscaling divides them (factor
+	// 1/scale); a weighted average (plan.WAvg) multiplies each rank's input
+	// by its weight and the sum by 1/Σ weights. With
 	// flag (one I32 element; N == 0 for none) it also sets *flag to 1 when
 	// any result is infinite or NaN; it never clears it.
 	Scale(buf Span, factor float64, flag Span) error

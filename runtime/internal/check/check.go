@@ -24,6 +24,7 @@ import (
 
 	"github.com/syncgen/syncgen/runtime/internal/backend"
 	"github.com/syncgen/syncgen/runtime/internal/elem"
+	"github.com/syncgen/syncgen/runtime/internal/optim"
 	"github.com/syncgen/syncgen/runtime/internal/plan"
 )
 
@@ -124,6 +125,9 @@ func (m *Model) Apply(block []plan.Stmt, seed uint32, st StepTrain) {
 			m.updateReference(&s)
 			fallthrough
 		case plan.StmtUnscale, plan.StmtColl:
+			if s.Op == plan.WAvg {
+				s.Weights = st.Weights
+			}
 			for _, b := range s.Buckets {
 				for _, t := range p.Buckets[b].Tensors {
 					if len(m.chain[t]) >= maxChain {
@@ -453,6 +457,9 @@ type sim struct {
 	maxWire float64
 	pre     bool
 	inject  int
+	// wts are the weights of the weighted average being replayed (nil: 1
+	// each).
+	wts []int
 }
 
 // newSim returns a simulator of tensor t.
@@ -671,6 +678,10 @@ func (s *sim) applyBlock(op *plan.Stmt, i0 int64, n int, k int) {
 		s.castAll(s.wire, n)
 	}
 	vals := s.vals
+	s.wts = op.Weights
+	if op.Op == plan.WAvg && op.Coll.Reduces() {
+		s.weigh(op.Weights, n)
+	}
 	switch op.Coll {
 	case plan.CollAllReduce:
 		red := s.reduceBlock(op.Op, n)
@@ -711,8 +722,20 @@ func (s *sim) applyBlock(op *plan.Stmt, i0 int64, n int, k int) {
 	}
 }
 
-// reduceBlock reduces the block across ranks into s.red.
+// reduceBlock reduces the block across ranks into s.red. A weighted
+// average's inputs are already weighted (weigh): it is their sum, then
+// that multiplied by 1/Σ weights.
 func (s *sim) reduceBlock(op plan.RedOp, n int) []float64 {
+	if op == plan.WAvg {
+		red := s.sumBlock(plan.Sum, n)
+		s.unweigh(red)
+		return red
+	}
+	return s.sumBlock(op, n)
+}
+
+// sumBlock is reduceBlock for every operator but WAvg.
+func (s *sim) sumBlock(op plan.RedOp, n int) []float64 {
 	red := s.reduceValues(op, n)
 	if s.mult == 1 && !(s.pre && op == plan.Avg) {
 		return red
@@ -901,3 +924,45 @@ func (s *sim) reduce(op plan.RedOp, x []float64) float64 {
 
 // known reports whether v is a value rather than a marker.
 func known(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// weigh multiplies every rank's values by its weight, as a weighted
+// average's first part does in the wire dtype (optim.Scaled): exact for
+// an integer whose product stays within the exact range, NaN (not
+// predicted) otherwise. weights nil means 1 each.
+func (s *sim) weigh(weights []int, n int) {
+	for r, w := range weights {
+		if w == 1 || r >= len(s.vals) {
+			continue
+		}
+		v := s.vals[r][:n]
+		for j, x := range v {
+			if !known(x) {
+				continue
+			}
+			if x != math.Trunc(x) || math.Abs(x)*float64(w) > s.limit {
+				v[j] = math.NaN()
+				continue
+			}
+			v[j] = optim.Scaled(x, float64(w), s.wire)
+		}
+	}
+}
+
+// unweigh multiplies the weighted sums by 1/Σ weights in the wire dtype,
+// as a weighted average's last part does (optim.Scaled's arithmetic: the
+// product in float32, float64 for f64, rounded to the dtype).
+func (s *sim) unweigh(red []float64) {
+	total := len(s.vals)
+	if s.wts != nil {
+		total = 0
+		for _, x := range s.wts {
+			total += x
+		}
+	}
+	f := 1 / float64(total)
+	for j, x := range red {
+		if known(x) {
+			red[j] = optim.Scaled(x, f, s.wire)
+		}
+	}
+}

@@ -29,7 +29,7 @@ func newTestRank(p *plan.Plan, prog *plan.Program, rank, size int, mem *backend.
 	for i := range p.Tensors {
 		backOrder = append(backOrder, i)
 	}
-	shapes := Patterns(p, prog, size)
+	shapes := Patterns(p, prog, size, size)
 	return &testRank{model: New(p, rank, size, shapes, mem, backOrder, be), shapes: shapes, mem: mem}
 }
 

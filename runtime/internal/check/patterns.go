@@ -21,6 +21,12 @@ import (
 //     [-k, k] (u8: base in [k, 2k], deviation in [0, k]), k = L/(2G)
 //     (u8: L/(3G)); the sum over ranks is n times the base, so the average is
 //     exact.
+//   - the first reduction is wavg: uniform values as for sum, with G
+//     counting the global batch B for each wavg: rank r's value times its
+//     share b_r, and every partial sum of those, stay within L because
+//     Σ b_r = B. With B > L (bf16 past 256 samples, f16 past 2048) even
+//     k = 1 overflows, and the elements whose weighted sums leave the
+//     exact range are counted as unchecked.
 //   - the first reduction is prod: values in {-2, -1, 1, 2} when 2^n <= L,
 //     else in {-1, 1} (u8: only positive ones); products of powers of two
 //     are exact in every float, and stay in range.
@@ -40,8 +46,9 @@ import (
 // would allow more.
 const maxAmplitude = 1000
 
-// Patterns returns the pattern shape of every tensor.
-func Patterns(p *plan.Plan, prog *plan.Program, size int) []elem.PatternShape {
+// Patterns returns the pattern shape of every tensor in a world of size
+// ranks whose weighted averages weigh ranks by shares of batch samples.
+func Patterns(p *plan.Plan, prog *plan.Program, size, batch int) []elem.PatternShape {
 	shapes := make([]elem.PatternShape, len(p.Tensors))
 	chains, firstChains := bucketChains(p, prog)
 	for i := range p.Tensors {
@@ -55,14 +62,15 @@ func Patterns(p *plan.Plan, prog *plan.Program, size int) []elem.PatternShape {
 			unsigned = unsigned || w.Unsigned()
 			chain, firstChain = chains[t.Bucket], firstChains[t.Bucket]
 		}
-		shapes[i] = patternFor(chain, firstChain, limit, unsigned, size)
+		shapes[i] = patternFor(chain, firstChain, limit, unsigned, size, batch)
 	}
 	return shapes
 }
 
 // chainOps returns the first reduction of chain (NoOp for none) and the
-// growth of the values through it.
-func chainOps(chain []plan.Stmt, size int) (first plan.RedOp, growth float64) {
+// growth of the values through it: size for each sum or avg, batch for
+// each wavg (its weighted sum is at most batch times the largest value).
+func chainOps(chain []plan.Stmt, size, batch int) (first plan.RedOp, growth float64) {
 	first, growth = plan.NoOp, 1.0
 	for _, s := range chain {
 		if !s.Coll.Reduces() {
@@ -71,8 +79,11 @@ func chainOps(chain []plan.Stmt, size int) (first plan.RedOp, growth float64) {
 		if first == plan.NoOp {
 			first = s.Op
 		}
-		if s.Op == plan.Sum || s.Op == plan.Avg {
+		switch s.Op {
+		case plan.Sum, plan.Avg:
 			growth *= float64(size)
+		case plan.WAvg:
+			growth *= float64(batch)
 		}
 	}
 	return first, growth
@@ -80,9 +91,9 @@ func chainOps(chain []plan.Stmt, size int) (first plan.RedOp, growth float64) {
 
 // patternFor picks the pattern for a tensor whose bucket sees chain
 // between two backward passes and firstChain after its first fill.
-func patternFor(chain, firstChain []plan.Stmt, limit int64, unsigned bool, size int) elem.PatternShape {
-	first, growth := chainOps(chain, size)
-	initFirst, initGrowth := chainOps(firstChain, size)
+func patternFor(chain, firstChain []plan.Stmt, limit int64, unsigned bool, size, batch int) elem.PatternShape {
+	first, growth := chainOps(chain, size, batch)
+	initFirst, initGrowth := chainOps(firstChain, size, batch)
 	if first == plan.NoOp {
 		first = initFirst
 	}

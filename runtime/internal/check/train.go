@@ -53,6 +53,10 @@ type StepTrain struct {
 	Skipped bool
 	// T numbers the step's update (optim.Spec.Hyper's t).
 	T int
+	// Weights are the ranks' weights of the step's weighted averages, the
+	// shares of the global batch in force (nil: 1 each). The Model keeps
+	// the slice: the caller replaces it rather than change it.
+	Weights []int
 }
 
 // reference is one bucket's reference parameters and state, as values of

@@ -154,7 +154,7 @@ func New(cfg Config, p *plan.Plan, prog *plan.Program, h *mpihost.Host, be backe
 		}
 		e.streams = append(e.streams, st)
 	}
-	e.shapes = check.Patterns(p, prog, e.size)
+	e.shapes = check.Patterns(p, prog, e.size, cfg.Hetero.GlobalBatch(e.size))
 	if err := e.checkHostMemory(); err != nil {
 		return nil, err
 	}

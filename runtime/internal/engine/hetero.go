@@ -12,7 +12,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/syncgen/syncgen/runtime/internal/backend"
 	"github.com/syncgen/syncgen/runtime/internal/hetero"
+	"github.com/syncgen/syncgen/runtime/internal/plan"
 	"github.com/syncgen/syncgen/runtime/internal/result"
 )
 
@@ -29,6 +31,8 @@ type heteroState struct {
 	// rebalance, samples the samples it computed in that time.
 	simulated time.Duration
 	samples   int
+	// ones are the weights of a run without shares, one a rank.
+	ones []int
 }
 
 // setUpHetero starts the shares; res keeps their course.
@@ -116,4 +120,66 @@ func (e *Engine) endHeteroStep(res *result.Results, i int) error {
 		res.Hetero.Course = append(res.Hetero.Course, result.ShareSpan{From: i + 1, Shares: slices.Clone(next)})
 	}
 	return nil
+}
+
+// wavgWeights are the weights of a weighted average at the current step:
+// the shares of the global batch in force, or 1 a rank without them (the
+// init block, or a run without heterogeneity). All ranks hold the same.
+func (e *Engine) wavgWeights() []int {
+	if e.het.on && e.het.shares != nil {
+		return e.het.shares
+	}
+	if len(e.het.ones) != e.size {
+		e.het.ones = slices.Repeat([]int{1}, e.size)
+	}
+	return e.het.ones
+}
+
+// collSpan is the span of item it's bucket that its collective moves.
+func (e *Engine) collSpan(it collItem) backend.Span {
+	span := e.mem.Buckets[it.bucket].Span
+	span.N = it.coll.Elems(e.plan.Buckets[it.bucket].Elems, span.N)
+	return span
+}
+
+// wavgPremultiply queues the first part of a weighted average on stream
+// st: this rank's input multiplied by its weight, in the wire dtype, so
+// that the sum that follows is Σ w_r·x_r. Products of the pattern's small
+// integers by whole shares are exact (check.Patterns bounds the values by
+// the batch).
+func (e *Engine) wavgPremultiply(st backend.Stream, it collItem) {
+	w := e.wavgWeights()[e.rank]
+	if w == 1 {
+		return
+	}
+	e.queued(it.stream)
+	if err := st.Scale(e.collSpan(it), float64(w), backend.Span{}); err != nil {
+		e.fatal(it.at, fmt.Errorf("weighting bucket %q by %d: %w", e.plan.Buckets[it.bucket].Name, w, err))
+	}
+}
+
+// wavgDivide queues the last part of a weighted average: the ranks that
+// receive the sum (all for allreduce, the root for reduce, each its own
+// slice for reducescatter) multiply it by 1/Σ w_r. The other ranks of a
+// reduce keep their weighted inputs, as the checker models.
+func (e *Engine) wavgDivide(st backend.Stream, it collItem) {
+	span := e.collSpan(it)
+	switch it.coll {
+	case plan.CollReduce:
+		if e.rank != it.root {
+			return
+		}
+	case plan.CollReduceScatter:
+		per := span.N / int64(e.size)
+		span.Off += int64(e.rank) * per
+		span.N = per
+	}
+	total := 0
+	for _, w := range e.wavgWeights() {
+		total += w
+	}
+	e.queued(it.stream)
+	if err := st.Scale(span, 1/float64(total), backend.Span{}); err != nil {
+		e.fatal(it.at, fmt.Errorf("dividing bucket %q by %d: %w", e.plan.Buckets[it.bucket].Name, total, err))
+	}
 }

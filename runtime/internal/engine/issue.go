@@ -260,12 +260,20 @@ func (e *Engine) issueGroup(items []collItem, group bool) {
 			e.castIn(st, it)
 		}
 		starts = append(starts, e.startEvent(si, items[0].at))
+		for _, it := range items {
+			if it.stream == si && it.op == plan.WAvg {
+				e.wavgPremultiply(st, it)
+			}
+		}
 	}
 	ops := e.opBuf[:0]
 	for _, it := range items {
-		span := e.mem.Buckets[it.bucket].Span
-		span.N = it.coll.Elems(p.Buckets[it.bucket].Elems, span.N)
-		ops = append(ops, backend.CollOp{Stream: e.streams[it.stream], Coll: it.coll, Op: it.op, Root: it.root, Buf: span, Name: p.Buckets[it.bucket].Name,
+		span := e.collSpan(it)
+		op := it.op
+		if op == plan.WAvg {
+			op = plan.Sum // of the premultiplied inputs (wavgPremultiply)
+		}
+		ops = append(ops, backend.CollOp{Stream: e.streams[it.stream], Coll: it.coll, Op: op, Root: it.root, Buf: span, Name: p.Buckets[it.bucket].Name,
 			PreDivide: p.Buckets[it.bucket].PreDivide})
 	}
 	e.opBuf = ops // reused by the next statement (Collectives copies what it keeps)
@@ -274,6 +282,13 @@ func (e *Engine) issueGroup(items []collItem, group bool) {
 	}
 	for _, si := range order {
 		e.queued(si)
+	}
+	for _, si := range order {
+		for _, it := range items {
+			if it.stream == si && it.op == plan.WAvg {
+				e.wavgDivide(e.streams[si], it)
+			}
+		}
 	}
 	for k, si := range order {
 		end := e.recordOn(si, items[0].at)

@@ -28,6 +28,7 @@ func (e *Engine) Run(res *result.Results, progress func(done, total int)) error 
 	// thread").
 	goruntime.LockOSThread()
 	defer goruntime.UnlockOSThread()
+	e.setUpHetero(res)
 	if e.cfg.Init != nil {
 		if err := e.runInit(res); err != nil {
 			return err
@@ -46,7 +47,6 @@ func (e *Engine) Run(res *result.Results, progress func(done, total int)) error 
 	if len(res.TrainRows) > 0 {
 		res.TrainSteps = result.Preallocated[result.TrainStepStats](e.cfg.Steps)
 	}
-	e.setUpHetero(res)
 	gc := startQuietGC()
 	defer gc.stop()
 	for i := e.first; i < total; i++ {

@@ -412,7 +412,7 @@ func (e *Engine) trainModel() check.Training {
 
 // trainStep is how the step just run went, for the Model.
 func (e *Engine) trainStep() check.StepTrain {
-	return check.StepTrain{Step: e.stepNo, Scale: e.tr.scale, Skipped: e.tr.overflow, T: e.tr.applied + 1}
+	return check.StepTrain{Step: e.stepNo, Scale: e.tr.scale, Skipped: e.tr.overflow, T: e.tr.applied + 1, Weights: e.wavgWeights()}
 }
 
 // checkParams compares every updated bucket's parameters with the
@@ -450,7 +450,7 @@ func (e *Engine) Warnings() []string {
 	scale := e.tr.scale
 	summed := make([]bool, len(p.Buckets))
 	for _, s := range e.flatStep {
-		if s.Kind == plan.StmtColl && s.Coll.Reduces() && (s.Op == plan.Sum || s.Op == plan.Avg) {
+		if s.Kind == plan.StmtColl && s.Coll.Reduces() && (s.Op == plan.Sum || s.Op == plan.Avg || s.Op == plan.WAvg) {
 			for _, b := range s.Buckets {
 				summed[b] = true
 			}

@@ -38,9 +38,14 @@ const (
 	Min
 	Max
 	Prod
+	// WAvg is the weighted average Σ w_r·x_r / Σ w_r, each rank's weight
+	// its share of the global batch: every rank's input is multiplied by
+	// its weight, the products summed, and the sum multiplied by 1/Σ w_r
+	// (float dtypes only; see backend.Stream.Scale for the rounding).
+	WAvg
 )
 
-var redOpNames = [...]string{"none", "sum", "avg", "min", "max", "prod"}
+var redOpNames = [...]string{"none", "sum", "avg", "min", "max", "prod", "wavg"}
 
 // String returns the operator's keyword ("sum").
 func (o RedOp) String() string {

@@ -66,6 +66,10 @@ type Stmt struct {
 	// ID numbers the collective statements of a block in program order
 	// (group members included); the report's rows are (ID, bucket).
 	ID int
+	// Weights are the ranks' weights of a WAvg as it ran (nil: 1 each):
+	// set by the checker's model on its copy of the statement, never
+	// part of the plan.
+	Weights []int
 }
 
 // Program is the recorded plan: the init block and one step.
@@ -191,8 +195,15 @@ func (prog *Program) Validate(p *Plan, size int) error {
 				bad(s.At, "%s of %s %s rank %d: root %d is outside the world of %d rank%s (ranks 0..%d); %s",
 					s.Coll, BucketList(p, s.Buckets), opt, s.Root, s.Root, size, text.Plural(size), size-1, fix)
 			}
-			if s.Coll.Reduces() && (s.Op < Sum || s.Op > Prod) {
-				bad(s.At, "%s needs a reduction operator (sum, avg, min, max or prod), got %s", s.Coll, s.Op)
+			if s.Coll.Reduces() && (s.Op < Sum || s.Op > WAvg) {
+				bad(s.At, "%s needs a reduction operator (sum, avg, min, max, prod or wavg), got %s", s.Coll, s.Op)
+			}
+			if s.Op == WAvg {
+				for _, b := range s.Buckets {
+					if w := p.Buckets[b].Wire; !w.IsFloat() {
+						bad(s.At, "%s op wavg of bucket %q: its wire dtype %s is an integer; a weighted average needs a float bucket (or wire)", s.Coll, p.Buckets[b].Name, w)
+					}
+				}
 			}
 		}
 	}

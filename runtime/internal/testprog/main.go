@@ -39,6 +39,7 @@ var plans = map[string]func(arg string) (*rt.Plan, error){
 	"train":     trainPlan,
 	"scaled":    scaledPlan,
 	"zero":      zeroPlan,
+	"wavg":      wavgPlan,
 }
 
 func main() {
@@ -108,7 +109,7 @@ func (b *builder) bucket(name string, wire rt.DType, tensors ...int) int {
 
 var dtypes = []rt.DType{rt.F64, rt.F32, rt.F16, rt.BF16, rt.I64, rt.I32, rt.I8, rt.U8}
 var dtypeNames = []string{"", "f64", "f32", "f16", "bf16", "i64", "i32", "i8", "u8"}
-var opNames = []string{"", "sum", "avg", "min", "max", "prod"}
+var opNames = []string{"", "sum", "avg", "min", "max", "prod", "wavg"}
 
 // src returns the position of a statement on line. Made once per line, as
 // generated code has its positions as constants: the runtime's test of
@@ -196,6 +197,47 @@ func matrix(string) (*rt.Plan, error) {
 				s.Broadcast(at, comm, (i/3)%maxRoot(), rt.AfterReady(), j.b)
 			case "allgather":
 				s.AllGather(at, comm, rt.AfterReady(), j.b)
+			}
+		}
+		s.Wait(src(20), comm)
+	}
+	return b.p, nil
+}
+
+// wavgPlan: the weighted average on every float dtype and every reducing
+// collective, and on a bf16 wire of f32 tensors, with a backward long
+// enough for the ranks' speeds and shares to show (--speed, --batch,
+// --balance).
+func wavgPlan(string) (*rt.Plan, error) {
+	b := newBuilder("wavg")
+	compute := b.stream("compute", rt.PriorityDefault)
+	comm := b.stream("comm", rt.PriorityHigh)
+	type job struct {
+		coll string
+		b    int
+	}
+	var jobs []job
+	for _, dt := range []rt.DType{rt.F64, rt.F32, rt.F16, rt.BF16} {
+		for _, coll := range []string{"allreduce", "reduce", "reducescatter"} {
+			name := fmt.Sprintf("%s.%s.wavg", dtypeNames[dt], coll)
+			t := b.tensor(name+".grad", dt, 7, 11) // 77 elements
+			t2 := b.tensor(name+".grad2", dt, 6)
+			jobs = append(jobs, job{coll, b.bucket(name, dt, t, t2)})
+		}
+	}
+	wt := b.tensor("f32_on_bf16.wavg.grad", rt.F32, 50)
+	jobs = append(jobs, job{"allreduce", b.bucket("f32_on_bf16.wavg", rt.BF16, wt)})
+	b.p.Step = func(s *rt.Step) {
+		s.Backward(src(10), compute, 20*time.Millisecond)
+		for i, j := range jobs {
+			at := src(100 + i)
+			switch j.coll {
+			case "allreduce":
+				s.AllReduce(at, comm, rt.WAvg, rt.AfterReady(), j.b)
+			case "reduce":
+				s.Reduce(at, comm, rt.WAvg, i%maxRoot(), rt.AfterReady(), j.b)
+			case "reducescatter":
+				s.ReduceScatter(at, comm, rt.WAvg, rt.AfterReady(), j.b)
 			}
 		}
 		s.Wait(src(20), comm)
