@@ -777,6 +777,8 @@ func redOpName(o ir.RedOp) string {
 		return "Max"
 	case ir.Prod:
 		return "Prod"
+	case ir.WAvg:
+		return "WAvg"
 	}
 	return "NoOp"
 }

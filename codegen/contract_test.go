@@ -37,8 +37,8 @@ func TestDTypesAgreeWithRuntime(t *testing.T) {
 // the constant generated code names (rt.Avg, rt.PriorityHigh) must be the
 // runtime's operator or priority of the same keyword.
 func TestOpsAndPrioritiesAgreeWithRuntime(t *testing.T) {
-	ops := map[string]rt.RedOp{"NoOp": rt.NoOp, "Sum": rt.Sum, "Avg": rt.Avg, "Min": rt.Min, "Max": rt.Max, "Prod": rt.Prod}
-	for o := ir.NoOp; o <= ir.Prod; o++ {
+	ops := map[string]rt.RedOp{"NoOp": rt.NoOp, "Sum": rt.Sum, "Avg": rt.Avg, "Min": rt.Min, "Max": rt.Max, "Prod": rt.Prod, "WAvg": rt.WAvg}
+	for o := ir.NoOp; o <= ir.WAvg; o++ {
 		r, ok := ops[redOpName(o)]
 		if !ok || r.String() != o.String() {
 			t.Errorf("%s: generated code names rt.%s, which is %v (known: %v)", o, redOpName(o), r, ok)

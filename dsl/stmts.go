@@ -193,7 +193,7 @@ var collectiveKinds = map[string]ir.Collective{
 	"allgather": ir.AllGather, "reducescatter": ir.ReduceScatter,
 }
 
-var redOps = map[string]ir.RedOp{"sum": ir.Sum, "avg": ir.Avg, "min": ir.Min, "max": ir.Max, "prod": ir.Prod}
+var redOps = map[string]ir.RedOp{"sum": ir.Sum, "avg": ir.Avg, "min": ir.Min, "max": ir.Max, "prod": ir.Prod, "wavg": ir.WAvg}
 
 // opAliases are other words for the reductions (PyTorch's ReduceOp has
 // PRODUCT, NumPy has mean), by the op they mean.
@@ -201,6 +201,7 @@ var opAliases = byAlias(map[string][]string{
 	"avg":  {"mean", "average"},
 	"sum":  {"add", "plus"},
 	"prod": {"product", "mul"},
+	"wavg": {"weighted_avg", "weighted"},
 	"min":  {"minimum"},
 	"max":  {"maximum"},
 })
@@ -226,7 +227,7 @@ func (c *checker) resolveCollective(st *blockState, cs *CollectiveStmt) ir.Stmt 
 	buckets, tok := c.resolveTargets(cs.Targets)
 	s.Buckets = buckets
 	st.train.collective(kind, buckets)
-	if s.Op == ir.Avg && opWord != nil && !c.avgOnFloats(opWord, buckets) {
+	if (s.Op == ir.Avg || s.Op == ir.WAvg) && opWord != nil && !c.avgOnFloats(opWord, s.Op, buckets) {
 		ok = false
 	}
 	if !ok || !sok || !tok {
@@ -295,7 +296,7 @@ func (c *checker) resolveOp(cs *CollectiveStmt, o *Option, s *ir.Stmt) bool {
 	}
 	op, known := redOps[o.Value.Text]
 	if !known {
-		hint := "ops are sum, avg, min, max and prod"
+		hint := "ops are sum, avg, min, max, prod and wavg"
 		if a, ok := opAliases[strings.ToLower(o.Value.Text)]; ok {
 			hint = "did you mean " + code(a) + "? " + hint
 		} else if m := didYouMean(o.Value.Text, keys(redOps)); m != "" {
@@ -383,12 +384,12 @@ func (c *checker) resolveRoot(cs *CollectiveStmt, o *Option, s *ir.Stmt) bool {
 // avgOnFloats reports whether `op avg` (opWord is its value) only averages
 // buckets of floats on the wire, and reports the first integer bucket
 // otherwise: an integer average would be rounded.
-func (c *checker) avgOnFloats(opWord *Word, buckets []int) bool {
+func (c *checker) avgOnFloats(opWord *Word, op ir.RedOp, buckets []int) bool {
 	for _, bi := range buckets {
 		b := c.prog.Buckets[bi]
 		if b.Wire != ir.InvalidDType && !b.Wire.IsFloat() {
 			c.errorf(c.main.file, wordSpan(opWord), "integer averages are not exact; use sum (and divide), min, max or prod",
-				"op avg on integer bucket %s (%s)", code(b.Name), b.Wire)
+				"op %s on integer bucket %s (%s)", op, code(b.Name), b.Wire)
 			return false
 		}
 	}

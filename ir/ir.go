@@ -239,9 +239,12 @@ const (
 	Min
 	Max
 	Prod
+	// WAvg is the average weighted by each rank's share of the global
+	// batch (the runtime's --batch and --balance).
+	WAvg
 )
 
-var redOpNames = [...]string{"none", "sum", "avg", "min", "max", "prod"}
+var redOpNames = [...]string{"none", "sum", "avg", "min", "max", "prod", "wavg"}
 
 // String returns the operator's keyword ("sum").
 func (o RedOp) String() string {
