@@ -30,7 +30,8 @@ func readExpectations(t *testing.T, path string) map[int][]*expectation {
 		t.Fatalf("reading %s: %v", path, err)
 	}
 	out := map[int][]*expectation{}
-	sc := bufio.NewScanner(bytes.NewReader(src))
+	// Lines end as the loader counts them: LF, CRLF or a lone CR.
+	sc := bufio.NewScanner(bytes.NewReader(unifyLineEnds(src)))
 	for n := 1; sc.Scan(); n++ {
 		line := sc.Text()
 		i := strings.Index(line, "//")

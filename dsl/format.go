@@ -31,7 +31,7 @@ func Format(filename string, src []byte) ([]byte, Diagnostics) {
 	}
 	p := &printer{f: f}
 	p.file(ast)
-	p.comments(lex(filename, src))
+	p.comments(lex(filename, f.src))
 	return p.output(), nil
 }
 

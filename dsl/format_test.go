@@ -133,6 +133,8 @@ func TestFormatEdgeCases(t *testing.T) {
 		"/* a\r\n\r\n\r\n*/\r\ntensor b f32[1]\r\n": "/* a\n\n\n*/\ntensor b f32[1]\n",
 		// CRLF line endings become LF, in comments too.
 		"tensor a f32[1] // x\r\n// y\r\n/* a\r\nb */\r\n": "tensor a f32[1] // x\n// y\n/* a\nb */\n",
+		// A lone CR ends a line too: the comment ends there.
+		"tensor a f32[1] // x\r// y\rtensor b f32[1]\r\rstream s\r": "tensor a f32[1] // x\n// y\ntensor b f32[1]\n\nstream s\n",
 	}
 	for src, want := range cases {
 		if got := mustFormat(t, src); got != want {
@@ -152,7 +154,7 @@ func TestFormatSyntaxError(t *testing.T) {
 // endings as the formatter writes them (LF).
 func commentTexts(src []byte) []string {
 	var out []string
-	for _, t := range lex("t.sync", src) {
+	for _, t := range lex("t.sync", unifyLineEnds(src)) {
 		if t.Type == tokComment {
 			out = append(out, commentText(t.Value))
 		}

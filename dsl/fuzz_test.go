@@ -48,6 +48,9 @@ var inlineSeeds = []string{
 	"for i in 0..2 {\n    tensor h.{i}.ln.weight f32[4]\n    tensor \"h.{i} q\" f16[2] frozen\n}\nfor l in 1..2 { for b in 0..1 { tensor layer{l}.{b}.conv{1..2} f32[4, 4]; tensor {l}.{b} f32[1] } }\nbucket g { h.*, layer{1..2}.* }\nstep { backward 1ms; allreduce g, 1.0 after ready }\n",
 	"for i in 3..1 { tensor a{i} f32[1] }\nfor i 0..1 { tensor b f32[1] }\nfor in 00..-1 { }\nfor i in 0..1 { for i in {0..2} { tensor c{j} f32[1]; stream s } }\ntensor d{k} f32[1]\n",
 	"for i in 0..99999 { for j in 0..99999 { tensor a{i}.{j} f32[1] } }\nfor i in 0..1 {\n  tensor x{i} f32[1]\n",
+	// Lone CR and mixed line endings, with comments that must end at them.
+	"// a\rtensor a f32[1]\rbucket b { a } // c\rstep {\r  backward 1ms\r  allreduce b after ready\r}\r",
+	"tensor a f32[1]\r\n/* x\r*/ tensor b f32[2 2]\rstream \"s\r\"\n",
 	"tensor for f32[1]\ntensor in f32[1]\nstream in\nscaler dynamic\nfor i in 0..1 { tensor f.{i} f16[2] }\nbucket b { for, in, f.* }\nstep { backward 1ms on in; allreduce b on in after ready }\n",
 }
 

@@ -1,6 +1,7 @@
 package dsl
 
 import (
+	"bytes"
 	"sort"
 	"strconv"
 	"strings"
@@ -18,7 +19,10 @@ type sourceFile struct {
 	lines []int // byte offset of the start of each line
 }
 
+// newSourceFile keeps src with its line endings made uniform (see
+// unifyLineEnds): every position, snippet and token is counted in it.
 func newSourceFile(name string, src []byte) *sourceFile {
+	src = unifyLineEnds(src)
 	f := &sourceFile{name: name, src: src, lines: []int{0}}
 	for i, c := range src {
 		if c == '\n' {
@@ -26,6 +30,30 @@ func newSourceFile(name string, src []byte) *sourceFile {
 		}
 	}
 	return f
+}
+
+// unifyLineEnds returns src with every lone CR (the line end of old Mac
+// files) made an LF. LF, CRLF and CR all end a line: read with LF alone, a
+// CR-only file was one line, which its first `//` comment swallowed whole.
+// One byte for one keeps every offset, so diagnostics point into the file
+// as it is; CRLF is left alone (the CR is whitespace before the LF). The
+// caller's bytes are never changed: a copy is made when a lone CR is found.
+func unifyLineEnds(src []byte) []byte {
+	copied := false
+	for i := bytes.IndexByte(src, '\r'); i >= 0; {
+		if i+1 == len(src) || src[i+1] != '\n' {
+			if !copied {
+				src, copied = bytes.Clone(src), true
+			}
+			src[i] = '\n'
+		}
+		j := bytes.IndexByte(src[i+1:], '\r')
+		if j < 0 {
+			break
+		}
+		i += 1 + j
+	}
+	return src
 }
 
 // pos converts a byte offset into a position; offsets outside the file are
