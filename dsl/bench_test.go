@@ -71,3 +71,27 @@ func BenchmarkFormat10k(b *testing.B) {
 		}
 	}
 }
+
+// badProgram generates a plan of n tensor declarations that each have a
+// syntax error (a missing comma in the shape).
+func badProgram(n int) []byte {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "tensor layer%d.weight f32[4 4]\n", i)
+	}
+	return []byte(b.String())
+}
+
+// BenchmarkSyntaxErrors20k checks a 20,000-line file where every line is
+// a syntax error: the time and memory should go to the errors reported
+// (at most maxSyntaxErrors), not grow with each error times the file.
+func BenchmarkSyntaxErrors20k(b *testing.B) {
+	src := badProgram(20_000)
+	b.SetBytes(int64(len(src)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, diags := Check("bad.sync", src); len(diags) != maxSyntaxErrors {
+			b.Fatalf("%d diagnostics, want %d", len(diags), maxSyntaxErrors)
+		}
+	}
+}

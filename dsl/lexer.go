@@ -303,32 +303,21 @@ func (definition) Lex(filename string, r io.Reader) (lexer.Lexer, error) {
 		end = last.Pos
 		end.Advance(last.Value)
 	}
-	return &tokenLexer{toks: participleTokens(toks), eof: lexer.EOFToken(end)}, nil
+	return &tokenLexer{toks: toks, eof: lexer.EOFToken(end)}, nil
 }
 
-// participleTokens converts tokens for participle. The one context the
-// lexer does not see: `after` right after the word `divide` is the bucket
-// option's value (`divide after`), a word there, not the keyword that
-// starts an option (the grammar never takes a keyword as a value).
-func participleTokens(toks []token) []lexer.Token {
-	out := make([]lexer.Token, len(toks))
-	prev := token{}
-	for i, t := range toks {
-		out[i] = lexer.Token{Type: tokenTypes[t.Type], Value: t.Value, Pos: t.Pos}
-		if t.Type == tokKeyword && t.Value == "after" && prev.Type == tokWord && prev.Value == "divide" {
-			out[i].Type = tokenTypes[tokWord]
-		}
-		if t.Type != tokWhitespace && t.Type != tokComment {
-			prev = t
-		}
-	}
-	return out
-}
-
-// tokenLexer hands participle a slice of tokens.
+// tokenLexer hands participle a slice of lexed tokens, converted one by
+// one as participle reads them (a copy of a large file's tokens would
+// add to the parser's memory). Whitespace and comments go too, for
+// participle to elide: a node's EndPos is the start of the token after its
+// last one, which must be that whitespace. The one context the lexer does not see:
+// `after` right after the word `divide` is the bucket option's value
+// (`divide after`), a word there, not the keyword that starts an option
+// (the grammar never takes a keyword as a value).
 type tokenLexer struct {
-	toks []lexer.Token
+	toks []token
 	eof  lexer.Token
+	prev token // the last token handed out that is not whitespace or a comment
 }
 
 // Next returns the next token, then EOF forever.
@@ -338,7 +327,14 @@ func (l *tokenLexer) Next() (lexer.Token, error) {
 	}
 	t := l.toks[0]
 	l.toks = l.toks[1:]
-	return t, nil
+	out := lexer.Token{Type: tokenTypes[t.Type], Value: t.Value, Pos: t.Pos}
+	if t.Type == tokKeyword && t.Value == "after" && l.prev.Type == tokWord && l.prev.Value == "divide" {
+		out.Type = tokenTypes[tokWord]
+	}
+	if t.Type != tokWhitespace && t.Type != tokComment {
+		l.prev = t
+	}
+	return out, nil
 }
 
 // lexErrors reports the lexical errors of src, at most maxSyntaxErrors of

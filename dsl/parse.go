@@ -43,11 +43,13 @@ func parseFile(f *sourceFile) (*File, Diagnostics) {
 	if diags := lexErrors(f, toks); len(diags) > 0 {
 		return nil, diags
 	}
-	ptoks := participleTokens(toks)
-	ast, err := parseTokens(ptoks, eofAt(f, toks, len(f.src)))
+	ast, err := parseTokens(toks, eofAt(f, toks, len(f.src)))
 	if err == nil {
 		return ast, nil
 	}
+	// The explainers look at significant tokens only: made once here, not
+	// per error, so that a large broken file costs one copy.
+	sig := significantTokens(toks)
 	var diags Diagnostics
 	starts := declarationStarts(toks)
 	for i, start := range starts {
@@ -59,8 +61,8 @@ func parseFile(f *sourceFile) (*File, Diagnostics) {
 		if end < len(toks) {
 			endOff = toks[end].Pos.Offset
 		}
-		if _, err := parseTokens(ptoks[start:end], eofAt(f, toks, endOff)); err != nil {
-			diags = append(diags, syntaxDiagnostic(f, toks, endOff, err))
+		if _, err := parseTokens(toks[start:end], eofAt(f, toks, endOff)); err != nil {
+			diags = append(diags, syntaxDiagnostic(f, sig, endOff, err))
 			if len(diags) == maxSyntaxErrors {
 				break
 			}
@@ -69,7 +71,7 @@ func parseFile(f *sourceFile) (*File, Diagnostics) {
 	if len(diags) == 0 {
 		// Each declaration parses alone but not together: report the
 		// error of the whole file.
-		diags = append(diags, syntaxDiagnostic(f, toks, len(f.src), err))
+		diags = append(diags, syntaxDiagnostic(f, sig, len(f.src), err))
 	}
 	return nil, diags
 }
@@ -91,7 +93,7 @@ func binaryFileError(f *sourceFile) (Diagnostic, bool) {
 }
 
 // parseTokens parses a sequence of tokens that ends with eof.
-func parseTokens(toks []lexer.Token, eof lexer.Token) (*File, error) {
+func parseTokens(toks []token, eof lexer.Token) (*File, error) {
 	pl, err := lexer.Upgrade(&tokenLexer{toks: toks, eof: eof}, tokenTypes[tokComment], tokenTypes[tokWhitespace])
 	if err != nil {
 		return nil, err
@@ -140,7 +142,8 @@ func declarationStarts(toks []token) []int {
 	return starts
 }
 
-// syntaxDiagnostic converts a participle error into a diagnostic. end is
+// syntaxDiagnostic converts a participle error into a diagnostic, from
+// the file's significant tokens (no whitespace, no comments). end is
 // where the parsed tokens ended: an unexpected end of a declaration parsed
 // on its own is an unexpected start of the next one (or the real end of
 // the file).
@@ -195,8 +198,7 @@ func syntaxDiagnostic(f *sourceFile, toks []token, end int, err error) Diagnosti
 // collective inside it has no target), the first collective of that group
 // with no target, and returns its offset, so that the error says so
 // instead of blaming the statement before the group.
-func targetlessCollectiveInGroup(all []token, off int) (int, bool) {
-	toks := significantTokens(all)
+func targetlessCollectiveInGroup(toks []token, off int) (int, bool) {
 	at := tokenIndex(toks, off)
 	if at+1 >= len(toks) || toks[at].Pos.Offset != off || toks[at].Value != "group" || toks[at+1].Value != "{" {
 		return 0, false
@@ -224,8 +226,8 @@ func targetlessCollectiveInGroup(all []token, off int) (int, bool) {
 // gives up on the statement as a whole when a value in it is a keyword:
 // `wait step`, `compute wait`), the token inside the statement where it
 // goes wrong, by parsing the statement's line alone in a block.
-func errorInsideStatement(all []token, off int) (int, bool) {
-	toks, at, ok := tokenAt(all, off)
+func errorInsideStatement(toks []token, off int) (int, bool) {
+	at, ok := tokenAt(toks, off)
 	// `compute` is a statement keyword but not a reserved word.
 	if !ok || toks[at].Type == tokString ||
 		!slices.Contains(statementKeywords, toks[at].Value) || toks[at].Value == "group" ||
@@ -256,27 +258,30 @@ func tokenIndex(toks []token, off int) int {
 	return sort.Search(len(toks), func(i int) bool { return toks[i].Pos.Offset >= off })
 }
 
-// tokenAt returns the significant tokens of all and the index of the one
-// that starts at offset off; ok is false when no token starts there.
-func tokenAt(all []token, off int) (toks []token, at int, ok bool) {
-	toks = significantTokens(all)
+// tokenAt returns the index of the token of toks that starts at offset
+// off; ok is false when no token starts there.
+func tokenAt(toks []token, off int) (at int, ok bool) {
 	at = tokenIndex(toks, off)
-	return toks, at, at < len(toks) && toks[at].Pos.Offset == off
+	return at, at < len(toks) && toks[at].Pos.Offset == off
 }
 
 // inStepBlock wraps a statement's tokens in `step { ... }` so that it
 // parses alone. The added closing `}` is at offset -1, which no source
 // token has: a parse error there means the statement ended too early.
-func inStepBlock(stmt []token) []lexer.Token {
-	return slices.Concat([]lexer.Token{
-		{Type: tokenTypes[tokKeyword], Value: "step"},
-		{Type: tokenTypes[tokPunct], Value: "{"},
-	}, participleTokens(stmt), []lexer.Token{{Type: tokenTypes[tokPunct], Value: "}", Pos: lexer.Position{Offset: -1}}})
+func inStepBlock(stmt []token) []token {
+	return slices.Concat([]token{{Type: tokKeyword, Value: "step"}, {Type: tokPunct, Value: "{"}},
+		stmt, []token{{Type: tokPunct, Value: "}", Pos: lexer.Position{Offset: -1}}})
 }
 
 // significantTokens returns the tokens other than whitespace and comments.
 func significantTokens(all []token) []token {
-	var toks []token
+	n := 0
+	for _, t := range all {
+		if t.Type != tokComment && t.Type != tokWhitespace {
+			n++
+		}
+	}
+	toks := make([]token, 0, n)
 	for _, t := range all {
 		if t.Type != tokComment && t.Type != tokWhitespace {
 			toks = append(toks, t)
@@ -332,8 +337,7 @@ var allKeywords = append(append([]string{"frozen", "priority", "cap", "first", "
 // explainSyntaxError says what is wrong at offset off of a file that does
 // not parse, from the tokens around it: which construct it is in, how that
 // construct is written, and what a misspelt keyword may have meant.
-func explainSyntaxError(all []token, off int) (string, string) {
-	toks := significantTokens(all)
+func explainSyntaxError(toks []token, off int) (string, string) {
 	at := tokenIndex(toks, off)
 	cx := syntaxContextAt(toks, at)
 	hint := constructSyntax[cx.construct]
@@ -654,11 +658,10 @@ func quantityBefore(toks []token, i int) (string, map[string]int64, string) {
 // declaration or statement on, parse as that construct alone: a statement
 // is parsed inside a `step` block.
 func completeConstruct(toks []token, construct string) bool {
-	ptoks := participleTokens(toks)
 	if !slices.Contains(topKeywords, construct) {
-		ptoks = inStepBlock(toks)
+		toks = inStepBlock(toks)
 	}
-	_, err := parseTokens(ptoks, lexer.EOFToken(lexer.Position{}))
+	_, err := parseTokens(toks, lexer.EOFToken(lexer.Position{}))
 	return err == nil
 }
 

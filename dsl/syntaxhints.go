@@ -27,8 +27,8 @@ const tensorForm = "a tensor is declared as `tensor NAME DTYPE[DIMS]`"
 // for the name), its dtype (`tensor a [4]`) or both (`tensor [4]`). The
 // caret is where the missing part goes: on the dtype that should follow
 // the name, or on the `[` that should follow the dtype.
-func missingTensorPart(f *sourceFile, all []token, off int) (Diagnostic, bool) {
-	toks, at, ok := tokenAt(all, off)
+func missingTensorPart(f *sourceFile, toks []token, off int) (Diagnostic, bool) {
+	at, ok := tokenAt(toks, off)
 	if !ok || at < 1 || toks[at].Value != "[" {
 		return Diagnostic{}, false
 	}
@@ -61,8 +61,8 @@ func missingTensorPart(f *sourceFile, all []token, off int) (Diagnostic, bool) {
 // lexer takes a valid range there as the start of a word, an invalid one
 // not. Braces inside a name are part of its word, and the checker's
 // (badRangeError).
-func badRangeAtStart(f *sourceFile, all []token, off int) (Diagnostic, bool) {
-	toks, at, ok := tokenAt(all, off)
+func badRangeAtStart(f *sourceFile, toks []token, off int) (Diagnostic, bool) {
+	at, ok := tokenAt(toks, off)
 	if !ok || toks[at].Value != "{" || at+2 >= len(toks) {
 		return Diagnostic{}, false
 	}
@@ -81,8 +81,8 @@ func badRangeAtStart(f *sourceFile, all []token, off int) (Diagnostic, bool) {
 // declaration (`tensor a f32[- 4]`, `f32[4 4]`, `f32[4 * 4]`, `f32[4,]`),
 // where the parser only sees an unexpected token: it says what is wrong
 // with the dimensions, which are positive integers separated by commas.
-func shapeSyntax(f *sourceFile, all []token, off int) (Diagnostic, bool) {
-	toks, at, ok := tokenAt(all, off)
+func shapeSyntax(f *sourceFile, toks []token, off int) (Diagnostic, bool) {
+	at, ok := tokenAt(toks, off)
 	if !ok || toks[at].Type == tokKeyword {
 		// A keyword: the shape was left open (`f32[4` and a new line),
 		// which the end-of-declaration explanation says.
@@ -258,8 +258,8 @@ func shortText(s string) string {
 // between two targets. A word that looks like a misspelt option or
 // statement keyword (`allreduce g aftr ready`) is left to
 // explainSyntaxError, unless a tensor or bucket of the file has that name.
-func missingTargetComma(f *sourceFile, all []token, off int) (Diagnostic, bool) {
-	toks, at, ok := tokenAt(all, off)
+func missingTargetComma(f *sourceFile, toks []token, off int) (Diagnostic, bool) {
+	at, ok := tokenAt(toks, off)
 	if !ok {
 		return Diagnostic{}, false
 	}
@@ -294,8 +294,8 @@ func missingTargetComma(f *sourceFile, all []token, off int) (Diagnostic, bool) 
 // pattern list of a bucket (`bucket g { a b }`): the patterns before it are
 // not followed by a comma. A bucket option keyword there (`bucket g { a cap
 // 1MiB`) means the list was not closed, unless a tensor has that name.
-func missingPatternComma(f *sourceFile, all []token, off int) (Diagnostic, bool) {
-	toks, at, ok := tokenAt(all, off)
+func missingPatternComma(f *sourceFile, toks []token, off int) (Diagnostic, bool) {
+	at, ok := tokenAt(toks, off)
 	if !ok {
 		return Diagnostic{}, false
 	}
