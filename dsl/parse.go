@@ -173,6 +173,12 @@ func syntaxDiagnostic(f *sourceFile, toks []token, end int, err error) Diagnosti
 	if d, ok := shapeSyntax(f, toks, off); ok {
 		return d
 	}
+	if d, ok := declarationInBlock(f, toks, off); ok {
+		return d
+	}
+	if d, ok := unknownOption(f, toks, off); ok {
+		return d
+	}
 	if d, ok := missingTargetComma(f, toks, off); ok {
 		return d
 	}

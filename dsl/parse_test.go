@@ -267,7 +267,19 @@ func TestSyntaxErrorExplanations(t *testing.T) {
 		{"bucket g { a b }\n", "1:14", "patterns are separated by commas: `bucket g { a, b }`", "a bucket is declared as `bucket NAME { PATTERN, ... }`"},
 		{"bucket g { a, \"x y\" c.* d }\n", "1:21", "patterns are separated by commas: `bucket g { a, \"x y\", c.*, ... }`", "PATTERN, ..."},
 		{"bucket g {\n  a\n  b\n}\n", "3:3", "patterns are separated by commas: `bucket g { a, b }`", "PATTERN, ..."},
-		{"bucket g { a cap 1MiB\n", "1:14", "the pattern list of bucket `g` is not closed before `cap`", "add `}` after the last pattern"},
+		{"bucket g { a cap 1MiB\n", "1:14", "the pattern list of bucket `g` opened on line 1 is not closed before `cap`", "add `}` after the last pattern"},
+		{"tensor a f32[1]\nbucket g { a,\nstream comm\n", "3:1", "the pattern list of bucket `g` opened on line 2 is not closed before `stream`", "add `}` after the last pattern"},
+		// A block left open before the next declaration, or a declaration
+		// inside a block that is closed later.
+		{decls + "step {\n  allreduce g\n\nrun steps 1\n", "7:1", "unexpected `run`: the `step` block opened on line 4 is not closed", "add `}` before line 7"},
+		{decls + "step {\n  allreduce g\n  tensor b f32[1]\n}\n", "6:3", "unexpected `tensor` inside the `step` block opened on line 4: a declaration starts outside any block", "move it before or after the block"},
+		// A word and a value after a complete statement: an unknown
+		// option, named with the one meant.
+		{decls + "step {\n  broadcast g root 0\n}\n", "5:15", "unknown option `root` of broadcast", "did you mean `from 0`? broadcast takes: from RANK, on STREAM, after ready|STREAM"},
+		{decls + "step {\n  allreduce g dtype f16\n}\n", "5:15", "unknown option `dtype` of allreduce", "write `wire f16` on bucket `g`; allreduce takes: op sum|avg|min|max|prod, on STREAM, after ready|STREAM"},
+		{decls + "step {\n  allreduce g into x\n}\n", "5:15", "unknown option `into` of allreduce", "allreduce takes: op"},
+		{decls + "step {\n  compute 20ms reads g\n}\n", "5:16", "unknown option `reads` of compute", "compute takes: on STREAM, after"},
+		{"bucket g { a } dtype f16\n", "1:16", "unknown option `dtype` of bucket", "did you mean `wire f16`? bucket takes: cap SIZE"},
 		{"tensor cap f32[1]\nbucket g { a cap }\n", "2:14", "patterns are separated by commas: `bucket g { a, cap }`", "PATTERN, ..."},
 		// A stray word after a complete declaration or statement: it is
 		// the word that is wrong, nothing is missing.

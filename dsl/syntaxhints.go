@@ -316,9 +316,19 @@ func missingPatternComma(f *sourceFile, toks []token, off int) (Diagnostic, bool
 		return Diagnostic{}, false
 	}
 	name := toks[i-1].Value
-	if t.Type == tokKeyword && slices.Contains(expectedKeywords("bucket", ""), t.Value) && !declaredNames(toks)[t.Value] {
-		return f.errorAt(t.Pos.Offset, t.end(),
-			fmt.Sprintf("the pattern list of bucket %s is not closed before %s", code(shortText(name)), code(t.Value)),
+	// The list not closed before a bucket option, or before a declaration
+	// that starts a line (taken for a pattern): `bucket g { a` and then
+	// `stream comm`.
+	before, last := -1, toks[at-1]
+	if t.Type == tokKeyword && slices.Contains(expectedKeywords("bucket", ""), t.Value) {
+		before = at
+	} else if last.Type == tokKeyword && slices.Contains(topKeywords, last.Value) && toks[at-2].Pos.Line != last.Pos.Line {
+		before = at - 1
+	}
+	if before >= 0 && !declaredNames(toks)[toks[before].Value] {
+		b := toks[before]
+		return f.errorAt(b.Pos.Offset, b.end(),
+			fmt.Sprintf("the pattern list of bucket %s opened on line %d is not closed before %s", code(shortText(name)), toks[i].Pos.Line, code(b.Value)),
 			"add `}` after the last pattern; "+constructSyntax["bucket"]), true
 	}
 	// The patterns so far, or the last one when they are long.
@@ -541,7 +551,7 @@ func expectedKeywords(construct, prev string) []string {
 	case "bucket":
 		return []string{"cap", "first", "order", "wire", "divide"}
 	case "backward", "compute":
-		return []string{"on"}
+		return []string{"on", "after"}
 	case "run":
 		if prev == "check" {
 			return []string{"every", "off"}
@@ -605,4 +615,95 @@ func uniqueCandidate(candidates []string, match func(string) bool) string {
 		found = c
 	}
 	return found
+}
+
+// declarationInBlock explains a syntax error at a top-level keyword that
+// starts a line inside a block or group (participle stops there expecting
+// the block's `}`): the block opened before it is not closed, when no `}`
+// closes it later, or else the declaration is inside it.
+func declarationInBlock(f *sourceFile, toks []token, off int) (Diagnostic, bool) {
+	at, ok := tokenAt(toks, off)
+	if !ok || at == 0 || toks[at-1].Pos.Line == toks[at].Pos.Line {
+		return Diagnostic{}, false
+	}
+	t := toks[at]
+	if !(t.Type == tokKeyword && slices.Contains(topKeywords, t.Value) || startsTemplate(t, toks[at-1])) {
+		return Diagnostic{}, false
+	}
+	cx := syntaxContextAt(toks, at)
+	if !cx.inStatements {
+		return Diagnostic{}, false
+	}
+	open := cx.opens[len(cx.opens)-1]
+	what := describeOpen(toks, open)
+	msg := fmt.Sprintf("unexpected %s: %s opened on line %d is not closed", tokenText(t), what, toks[open].Pos.Line)
+	hint := fmt.Sprintf("add `}` before line %d to close it", t.Pos.Line)
+	if closedLater(toks, at, len(cx.opens)) {
+		msg = fmt.Sprintf("unexpected %s inside %s opened on line %d: a declaration starts outside any block", tokenText(t), what, toks[open].Pos.Line)
+		hint = "move it before or after the block; a statement starts with one of: " + strings.Join(statementKeywords, ", ")
+	}
+	return f.errorAt(t.Pos.Offset, t.end(), msg, hint), true
+}
+
+// closedLater reports whether the depth braces open at toks[at] are all
+// closed after it.
+func closedLater(toks []token, at, depth int) bool {
+	for _, t := range toks[at:] {
+		switch t.Value {
+		case "{":
+			depth++
+		case "}":
+			if depth--; depth == 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// optionSynonyms are other tools' words for an option (NCCL's and
+// PyTorch's root, dst, stream, dtype), by what they mean here.
+var optionSynonyms = map[string]string{
+	"root": "from", "src": "from", "source": "from", "dst": "to", "dest": "to", "destination": "to",
+	"stream": "on", "reduce_op": "op", "reduction": "op", "dtype": "wire", "type": "wire",
+}
+
+// unknownOption explains a syntax error at a word WORD, followed by a
+// value on its line, after a complete statement or bucket: `broadcast g
+// root 0`, `compute 20ms reads g`. Read as a missing comma between targets
+// it would send the user the wrong way: it is an unknown option, named
+// with the option it likely stands for and the options the construct
+// takes. A misspelt option (`aftr ready`) is left to explainSyntaxError.
+func unknownOption(f *sourceFile, toks []token, off int) (Diagnostic, bool) {
+	at, ok := tokenAt(toks, off)
+	if !ok || at+1 >= len(toks) || toks[at].Type != tokWord || toks[at+1].Type != tokWord || toks[at+1].Pos.Line != toks[at].Pos.Line {
+		return Diagnostic{}, false
+	}
+	t, value := toks[at], toks[at+1]
+	cx := syntaxContextAt(toks, at)
+	construct := cx.construct
+	opts := expectedKeywords(construct, "")
+	// Not inside a bucket's pattern list, where words are patterns.
+	inList := len(cx.opens) > 0 && (!cx.inStatements || cx.at < cx.opens[len(cx.opens)-1])
+	if construct == "" || inList || construct == "run" || len(opts) == 0 || cx.line != t.Pos.Line || declaredNames(toks)[t.Value] ||
+		suggest(t.Value, opts) != "" || uniquePrefixOf(t.Value, opts) != "" || uniqueNear(t.Value, opts) != "" {
+		return Diagnostic{}, false
+	}
+	var takes []string
+	for _, o := range opts {
+		takes = append(takes, strings.TrimSpace(o+" "+optionValues[o]))
+	}
+	hint := fmt.Sprintf("%s takes: %s", construct, strings.Join(takes, ", "))
+	mean := optionSynonyms[strings.ToLower(t.Value)]
+	switch {
+	case mean == "wire" && construct != "bucket":
+		bucket := "its bucket"
+		if cx.at+1 < at && toks[cx.at+1].Type == tokWord {
+			bucket = "bucket " + code(shortText(toks[cx.at+1].Value))
+		}
+		hint = fmt.Sprintf("a collective sends its tensors' dtype, or the `wire` dtype of their bucket: write `wire %s` on %s; %s", shortText(value.Value), bucket, hint)
+	case slices.Contains(opts, mean):
+		hint = fmt.Sprintf("did you mean `%s %s`? %s", mean, shortText(value.Value), hint)
+	}
+	return f.errorAt(t.Pos.Offset, t.end(), fmt.Sprintf("unknown option %s of %s", code(t.Value), construct), hint), true
 }

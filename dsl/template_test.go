@@ -300,7 +300,7 @@ func TestTemplateSyntaxErrors(t *testing.T) {
 		{"for i in 0..1 {\n  5\n}\n", "2:3", "unexpected `5`", "the body of a `for` holds `tensor` declarations"},
 		{"for i in 0..1 {\n  tensor a{i} f32[1]\n  wait comm\n}\n", "3:3", "unexpected `wait` after the complete tensor declaration on line 2", "the body of a `for` holds"},
 		{"for i in {\n  tensor a f32[1]\n}\n", "1:10", "unexpected `{`", "`for NAME in FIRST..LAST { TENSORS }`"},
-		{"step {\n  for i in 0..1 { tensor a{i} f32[1] }\n}\n", "2:3", "unexpected `for`", "a statement starts with one of"},
+		{"step {\n  for i in 0..1 { tensor a{i} f32[1] }\n}\n", "2:3", "unexpected `for` inside the `step` block opened on line 1: a declaration starts outside any block", "a statement starts with one of"},
 		{"fr i in 0..1 { tensor a{i} f32[1] }\n", "1:1", "unexpected `fr`", "did you mean `for`?"},
 	} {
 		_, diags := parseFile(newSourceFile("t.sync", []byte(tc.src)))
