@@ -458,6 +458,19 @@ var unsupportedDTypes = map[string]bool{
 	"bool": true, "c64": true, "c128": true, "complex64": true, "complex128": true,
 }
 
+// foreignDType returns a dtype word as another tool would mean it: in
+// lower case, without the module that PyTorch, NumPy, JAX or TensorFlow
+// write before it (`torch.float16`, `np.float32`, `torch.half`).
+func foreignDType(w string) string {
+	w = strings.ToLower(w)
+	for _, m := range []string{"torch.", "numpy.", "np.", "jnp.", "jax.numpy.", "tf."} {
+		if rest, ok := strings.CutPrefix(w, m); ok {
+			return rest
+		}
+	}
+	return w
+}
+
 // byAlias turns lists of aliases by name into a map from alias to name.
 func byAlias(aliases map[string][]string) map[string]string {
 	out := map[string]string{}
@@ -475,9 +488,12 @@ func (c *checker) dtype(f *sourceFile, w *Word, what string) ir.DType {
 	if !ok {
 		all := []string{"f64", "f32", "f16", "bf16", "i64", "i32", "i8", "u8"}
 		hint := "dtypes are " + strings.Join(all, " ")
-		if s, ok := dtypeAliases[strings.ToLower(w.Text)]; ok {
+		name := foreignDType(w.Text)
+		if s, ok := dtypeAliases[name]; ok {
 			hint = "did you mean " + code(s) + "? " + hint
-		} else if unsupportedDTypes[strings.ToLower(w.Text)] {
+		} else if _, ok := ir.ParseDType(name); ok && name != w.Text {
+			hint = "did you mean " + code(name) + "? " + hint
+		} else if unsupportedDTypes[name] {
 			// A close name (`i8` for `f8`) would mean something else.
 			hint = "syncgen has no dtype of that kind; " + hint
 		} else if s := suggest(w.Text, all); s != "" {

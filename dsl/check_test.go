@@ -1002,6 +1002,15 @@ func TestCheckHints(t *testing.T) {
 		{"tensor a fp16[4]\n", "unknown tensor dtype `fp16`", "did you mean `f16`?"},
 		{"tensor a bfloat16[4]\n", "unknown tensor dtype `bfloat16`", "did you mean `bf16`?"},
 		{"tensor a f32[4]\nbucket g { a } wire int8\n", "unknown wire dtype `int8`", "did you mean `i8`?"},
+		// PyTorch's and NumPy's spellings, with their module.
+		{"tensor a torch.float16[4]\n", "unknown tensor dtype `torch.float16`", "did you mean `f16`?"},
+		{"tensor a torch.bfloat16[4]\n", "unknown tensor dtype `torch.bfloat16`", "did you mean `bf16`?"},
+		{"tensor a torch.half[4]\n", "unknown tensor dtype `torch.half`", "did you mean `f16`?"},
+		{"tensor a np.float32[4]\n", "unknown tensor dtype `np.float32`", "did you mean `f32`?"},
+		{"tensor a double[4]\n", "unknown tensor dtype `double`", "did you mean `f64`?"},
+		{"tensor a torch.int64[4]\n", "unknown tensor dtype `torch.int64`", "did you mean `i64`?"},
+		{"tensor a torch.bool[4]\n", "unknown tensor dtype `torch.bool`", "syncgen has no dtype of that kind"},
+		{"tensor a f32[4]\nbucket g { a } wire torch.float16\n", "unknown wire dtype `torch.float16`", "did you mean `f16`?"},
 		// A dtype syncgen lacks gets no suggestion of another kind.
 		{"tensor a f8[4]\n", "unknown tensor dtype `f8`", "syncgen has no dtype of that kind; dtypes are"},
 		{"tensor a i16[4]\n", "unknown tensor dtype `i16`", "syncgen has no dtype of that kind; dtypes are"},
