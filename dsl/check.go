@@ -53,6 +53,9 @@ type checker struct {
 	// targeted marks the tensors that a collective's target matched, even
 	// one with an error: they are not "in no collective".
 	targeted []bool
+	// synced marks the bucket pieces (Program.Buckets) that a collective
+	// names, even one with an error: the others are never synchronised.
+	synced map[int]bool
 	// implicitBucket maps a tensor index to its implicit bucket.
 	implicitBucket map[int]int
 	// badTensorDecl marks the tensor declarations that had an error: no
@@ -171,6 +174,7 @@ func (c *checker) check(filename string) *ir.Program {
 	c.declareStreams()
 	c.declareBuckets()
 	c.targeted = make([]bool, len(c.prog.Tensors))
+	c.synced = map[int]bool{}
 	c.declareScaler()
 	if c.initBlock != nil {
 		c.prog.Init = c.resolveBlock(c.initBlock)
@@ -183,6 +187,7 @@ func (c *checker) check(filename string) *ir.Program {
 	c.resolveRun()
 	c.noteRepeats()
 	c.warnUncovered()
+	c.warnUnsynced()
 	c.warnOverwritten()
 	c.warnNothingToRun()
 	return c.prog
@@ -828,6 +833,32 @@ func (c *checker) warnUncovered() {
 		} else {
 			c.warnf(g.decl.file, nameSpan(g.decl.decl.Name), "add them to a bucket, name them in a collective, or mark them `frozen`",
 				"%d tensors declared here (%s, ...) are in no bucket and no collective synchronises them", len(g.names), code(g.names[0]))
+		}
+	}
+}
+
+// warnUnsynced warns about each declared bucket that no collective names,
+// by itself, a piece or a tensor of it: its tensors are in a bucket, so
+// warnUncovered does not name them, yet their gradients are never
+// synchronised. Only for a program without errors: an error in a
+// collective or a bucket may be why (and is fixed first); nor without an
+// init or step block, which warnNothingToRun covers. A duplicate or
+// invalid bucket name has its error.
+func (c *checker) warnUnsynced() {
+	if c.diags.HasErrors() || c.initBlock == nil && c.stepBlock == nil {
+		return
+	}
+	for _, b := range c.bucketOrder {
+		if c.buckets[b.name] != b {
+			continue
+		}
+		used := false
+		for i := range b.count {
+			used = used || c.synced[b.first+i]
+		}
+		if !used && b.count > 0 {
+			c.warnf(b.file, nameSpan(b.decl.Name), fmt.Sprintf("name it in a collective, e.g. `allreduce %s`, or remove it", b.name),
+				"bucket %s is used by no collective: its gradients are never synchronised", code(b.name))
 		}
 	}
 }

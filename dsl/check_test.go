@@ -775,6 +775,22 @@ func TestUncoveredWarningHints(t *testing.T) {
 	}
 }
 
+// A bucket that no collective names is warned about, with the collective
+// to add; one named by a piece or by a tensor of it is used.
+func TestUnsyncedBucketWarning(t *testing.T) {
+	src := "tensor a f32[4]\ntensor b f32[4]\ntensor c f32[4]\ntensor d f32[4]\nbucket ga { a }\nbucket gb { b, d } cap 16B\nbucket gc { c }\n" +
+		"step { backward 1ms; allreduce gb[1], c after ready; wait comm }\n"
+	prog, diags := Check("plan.sync", []byte(src))
+	if prog == nil || len(diags) != 1 {
+		t.Fatalf("program %v, diagnostics %v; want one warning", prog != nil, diags)
+	}
+	d := diags[0]
+	if d.Severity != Warning || d.Pos.Line != 5 || d.Message != "bucket `ga` is used by no collective: its gradients are never synchronised" ||
+		d.Hint != "name it in a collective, e.g. `allreduce ga`, or remove it" {
+		t.Errorf("got %s (hint %q)", d.Error(), d.Hint)
+	}
+}
+
 // A main file with no step (or init) block and no errors gets one warning
 // about the whole file: a program built from it would do nothing.
 func TestNoStepWarning(t *testing.T) {

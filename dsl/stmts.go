@@ -226,6 +226,9 @@ func (c *checker) resolveCollective(st *blockState, cs *CollectiveStmt) ir.Stmt 
 	s.Stream = stream
 	buckets, tok := c.resolveTargets(cs.Targets)
 	s.Buckets = buckets
+	for _, b := range buckets {
+		c.synced[b] = true
+	}
 	st.train.collective(kind, buckets)
 	if (s.Op == ir.Avg || s.Op == ir.WAvg) && opWord != nil && !c.avgOnFloats(opWord, s.Op, buckets) {
 		ok = false
