@@ -159,9 +159,7 @@ func syntaxDiagnostic(f *sourceFile, toks []token, end int, err error) Diagnosti
 	case errors.As(err, &perr):
 		off = perr.Position().Offset
 	}
-	if o, ok := targetlessCollectiveInGroup(toks, off); ok {
-		off = o
-	} else if o, ok := errorInsideStatement(toks, off); ok {
+	if o, ok := errorInside(toks, off); ok {
 		off = o
 	}
 	if d, ok := missingTensorPart(f, toks, off); ok {
@@ -199,56 +197,40 @@ func syntaxDiagnostic(f *sourceFile, toks []token, end int, err error) Diagnosti
 	return f.errorAt(off, off+length, msg, hint)
 }
 
-// targetlessCollectiveInGroup finds, when the syntax error at offset off is
-// reported at a `group` (participle gives up on the whole group when a
-// collective inside it has no target), the first collective of that group
-// with no target, and returns its offset, so that the error says so
-// instead of blaming the statement before the group.
-func targetlessCollectiveInGroup(toks []token, off int) (int, bool) {
-	at := tokenIndex(toks, off)
-	if at+1 >= len(toks) || toks[at].Pos.Offset != off || toks[at].Value != "group" || toks[at+1].Value != "{" {
-		return 0, false
-	}
-	depth := 0
-	for i := at + 1; i < len(toks); i++ {
-		switch v := toks[i].Value; {
-		case v == "{":
-			depth++
-		case v == "}":
-			if depth--; depth == 0 {
-				return 0, false
-			}
-		case toks[i].Type == tokKeyword && isCollective(v):
-			if i+1 == len(toks) || missingTarget(toks[i+1].Value) {
-				return toks[i].Pos.Offset, true
-			}
-		}
-	}
-	return 0, false
-}
-
-// errorInsideStatement finds, when the syntax error at offset off is
-// reported at the keyword that starts a one-line statement (participle
-// gives up on the statement as a whole when a value in it is a keyword:
-// `wait step`, `compute wait`), the token inside the statement where it
-// goes wrong, by parsing the statement's line alone in a block.
-func errorInsideStatement(toks []token, off int) (int, bool) {
+// errorInside finds, when the syntax error at offset off is reported at
+// the keyword of a statement or group in a block (participle backs out of
+// a statement as a whole when a value in it is a keyword, `wait step`,
+// `compute wait`, and of a group when a statement in it fails, `group {
+// allreduce }`), the token inside it where it goes wrong: the statement's
+// line, or the group's body, is parsed alone in a block, and the error
+// found in a group's body is looked into in turn.
+func errorInside(toks []token, off int) (int, bool) {
 	at, ok := tokenAt(toks, off)
 	// `compute` is a statement keyword but not a reserved word.
-	if !ok || toks[at].Type == tokString ||
-		!slices.Contains(statementKeywords, toks[at].Value) || toks[at].Value == "group" ||
-		!slices.Contains([]string{"init", "step", "group"}, enclosingOpener(toks, at)) {
+	if !ok || toks[at].Type == tokString || !slices.Contains(statementKeywords, toks[at].Value) || !syntaxContextAt(toks, at).inStatements {
 		return 0, false
 	}
-	end := at + 1
-	for end < len(toks) && toks[end].Pos.Line == toks[at].Pos.Line && !slices.Contains([]string{"{", "}", ";"}, toks[end].Value) {
-		end++
+	start, end := at, at+1
+	if toks[at].Value == "group" {
+		start, end = at+2, at+2
+		for depth := 1; end < len(toks) && depth > 0; end++ {
+			depth += strings.Count("{", toks[end].Value) - strings.Count("}", toks[end].Value)
+		}
+		end--
+	} else {
+		for end < len(toks) && toks[end].Pos.Line == toks[at].Pos.Line && !slices.Contains([]string{"{", "}", ";"}, toks[end].Value) {
+			end++
+		}
 	}
-	_, err := parseTokens(inStepBlock(toks[at:end]), lexer.EOFToken(lexer.Position{Offset: -1}))
+	_, err := parseTokens(inStepBlock(toks[min(start, end):end]), lexer.EOFToken(lexer.Position{Offset: -1}))
 	var ute *participle.UnexpectedTokenError
 	switch {
 	case !errors.As(err, &ute):
 	case ute.Unexpected.Pos.Offset > off:
+		// In a group, at a statement's keyword: inside that statement.
+		if o, ok := errorInside(toks, ute.Unexpected.Pos.Offset); ok && start > at {
+			return o, true
+		}
 		return ute.Unexpected.Pos.Offset, true
 	case ute.Unexpected.Pos.Offset < 0 && end < len(toks):
 		// The statement ends too early (`wait` alone): the error is
@@ -281,13 +263,7 @@ func inStepBlock(stmt []token) []token {
 
 // significantTokens returns the tokens other than whitespace and comments.
 func significantTokens(all []token) []token {
-	n := 0
-	for _, t := range all {
-		if t.Type != tokComment && t.Type != tokWhitespace {
-			n++
-		}
-	}
-	toks := make([]token, 0, n)
+	toks := make([]token, 0, len(all)/2+1)
 	for _, t := range all {
 		if t.Type != tokComment && t.Type != tokWhitespace {
 			toks = append(toks, t)
@@ -381,7 +357,11 @@ func explainSyntaxError(toks []token, off int) (string, string) {
 		// A stray token after a declaration or statement that is
 		// complete without it: saying it is incomplete would send the
 		// user looking for something missing.
-		msg = fmt.Sprintf("unexpected %s after the complete %s %s", tokenText(t), construct, constructNoun(construct))
+		noun := "statement"
+		if slices.Contains(topKeywords, construct) {
+			noun = "declaration"
+		}
+		msg = fmt.Sprintf("unexpected %s after the complete %s %s", tokenText(t), construct, noun)
 		if cx.line < t.Pos.Line {
 			msg += fmt.Sprintf(" on line %d", cx.line)
 		}
@@ -466,9 +446,10 @@ func constructBefore(toks []token, at, depth int) (construct string, line, index
 			inBody = true
 			continue
 		}
-		// A keyword after an option key is its value (`on compute`), and
-		// after `tensor` it is the tensor's name (`tensor step f32[1]`).
-		if _, ok := constructSyntax[v]; ok && (i == 0 || !isOptionKey(toks[i-1].Value) && !isTensorKeyword(toks[i-1])) {
+		// A keyword after an option key or a comma is its value (`on
+		// compute`), and after `tensor` the tensor's name (`tensor step`).
+		_, ok := constructSyntax[v]
+		if _, value := optionValues[toks[max(i-1, 0)].Value]; ok && (i == 0 || !value && toks[i-1].Value != "," && !isTensorKeyword(toks[i-1])) {
 			return v, toks[i].Pos.Line, i, inBody
 		}
 	}
@@ -633,8 +614,15 @@ func spacedUnit(toks []token, at int) (string, bool) {
 	if _, ok := durationUnits[unit]; ok {
 		return "write " + code(num+unit), true
 	}
-	what, units, list := quantityBefore(toks, at-1)
-	if what == "" || strings.Trim(unit, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") != "" {
+	// A size after cap or first, a duration after backward or compute.
+	what, units, list := "", map[string]int64(nil), ""
+	switch toks[max(at-2, 0)].Value {
+	case "cap", "first":
+		what, units, list = "size", sizeUnits, sizeUnitList
+	case "backward", "compute":
+		what, units, list = "duration", durationUnits, durationUnitList
+	}
+	if at < 2 || what == "" || strings.Trim(unit, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") != "" {
 		return "", false
 	}
 	hint := "write the unit right after the number; " + what + "s take " + list
@@ -642,22 +630,6 @@ func spacedUnit(toks []token, at int) (string, bool) {
 		hint = s + " " + hint
 	}
 	return hint, true
-}
-
-// quantityBefore returns what the number toks[i] is, from the keyword
-// before it: a size (after cap or first) or a duration (after backward or
-// compute), with its units, or "".
-func quantityBefore(toks []token, i int) (string, map[string]int64, string) {
-	if i == 0 {
-		return "", nil, ""
-	}
-	switch toks[i-1].Value {
-	case "cap", "first":
-		return "size", sizeUnits, sizeUnitList
-	case "backward", "compute":
-		return "duration", durationUnits, durationUnitList
-	}
-	return "", nil, ""
 }
 
 // completeConstruct reports whether toks, from the keyword of a
@@ -669,25 +641,6 @@ func completeConstruct(toks []token, construct string) bool {
 	}
 	_, err := parseTokens(toks, lexer.EOFToken(lexer.Position{}))
 	return err == nil
-}
-
-// constructNoun returns "declaration" for a top-level construct and
-// "statement" for the others.
-func constructNoun(construct string) string {
-	if slices.Contains(topKeywords, construct) {
-		return "declaration"
-	}
-	return "statement"
-}
-
-// isOptionKey reports whether a keyword takes a value after it, so that a
-// keyword after it (`on compute`) is a value, not a construct.
-func isOptionKey(v string) bool {
-	switch v {
-	case "on", "after", "priority", "wire", "wait", "order", "op", "from", "to", "cap", "first", "steps", "warmup", "every", ",":
-		return true
-	}
-	return false
 }
 
 // tokenText shows a token in a message.

@@ -268,7 +268,7 @@ func missingTargetComma(f *sourceFile, toks []token, off int) (Diagnostic, bool)
 		return Diagnostic{}, false
 	}
 	kwAt, first, last, ok := targetListBefore(toks, at)
-	if !ok || !slices.Contains([]string{"init", "step", "group"}, enclosingOpener(toks, kwAt)) {
+	if !ok || !syntaxContextAt(toks, kwAt).inStatements {
 		return Diagnostic{}, false
 	}
 	kw := toks[kwAt].Value
@@ -399,27 +399,6 @@ func bucketClosedAt(toks []token, i int) (int, bool) {
 		}
 	}
 	return 0, false
-}
-
-// enclosingOpener returns the token before the innermost `{` that is
-// still open at toks[at] (`step`, `group`, a bucket's name), or "".
-func enclosingOpener(toks []token, at int) string {
-	depth := 0
-	for i := at - 1; i >= 0; i-- {
-		switch toks[i].Value {
-		case "}":
-			depth++
-		case "{":
-			if depth == 0 {
-				if i == 0 {
-					return ""
-				}
-				return toks[i-1].Value
-			}
-			depth--
-		}
-	}
-	return ""
 }
 
 // declaredNames returns the names of the tensors and buckets declared in
