@@ -214,7 +214,7 @@ func errorInside(toks []token, off int) (int, bool) {
 	if toks[at].Value == "group" {
 		start, end = at+2, at+2
 		for depth := 1; end < len(toks) && depth > 0; end++ {
-			depth += strings.Count("{", toks[end].Value) - strings.Count("}", toks[end].Value)
+			depth += braceDelta[toks[end].Value]
 		}
 		end--
 	} else {
@@ -239,6 +239,9 @@ func errorInside(toks []token, off int) (int, bool) {
 	}
 	return 0, false
 }
+
+// braceDelta is how a token changes the depth of braces.
+var braceDelta = map[string]int{"{": 1, "}": -1}
 
 // tokenIndex returns the index of the first of toks (sorted by offset)
 // that starts at or after offset off, or len(toks).
@@ -276,13 +279,6 @@ func significantTokens(all []token) []token {
 func isCollective(word string) bool {
 	_, ok := collectiveKinds[word]
 	return ok
-}
-
-// missingTarget reports whether a token right after a collective's keyword
-// means that the collective has no target: the end of a group or block, a
-// `;` or a keyword.
-func missingTarget(next string) bool {
-	return next == "}" || next == ";" || slices.Contains(reservedWords, next)
 }
 
 // constructSyntax is how each construct is written, for hints.
@@ -467,7 +463,7 @@ func missingOperand(toks []token, at int, inStatements bool, hint string) (strin
 	} else if at > 0 {
 		kw, next = toks[at-1].Value, t.Value
 	}
-	if _, ok := collectiveKinds[kw]; ok && (slices.Contains(reservedWords, next) || inStatements && missingTarget(next)) {
+	if _, ok := collectiveKinds[kw]; ok && (slices.Contains(reservedWords, next) || inStatements && (next == "}" || next == ";")) {
 		hint := "targets are buckets, pieces like grads[0], tensors and patterns; quote a tensor named like a keyword: \"" + next + "\""
 		if next == "}" || next == ";" {
 			hint = "targets are buckets, pieces like grads[0], tensors and patterns, e.g. `" + kw + " grads`"

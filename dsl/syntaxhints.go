@@ -153,42 +153,28 @@ func shapeInBrackets(f *sourceFile, toks []token, at int) (Diagnostic, bool) {
 	if at < 1 || toks[at].Value != "[" || toks[at-1].Value != "]" || toks[at-1].end() != toks[at].Pos.Offset {
 		return Diagnostic{}, false
 	}
-	// The dimensions of the brackets before and from toks[at], each
-	// pair holding one.
-	var dims []string
-	open, end := -1, -1
-	for i := at - 2; i >= 0 && open < 0; i-- {
-		switch {
-		case toks[i].Value == "[":
-			open = i
-		case isDigits(toks[i].Value) || toks[i].Value == "," || toks[i].Value == "]":
-		default:
-			return Diagnostic{}, false
-		}
+	open := at - 2
+	for open >= 0 && toks[open].Value != "[" {
+		open--
 	}
 	if open < 3 || !isTensorKeyword(toks[open-3]) || toks[open-1].Type != tokWord {
 		return Diagnostic{}, false
 	}
+	// The dimensions of every pair, up to the last `]` of the line.
+	var dims []string
 	for i := open; i < len(toks) && toks[i].Pos.Line == toks[at].Pos.Line; i++ {
-		v := toks[i].Value
-		if v == "[" || v == "]" || v == "," {
-			if v == "]" && (i+1 == len(toks) || toks[i+1].Value != "[") {
-				end = i
-				break
-			}
-			continue
-		}
-		if !isDigits(v) {
+		switch v := toks[i].Value; {
+		case isDigits(v):
+			dims = append(dims, v)
+		case v == "]" && (i+1 == len(toks) || toks[i+1].Value != "["):
+			return f.errorAt(toks[at].Pos.Offset, toks[at].end(),
+				"tensor shape: one pair of brackets holds all the dimensions",
+				fmt.Sprintf("write `%s[%s]`", toks[open-1].Value, strings.Join(dims, ", "))), true
+		case v != "[" && v != "]" && v != ",":
 			return Diagnostic{}, false
 		}
-		dims = append(dims, v)
 	}
-	if end < 0 {
-		return Diagnostic{}, false
-	}
-	return f.errorAt(toks[at].Pos.Offset, toks[at].end(),
-		"tensor shape: one pair of brackets holds all the dimensions",
-		fmt.Sprintf("write `%s[%s]`", toks[open-1].Value, strings.Join(dims, ", "))), true
+	return Diagnostic{}, false
 }
 
 // shapeProduct multiplies the factors of a product written in a shape,
@@ -264,7 +250,8 @@ func missingTargetComma(f *sourceFile, toks []token, off int) (Diagnostic, bool)
 		return Diagnostic{}, false
 	}
 	t := toks[at]
-	if !(t.Type == tokWord && couldBeName(t.Value) || t.Type == tokString) {
+	// A word that could be a name, not a number, size or duration.
+	if !(t.Type == tokWord && !strings.ContainsRune("0123456789-", rune(t.Value[0])) || t.Type == tokString) {
 		return Diagnostic{}, false
 	}
 	kwAt, first, last, ok := targetListBefore(toks, at)
@@ -272,7 +259,7 @@ func missingTargetComma(f *sourceFile, toks []token, off int) (Diagnostic, bool)
 		return Diagnostic{}, false
 	}
 	kw := toks[kwAt].Value
-	if t.Type == tokWord && !declaredNames(toks)[t.Value] {
+	if t.Type == tokWord && !isDeclared(toks, t.Value) {
 		expected := expectedKeywords(kw, toks[at-1].Value)
 		if toks[at-1].Pos.Line != t.Pos.Line {
 			expected = append(expected, statementKeywords...)
@@ -325,7 +312,7 @@ func missingPatternComma(f *sourceFile, toks []token, off int) (Diagnostic, bool
 	} else if last.Type == tokKeyword && slices.Contains(topKeywords, last.Value) && toks[at-2].Pos.Line != last.Pos.Line {
 		before = at - 1
 	}
-	if before >= 0 && !declaredNames(toks)[toks[before].Value] {
+	if before >= 0 && !isDeclared(toks, toks[before].Value) {
 		b := toks[before]
 		return f.errorAt(b.Pos.Offset, b.end(),
 			fmt.Sprintf("the pattern list of bucket %s opened on line %d is not closed before %s", code(shortText(name)), toks[i].Pos.Line, code(b.Value)),
@@ -342,12 +329,6 @@ func missingPatternComma(f *sourceFile, toks []token, off int) (Diagnostic, bool
 	}
 	msg := fmt.Sprintf("patterns are separated by commas: `bucket %s { %s, %s%s`", shortText(name), prev, shortText(t.Value), rest)
 	return f.errorAt(t.Pos.Offset, t.end(), msg, constructSyntax["bucket"]), true
-}
-
-// couldBeName reports whether a word could be a bucket, tensor or pattern
-// rather than a number, size or duration.
-func couldBeName(w string) bool {
-	return w != "" && !strings.ContainsRune("0123456789-", rune(w[0]))
 }
 
 // targetListBefore reports whether the tokens just before toks[at] are a
@@ -401,37 +382,26 @@ func bucketClosedAt(toks []token, i int) (int, bool) {
 	return 0, false
 }
 
-// declaredNames returns the names of the tensors and buckets declared in
-// the tokens, as written.
-func declaredNames(toks []token) map[string]bool {
-	names := map[string]bool{}
-	for i := 0; i+1 < len(toks); i++ {
-		if toks[i].Type == tokKeyword && (toks[i].Value == "tensor" || toks[i].Value == "bucket") {
-			names[toks[i+1].Value] = true
+// isDeclared reports whether a tensor or bucket is declared with name,
+// as written, in the tokens.
+func isDeclared(toks []token, name string) bool {
+	for i := 1; i < len(toks); i++ {
+		if toks[i].Value == name && toks[i-1].Type == tokKeyword && (toks[i-1].Value == "tensor" || toks[i-1].Value == "bucket") {
+			return true
 		}
 	}
-	return names
+	return false
 }
 
 // endOfContent returns, when the syntax error at offset off is at the end
 // of the file (no token but whitespace and comments from off on), the end
 // of the last token before it, so that the error points at the end of the
 // last line with content instead of after the final newline.
-func endOfContent(all []token, off int) (int, bool) {
-	last := -1
-	for i, t := range all {
-		if t.Type == tokWhitespace || t.Type == tokComment {
-			continue
-		}
-		if t.Pos.Offset >= off {
-			return 0, false
-		}
-		last = i
-	}
-	if last < 0 {
+func endOfContent(toks []token, off int) (int, bool) {
+	if len(toks) == 0 || toks[len(toks)-1].Pos.Offset >= off {
 		return 0, false
 	}
-	return all[last].end(), true
+	return toks[len(toks)-1].end(), true
 }
 
 // explainEOF says what is missing at an unexpected end of file: the value
@@ -617,27 +587,16 @@ func declarationInBlock(f *sourceFile, toks []token, off int) (Diagnostic, bool)
 	what := describeOpen(toks, open)
 	msg := fmt.Sprintf("unexpected %s: %s opened on line %d is not closed", tokenText(t), what, toks[open].Pos.Line)
 	hint := fmt.Sprintf("add `}` before line %d to close it", t.Pos.Line)
-	if closedLater(toks, at, len(cx.opens)) {
+	depth := len(cx.opens)
+	for i := at; i < len(toks) && depth > 0; i++ {
+		depth += braceDelta[toks[i].Value]
+	}
+	if depth == 0 {
+		// A `}` later closes the block: the declaration is inside it.
 		msg = fmt.Sprintf("unexpected %s inside %s opened on line %d: a declaration starts outside any block", tokenText(t), what, toks[open].Pos.Line)
 		hint = "move it before or after the block; a statement starts with one of: " + strings.Join(statementKeywords, ", ")
 	}
 	return f.errorAt(t.Pos.Offset, t.end(), msg, hint), true
-}
-
-// closedLater reports whether the depth braces open at toks[at] are all
-// closed after it.
-func closedLater(toks []token, at, depth int) bool {
-	for _, t := range toks[at:] {
-		switch t.Value {
-		case "{":
-			depth++
-		case "}":
-			if depth--; depth == 0 {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // optionSynonyms are other tools' words for an option (NCCL's and
@@ -664,7 +623,7 @@ func unknownOption(f *sourceFile, toks []token, off int) (Diagnostic, bool) {
 	opts := expectedKeywords(construct, "")
 	// Not inside a bucket's pattern list, where words are patterns.
 	inList := len(cx.opens) > 0 && (!cx.inStatements || cx.at < cx.opens[len(cx.opens)-1])
-	if construct == "" || inList || construct == "run" || len(opts) == 0 || cx.line != t.Pos.Line || declaredNames(toks)[t.Value] ||
+	if construct == "" || inList || construct == "run" || len(opts) == 0 || cx.line != t.Pos.Line || isDeclared(toks, t.Value) ||
 		suggest(t.Value, opts) != "" || uniquePrefixOf(t.Value, opts) != "" || uniqueNear(t.Value, opts) != "" {
 		return Diagnostic{}, false
 	}
