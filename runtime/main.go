@@ -262,7 +262,7 @@ func (r *runner) agreeOnPlan() (*plan.Program, *result.Results, cpu.Tuning, int)
 		return nil, nil, tune, 2
 	}
 	res := result.New(p, prog)
-	if err := checkStepsFit(r.opts.steps, len(res.Rows)+len(res.TrainRows), len(res.TrainRows) > 0); err != nil {
+	if err := checkStepsFit(r.opts.steps, len(res.Rows)+len(res.TrainRows), len(res.TrainRows) > 0, r.opts.hetero.Active()); err != nil {
 		r.agreedFailure(err)
 		return nil, nil, tune, 2
 	}
@@ -504,10 +504,13 @@ const maxStepResultBytes = 256 << 20
 // checkStepsFit refuses a --steps whose per-step results (the step's times
 // and one time per table row, and the training step's figures when train)
 // would pass maxStepResultBytes.
-func checkStepsFit(steps, rows int, train bool) error {
+func checkStepsFit(steps, rows int, train, hetero bool) error {
 	per := int64(unsafe.Sizeof(result.StepStats{})) + int64(rows)*int64(unsafe.Sizeof(time.Duration(0)))
 	if train {
 		per += int64(unsafe.Sizeof(result.TrainStepStats{}))
+	}
+	if hetero {
+		per += int64(unsafe.Sizeof(result.RankStep{}))
 	}
 	// Divided, not multiplied: 4611686018427387904 steps times 112 bytes
 	// overflowed to a small number, passed, and the allocation panicked.

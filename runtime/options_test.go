@@ -181,20 +181,20 @@ func TestCheckOutputsNamedPipe(t *testing.T) {
 }
 
 func TestCheckStepsFit(t *testing.T) {
-	if err := checkStepsFit(1000000, 10, false); err != nil {
+	if err := checkStepsFit(1000000, 10, false, false); err != nil {
 		t.Errorf("a million steps of 10 rows: %v", err)
 	}
-	err := checkStepsFit(2000000000, 1, false)
+	err := checkStepsFit(2000000000, 1, false, false)
 	if err == nil || !strings.Contains(err.Error(), "run at most 6710886 steps") {
 		t.Errorf("2e9 steps of 1 row: %v", err)
 	}
 	// The limit it names must pass.
-	if err := checkStepsFit(6710886, 1, false); err != nil {
+	if err := checkStepsFit(6710886, 1, false, false); err != nil {
 		t.Errorf("the limit itself: %v", err)
 	}
 	// steps times the bytes a step overflowed int64 and passed; the
 	// allocation then panicked.
-	if err := checkStepsFit(1<<62, 10, true); err == nil {
+	if err := checkStepsFit(1<<62, 10, true, true); err == nil {
 		t.Errorf("2^62 steps of 10 rows passed")
 	}
 }

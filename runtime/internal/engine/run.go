@@ -44,6 +44,9 @@ func (e *Engine) Run(res *result.Results, progress func(done, total int)) error 
 	for k := range res.TrainRows {
 		res.TrainRows[k].Times = result.Preallocated[time.Duration](e.cfg.Steps)
 	}
+	if res.Hetero != nil {
+		res.RankSteps = result.Preallocated[result.RankStep](e.cfg.Steps)
+	}
 	if len(res.TrainRows) > 0 {
 		res.TrainSteps = result.Preallocated[result.TrainStepStats](e.cfg.Steps)
 	}
@@ -180,7 +183,9 @@ func (e *Engine) runStep(res *result.Results, i, total int) error {
 // recs, to res: the step's figures and each table row's time.
 func (e *Engine) keepFigures(res *result.Results, recs []result.Record, step time.Duration) {
 	st, train := e.stats.stepStatsOf(recs, step)
-	st.Share = e.share()
+	if res.Hetero != nil {
+		res.RankSteps = append(res.RankSteps, result.RankStep{FirstColl: firstColl(recs), Share: e.share()})
+	}
 	res.Steps = append(res.Steps, st)
 	if res.TrainSteps != nil {
 		res.TrainSteps = append(res.TrainSteps, train)
@@ -413,12 +418,7 @@ func (sc *intervalScratch) stepStatsOf(recs []result.Record, step time.Duration)
 	comp, comm = union(comp), union(comm)
 	both := intersect(sc.both[:0], comp, comm)
 	sc.comp, sc.comm, sc.both = comp, comm, both
-	st := result.StepStats{Step: step, Compute: length(comp), Comm: length(comm), Hidden: length(both), FirstColl: -1}
-	for _, r := range recs {
-		if r.Kind == result.Collective && (st.FirstColl < 0 || r.T0 < st.FirstColl) {
-			st.FirstColl = r.T0
-		}
-	}
+	st := result.StepStats{Step: step, Compute: length(comp), Comm: length(comm), Hidden: length(both)}
 	var train result.TrainStepStats
 	if len(sc.upd) > 0 || len(sc.unscale) > 0 {
 		upd := union(sc.upd)
@@ -518,4 +518,15 @@ func (e *Engine) checkBuckets(res *result.Results, stmts []plan.Stmt) error {
 		}
 	}
 	return nil
+}
+
+// firstColl is when the step's first collective started (-1: none).
+func firstColl(recs []result.Record) time.Duration {
+	first := time.Duration(-1)
+	for _, r := range recs {
+		if r.Kind == result.Collective && (first < 0 || r.T0 < first) {
+			first = r.T0
+		}
+	}
+	return first
 }

@@ -46,7 +46,10 @@ type rankFigures struct {
 // that it moves no other figure): per measured step the first
 // collective's start and the rank's share.
 func rankFiguresTail(vals []float64, res *result.Results) []float64 {
-	for _, s := range res.Steps {
+	if res.Hetero == nil {
+		return vals
+	}
+	for _, s := range res.RankSteps {
 		vals = append(vals, float64(s.FirstColl), float64(s.Share))
 	}
 	return vals
@@ -57,7 +60,7 @@ func rankFiguresTail(vals []float64, res *result.Results) []float64 {
 // record of length recLen(rank) values.
 func buildRanks(res *result.Results, n, ns, sbase int, recLen func(rank int) int, at func(rank, i int) float64) ranksReport {
 	rr := ranksReport{het: res.Hetero, slowest: -1, waitedFor: -1}
-	if res.Hetero == nil || ns == 0 {
+	if res.Hetero == nil || ns == 0 || len(res.RankSteps) != ns {
 		return rr
 	}
 	rr.ranks = make([]rankFigures, n)

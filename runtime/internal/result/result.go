@@ -73,13 +73,17 @@ type StepStats struct {
 	Compute time.Duration // union of backward and compute intervals
 	Comm    time.Duration // union of collective intervals
 	Hidden  time.Duration // communication that overlapped compute
+}
+
+// RankStep is one measured step's figures of a heterogeneous run on this
+// rank (kept only for such runs, so that the others keep no more a step).
+type RankStep struct {
 	// FirstColl is when the step's first collective started on this rank
 	// (-1: the step has none): the ranks start a step together, so the
 	// latest rank's FirstColl less this rank's is what this rank waited
 	// there for the others.
 	FirstColl time.Duration
-	// Share is this rank's share of the global batch at the step (0: the
-	// run has no heterogeneity).
+	// Share is this rank's share of the global batch at the step.
 	Share int
 }
 
@@ -144,8 +148,9 @@ type Results struct {
 	Resumed    int
 	ResumeTime time.Duration
 	// Hetero is the course of a heterogeneous run (nil: homogeneous), the
-	// same on every rank.
-	Hetero *Hetero
+	// same on every rank; RankSteps its figures per measured step.
+	Hetero    *Hetero
+	RankSteps []RankStep
 }
 
 // Hetero is what a heterogeneous run used: the global batch, the balancing
