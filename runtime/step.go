@@ -132,6 +132,18 @@ func (s *Step) Wait(at Src, stream int) {
 	s.e.Wait(at, stream)
 }
 
+// Barrier queues a barrier across all ranks on stream: the stream's work
+// after it starts when every rank has reached it. With after (at most one,
+// AfterStream), the stream first waits for the work queued on that stream
+// so far; the host does not wait.
+func (s *Step) Barrier(at Src, stream int, after ...After) {
+	if s.rec != nil {
+		s.rec.Barrier(at, stream, after...)
+		return
+	}
+	s.e.Barrier(at, stream, firstAfter(after))
+}
+
 // collective issues one collective statement: recorded, or run on the
 // engine.
 func (s *Step) collective(st plan.Stmt, buckets []int) {

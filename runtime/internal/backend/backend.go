@@ -105,6 +105,14 @@ type StepAligner interface {
 	EventTime(e Event) (time.Time, error)
 }
 
+// Barrierer is implemented by backends that queue a barrier statement of
+// the plan (`barrier on STREAM`) on a stream: every rank's stream passes it
+// only when all ranks' streams have reached it. All ranks queue it at the
+// same point of their program.
+type Barrierer interface {
+	Barrier(s Stream) error
+}
+
 // Flusher is implemented by backends that start queued work only when told
 // (the CPU backend, whose streams are goroutines: waking one for every
 // operation would put wake-ups between a collective and its end event).

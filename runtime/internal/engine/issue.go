@@ -60,6 +60,26 @@ func (e *Engine) Compute(at plan.Src, stream int, d time.Duration, after plan.Af
 	e.flush()
 }
 
+// Barrier queues a barrier across all ranks on stream (backend.Barrierer),
+// after an AfterStream dependency as Backward.
+func (e *Engine) Barrier(at plan.Src, stream int, after plan.After) {
+	e.expect(plan.StmtBarrier, at)
+	e.waitAfter(at, stream, after)
+	br, ok := e.be.(backend.Barrierer)
+	if !ok {
+		e.fatal(at, fmt.Errorf("the %s backend has no barrier on a stream", e.be.Name()))
+		return
+	}
+	start := e.recordOn(stream, at)
+	e.queued(stream)
+	if err := br.Barrier(e.streams[stream]); err != nil {
+		e.fatal(at, err)
+	}
+	end := e.recordOn(stream, at)
+	e.addTimed(result.Record{Kind: result.Barrier, Stream: stream, At: at, Name: "barrier", Bucket: -1, Start: start, End: end})
+	e.flush()
+}
+
 // waitAfter makes stream wait for the work queued so far on the stream
 // that an AfterStream dependency names (cudaStreamWaitEvent); the
 // statement's own timing starts after the wait.

@@ -29,9 +29,10 @@ const (
 	StmtWait
 	StmtUpdate
 	StmtUnscale
+	StmtBarrier
 )
 
-var stmtKindNames = [...]string{"none", "backward", "compute", "collective", "group", "wait", "update", "unscale"}
+var stmtKindNames = [...]string{"none", "backward", "compute", "collective", "group", "wait", "update", "unscale", "barrier"}
 
 // String names the kind as the .sync language does.
 func (k StmtKind) String() string {
@@ -332,6 +333,12 @@ func (r *Recorder) Unscale(at Src, stream int, agree bool, after After, buckets 
 // Wait records that the host waits for stream.
 func (r *Recorder) Wait(at Src, stream int) {
 	r.Add(Stmt{Kind: StmtWait, At: at, Stream: stream})
+}
+
+// Barrier records a barrier across all ranks on stream, after at most
+// one dependency.
+func (r *Recorder) Barrier(at Src, stream int, after ...After) {
+	r.Add(Stmt{Kind: StmtBarrier, At: at, Stream: stream, After: r.oneAfter(at, after)})
 }
 
 // AllReduce records an allreduce of buckets with op.

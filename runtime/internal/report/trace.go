@@ -78,7 +78,7 @@ func traceEvents(run *Run, recs []result.Traced) []traceEvent {
 		case result.Wait:
 			ev.Name, ev.Cat, ev.Tid = r.Name, "wait", 0
 		case result.Barrier:
-			ev.Name, ev.Cat = "step barrier", "sync"
+			ev.Name, ev.Cat = r.Name, "sync"
 		case result.Update, result.Unscale:
 			ev.Name, ev.Cat = r.Name, "update"
 			ev.Args["bucket"], ev.Args["bytes"] = run.Plan.Buckets[r.Bucket].Name, r.Bytes

@@ -321,3 +321,17 @@ func (b *cpuBackend) releaseOthers(self *cpuStream) {
 		}
 	}
 }
+
+// Barrier implements backend.Barrierer: one MPI barrier on s's
+// communicator, in the global issue order like every collective (the
+// nonblocking mode's progress thread runs it as an MPI_Ibarrier).
+func (b *cpuBackend) Barrier(st backend.Stream) error {
+	s, ok := st.(*cpuStream)
+	if !ok {
+		return fmt.Errorf("barrier: not a CPU stream")
+	}
+	if b.prog != nil {
+		return s.enqueue(cpuOp{fn: func() error { return b.prog.barrier(s) }})
+	}
+	return s.enqueue(cpuOp{kind: opBarrier, ticket: b.seq.take()})
+}

@@ -256,6 +256,9 @@ type gpuStream struct {
 	// what it holds now.
 	stamp cuda.Ptr
 	mark  stampMark
+	// token is one f32 of device memory that a barrier statement
+	// allreduces (NCCL has no barrier).
+	token cuda.Ptr
 }
 
 // stampMark is what a stream's stamp holds for the next Busy.
@@ -291,6 +294,9 @@ func (b *gpuBackend) NewStream(index int, name string, prio plan.Priority) (back
 	}
 	st := &gpuStream{b: b, name: name, s: s}
 	if st.stamp, err = cuda.Malloc(8); err != nil {
+		return nil, fmt.Errorf("nccl backend: stream %s: %w", name, err)
+	}
+	if st.token, err = cuda.Malloc(4); err != nil {
 		return nil, fmt.Errorf("nccl backend: stream %s: %w", name, err)
 	}
 	var id ncclapi.UniqueID
@@ -542,6 +548,25 @@ func (b *gpuBackend) queue(op *backend.CollOp) error {
 	return nil
 }
 
+// Barrier implements backend.Barrierer. NCCL has no barrier: a one-element
+// allreduce on the stream's communicator is one, since no rank's stream
+// passes it before every rank's stream has reached it.
+func (b *gpuBackend) Barrier(s backend.Stream) error {
+	st, ok := s.(*gpuStream)
+	if !ok {
+		return fmt.Errorf("nccl backend: barrier on a %T, not a GPU stream", s)
+	}
+	if err := b.enter(); err != nil {
+		return err
+	}
+	defer goruntime.UnlockOSThread()
+	st.mark = markNone
+	if err := st.comm.AllReduce(st.token, st.token, 1, ncclapi.Float32, ncclapi.Sum, st.s); err != nil {
+		return fmt.Errorf("nccl backend: barrier on stream %s: %w", st.name, err)
+	}
+	return nil
+}
+
 // collError says which collective of which bucket on which stream failed.
 func collError(op *backend.CollOp, st *gpuStream, err error) error {
 	desc := fmt.Sprintf("%d %s", op.Buf.N, op.Buf.DType)
@@ -628,6 +653,7 @@ func (b *gpuBackend) Close() error {
 			keep(s.comm.Destroy())
 		}
 		keep(cuda.Free(s.stamp))
+		keep(cuda.Free(s.token))
 		keep(s.s.Destroy())
 	}
 	for _, e := range b.events {
