@@ -411,6 +411,12 @@ func (g *generator) stmt(s ir.Stmt) []jen.Code {
 		call = jen.Id("s").Dot("Compute").Call(g.timedArgs(s, at)...)
 	case ir.StmtWait:
 		call = jen.Id("s").Dot("Wait").Call(at, jen.Id(g.streamIDs[s.Stream]))
+	case ir.StmtBarrier:
+		args := []jen.Code{at, jen.Id(g.streamIDs[s.Stream])}
+		if s.After.Kind != ir.AfterNone {
+			args = append(args, g.after(s.After))
+		}
+		call = jen.Id("s").Dot("Barrier").Call(args...)
 	case ir.StmtGroup:
 		body := g.block(s.Body)
 		call = jen.Id("s").Dot("Group").Call(at, jen.Func().Params().Block(body...))
@@ -566,6 +572,12 @@ func (g *generator) describe(s ir.Stmt) string {
 		return d
 	case ir.StmtWait:
 		return "wait " + p.Streams[s.Stream].Name
+	case ir.StmtBarrier:
+		d := "barrier on " + p.Streams[s.Stream].Name
+		if s.After.Kind == ir.AfterStream {
+			d += " after " + p.Streams[s.After.Stream].Name
+		}
+		return d
 	case ir.StmtGroup:
 		return fmt.Sprintf("group of %d collectives", len(s.Body))
 	case ir.StmtUpdate, ir.StmtUnscale:

@@ -139,6 +139,7 @@ type Stmt struct {
 	Wait       *WaitStmt       `parser:" | @@"`
 	Update     *UpdateStmt     `parser:" | @@"`
 	Unscale    *UnscaleStmt    `parser:" | @@"`
+	Barrier    *BarrierStmt    `parser:" | @@"`
 	Semi       *Punct          `parser:" | @@ )"`
 }
 
@@ -200,6 +201,18 @@ type WaitStmt struct {
 	Pos    lexer.Position
 	EndPos lexer.Position
 	Stream *Word `parser:"'wait' @@"`
+}
+
+// BarrierStmt is `barrier [on STREAM] [after STREAM]`: all ranks meet on
+// the stream. `barrier` is not a reserved word (a tensor or stream called
+// so keeps working): the grammar takes it as a word at a statement's start
+// only. Its options are read like any statement's, so that the checker
+// can say which one it does not take.
+type BarrierStmt struct {
+	Pos     lexer.Position
+	EndPos  lexer.Position
+	Kind    string    `parser:"@'barrier'"`
+	Options []*Option `parser:"@@*"`
 }
 
 // UpdateStmt is `update TARGETS OPTIMIZER OPTIONS`. The optimizer is

@@ -136,6 +136,9 @@ func (p *printer) block(start, open, close, depth int, kind string, body []*Stmt
 			p.block(g.Pos.Offset, g.Open.Pos.Offset, g.Close.Pos.Offset, depth+1, "group", g.Body)
 		case s.Wait != nil:
 			p.add(s.Wait.Pos.Offset, s.Wait.EndPos.Offset, depth+1, "wait "+s.Wait.Stream.Text)
+		case s.Barrier != nil:
+			b := s.Barrier
+			p.add(b.Pos.Offset, b.EndPos.Offset, depth+1, "barrier"+optionsText(b.Options))
 		}
 	}
 	end := p.add(close, close+1, depth, "}")

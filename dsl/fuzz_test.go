@@ -146,7 +146,7 @@ func checkProgram(t *testing.T, p *ir.Program) {
 	var walk func([]ir.Stmt, bool)
 	walk = func(ss []ir.Stmt, inGroup bool) {
 		for _, s := range ss {
-			if s.Kind < ir.StmtBackward || s.Kind > ir.StmtUnscale || s.Stream < 0 || s.Stream >= len(p.Streams) {
+			if s.Kind < ir.StmtBackward || s.Kind > ir.StmtBarrier || s.Stream < 0 || s.Stream >= len(p.Streams) {
 				t.Fatalf("bad statement %+v", s)
 			}
 			if train := s.Kind == ir.StmtUpdate || s.Kind == ir.StmtUnscale; train && (inGroup || len(s.Buckets) == 0) ||
@@ -155,6 +155,9 @@ func checkProgram(t *testing.T, p *ir.Program) {
 			}
 			if s.Kind == ir.StmtUnscale && p.Scaler == nil {
 				t.Fatalf("unscale without a scaler %+v", s)
+			}
+			if s.Kind == ir.StmtBarrier && (inGroup || len(s.Buckets) != 0 || s.After.Kind == ir.AfterReady || s.After.Kind == ir.AfterSynced) {
+				t.Fatalf("bad barrier %+v", s)
 			}
 			if s.Kind == ir.StmtGroup && (inGroup || len(s.Body) == 0) {
 				t.Fatalf("bad group %+v", s)

@@ -90,6 +90,8 @@ func (c *checker) resolveStmt(st *blockState, s *Stmt, inGroup bool) ir.Stmt {
 		return c.resolveUpdate(st, s.Update, inGroup)
 	case s.Unscale != nil:
 		return c.resolveUnscale(st, s.Unscale, inGroup)
+	case s.Barrier != nil:
+		return c.resolveBarrier(s.Barrier, inGroup)
 	}
 	return ir.Stmt{}
 }

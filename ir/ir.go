@@ -193,9 +193,10 @@ const (
 	StmtWait
 	StmtUpdate
 	StmtUnscale
+	StmtBarrier
 )
 
-var stmtKindNames = [...]string{"invalid", "backward", "compute", "collective", "group", "wait", "update", "unscale"}
+var stmtKindNames = [...]string{"invalid", "backward", "compute", "collective", "group", "wait", "update", "unscale", "barrier"}
 
 // String returns the statement's keyword ("update"; "collective" for any
 // collective).
@@ -279,7 +280,7 @@ type Stmt struct {
 	Kind StmtKind
 	Pos  Pos
 
-	// Backward, Compute, Collective, Wait, Update, Unscale: the stream
+	// Backward, Compute, Collective, Wait, Update, Unscale, Barrier: the stream
 	// (index).
 	Stream int
 	// Backward, Compute: the simulated duration.
@@ -289,7 +290,8 @@ type Stmt struct {
 	Collective Collective
 	Op         RedOp // Sum by default for reducing collectives, NoOp otherwise
 	Root       int   // Broadcast and Reduce
-	// Collective, Update, Unscale (and Backward, Compute: AfterStream).
+	// Collective, Update, Unscale (and Backward, Compute, Barrier:
+	// AfterStream).
 	After   After
 	Buckets []int // indices into Program.Buckets, in program order
 
