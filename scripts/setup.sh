@@ -1,6 +1,8 @@
 #!/bin/sh
 # setup.sh installs what syncgen needs and the machine lacks: Open MPI
-# (launcher and development files, from Debian's packages) and pkg-config.
+# (launcher and development files, from Debian's packages) and pkg-config,
+# and for scripts/cluster.sh (the multi-host tests) util-linux's unshare and
+# nsenter and iproute2's ip.
 # It says what it does and does nothing when all is there.
 set -eu
 
@@ -12,6 +14,10 @@ elif ! pkg-config --exists ompi 2>/dev/null; then
 	need="$need libopenmpi-dev"
 fi
 command -v gcc >/dev/null 2>&1 || need="$need gcc libc6-dev"
+if ! command -v unshare >/dev/null 2>&1 || ! command -v nsenter >/dev/null 2>&1; then
+	need="$need util-linux"
+fi
+command -v ip >/dev/null 2>&1 || need="$need iproute2"
 
 if [ -z "$need" ]; then
 	echo "setup: Open MPI is installed ($(mpirun --version 2>/dev/null | head -n 1))"
