@@ -50,7 +50,7 @@ func TestClusterTwoHosts(t *testing.T) {
 	}
 	report := filepath.Join(t.TempDir(), "report.json")
 	code, out := inCluster(t, "mpirun --allow-run-as-root --oversubscribe --bind-to none --host a:2,b:2 -np 4 "+
-		bin+" --steps 2 --warmup 1 --check 1 --backend cpu --quiet --json "+report)
+		bin+" --steps 2 --warmup 1 --check 1 --backend cpu --json "+report)
 	if code != 0 {
 		t.Fatalf("2 hosts x 2 ranks: exit %d\n%s", code, out)
 	}
@@ -59,8 +59,12 @@ func TestClusterTwoHosts(t *testing.T) {
 		t.Fatalf("no JSON report: %v\n%s", err, out)
 	}
 	var r struct {
-		Ranks   int      `json:"ranks"`
-		Hosts   []string `json:"hosts"`
+		Ranks int      `json:"ranks"`
+		Hosts []string `json:"hosts"`
+		Topo  []struct {
+			Host  string `json:"host"`
+			Ranks []int  `json:"ranks"`
+		} `json:"topology"`
 		Summary struct {
 			Wrong  int64 `json:"wrong"`
 			Checks int   `json:"checks"`
@@ -71,6 +75,13 @@ func TestClusterTwoHosts(t *testing.T) {
 	}
 	if want := []string{"a", "a", "b", "b"}; !reflect.DeepEqual(r.Hosts, want) {
 		t.Errorf("report's hosts per rank %q, want %q", r.Hosts, want)
+	}
+	if len(r.Topo) != 2 || r.Topo[0].Host != "a" || !reflect.DeepEqual(r.Topo[0].Ranks, []int{0, 1}) ||
+		r.Topo[1].Host != "b" || !reflect.DeepEqual(r.Topo[1].Ranks, []int{2, 3}) {
+		t.Errorf("report's topology %+v, want a with ranks 0-1 and b with ranks 2-3", r.Topo)
+	}
+	if !strings.Contains(out, "hosts: a (ranks 0-1), b (ranks 2-3)") {
+		t.Errorf("the header does not list the hosts and their ranks (want %q)\n%s", "hosts: a (ranks 0-1), b (ranks 2-3)", out)
 	}
 	if r.Ranks != 4 || r.Summary.Wrong != 0 || r.Summary.Checks == 0 {
 		t.Errorf("report says ranks %d, %d wrong, %d checks; want 4 ranks, 0 wrong, some checks", r.Ranks, r.Summary.Wrong, r.Summary.Checks)

@@ -19,6 +19,7 @@ type jsonReport struct {
 	PlanHash   string            `json:"plan_hash"`
 	Ranks      int               `json:"ranks"`
 	Hosts      []string          `json:"hosts"`
+	Topology   []hostRanks       `json:"topology"`
 	Backend    string            `json:"backend"`
 	Why        string            `json:"backend_reason"`
 	Versions   map[string]string `json:"versions"`
@@ -137,6 +138,7 @@ func makeJSON(run *Run, rep *Report, info *Info) jsonReport {
 	// Empty lists are [] rather than null: a plan whose step has no
 	// collective still has a list of buckets, and --steps 0 a list of
 	// step times.
+	j.Topology = info.topology()
 	j.Incomplete = rep.incomplete
 	j.Train = makeJSONTrain(run, rep)
 	j.Saves = makeJSONSaves(rep)

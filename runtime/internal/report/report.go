@@ -261,6 +261,9 @@ func PrintHeader(w io.Writer, run *Run, info *Info) {
 	}
 	fmt.Fprintf(w, "# syncgen: %s (%s), plan %s\n", text.Printable(p.Name), text.Printable(p.Source), hash)
 	fmt.Fprintf(w, "# ranks %d on %d host%s; backend %s (%s)\n", run.Ranks, info.distinctHosts(), text.Plural(info.distinctHosts()), info.backend, info.why)
+	if info.distinctHosts() > 1 {
+		fmt.Fprintf(w, "#   hosts: %s\n", topologyLine(info.topology()))
+	}
 	for _, kv := range info.Versions {
 		fmt.Fprintf(w, "#   %s: %s\n", kv.Key, kv.Value)
 	}
