@@ -159,7 +159,7 @@ func buildAndRun(c *cli.Context, launcher, path, out string, np int, extra ...st
 // runProgram runs the program at prog at np ranks with the program flags
 // extra, its JSON report to jsonPath, and returns the report.
 func runProgram(c *cli.Context, launcher, prog, jsonPath string, np int, extra ...string) ([]byte, error) {
-	args := append(mpirunFlags(launcher, np), prog, "--quiet", "--json", jsonPath)
+	args := append(mpirunFlags(launcher, np, nil, false), prog, "--quiet", "--json", jsonPath)
 	args = append(args, extra...)
 	fmt.Fprintf(c.App.ErrWriter, "+ %s\n", shellJoin(append([]string{launcher}, args...)))
 	code, _, err := launch(c, launcher, args)

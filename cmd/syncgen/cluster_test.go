@@ -102,7 +102,7 @@ func TestClusterHostLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	code, out := inCluster(t, "cd "+dir+" && (sleep 3; sh "+script+" kill b) & "+
+	code, out := inCluster(t, "cd "+dir+"; (sleep 3; sh "+script+" kill b) & "+
 		"mpirun --allow-run-as-root --oversubscribe --bind-to none --host a:2,b:2 -np 4 "+
 		bin+" --steps 1000000 --backend cpu --quiet --timeout 30s")
 	if code == 0 {
@@ -110,5 +110,35 @@ func TestClusterHostLost(t *testing.T) {
 	}
 	if !strings.Contains(out, "on node b") {
 		t.Errorf("the output of a job that lost host b does not name it (want %q)\n%s", "on node b", out)
+	}
+}
+
+// TestClusterRunHostfile runs `syncgen run --hostfile` on 2 hosts x 2
+// ranks: -np comes from the hostfile's slots, Open MPI's --hostfile gets
+// the file, and the report lists both hosts with 0 wrong.
+func TestClusterRunHostfile(t *testing.T) {
+	needToolchain(t)
+	dir := t.TempDir()
+	t.Setenv("SYNCGEN_CACHE", filepath.Join(dir, "cache"))
+	sg := filepath.Join(dir, "syncgen")
+	if out, err := exec.Command("go", "build", "-o", sg, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	hostfile := filepath.Join(dir, "hosts")
+	if err := os.WriteFile(hostfile, []byte("# the cluster's two hosts\na slots=2\nb slots=2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	plan, err := filepath.Abs("../../examples/hello.sync")
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out := inCluster(t, sg+" run --hostfile "+hostfile+" -o "+dir+"/ "+plan+" -- --steps 2 --warmup 1 --check 1 --backend cpu")
+	if code != 0 {
+		t.Fatalf("syncgen run --hostfile: exit %d\n%s", code, out)
+	}
+	for _, want := range []string{"-np 4 --hostfile " + hostfile, "hosts: a (ranks 0-1), b (ranks 2-3)", "# 0 wrong"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("syncgen run --hostfile: output lacks %q\n%s", want, out)
+		}
 	}
 }

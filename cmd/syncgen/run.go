@@ -41,12 +41,22 @@ ranks; a launcher that dies of a signal gives 128 + the signal.
 Examples:
    syncgen run -np 4 examples/resnet50.sync
    syncgen run -np 4 --restarts 2 model.sync -- --checkpoint-every 50
-   syncgen run examples/hello.sync -np 2 -- --steps 50 --backend cpu --trace hello.json`,
+   syncgen run examples/hello.sync -np 2 -- --steps 50 --backend cpu --trace hello.json
+   syncgen run --hosts node1:8,node2:8 examples/resnet50.sync
+   syncgen run --hostfile hosts -np 16 examples/resnet50.sync
+
+With --hosts (Open MPI's --host syntax, NAME:SLOTS,...) or --hostfile
+(Open MPI's format, "NAME slots=N" a line) the ranks go to those hosts:
+-np defaults to their slots, and more ranks than slots need
+--oversubscribe. docs/hosts.md says how to run on a cluster and under
+Slurm (srun --mpi=pmix).`,
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "np", Value: 2, Usage: "number of ranks"},
 			&cli.StringFlag{Name: "mpirun", Value: "mpirun", Usage: "the MPI launcher `PATH`"},
 			&cli.StringFlag{Name: "o", Usage: "write the program to `PATH` (default ./NAME_sync; into PATH/NAME_sync when PATH is a directory)"},
 			&cli.BoolFlag{Name: "oversubscribe", Usage: "run more than " + strconv.Itoa(maxRanksPerCore) + " ranks a core (refused otherwise, as a likely typo)"},
+			&cli.StringFlag{Name: "hosts", Usage: "run on these hosts, Open MPI's --host syntax: `NAME:SLOTS,...` (-np defaults to the slots)"},
+			&cli.StringFlag{Name: "hostfile", Usage: "run on the hosts of Open MPI's hostfile `FILE` (NAME slots=N a line; -np defaults to the slots)"},
 			&cli.IntFlag{Name: "restarts", Usage: "when the job fails, run it again at most `N` times, from the newest committed checkpoint (the program's --checkpoint-dir) when there is one, like torchrun's --max-restarts"},
 		},
 		Action: func(c *cli.Context) error {
@@ -57,13 +67,24 @@ Examples:
 			if err != nil {
 				return cli.Exit(err.Error(), 2)
 			}
+			hostFlags, slots, err := hostsFlags(c.String("hosts"), c.String("hostfile"))
+			if err != nil {
+				return cli.Exit(err.Error(), 2)
+			}
 			np := c.Int("np")
+			if hostFlags != nil && !c.IsSet("np") {
+				np = slots
+			}
 			if np < 1 {
 				return cli.Exit(fmt.Sprintf("run: -np %d: need at least one rank", np), 2)
 			}
+			if hostFlags != nil && np > slots && !c.Bool("oversubscribe") {
+				return cli.Exit(fmt.Sprintf("run: -np %d is more ranks than the hosts' %d slots; give the hosts more slots, or pass --oversubscribe to insist", np, slots), 2)
+			}
 			// Far more ranks than cores: mpirun would start them all,
 			// oversubscribed, and spin (deaf to SIGTERM) while they start.
-			if limit := maxRanksPerCore * runtime.NumCPU(); np > limit && !c.Bool("oversubscribe") {
+			// Across hosts the slots say what each host takes.
+			if limit := maxRanksPerCore * runtime.NumCPU(); hostFlags == nil && np > limit && !c.Bool("oversubscribe") {
 				return cli.Exit(fmt.Sprintf("run: -np %d is far more ranks than this machine's %d cores (at most %d here, %d a core); "+
 					"run on more hosts, or pass --oversubscribe to insist", np, runtime.NumCPU(), limit, maxRanksPerCore), 2)
 			}
@@ -88,7 +109,8 @@ Examples:
 				return cli.Exit(fmt.Sprintf("run: --restarts %d: want 0 or more", restarts), 2)
 			}
 			for attempt := 0; ; attempt++ {
-				args := append(mpirunFlags(launcher, np), prog)
+				args := mpirunFlags(launcher, np, hostFlags, c.Bool("oversubscribe"))
+				args = append(args, prog)
 				args = append(args, progArgs...)
 				fmt.Fprintf(c.App.ErrWriter, "+ %s\n", shellJoin(append([]string{launcher}, args...)))
 				started := time.Now()
@@ -284,16 +306,18 @@ func shellQuote(s string) string {
 // a plan.
 const maxRanksPerCore = 8
 
-// mpirunFlags returns the launcher flags for np ranks on this machine.
-func mpirunFlags(launcher string, np int) []string {
-	flags := []string{"-np", strconv.Itoa(np)}
+// mpirunFlags returns the launcher flags for np ranks: on this machine,
+// or on the hosts that hostFlags (--host or --hostfile) name, whose slots
+// say how many ranks each takes (so oversubscription is the user's call).
+func mpirunFlags(launcher string, np int, hostFlags []string, oversubscribe bool) []string {
+	flags := append([]string{"-np", strconv.Itoa(np)}, hostFlags...)
 	if !isOpenMPI(launcher) {
 		return flags
 	}
 	if os.Geteuid() == 0 {
 		flags = append(flags, "--allow-run-as-root")
 	}
-	if np > runtime.NumCPU() {
+	if (hostFlags == nil && np > runtime.NumCPU()) || (hostFlags != nil && oversubscribe) {
 		flags = append(flags, "--oversubscribe")
 	}
 	return append(flags, "--bind-to", "none")
