@@ -29,6 +29,7 @@ type Decl struct {
 	Block  *BlockDecl  `parser:" | @@"`
 	Run    *RunDecl    `parser:" | @@"`
 	For    *ForDecl    `parser:" | @@"`
+	Ranks  *RanksDecl  `parser:" | @@"`
 	Semi   *Punct      `parser:" | @@ )"`
 }
 
@@ -248,11 +249,11 @@ type ScalerDecl struct {
 }
 
 // ScalerWord is one word of a scaler declaration after its rule (not
-// `for`, which starts a template on the next line).
+// `for` or `ranks`, which start a template or the ranks on the next line).
 type ScalerWord struct {
 	Pos    lexer.Position
 	EndPos lexer.Position
-	Text   string `parser:"@( 'init' (?! '{') | (?! 'for') Word )"`
+	Text   string `parser:"@( 'init' (?! '{') | (?! 'for' | 'ranks') Word )"`
 }
 
 // word returns the scaler word as a Word.

@@ -36,6 +36,7 @@ type checker struct {
 	stepBlock   *BlockDecl
 	runDecl     *RunDecl
 	scalerDecl  *ScalerDecl
+	ranksDecl   *RanksDecl
 
 	prog *ir.Program
 	// tensorIndex maps a tensor name to its index in prog.Tensors.
@@ -176,6 +177,7 @@ func (c *checker) check(filename string) *ir.Program {
 	c.targeted = make([]bool, len(c.prog.Tensors))
 	c.synced = map[int]bool{}
 	c.declareScaler()
+	c.declareRanks()
 	if c.initBlock != nil {
 		c.prog.Init = c.resolveBlock(c.initBlock)
 	}

@@ -12,7 +12,8 @@ import (
 // tokens, options in a fixed order (bucket: cap first order wire divide;
 // collective: from/to op on after; update: settings, master, on, after;
 // unscale: agree on after; scaler: init growth backoff interval
-// hysteresis min max; run: steps warmup check), no
+// hysteresis min max; run: steps warmup check; ranks: batch balance
+// every, one entry a line), no
 // semicolons, at most one blank line where the source had blank lines
 // (none at the start or end of a block), and trailing comments of
 // consecutive lines aligned. Every comment is kept: a comment on its own
@@ -92,6 +93,8 @@ func (p *printer) decls(decls []*Decl, depth int) {
 			p.block(b.Pos.Offset, b.Open.Pos.Offset, b.Close.Pos.Offset, depth, b.Kind, b.Body)
 		case d.Run != nil:
 			p.add(d.Run.Pos.Offset, d.Run.EndPos.Offset, depth, runText(d.Run))
+		case d.Ranks != nil:
+			p.ranks(d.Ranks, depth)
 		case d.For != nil:
 			x := d.For
 			// Without its `in` as written: adding it would change what

@@ -52,6 +52,12 @@ var inlineSeeds = []string{
 	"// a\rtensor a f32[1]\rbucket b { a } // c\rstep {\r  backward 1ms\r  allreduce b after ready\r}\r",
 	"tensor a f32[1]\r\n/* x\r*/ tensor b f32[2 2]\rstream \"s\r\"\n",
 	"tensor for f32[1]\ntensor in f32[1]\nstream in\nscaler dynamic\nfor i in 0..1 { tensor f.{i} f16[2] }\nbucket b { for, in, f.* }\nstep { backward 1ms on in; allreduce b on in after ready }\n",
+	// The ranks: valid, with every option; and its errors (overlaps,
+	// backward ranges, bad speeds, unknown and repeated options), and
+	// names that are `ranks` without being the declaration.
+	"tensor a f32[4]\nbucket b { a }\nscaler dynamic\nranks batch 256 balance dynamic every 5 {\n    0..3 speed 1.0\n    4 speed 0.6; 5..7 speed 2\n}\nstep { backward 1ms; allreduce b op wavg after ready }\n",
+	"ranks bach 1 batch 0 balance dynamc every -1 every 2 { 0..3 speed 0; 2 speed x; 5..4 speed 1; -1 speed 1e400 }\nranks { }\nranks balance static\n",
+	"tensor ranks f32[1]\nstream ranks\nbucket r { ranks }\nfor i in 0..1 { ranks { 0 speed 1 } }\nstep { backward 1ms on ranks; allreduce ranks, r on ranks }\n",
 }
 
 // addSeeds adds the inline seeds, every example and stdlib module, and the

@@ -147,6 +147,8 @@ func (c *checker) loadModule(m *module, stack []*module) {
 			c.addRun(m, d.Run)
 		case d.Scaler != nil:
 			c.addScaler(m, d.Scaler)
+		case d.Ranks != nil:
+			c.addRanks(m, d.Ranks)
 		}
 	}
 }

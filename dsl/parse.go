@@ -24,7 +24,7 @@ var parser = participle.MustBuild[File](
 // resumes at the next line that starts with one of them (`for`, which
 // starts a template, is a word there, not a reserved one: see
 // startsTemplate).
-var topKeywords = []string{"import", "tensor", "stream", "bucket", "scaler", "init", "step", "run", "for"}
+var topKeywords = []string{"import", "tensor", "stream", "bucket", "scaler", "init", "step", "run", "for", "ranks"}
 
 // maxSyntaxErrors bounds the syntax errors reported for one file.
 const maxSyntaxErrors = 20
@@ -134,7 +134,7 @@ func declarationStarts(toks []token) []int {
 			depth++
 		case t.Value == "}":
 			depth = max(0, depth-1)
-		case first && depth == 0 && i > 0 && (t.Type == tokKeyword && slices.Contains(topKeywords, t.Value) || startsTemplate(t, prev)):
+		case first && depth == 0 && i > 0 && (t.Type == tokKeyword && slices.Contains(topKeywords, t.Value) || startsTemplate(t, prev) || startsRanks(t, prev)):
 			starts = append(starts, i)
 		}
 		prev = t
@@ -303,6 +303,7 @@ var constructSyntax = map[string]string{
 	"unscale":       "unscale is written `unscale TARGET, ...` followed by options: agree, on STREAM, after synced|STREAM",
 	"wait":          "wait is written `wait STREAM`",
 	"for":           forSyntax,
+	"ranks":         ranksSyntax,
 }
 
 // statementKeywords start the statements of a block.

@@ -338,6 +338,8 @@ func (c *checker) notInTemplate(f *sourceFile, d *Decl) {
 		kw = d.Block.Kind
 	case d.Run != nil:
 		kw = "run"
+	case d.Ranks != nil:
+		kw = "ranks"
 	}
 	c.errorf(f, keywordSpan(d.Pos.Offset, len(kw)), "declare it outside the `for`; "+forBody,
 		"a template only repeats tensors: %s cannot be inside a `for`", code(kw))

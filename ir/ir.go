@@ -119,6 +119,9 @@ type Program struct {
 	Run Run
 	// Scaler is the loss scaler of a `scaler` declaration, nil without one.
 	Scaler *Scaler
+	// Ranks are the ranks' speeds, the global batch and its balancing of
+	// a `ranks` declaration, nil without one.
+	Ranks *Ranks
 	// Imports are the files on disk that the main file imports, directly
 	// or through other imports, named as the loader opened them (the
 	// embedded standard library is not on disk and not listed). The
@@ -403,3 +406,43 @@ const (
 	DefaultWarmup     = 2
 	DefaultCheckEvery = 1
 )
+
+// Balance is how a `ranks` declaration shares the global batch.
+type Balance uint8
+
+// The balancing rules. BalanceOff (the zero value) shares it evenly.
+const (
+	BalanceOff Balance = iota
+	BalanceStatic
+	BalanceDynamic
+)
+
+// String is the rule as the plan writes it.
+func (b Balance) String() string {
+	switch b {
+	case BalanceStatic:
+		return "static"
+	case BalanceDynamic:
+		return "dynamic"
+	}
+	return "off"
+}
+
+// RankSpeed gives the ranks First..Last (First == Last for one rank) a
+// relative speed.
+type RankSpeed struct {
+	First, Last int
+	Speed       float64
+	Pos         Pos
+}
+
+// Ranks is the plan's `ranks` declaration: the defaults of the generated
+// program's --speed, --batch and --balance. Batch 0 was not given;
+// Every is the period of BalanceDynamic in steps.
+type Ranks struct {
+	Speeds  []RankSpeed `json:",omitempty"`
+	Batch   int         `json:",omitempty"`
+	Balance Balance     `json:",omitempty"`
+	Every   int         `json:",omitempty"`
+	Pos     Pos
+}
