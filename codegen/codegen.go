@@ -175,6 +175,7 @@ func (g *generator) file() ([]byte, error) {
 			kv("Buckets", jen.Id("buckets")),
 			kv("Run", jen.Qual(RuntimePath, "Run").ValuesFunc(func(g *jen.Group) { runFields(g, p.Run) })),
 			scalerField(p.Scaler),
+			ranksField(p.Ranks),
 			kv("Init", initRef(p.Init)),
 			kv("Step", jen.Id("step")),
 		} {
@@ -240,6 +241,36 @@ func scalerField(sc *ir.Scaler) jen.Code {
 		}
 	}
 	return kv("Scaler", jen.Op("&").Qual(RuntimePath, "Scaler").Values(fields...))
+}
+
+// ranksField is the plan's Ranks field, with the fields the plan gives,
+// or nil without a ranks declaration: plans without one read as they
+// always did.
+func ranksField(r *ir.Ranks) jen.Code {
+	if r == nil {
+		return nil
+	}
+	var fields []jen.Code
+	if len(r.Speeds) > 0 {
+		fields = append(fields, kv("Speeds", jen.Index().Qual(RuntimePath, "RankSpeed").ValuesFunc(func(g *jen.Group) {
+			for _, s := range r.Speeds {
+				g.Line().Values(kv("First", num(int64(s.First))), kv("Last", num(int64(s.Last))),
+					kv("Speed", floatLit(s.Speed)), kv("At", jen.Lit(shortPos(s.Pos))))
+			}
+			g.Line()
+		})))
+	}
+	if r.Batch > 0 {
+		fields = append(fields, kv("Batch", num(int64(r.Batch))))
+	}
+	if r.Balance != ir.BalanceOff {
+		fields = append(fields, kv("Balance", jen.Lit(r.Balance.String())))
+	}
+	if r.Every > 0 {
+		fields = append(fields, kv("Every", num(int64(r.Every))))
+	}
+	fields = append(fields, kv("At", jen.Lit(shortPos(r.Pos))))
+	return kv("Ranks", jen.Op("&").Qual(RuntimePath, "Ranks").Values(fields...))
 }
 
 func initRef(init []ir.Stmt) jen.Code {

@@ -11,7 +11,7 @@ import (
 
 // PlanHash returns a short hex digest of everything in prog that changes
 // what the ranks do: tensors, streams, buckets, statements, the loss
-// scaler and run defaults. Source positions are left out, so editing comments or moving
+// scaler, the ranks' speeds and batch, and run defaults. Source positions are left out, so editing comments or moving
 // lines gives the same hash; the runtime compares it across ranks to catch
 // ranks started with different plans.
 func PlanHash(prog *ir.Program) (string, error) {
@@ -25,12 +25,24 @@ func PlanHash(prog *ir.Program) (string, error) {
 		// Left out without a scaler, so that such plans hash as they
 		// always did.
 		Scaler *ir.Scaler `json:",omitempty"`
+		// Left out without a ranks declaration, likewise.
+		Ranks *ir.Ranks `json:",omitempty"`
 	}
 	h := hashed{Run: prog.Run}
 	if prog.Scaler != nil {
 		sc := *prog.Scaler
 		sc.Pos = ir.Pos{}
 		h.Scaler = &sc
+	}
+	if prog.Ranks != nil {
+		r := *prog.Ranks
+		r.Pos = ir.Pos{}
+		r.Speeds = nil
+		for _, s := range prog.Ranks.Speeds {
+			s.Pos = ir.Pos{}
+			r.Speeds = append(r.Speeds, s)
+		}
+		h.Ranks = &r
 	}
 	for _, t := range prog.Tensors {
 		t.Pos = ir.Pos{}

@@ -111,6 +111,14 @@ const (
 	ScaleDeepSpeed = scaler.DeepSpeed
 )
 
+// Ranks is the plan's ranks declaration: Speeds (each a RankSpeed: First,
+// Last, Speed, At), Batch, Balance ("static" or "dynamic") and Every; the
+// defaults of --speed, --batch and --balance.
+type Ranks = plan.Ranks
+
+// RankSpeed gives the ranks First..Last a relative speed.
+type RankSpeed = plan.RankSpeed
+
 // Src is a position in the .sync source ("resnet50.sync:12:5"). Statements
 // carry it so that errors and timeouts can point back at the plan.
 type Src = plan.Src
@@ -131,6 +139,9 @@ type Plan struct {
 	// Scaler, if not nil, scales the backward's gradients (mixed precision
 	// with loss scaling); Unscale statements undo it.
 	Scaler *Scaler
+	// Ranks, if not nil, gives the defaults of --speed, --batch and
+	// --balance.
+	Ranks *Ranks
 	// Init, if not nil, runs once before the warm-up steps.
 	Init func(s *Step)
 	// Step issues one training step's work. It is called once per step.
@@ -140,7 +151,7 @@ type Plan struct {
 // tables returns the plan's tables, which the runtime's internal packages
 // work from.
 func (p *Plan) tables() *plan.Plan {
-	return &plan.Plan{Name: p.Name, Source: p.Source, Hash: p.Hash, Tensors: p.Tensors, Streams: p.Streams, Buckets: p.Buckets, Run: p.Run, Scaler: p.Scaler}
+	return &plan.Plan{Name: p.Name, Source: p.Source, Hash: p.Hash, Tensors: p.Tensors, Streams: p.Streams, Buckets: p.Buckets, Run: p.Run, Scaler: p.Scaler, Ranks: p.Ranks}
 }
 
 // record runs the plan's Init and Step functions in recording mode: the

@@ -126,6 +126,28 @@ type Plan struct {
 	Run     Run
 	// Scaler is the loss scaler, nil for none.
 	Scaler *scaler.Spec
+	// Ranks is the plan's ranks declaration, nil for none.
+	Ranks *Ranks
+}
+
+// Ranks is a plan's `ranks` declaration: the defaults of --speed, --batch
+// and --balance. Batch 0 was not given; Balance is "", "static" or
+// "dynamic", Every the period of dynamic balancing. At is the
+// declaration's position.
+type Ranks struct {
+	Speeds  []RankSpeed
+	Batch   int
+	Balance string
+	Every   int
+	At      Src
+}
+
+// RankSpeed gives the ranks First..Last a relative speed; At is the
+// entry's position, for the error when a rank is outside the world.
+type RankSpeed struct {
+	First, Last int
+	Speed       float64
+	At          Src
 }
 
 // AfterKind says what a collective waits for besides its own stream.
