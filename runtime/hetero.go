@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/syncgen/syncgen/runtime/internal/hetero"
+	"github.com/syncgen/syncgen/runtime/internal/plan"
 	"github.com/syncgen/syncgen/runtime/internal/proc"
+	"github.com/syncgen/syncgen/runtime/internal/text"
 )
 
 // heteroFlags are the flags' values as given; resolveHetero parses them.
@@ -137,6 +139,67 @@ func resolveHetero(f heteroFlags) (hetero.Spec, error) {
 		return s, fmt.Errorf("--balance %s needs a global batch to share: give --batch N (samples, at least one a rank)", s.Balance)
 	}
 	return s, nil
+}
+
+// planHeteroDefaults are the defaults of --batch and --balance: the
+// plan's ranks declaration's, else none.
+func planHeteroDefaults(pr *plan.Ranks) (batch int, balance string) {
+	if pr == nil {
+		return 0, "off"
+	}
+	switch pr.Balance {
+	case "static":
+		return pr.Batch, "static"
+	case "dynamic":
+		if pr.Every > 0 {
+			return pr.Batch, fmt.Sprintf("dynamic:%d", pr.Every)
+		}
+		return pr.Batch, "dynamic"
+	}
+	return pr.Batch, "off"
+}
+
+// fromPlanRanks says in s.From where the heterogeneity came from when the
+// plan declares ranks, and returns the plan's speeds unless --speed
+// (given: the flags given) replaces them.
+func fromPlanRanks(s *hetero.Spec, pr *plan.Ranks, given map[string]bool) []plan.RankSpeed {
+	if pr == nil {
+		return nil
+	}
+	var flags []string
+	for _, name := range []string{"speed", "batch", "balance"} {
+		if given[name] {
+			flags = append(flags, "--"+name)
+		}
+	}
+	s.From = "the plan's ranks, " + string(pr.At)
+	if len(flags) > 0 {
+		s.From += "; " + strings.Join(flags, ", ") + " from the flags"
+	}
+	if given["speed"] {
+		return nil
+	}
+	return pr.Speeds
+}
+
+// usePlanSpeeds checks that the plan's speeds name only ranks of the world
+// of size, and puts them into s. The error names the plan's entry.
+func usePlanSpeeds(s *hetero.Spec, speeds []plan.RankSpeed, size int) error {
+	for _, e := range speeds {
+		if e.Last >= size {
+			return fmt.Errorf("%s: the plan's ranks give rank %d a speed, but it is outside the world of %d rank%s (ranks 0..%d); run with at least %d ranks (mpirun -np %d), remove it from the plan's ranks, or give --speed, which replaces the plan's speeds",
+				e.At, e.Last, size, text.Plural(size), size-1, e.Last+1, e.Last+1)
+		}
+	}
+	for _, e := range speeds {
+		if s.Speeds == nil {
+			s.Speeds = map[int]float64{}
+		}
+		for r := e.First; r <= e.Last; r++ {
+			s.Speeds[r] = e.Speed
+		}
+	}
+	return nil
 }
 
 // rankRange parses RANK or FIRST..LAST.

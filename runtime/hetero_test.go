@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -141,4 +142,60 @@ func TestWeightedAverageBeyondExactRange(t *testing.T) {
 		t.Fatalf("exit %d:\n%s", r.code, r.out)
 	}
 	mustContain(t, r, "# 0 wrong", " unchecked (values beyond the exact range")
+}
+
+// rankSharesRun runs the ranks plan (ranks batch 90 balance static { 1
+// speed 0.5 }) with np ranks and args, and returns its JSON.
+func rankSharesRun(t *testing.T, np int, args ...string) ([]int, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "out.json")
+	r := ok(t, np, append([]string{"ranks", "--steps", "2", "--warmup", "0", "--json", path, "--quiet"}, args...)...)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var j struct {
+		Hetero *struct {
+			From   string `json:"from"`
+			Shares []struct {
+				Shares []int `json:"shares"`
+			} `json:"shares"`
+		} `json:"heterogeneous"`
+	}
+	if err := json.Unmarshal(data, &j); err != nil {
+		t.Fatal(err)
+	}
+	if j.Hetero == nil || len(j.Hetero.Shares) != 1 {
+		t.Fatalf("%v: want one set of static shares in the JSON:\n%s\n%s", args, data, r.out)
+	}
+	return j.Hetero.Shares[0].Shares, j.Hetero.From
+}
+
+// The plan's ranks declaration gives the static shares from its speeds;
+// a --speed given replaces the plan's speeds, and the report says where
+// they came from.
+func TestPlanRanksDefaults(t *testing.T) {
+	shares, from := rankSharesRun(t, 2)
+	if !slices.Equal(shares, []int{60, 30}) || from != "the plan's ranks, test.sync:3" {
+		t.Errorf("plan's speeds: shares %v from %q, want [60 30] from the plan's ranks, test.sync:3", shares, from)
+	}
+	shares, from = rankSharesRun(t, 2, "--speed", "0=0.5")
+	if !slices.Equal(shares, []int{30, 60}) || !strings.Contains(from, "--speed from the flags") {
+		t.Errorf("--speed 0=0.5: shares %v from %q, want [30 60] with --speed from the flags", shares, from)
+	}
+}
+
+// A rank of the plan's ranks outside the world stops the run at start
+// with the plan's line; --speed, which replaces the plan's speeds, lets
+// it run.
+func TestPlanRankOutsideWorld(t *testing.T) {
+	r := mpirun(t, 2, nil, 60*time.Second, "ranks:3")
+	want := "testprog: error: the plan cannot run on 2 ranks:\ntest.sync:4: the plan's ranks give rank 3 a speed, but it is outside the world of 2 ranks (ranks 0..1); run with at least 4 ranks (mpirun -np 4)"
+	if r.code != 1 || strings.Count(r.out, want) != 1 || strings.Contains(r.out, "# syncgen:") {
+		t.Fatalf("exit %d, want 1 and one message %q:\n%s", r.code, want, r.out)
+	}
+	shares, _ := rankSharesRun(t, 2, "--speed", "1=0.5")
+	if !slices.Equal(shares, []int{60, 30}) {
+		t.Errorf("with --speed 1=0.5: shares %v, want [60 30]", shares)
+	}
 }

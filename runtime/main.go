@@ -246,6 +246,9 @@ func (r *runner) agreeOnPlan() (*plan.Program, *result.Results, cpu.Tuning, int)
 	if err == nil {
 		err = prog.Validate(p, h.Size)
 	}
+	if err == nil {
+		err = usePlanSpeeds(&r.opts.hetero, r.opts.planSpeeds, h.Size)
+	}
 	if err != nil {
 		return nil, nil, tune, r.agreedFailure(fmt.Errorf("the plan cannot run on %d rank%s:\n%v", h.Size, text.Plural(h.Size), err))
 	}

@@ -66,6 +66,10 @@ type options struct {
 	// --balance; hetero what they resolve to.
 	heteroFlags heteroFlags
 	hetero      hetero.Spec
+	// planSpeeds are the speeds of the plan's ranks declaration when no
+	// --speed replaced them: checked against the world and put into
+	// hetero once MPI has started (usePlanSpeeds).
+	planSpeeds []plan.RankSpeed
 }
 
 // defaultTimeout is --timeout's default.
@@ -174,6 +178,7 @@ func (f *outputFlag) Set(s string) error {
 func parseOptions(p *plan.Plan, prog string, args []string, out io.Writer) (*options, error) {
 	o := &options{steps: p.Run.Steps, warmup: p.Run.Warmup, checkEvery: p.Run.CheckEvery, timeout: defaultTimeout, settle: settleFromEnv(),
 		checkpoint: engine.Checkpointing{Every: p.Run.CheckpointEvery, Dir: cmp.Or(p.Run.CheckpointDir, "checkpoints"), Keep: cmp.Or(p.Run.CheckpointKeep, 2)}}
+	o.heteroFlags.batch, o.heteroFlags.balance = planHeteroDefaults(p.Ranks)
 	fs, outputs := newFlagSet(o, prog)
 	// The flag package prints its error and the whole help text on a bad
 	// flag; the error alone, in the program's own words, says more.
@@ -206,6 +211,9 @@ func parseOptions(p *plan.Plan, prog string, args []string, out io.Writer) (*opt
 	if o.hetero, err = resolveHetero(o.heteroFlags); err != nil {
 		return nil, err
 	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	o.planSpeeds = fromPlanRanks(&o.hetero, p.Ranks, given)
 	return o, nil
 }
 
@@ -231,11 +239,11 @@ func newFlagSet(o *options, prog string) (*flag.FlagSet, []*outputFlag) {
 	fs.Var(faultFlag{&o.faultSpecs}, "fault", "rehearse a failure: `KIND:RANK:STEP` with KIND crash (SIGKILL at the step's start), hang, stop (SIGSTOP), crash-in-save (in the checkpoint after STEP steps), or delay:RANK:STEP:DUR; may be repeated")
 	fs.StringVar(&o.profile, "profile", "", "print the step's prediction from a cost-model profile beside what the run measures: a `FILE` from syncgen calibrate, or a built-in profile's name (syncgen predict --help lists them)")
 	fs.Var(overflowFlag{&o.overflows}, "overflow", "put inf (or =-inf, =nan) into the first element of a gradient on one rank at one step, `STEP:RANK:TENSOR[=inf|-inf|nan]`, to watch the loss scaler skip the step; may be repeated")
-	fs.Var(listFlag{&o.heteroFlags.speeds}, "speed", "give ranks a relative speed, `R=S[,R=S]` (R a rank or FIRST..LAST; 1 is the plan's durations): a rank's simulated backward and compute take their duration times its share of the batch over an even share, over its speed; may be repeated")
+	fs.Var(listFlag{&o.heteroFlags.speeds}, "speed", "give ranks a relative speed, `R=S[,R=S]` (R a rank or FIRST..LAST; 1 is the plan's durations): a rank's simulated backward and compute take their duration times its share of the batch over an even share, over its speed; may be repeated; given, replaces all the speeds of the plan's ranks declaration")
 	fs.StringVar(&o.heteroFlags.straggler, "straggler", "", "slow one rank, `RANK:FACTOR[:FROMSTEP]`: its compute takes FACTOR times as long from step FROMSTEP on (warm-up counted; default 0)")
 	fs.StringVar(&o.heteroFlags.jitter, "jitter", "", "add to every rank's compute a random delay a step of up to MAXDUR, drawn from SEED (the same every run), `SEED:MAXDUR`")
-	fs.IntVar(&o.heteroFlags.batch, "batch", 0, "the global batch in samples, shared among the ranks (`N`, at least one a rank; 0: one a rank)")
-	fs.StringVar(&o.heteroFlags.balance, "balance", "off", "share the batch by speed, `RULE`: off (even shares), static (from --speed), or dynamic[:K] (every K steps, default 5, from each rank's compute per sample in the last K steps); needs --batch")
+	fs.IntVar(&o.heteroFlags.batch, "batch", o.heteroFlags.batch, "the global batch in samples, shared among the ranks (`N`, at least one a rank; 0: one a rank); replaces the plan's `ranks batch`")
+	fs.StringVar(&o.heteroFlags.balance, "balance", o.heteroFlags.balance, "share the batch by speed, `RULE`: off (even shares), static (from --speed), or dynamic[:K] (every K steps, default 5, from each rank's compute per sample in the last K steps); needs --batch; replaces the plan's `ranks balance`")
 	return fs, []*outputFlag{jsonFlag, traceFlag}
 }
 

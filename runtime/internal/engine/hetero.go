@@ -44,7 +44,7 @@ func (e *Engine) setUpHetero(res *result.Results) {
 		return
 	}
 	h.shares = h.spec.InitialShares(e.size)
-	res.Hetero = &result.Hetero{Batch: h.spec.GlobalBatch(e.size), Balance: h.spec.Balance.String(), Every: h.spec.Every}
+	res.Hetero = &result.Hetero{Batch: h.spec.GlobalBatch(e.size), Balance: h.spec.Balance.String(), Every: h.spec.Every, From: h.spec.From}
 	for r := 0; r < e.size; r++ {
 		res.Hetero.Speeds = append(res.Hetero.Speeds, h.spec.Speed(r))
 	}

@@ -64,6 +64,10 @@ type Spec struct {
 	// Balance is the balancing rule, Every its period in steps (Dynamic).
 	Balance Balance
 	Every   int
+	// From says where the speeds, batch and balance came from, for the
+	// report: "" (the flags alone), or the plan's ranks declaration
+	// ("the plan, mixed.sync:8") and which flags replaced its values.
+	From string
 }
 
 // Active reports whether s changes anything in a run.

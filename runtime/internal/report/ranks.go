@@ -128,6 +128,9 @@ func printRanks(w io.Writer, rep *Report) {
 	if h.Balance == "dynamic" {
 		fmt.Fprintf(w, " every %d steps", h.Every)
 	}
+	if h.From != "" {
+		fmt.Fprintf(w, " (from %s)", h.From)
+	}
 	fmt.Fprintf(w, "\n# %4s %7s %10s %12s %12s %7s\n", "rank", "speed", "share", "compute(ms)", "wait(ms)", "score")
 	for r, f := range rr.ranks {
 		fmt.Fprintf(w, "  %4d %7.3g %10.1f %12.3f %12.3f %7.3f\n", r, h.Speeds[r], f.share, ms(f.compute), ms(f.wait), f.score)
@@ -151,6 +154,7 @@ type jsonRanks struct {
 	Batch     int            `json:"batch"`
 	Balance   string         `json:"balance"`
 	Every     int            `json:"balance_every,omitempty"`
+	From      string         `json:"from,omitempty"`
 	Ranks     []jsonRank     `json:"ranks"`
 	Slowest   int            `json:"slowest_rank"`
 	WaitedFor int            `json:"waited_for_rank"`
@@ -181,7 +185,7 @@ func makeJSONRanks(rep *Report) *jsonRanks {
 	if rr.het == nil || len(rr.ranks) == 0 {
 		return nil
 	}
-	j := &jsonRanks{Batch: rr.het.Batch, Balance: rr.het.Balance, Every: rr.het.Every, Slowest: rr.slowest, WaitedFor: rr.waitedFor,
+	j := &jsonRanks{Batch: rr.het.Batch, Balance: rr.het.Balance, Every: rr.het.Every, From: rr.het.From, Slowest: rr.slowest, WaitedFor: rr.waitedFor,
 		Balanced: ms(rr.balanced), Saving: ms(rr.saving)}
 	for r, f := range rr.ranks {
 		j.Ranks = append(j.Ranks, jsonRank{Rank: r, Speed: rr.het.Speeds[r], Share: f.share, ComputeMs: ms(f.compute), WaitMs: ms(f.wait), Score: f.score})

@@ -161,6 +161,9 @@ type Hetero struct {
 	Every   int
 	Speeds  []float64
 	Course  []ShareSpan
+	// From says where the speeds, batch and balance came from ("": the
+	// flags).
+	From string
 }
 
 // ShareSpan is the shares in force from step From (0 based, warm-up

@@ -40,6 +40,7 @@ var plans = map[string]func(arg string) (*rt.Plan, error){
 	"scaled":    scaledPlan,
 	"zero":      zeroPlan,
 	"wavg":      wavgPlan,
+	"ranks":     ranksPlan,
 }
 
 func main() {
@@ -148,6 +149,27 @@ func basicWith(op rt.RedOp) (*rt.Plan, error) {
 		s.Wait(src(12), comm)
 	}
 	return b.p, nil
+}
+
+// ranks: basic with a ranks declaration, `ranks batch 90 balance static
+// { SLOW speed 0.5 }` (SLOW the argument, default 1), on test.sync's lines
+// 3 and 4.
+func ranksPlan(arg string) (*rt.Plan, error) {
+	slow := 1
+	if arg != "" {
+		var err error
+		if slow, err = strconv.Atoi(arg); err != nil {
+			return nil, fmt.Errorf("want ranks:SLOWRANK")
+		}
+	}
+	p, err := basicWith(rt.WAvg)
+	if err != nil {
+		return nil, err
+	}
+	p.Name, p.Source, p.Hash = "ranks", "testdata/ranks.sync", "test-ranks"
+	p.Ranks = &rt.Ranks{Speeds: []rt.RankSpeed{{First: slow, Last: slow, Speed: 0.5, At: "test.sync:4"}},
+		Batch: 90, Balance: "static", At: "test.sync:3"}
+	return p, nil
 }
 
 // matrix: every collective with every operator on every dtype, one bucket
