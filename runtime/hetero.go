@@ -183,12 +183,13 @@ func fromPlanRanks(s *hetero.Spec, pr *plan.Ranks, given map[string]bool) []plan
 }
 
 // usePlanSpeeds checks that the plan's speeds name only ranks of the world
-// of size, and puts them into s. The error names the plan's entry.
+// of size, and puts them into s. The error names the plan's entry and the
+// first of its ranks outside the world.
 func usePlanSpeeds(s *hetero.Spec, speeds []plan.RankSpeed, size int) error {
 	for _, e := range speeds {
 		if e.Last >= size {
 			return fmt.Errorf("%s: the plan's ranks give rank %d a speed, but it is outside the world of %d rank%s (ranks 0..%d); run with at least %d ranks (mpirun -np %d), remove it from the plan's ranks, or give --speed, which replaces the plan's speeds",
-				e.At, e.Last, size, text.Plural(size), size-1, e.Last+1, e.Last+1)
+				e.At, max(e.First, size), size, text.Plural(size), size-1, e.Last+1, e.Last+1)
 		}
 	}
 	for _, e := range speeds {

@@ -5,7 +5,8 @@
 # from the ranks' measured compute every 5 steps. The durations are simulated, so the ideal
 # speed-up of a balanced step is 1.75x (the slow rank's 64 samples at half speed against
 # 256/3.5 samples at full speed), less the communication that the balance does not shorten.
-# Writes bench/results/hetero.json and prints one line per mode and the speed-ups.
+# Writes bench/results/hetero.json and prints one line per mode and the speed-ups. It gives
+# --speed, --batch and --balance every time, which replace the example's own `ranks` declaration.
 #
 #   sh bench/hetero/run.sh
 #   NP=4 STEPS=40 SLOW=0.5 sh bench/hetero/run.sh
