@@ -482,6 +482,9 @@ func (g *generator) collective(s ir.Stmt, at jen.Code) jen.Code {
 	root := jen.Lit(s.Root)
 	switch s.Collective {
 	case ir.AllReduce:
+		if s.Hierarchical {
+			return jen.Id("s").Dot("AllReduceHierarchical").Call(at, stream, op, after, targets)
+		}
 		return jen.Id("s").Dot("AllReduce").Call(at, stream, op, after, targets)
 	case ir.Broadcast:
 		return jen.Id("s").Dot("Broadcast").Call(at, stream, root, after, targets)
@@ -642,6 +645,9 @@ func (g *generator) describe(s ir.Stmt) string {
 		}
 		if s.Op != ir.NoOp {
 			b.WriteString(" op " + s.Op.String())
+		}
+		if s.Hierarchical {
+			b.WriteString(" algo hierarchical")
 		}
 		b.WriteString(" on " + p.Streams[s.Stream].Name + g.afterText(s.After))
 		return b.String()

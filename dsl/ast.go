@@ -103,7 +103,7 @@ type BucketDecl struct {
 type Option struct {
 	Pos    lexer.Position
 	EndPos lexer.Position
-	Key    string `parser:"(  @'agree' | @('cap' | 'first' | 'order' | 'wire' | 'divide' | 'op' | 'on' | 'after' | 'from' | 'to' | 'master' | 'lr' | 'momentum' | 'weight_decay' | 'wd' | 'beta1' | 'beta2' | 'eps')"`
+	Key    string `parser:"(  @'agree' | @('cap' | 'first' | 'order' | 'wire' | 'divide' | 'op' | 'algo' | 'on' | 'after' | 'from' | 'to' | 'master' | 'lr' | 'momentum' | 'weight_decay' | 'wd' | 'beta1' | 'beta2' | 'eps')"`
 	Value  *Word  `parser:"   @@ )"`
 }
 

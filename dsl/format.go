@@ -218,9 +218,9 @@ func bucketText(d *BucketDecl) string {
 // optionOrder is the canonical order of options.
 var optionOrder = map[string]int{
 	"cap": 0, "first": 1, "order": 2, "wire": 3, "divide": 4,
-	"from": 5, "to": 6, "op": 7,
-	"lr": 8, "momentum": 9, "beta1": 10, "beta2": 11, "eps": 12, "weight_decay": 13, "wd": 13, "master": 14, "agree": 15,
-	"on": 16, "after": 17,
+	"from": 5, "to": 6, "op": 7, "algo": 8,
+	"lr": 9, "momentum": 10, "beta1": 11, "beta2": 12, "eps": 13, "weight_decay": 14, "wd": 14, "master": 15, "agree": 16,
+	"on": 17, "after": 18,
 }
 
 // optionsText prints options in canonical order (stable among repeats,

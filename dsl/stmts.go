@@ -269,8 +269,10 @@ func (c *checker) resolveCollectiveOptions(st *blockState, cs *CollectiveStmt, s
 			valid = c.resolveAfter(st, cs.Kind, o, s)
 		case "from", "to":
 			valid = c.resolveRoot(cs, o, s)
+		case "algo":
+			valid = c.resolveAlgo(cs, o, s)
 		default:
-			c.errorf(f, keywordSpan(o.Pos.Offset, len(o.Key)), "collective options are op, on, after, from (broadcast) and to (reduce)", "%s is not an option of %s", code(o.Key), cs.Kind)
+			c.errorf(f, keywordSpan(o.Pos.Offset, len(o.Key)), "collective options are op, on, after, algo (allreduce), from (broadcast) and to (reduce)", "%s is not an option of %s", code(o.Key), cs.Kind)
 			valid = false
 		}
 		ok = ok && valid
@@ -311,6 +313,33 @@ func (c *checker) resolveOp(cs *CollectiveStmt, o *Option, s *ir.Stmt) bool {
 		return false
 	}
 	s.Op = op
+	return true
+}
+
+// algos are the values of a collective's `algo`: whether an allreduce
+// runs flat across all ranks or hierarchically, host by host.
+var algos = map[string]bool{"flat": false, "hierarchical": true}
+
+// resolveAlgo sets s.Hierarchical from `algo flat|hierarchical`. Only
+// allreduce takes it: the other collectives run one way.
+func (c *checker) resolveAlgo(cs *CollectiveStmt, o *Option, s *ir.Stmt) bool {
+	f := c.main.file
+	if s.Collective != ir.AllReduce {
+		c.errorf(f, keywordSpan(o.Pos.Offset, len(o.Key)), "only allreduce chooses an algorithm; remove `algo`", "%s takes no `algo`", cs.Kind)
+		return false
+	}
+	hier, known := algos[o.Value.Text]
+	if !known {
+		hint := "algorithms are flat (the default) and hierarchical"
+		if m := didYouMean(o.Value.Text, keys(algos)); m != "" {
+			hint = m + " " + hint
+		} else if w := strings.ToLower(o.Value.Text); w != "" && strings.HasPrefix("hierarchical", w) {
+			hint = "did you mean `hierarchical`? " + hint
+		}
+		c.errorf(f, wordSpan(o.Value), hint, "unknown algo %s", code(o.Value.Text))
+		return false
+	}
+	s.Hierarchical = hier
 	return true
 }
 

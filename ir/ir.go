@@ -293,6 +293,10 @@ type Stmt struct {
 	Collective Collective
 	Op         RedOp // Sum by default for reducing collectives, NoOp otherwise
 	Root       int   // Broadcast and Reduce
+	// AllReduce only: `algo hierarchical`, reduce-scatter inside each
+	// host, allreduce of each slice across hosts, allgather inside the
+	// host (false: `algo flat`, the default).
+	Hierarchical bool `json:",omitempty"`
 	// Collective, Update, Unscale (and Backward, Compute, Barrier:
 	// AfterStream).
 	After   After

@@ -61,6 +61,14 @@ func (s *Step) AllReduce(at Src, stream int, op RedOp, after After, buckets ...i
 	s.collective(plan.Stmt{At: at, Stream: stream, Coll: plan.CollAllReduce, Op: op, After: after}, buckets)
 }
 
+// AllReduceHierarchical is AllReduce in Horovod's hierarchical form
+// (`algo hierarchical`): reduce-scatter inside each host, allreduce of
+// each slice across hosts, allgather inside the host. The results are
+// AllReduce's, element by element.
+func (s *Step) AllReduceHierarchical(at Src, stream int, op RedOp, after After, buckets ...int) {
+	s.collective(plan.Stmt{At: at, Stream: stream, Coll: plan.CollAllReduce, Op: op, Hier: true, After: after}, buckets)
+}
+
 // Broadcast copies root's buckets to every rank.
 func (s *Step) Broadcast(at Src, stream int, root int, after After, buckets ...int) {
 	s.collective(plan.Stmt{At: at, Stream: stream, Coll: plan.CollBroadcast, Root: root, After: after}, buckets)

@@ -56,6 +56,10 @@ func Digest(p *Plan, prog *Program) [32]byte {
 			for _, b := range s.Buckets {
 				w(b)
 			}
+			if s.Hier {
+				// Only when set, so that the digests of flat plans stay.
+				w("algo hierarchical")
+			}
 			o := &s.Optim
 			w(uint8(o.Kind), o.LR, o.WeightDecay, o.Momentum, o.Beta1, o.Beta2, o.Eps, o.Master, s.Agree)
 			stmts(s.Body)

@@ -48,10 +48,13 @@ type Stmt struct {
 	At     Src
 	Stream int
 	// Dur is the simulated work's duration (backward, compute).
-	Dur   time.Duration
-	Coll  Coll
-	Op    RedOp
-	Root  int
+	Dur  time.Duration
+	Coll Coll
+	Op   RedOp
+	Root int
+	// Hier runs an allreduce hierarchically: reduce-scatter inside each
+	// host, allreduce of each slice across hosts, allgather inside the host.
+	Hier  bool
 	After After
 	// Buckets are the targets of a collective, an update or an unscale.
 	Buckets []int
