@@ -94,6 +94,11 @@ type Coll struct {
 	Rank, Size int // this rank in Comm, and Comm's size
 	// Divide says where an average's division runs (zero: DivideInline).
 	Divide Divide
+	// AllreduceHier only: the ranks of Comm on this host (Intra, where
+	// this rank is LocalRank of LocalSize) and those with this rank's
+	// local rank on every host (Inter).
+	Intra, Inter         Comm
+	LocalRank, LocalSize int
 }
 
 // Divide is where a batch divides the result of an average, piece by
@@ -115,6 +120,18 @@ const (
 
 // Allreduce appends an in-place allreduce.
 func (b *Batch) Allreduce(x Coll) { b.coll(C.SG_CMD_ALLREDUCE, x) }
+
+// AllreduceHier appends an in-place allreduce in the hierarchical form:
+// reduce-scatter on x.Intra, allreduce of this rank's block on x.Inter,
+// allgather on x.Intra. Every host must hold the same number of ranks.
+func (b *Batch) AllreduceHier(x Coll) {
+	b.coll(C.SG_CMD_ALLREDUCE_HIER, x)
+	c := &b.cmds[b.n-1]
+	c.intra = x.Intra.c
+	c.inter = x.Inter.c
+	c.lrank = C.int32_t(x.LocalRank)
+	c.lsize = C.int32_t(x.LocalSize)
+}
 
 // Bcast appends a broadcast from x.Root.
 func (b *Batch) Bcast(x Coll) { b.coll(C.SG_CMD_BCAST, x) }
@@ -172,6 +189,8 @@ func callName(kind C.int32_t) string {
 		return "MPI_Barrier"
 	case C.SG_CMD_ALLREDUCE:
 		return "MPI_Allreduce"
+	case C.SG_CMD_ALLREDUCE_HIER:
+		return "hierarchical allreduce (MPI_Reduce_scatter, MPI_Allreduce, MPI_Allgatherv)"
 	case C.SG_CMD_BCAST:
 		return "MPI_Bcast"
 	case C.SG_CMD_REDUCE:

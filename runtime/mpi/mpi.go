@@ -230,7 +230,17 @@ func (c Comm) SplitShared() (Comm, error) {
 	return Comm{d}, check("MPI_Comm_set_errhandler", C.sg_set_errors_return(d))
 }
 
-// Free releases a communicator made by Dup or SplitShared.
+// Split splits c by color (collective): the callers with the same color
+// make one communicator, ordered by key.
+func (c Comm) Split(color, key int) (Comm, error) {
+	var d C.MPI_Comm
+	if err := check("MPI_Comm_split", C.MPI_Comm_split(c.c, C.int(color), C.int(key), &d)); err != nil {
+		return Comm{}, err
+	}
+	return Comm{d}, check("MPI_Comm_set_errhandler", C.sg_set_errors_return(d))
+}
+
+// Free releases a communicator made by Dup, SplitShared or Split.
 func (c *Comm) Free() error {
 	if c.c == C.sg_comm_null() {
 		return nil

@@ -1,4 +1,5 @@
 #include "sg_mpi.h"
+#include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
 #include <time.h>
@@ -488,6 +489,31 @@ static void divide_piece(sg_cmd *c, void *p, int64_t n, int final) {
 	}
 }
 
+// allreduce_hier allreduces n elements at p in Horovod's hierarchical form:
+// a reduce-scatter inside the host (local rank i gets block i, the n
+// elements split as evenly as they go, the first n % lsize blocks one
+// larger), an allreduce of this rank's block across hosts, and an
+// allgather of the blocks inside the host. Every element is the same
+// reduction of every rank's inputs as a flat allreduce.
+static int allreduce_hier(sg_cmd *c, char *p, int n, MPI_Datatype t, MPI_Op op) {
+	int ls = c->lsize, lr = c->lrank, esz = elem_size(c->dtype);
+	int *counts = malloc(2 * (size_t)ls * sizeof(int));
+	if (counts == NULL) return MPI_ERR_NO_MEM;
+	int *displs = counts + ls;
+	for (int i = 0, d = 0; i < ls; i++) {
+		counts[i] = n / ls + (i < n % ls);
+		displs[i] = d;
+		d += counts[i];
+	}
+	// In place, the reduced block lands at the start of the buffer.
+	int rc = MPI_Reduce_scatter(MPI_IN_PLACE, p, counts, t, op, c->intra);
+	if (rc == MPI_SUCCESS && displs[lr] > 0) memmove(p + (int64_t)displs[lr] * esz, p, (size_t)counts[lr] * esz);
+	if (rc == MPI_SUCCESS) rc = MPI_Allreduce(MPI_IN_PLACE, p + (int64_t)displs[lr] * esz, counts[lr], t, op, c->inter);
+	if (rc == MPI_SUCCESS) rc = MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, p, counts, displs, t, c->intra);
+	free(counts);
+	return rc;
+}
+
 // run_coll runs one allreduce, broadcast or reduce in pieces of c->chunk
 // elements.
 static int run_coll(sg_cmd *c) {
@@ -510,6 +536,9 @@ static int run_coll(sg_cmd *c) {
 		case SG_CMD_ALLREDUCE:
 			rc = MPI_Allreduce(MPI_IN_PLACE, p, n, t, op, c->comm);
 			break;
+		case SG_CMD_ALLREDUCE_HIER:
+			rc = allreduce_hier(c, p, n, t, op);
+			break;
 		case SG_CMD_BCAST:
 			rc = MPI_Bcast(p, n, t, c->root, c->comm);
 			break;
@@ -519,7 +548,7 @@ static int run_coll(sg_cmd *c) {
 			break;
 		}
 		if (rc != MPI_SUCCESS) return rc;
-		if (c->avg && (c->kind == SG_CMD_ALLREDUCE || c->rank == c->root)) divide_piece(c, p, n, off + n >= c->count);
+		if (c->avg && (c->kind == SG_CMD_ALLREDUCE || c->kind == SG_CMD_ALLREDUCE_HIER || c->rank == c->root)) divide_piece(c, p, n, off + n >= c->count);
 	}
 	return MPI_SUCCESS;
 }
@@ -559,7 +588,7 @@ int sg_run(sg_cmd *cmds, int n) {
 		switch (c->kind) {
 		case SG_CMD_BARRIER: rc = MPI_Barrier(c->comm); break;
 		case SG_CMD_STAMP: __atomic_store_n(&c->t, sg_monotonic_ns(), __ATOMIC_RELEASE); break;
-		case SG_CMD_ALLREDUCE: case SG_CMD_BCAST: case SG_CMD_REDUCE: rc = run_coll(c); break;
+		case SG_CMD_ALLREDUCE: case SG_CMD_ALLREDUCE_HIER: case SG_CMD_BCAST: case SG_CMD_REDUCE: rc = run_coll(c); break;
 		default: rc = MPI_ERR_OTHER;
 		}
 		c->rc = rc;

@@ -53,7 +53,7 @@ void sg_avg_divide(void *buf, int dtype, int64_t n, int size);
 
 // A batch (batch.go): MPI calls and clock reads that run in one call from
 // Go, in order, stopping at the first failure.
-enum { SG_CMD_BARRIER = 1, SG_CMD_STAMP, SG_CMD_ALLREDUCE, SG_CMD_BCAST, SG_CMD_REDUCE };
+enum { SG_CMD_BARRIER = 1, SG_CMD_STAMP, SG_CMD_ALLREDUCE, SG_CMD_BCAST, SG_CMD_REDUCE, SG_CMD_ALLREDUCE_HIER };
 
 // How a command divides an average's pieces: on the MPI thread; on the
 // divider thread, overlapped with what follows; or, the last piece of a
@@ -66,6 +66,11 @@ typedef struct {
 	int32_t avg;        // divide the result by size (allreduce; reduce at the root): SG_AVG_*
 	int32_t rc;         // out: the MPI error code of the failed command
 	MPI_Comm comm;
+	// SG_CMD_ALLREDUCE_HIER: the ranks of comm on this host (intra, where
+	// this rank is lrank of lsize) and the ranks of comm with the same
+	// local rank on every host (inter).
+	MPI_Comm intra, inter;
+	int32_t lrank, lsize;
 	void *buf;
 	int64_t count; // elements
 	int64_t chunk; // elements per MPI call

@@ -253,6 +253,10 @@ type CollOp struct {
 	Op plan.RedOp
 	// Root is the root rank for CollBroadcast and CollReduce.
 	Root int
+	// Hier runs a CollAllReduce hierarchically where the backend can
+	// (reduce-scatter inside the host, allreduce of the slices across
+	// hosts, allgather inside the host), with the flat form's results.
+	Hier bool
 	// Buf is the whole buffer, Buf.N elements of Buf.DType, in place. For
 	// CollAllGather and CollReduceScatter Buf.N is a multiple of the number
 	// of ranks (the runtime pads those buckets).

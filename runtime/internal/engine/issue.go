@@ -22,6 +22,7 @@ type collItem struct {
 	coll   plan.Coll
 	op     plan.RedOp
 	root   int
+	hier   bool
 	after  plan.After
 	bucket int
 	id     int
@@ -146,7 +147,7 @@ func (e *Engine) Collective(st plan.Stmt, buckets []int) {
 		items = e.groupBuf
 	}
 	for _, b := range buckets {
-		items = append(items, collItem{at: st.At, stream: st.Stream, coll: st.Coll, op: st.Op, root: st.Root,
+		items = append(items, collItem{at: st.At, stream: st.Stream, coll: st.Coll, op: st.Op, root: st.Root, hier: st.Hier,
 			after: st.After, bucket: b, id: id, afterEv: afterEv})
 	}
 	if e.inGroup {
@@ -293,7 +294,7 @@ func (e *Engine) issueGroup(items []collItem, group bool) {
 		if op == plan.WAvg {
 			op = plan.Sum // of the premultiplied inputs (wavgPremultiply)
 		}
-		ops = append(ops, backend.CollOp{Stream: e.streams[it.stream], Coll: it.coll, Op: op, Root: it.root, Buf: span, Name: p.Buckets[it.bucket].Name,
+		ops = append(ops, backend.CollOp{Stream: e.streams[it.stream], Coll: it.coll, Op: op, Root: it.root, Hier: it.hier, Buf: span, Name: p.Buckets[it.bucket].Name,
 			PreDivide: p.Buckets[it.bucket].PreDivide})
 	}
 	e.opBuf = ops // reused by the next statement (Collectives copies what it keeps)

@@ -53,6 +53,9 @@ type Tuning struct {
 	// divide is SYNCGEN_CPU_DIVIDE (divide.go); it is not in the
 	// Signature, since it changes no MPI call.
 	divide divideChoice
+	// hier: the plan has hierarchical allreduces; the streams make their
+	// communicators (hier.go).
+	hier bool
 }
 
 // String describes the knobs as the header and the plan check show them.
@@ -93,12 +96,16 @@ func (b *cpuBackend) Name() string { return "cpu" }
 func (b *cpuBackend) Versions() []text.KV {
 	major, minor := 0, 0
 	_ = b.h.Do(func() error { major, minor = mpi.StandardVersion(); return nil })
-	return []text.KV{
+	kvs := []text.KV{
 		{Key: "MPI", Value: b.h.Library},
 		{Key: "MPI standard", Value: fmt.Sprintf("%d.%d", major, minor)},
 		{Key: "MPI thread level", Value: b.h.Level.String() + " (the runtime serialises every call)"},
 		{Key: "collectives", Value: b.describe()},
 	}
+	if note := b.HierNote(); note != "" {
+		kvs = append(kvs, text.KV{Key: "algo hierarchical", Value: note})
+	}
+	return kvs
 }
 
 // describe says how the backend runs collectives.
@@ -136,7 +143,19 @@ func (b *cpuBackend) NewStream(index int, name string, prio plan.Priority) (back
 	if err != nil {
 		return nil, fmt.Errorf("stream %q: duplicating the communicator: %w", name, err)
 	}
+	var hc *hierComms
+	if b.tune.hier {
+		err = b.h.Do(func() error {
+			var err error
+			hc, err = newHierComms(comm, b.h.Rank)
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("stream %q: splitting the communicator by host for hierarchical allreduces: %w", name, err)
+		}
+	}
 	s := newCPUStream(b, index, name, comm)
+	s.hier = hc
 	b.streams = append(b.streams, s)
 	return s, nil
 }
@@ -203,6 +222,11 @@ func (b *cpuBackend) Close() error {
 		s := s
 		if err := b.h.Do(func() error { return s.comm.Free() }); err != nil {
 			errs = append(errs, fmt.Errorf("stream %q: %w", s.name, err))
+		}
+		if s.hier != nil {
+			if err := b.h.Do(s.hier.free); err != nil {
+				errs = append(errs, fmt.Errorf("stream %q: %w", s.name, err))
+			}
 		}
 	}
 	for _, buf := range b.bufs {

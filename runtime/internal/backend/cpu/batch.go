@@ -199,6 +199,11 @@ func (s *cpuStream) addPiece(op *cpuOp) (last bool) {
 	}
 	switch c.Coll {
 	case plan.CollAllReduce:
+		if hc := s.hier; c.Hier && hc != nil && hc.even {
+			x.Intra, x.Inter, x.LocalRank, x.LocalSize = hc.intra, hc.inter, hc.lrank, hc.lsize
+			s.batch.AllreduceHier(x)
+			break
+		}
 		s.batch.Allreduce(x)
 	case plan.CollBroadcast:
 		s.batch.Bcast(x)

@@ -19,6 +19,9 @@ type cpuStream struct {
 	index int
 	name  string
 	comm  mpi.Comm
+	// hier are the communicators of hierarchical allreduces (hier.go), or
+	// nil when the plan has none.
+	hier *hierComms
 
 	mu     sync.Mutex
 	cond   sync.Cond

@@ -1,0 +1,141 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// hierPlan has hierarchical allreduces of f32 and bf16, avg and sum, a
+// bucket larger than a 256 KiB piece and one smaller than a block per
+// local rank, and a flat one beside them.
+const hierPlan = `tensor big.{0..1} f32[70001]
+tensor half bf16[150001]
+tensor halfsum bf16[1001]
+tensor tiny f32[3]
+tensor flat f32[1000]
+stream compute
+stream comm
+bucket big { big.* }
+bucket half { half }
+bucket halfsum { halfsum }
+bucket tiny { tiny }
+bucket flat { flat }
+step {
+    backward 1ms on compute
+    allreduce big op avg algo hierarchical on comm after ready
+    allreduce half op avg algo hierarchical on comm after ready
+    allreduce halfsum op sum algo hierarchical on comm after ready
+    allreduce tiny op avg algo hierarchical on comm after ready
+    allreduce flat op avg on comm after ready
+    wait comm
+}
+`
+
+// hierReport is what the hierarchical tests read of the JSON report.
+type hierReport struct {
+	Summary struct {
+		Wrong  int64 `json:"wrong"`
+		Checks int   `json:"checks"`
+	} `json:"summary"`
+}
+
+// buildHierPlan writes and builds hierPlan, returning the program.
+func buildHierPlan(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	t.Setenv("SYNCGEN_CACHE", filepath.Join(dir, "cache"))
+	src := filepath.Join(dir, "hier.sync")
+	if err := os.WriteFile(src, []byte(hierPlan), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "hier_sync")
+	if code, out, errOut := syncgen(t, "build", src, "-o", bin); code != 0 {
+		t.Fatalf("syncgen build: exit %d\n%s%s", code, out, errOut)
+	}
+	return bin
+}
+
+// readHierReport reads a run's JSON report and requires 0 wrong elements
+// and some checks.
+func readHierReport(t *testing.T, path, out string) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("no JSON report: %v\n%s", err, out)
+	}
+	var r hierReport
+	if err := json.Unmarshal(data, &r); err != nil {
+		t.Fatalf("JSON report does not parse: %v", err)
+	}
+	if r.Summary.Wrong != 0 || r.Summary.Checks == 0 {
+		t.Errorf("%d wrong, %d checks; want 0 wrong and some checks\n%s", r.Summary.Wrong, r.Summary.Checks, out)
+	}
+}
+
+// TestHierarchicalOneHost runs hierarchical allreduces on one host with 2
+// and 4 ranks, in pieces of 256 KiB: every element must be what the
+// checker computes for the flat form.
+func TestHierarchicalOneHost(t *testing.T) {
+	needToolchain(t)
+	mpirun, err := exec.LookPath("mpirun")
+	if err != nil {
+		t.Skip("mpirun not found; `make test` installs Open MPI")
+	}
+	bin := buildHierPlan(t)
+	for _, np := range []int{2, 4} {
+		report := filepath.Join(t.TempDir(), fmt.Sprintf("np%d.json", np))
+		args := []string{"-np", fmt.Sprint(np), "--bind-to", "none", "-x", "SYNCGEN_CPU_CHUNK=256KiB"}
+		if os.Geteuid() == 0 {
+			args = append(args, "--allow-run-as-root")
+		}
+		if np > runtime.NumCPU() {
+			args = append(args, "--oversubscribe")
+		}
+		args = append(args, bin, "--steps", "2", "--warmup", "1", "--check", "1", "--backend", "cpu", "--json", report)
+		out, err := exec.Command(mpirun, args...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("mpirun -np %d: %v\n%s", np, err, out)
+		}
+		want := fmt.Sprintf("reduce-scatter inside each host (%d ranks), allreduce of each slice across 1 host(s)", np)
+		if !strings.Contains(string(out), want) {
+			t.Errorf("-np %d: the header does not say %q\n%s", np, want, out)
+		}
+		readHierReport(t, report, string(out))
+	}
+}
+
+// TestClusterHierarchical runs the hierarchical allreduces on 2 hosts x 2
+// ranks (scripts/cluster.sh): the slices cross hosts over TCP. Then on 2
+// ranks of a and 1 of b, where they must run flat and say so.
+func TestClusterHierarchical(t *testing.T) {
+	needToolchain(t)
+	bin := buildHierPlan(t)
+	report := filepath.Join(t.TempDir(), "report.json")
+	code, out := inCluster(t, "mpirun --allow-run-as-root --oversubscribe --bind-to none --host a:2,b:2 -np 4 "+
+		bin+" --steps 2 --warmup 1 --check 1 --backend cpu --json "+report)
+	if code != 0 {
+		t.Fatalf("2 hosts x 2 ranks: exit %d\n%s", code, out)
+	}
+	want := "reduce-scatter inside each host (2 ranks), allreduce of each slice across 2 host(s)"
+	if !strings.Contains(out, want) {
+		t.Errorf("the header does not say %q\n%s", want, out)
+	}
+	readHierReport(t, report, out)
+
+	uneven := filepath.Join(t.TempDir(), "uneven.json")
+	code, out = inCluster(t, "mpirun --allow-run-as-root --oversubscribe --bind-to none --host a:2,b:1 -np 3 "+
+		bin+" --steps 2 --warmup 1 --check 1 --backend cpu --json "+uneven)
+	if code != 0 {
+		t.Fatalf("2 ranks on a, 1 on b: exit %d\n%s", code, out)
+	}
+	if want := "hierarchical allreduces run flat: the hosts hold different numbers of ranks"; !strings.Contains(out, want) {
+		t.Errorf("2 ranks on a, 1 on b: the header does not say %q\n%s", want, out)
+	}
+	readHierReport(t, uneven, out)
+}

@@ -1,0 +1,93 @@
+package cpu
+
+// Hierarchical allreduce (`algo hierarchical`), Horovod's form: each piece
+// is reduce-scattered among the ranks of one host, each rank's block is
+// allreduced across the hosts (with the ranks of the same local rank), and
+// the blocks are allgathered inside the host. Each element is the same
+// reduction of every rank's input as a flat allreduce; an average is
+// divided after the last phase, as a flat one is.
+//
+// The form needs every host to hold the same number of ranks of the
+// stream's communicator: otherwise the inter-host communicators differ in
+// size and a block would miss some hosts. Then the allreduce runs flat,
+// and the header says so (HierNote).
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/syncgen/syncgen/runtime/mpi"
+)
+
+// hierComms are a stream's communicators for hierarchical allreduces.
+type hierComms struct {
+	intra, inter mpi.Comm
+	lrank, lsize int
+	hosts        int
+	// even: every host holds lsize ranks; false runs the allreduces flat.
+	even bool
+}
+
+// WithHierarchical returns t with the streams' communicators for
+// hierarchical allreduces made when on (the plan has one).
+func (t Tuning) WithHierarchical(on bool) Tuning {
+	t.hier = on
+	return t
+}
+
+// newHierComms splits comm into the ranks of this host and the ranks of
+// the same local rank on every host (collective over comm), and finds out
+// whether every host holds the same number of ranks.
+func newHierComms(comm mpi.Comm, rank int) (*hierComms, error) {
+	intra, err := comm.SplitShared()
+	if err != nil {
+		return nil, err
+	}
+	hc := &hierComms{intra: intra}
+	if hc.lrank, err = intra.Rank(); err != nil {
+		return nil, err
+	}
+	if hc.lsize, err = intra.Size(); err != nil {
+		return nil, err
+	}
+	if hc.inter, err = comm.Split(hc.lrank, rank); err != nil {
+		return nil, err
+	}
+	rec := binary.LittleEndian.AppendUint32(nil, uint32(hc.lsize))
+	all, err := comm.AllgatherBytes(rec)
+	if err != nil {
+		return nil, err
+	}
+	hc.even = true
+	for _, r := range all {
+		if int(binary.LittleEndian.Uint32(r)) != hc.lsize {
+			hc.even = false
+		}
+	}
+	hc.hosts = len(all) / hc.lsize
+	return hc, nil
+}
+
+// free releases the communicators.
+func (hc *hierComms) free() error {
+	if err := hc.intra.Free(); err != nil {
+		return err
+	}
+	return hc.inter.Free()
+}
+
+// HierNote says how hierarchical allreduces run, for the header; "" when
+// the plan has none.
+func (b *cpuBackend) HierNote() string {
+	if len(b.streams) == 0 || b.streams[0].hier == nil {
+		return ""
+	}
+	hc := b.streams[0].hier
+	if b.prog != nil {
+		return "hierarchical allreduces run flat: the nonblocking mode (SYNCGEN_CPU_NONBLOCKING) has no hierarchical form"
+	}
+	if !hc.even {
+		return "hierarchical allreduces run flat: the hosts hold different numbers of ranks"
+	}
+	return fmt.Sprintf("hierarchical allreduces: reduce-scatter inside each host (%d ranks), allreduce of each slice across %d host(s), allgather inside the host", hc.lsize, hc.hosts)
+}
