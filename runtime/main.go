@@ -194,6 +194,9 @@ func (r *runner) run() int {
 	}
 	res.Origin = origin
 	info := report.GatherInfo(r.h, r.be, why, r.procNote)
+	if note := hierNote(r.be.Name(), prog); note != "" {
+		info.Warn(note)
+	}
 	for _, w := range e.Warnings() {
 		info.Warn(w)
 	}
