@@ -43,6 +43,12 @@ type hierReport struct {
 		Wrong  int64 `json:"wrong"`
 		Checks int   `json:"checks"`
 	} `json:"summary"`
+	Buckets []struct {
+		Bucket     string   `json:"bucket"`
+		Bytes      int64    `json:"bytes"`
+		Algo       string   `json:"algo"`
+		CrossBytes *float64 `json:"cross_host_bytes_per_rank"`
+	} `json:"buckets"`
 }
 
 // buildHierPlan writes and builds hierPlan, returning the program.
@@ -62,8 +68,10 @@ func buildHierPlan(t *testing.T) string {
 }
 
 // readHierReport reads a run's JSON report and requires 0 wrong elements
-// and some checks.
-func readHierReport(t *testing.T, path, out string) {
+// and some checks, algo hierarchical on every bucket but flat, and, with
+// cross >= 0, that fraction of each such bucket's bytes crossing hosts per
+// rank (cross < 0: none reported, the allreduces ran flat).
+func readHierReport(t *testing.T, path, out string, cross float64) {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -75,6 +83,26 @@ func readHierReport(t *testing.T, path, out string) {
 	}
 	if r.Summary.Wrong != 0 || r.Summary.Checks == 0 {
 		t.Errorf("%d wrong, %d checks; want 0 wrong and some checks\n%s", r.Summary.Wrong, r.Summary.Checks, out)
+	}
+	if len(r.Buckets) != 5 {
+		t.Fatalf("report has %d buckets, want 5", len(r.Buckets))
+	}
+	for _, b := range r.Buckets {
+		wantAlgo := "hierarchical"
+		if b.Bucket == "flat" {
+			wantAlgo = ""
+		}
+		if b.Algo != wantAlgo {
+			t.Errorf("bucket %s: algo %q, want %q", b.Bucket, b.Algo, wantAlgo)
+		}
+		switch {
+		case wantAlgo == "" || cross < 0:
+			if b.CrossBytes != nil {
+				t.Errorf("bucket %s: cross-host bytes %v, want none", b.Bucket, *b.CrossBytes)
+			}
+		case b.CrossBytes == nil || *b.CrossBytes != cross*float64(b.Bytes):
+			t.Errorf("bucket %s of %d bytes: cross-host bytes %v, want %v", b.Bucket, b.Bytes, b.CrossBytes, cross*float64(b.Bytes))
+		}
 	}
 }
 
@@ -106,7 +134,7 @@ func TestHierarchicalOneHost(t *testing.T) {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("-np %d: the header does not say %q\n%s", np, want, out)
 		}
-		readHierReport(t, report, string(out))
+		readHierReport(t, report, string(out), 0)
 	}
 }
 
@@ -126,7 +154,8 @@ func TestClusterHierarchical(t *testing.T) {
 	if !strings.Contains(out, want) {
 		t.Errorf("the header does not say %q\n%s", want, out)
 	}
-	readHierReport(t, report, out)
+	// 2(h-1)/h · S/l with h = 2 hosts of l = 2 ranks: S/2.
+	readHierReport(t, report, out, 0.5)
 
 	uneven := filepath.Join(t.TempDir(), "uneven.json")
 	code, out = inCluster(t, "mpirun --allow-run-as-root --oversubscribe --bind-to none --host a:2,b:1 -np 3 "+
@@ -137,5 +166,5 @@ func TestClusterHierarchical(t *testing.T) {
 	if want := "hierarchical allreduces run flat: the hosts hold different numbers of ranks"; !strings.Contains(out, want) {
 		t.Errorf("2 ranks on a, 1 on b: the header does not say %q\n%s", want, out)
 	}
-	readHierReport(t, uneven, out)
+	readHierReport(t, uneven, out, -1)
 }

@@ -71,6 +71,11 @@ type jsonRow struct {
 	// time_median_us in percent.
 	PredictedUs *float64 `json:"predicted_us,omitempty"`
 	ErrorPct    *float64 `json:"error_pct,omitempty"`
+	// Algo is "hierarchical" for `algo hierarchical` (flat: omitted).
+	Algo string `json:"algo,omitempty"`
+	// CrossHostBytes is, for a hierarchical allreduce on the CPU backend
+	// with equal hosts, the bytes each rank sent across hosts (algo.go).
+	CrossHostBytes *float64 `json:"cross_host_bytes_per_rank,omitempty"`
 }
 
 // jsonSummary holds the summary figures (milliseconds).
@@ -151,6 +156,12 @@ func makeJSON(run *Run, rep *Report, info *Info) jsonReport {
 			TimeUs: float64(r.time) / 1e3, MedianUs: float64(r.median) / 1e3, AlgBW: r.algbw, BusBW: r.busbw}
 		if r.Coll.Reduces() {
 			jr.Op = r.Op.String()
+		}
+		if r.Hier {
+			jr.Algo = "hierarchical"
+			if x, ok := crossHostBytes(info.backend, info.hosts, r.Bytes); ok {
+				jr.CrossHostBytes = &x
+			}
 		}
 		if r.Coll.Info().RootWord != "" {
 			root := r.Root

@@ -301,7 +301,7 @@ func Print(w io.Writer, run *Run, rep *Report) {
 			"bucket", "tensors", "bytes", "wire", "collective", "op", "time(us)", "algbw", "busbw", "wrong")
 		fmt.Fprintf(w, "# %-24s %7s %12s %5s %-14s %-5s %12s %10s %10s %7s\n",
 			"", "", "", "", "", "", "", "(GB/s)", "(GB/s)", "")
-		groups := false
+		groups, hier := false, false
 		for _, r := range rep.rows {
 			b := run.Plan.Buckets[r.Bucket]
 			// Padded by terminal columns, with what does not print
@@ -310,6 +310,10 @@ func Print(w io.Writer, run *Run, rep *Report) {
 			coll := r.Coll.String()
 			if r.Coll.Info().RootWord != "" {
 				coll = fmt.Sprintf("%s(%d)", coll, r.Root)
+			}
+			if r.Hier {
+				coll += "(h)"
+				hier = true
 			}
 			if r.Group {
 				coll += "*"
@@ -340,6 +344,9 @@ func Print(w io.Writer, run *Run, rep *Report) {
 			len(rep.stepTimes))
 		if groups {
 			fmt.Fprintf(w, "# *: issued in a group; time is the whole group's on its stream; algbw and busbw are this bucket's bytes over that time\n")
+		}
+		if hier {
+			fmt.Fprintf(w, "# (h): algo hierarchical (the header says how it ran)\n")
 		}
 		if run.PieceNote != "" {
 			fmt.Fprintf(w, "# %s\n", run.PieceNote)

@@ -62,7 +62,9 @@ type Row struct {
 	Root   int
 	Stream int
 	Group  bool
-	Bytes  int64
+	// Hier: an allreduce with `algo hierarchical`.
+	Hier  bool
+	Bytes int64
 	// Times are this rank's durations in the measured steps.
 	Times []time.Duration
 }
@@ -215,7 +217,7 @@ func New(p *plan.Plan, prog *plan.Program) *Results {
 				continue
 			}
 			r.RowOf[key] = len(r.Rows)
-			r.Rows = append(r.Rows, Row{ID: s.ID, Bucket: b, At: s.At, Coll: s.Coll, Op: s.Op, Root: s.Root, Stream: s.Stream})
+			r.Rows = append(r.Rows, Row{ID: s.ID, Bucket: b, At: s.At, Coll: s.Coll, Op: s.Op, Root: s.Root, Stream: s.Stream, Hier: s.Hier})
 		}
 	}
 	return r

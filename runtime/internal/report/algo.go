@@ -1,0 +1,28 @@
+package report
+
+// crossHostBytes returns the bytes that each rank sends to other hosts in
+// a hierarchical allreduce of a bucket of n bytes on the CPU backend,
+// where hosts names each rank's host: 2(h-1)/h · n/l for h hosts of l
+// ranks each. Each rank allreduces one l-th of the bucket across the h
+// hosts, which the ring formula counts as 2(h-1)/h times the slice; the
+// phases inside a host cross none. When n does not split evenly into l
+// slices, it is the mean over the host's ranks. ok is false where the
+// allreduce runs flat (another backend, or hosts with different numbers
+// of ranks), or there is no rank.
+func crossHostBytes(backend string, hosts []string, n int64) (bytes float64, ok bool) {
+	if backend != "cpu" || len(hosts) == 0 {
+		return 0, false
+	}
+	per := map[string]int{}
+	for _, h := range hosts {
+		per[h]++
+	}
+	l := per[hosts[0]]
+	for _, c := range per {
+		if c != l {
+			return 0, false
+		}
+	}
+	h := float64(len(per))
+	return 2 * (h - 1) / h * float64(n) / float64(l), true
+}
