@@ -108,7 +108,8 @@ func readHierReport(t *testing.T, path, out string, cross float64) {
 
 // TestHierarchicalOneHost runs hierarchical allreduces on one host with 2
 // and 4 ranks, in pieces of 256 KiB: every element must be what the
-// checker computes for the flat form.
+// checker computes for the flat form. The nonblocking mode runs them flat
+// and says so.
 func TestHierarchicalOneHost(t *testing.T) {
 	needToolchain(t)
 	mpirun, err := exec.LookPath("mpirun")
@@ -116,25 +117,34 @@ func TestHierarchicalOneHost(t *testing.T) {
 		t.Skip("mpirun not found; `make test` installs Open MPI")
 	}
 	bin := buildHierPlan(t)
-	for _, np := range []int{2, 4} {
-		report := filepath.Join(t.TempDir(), fmt.Sprintf("np%d.json", np))
-		args := []string{"-np", fmt.Sprint(np), "--bind-to", "none", "-x", "SYNCGEN_CPU_CHUNK=256KiB"}
+	cases := []struct {
+		np    int
+		mode  string
+		want  string
+		cross float64
+	}{
+		{2, "blocking", "algo hierarchical: reduce-scatter inside each host (2 ranks), allreduce of each slice across 1 host(s)", 0},
+		{4, "blocking", "algo hierarchical: reduce-scatter inside each host (4 ranks), allreduce of each slice across 1 host(s)", 0},
+		{2, "nonblocking", "algo hierarchical: runs flat: the nonblocking mode", -1},
+	}
+	for _, c := range cases {
+		report := filepath.Join(t.TempDir(), fmt.Sprintf("np%d-%s.json", c.np, c.mode))
+		args := []string{"-np", fmt.Sprint(c.np), "--bind-to", "none", "-x", "SYNCGEN_CPU_CHUNK=256KiB", "-x", "SYNCGEN_CPU_MODE=" + c.mode}
 		if os.Geteuid() == 0 {
 			args = append(args, "--allow-run-as-root")
 		}
-		if np > runtime.NumCPU() {
+		if c.np > runtime.NumCPU() {
 			args = append(args, "--oversubscribe")
 		}
 		args = append(args, bin, "--steps", "2", "--warmup", "1", "--check", "1", "--backend", "cpu", "--json", report)
 		out, err := exec.Command(mpirun, args...).CombinedOutput()
 		if err != nil {
-			t.Fatalf("mpirun -np %d: %v\n%s", np, err, out)
+			t.Fatalf("mpirun -np %d, %s: %v\n%s", c.np, c.mode, err, out)
 		}
-		want := fmt.Sprintf("reduce-scatter inside each host (%d ranks), allreduce of each slice across 1 host(s)", np)
-		if !strings.Contains(string(out), want) {
-			t.Errorf("-np %d: the header does not say %q\n%s", np, want, out)
+		if !strings.Contains(string(out), c.want) {
+			t.Errorf("-np %d, %s: the header does not say %q\n%s", c.np, c.mode, c.want, out)
 		}
-		readHierReport(t, report, string(out), 0)
+		readHierReport(t, report, string(out), c.cross)
 	}
 }
 
@@ -163,7 +173,7 @@ func TestClusterHierarchical(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("2 ranks on a, 1 on b: exit %d\n%s", code, out)
 	}
-	if want := "hierarchical allreduces run flat: the hosts hold different numbers of ranks"; !strings.Contains(out, want) {
+	if want := "algo hierarchical: runs flat: the hosts hold different numbers of ranks"; !strings.Contains(out, want) {
 		t.Errorf("2 ranks on a, 1 on b: the header does not say %q\n%s", want, out)
 	}
 	readHierReport(t, uneven, out, -1)

@@ -1,5 +1,22 @@
 package report
 
+import "strings"
+
+// ranHierarchical reports whether the run's hierarchical allreduces ran
+// in that form: on the CPU backend, whose header line "algo hierarchical"
+// starts with "runs flat:" where they did not.
+func ranHierarchical(info *Info) bool {
+	if info.backend != "cpu" {
+		return false
+	}
+	for _, kv := range info.Versions {
+		if kv.Key == "algo hierarchical" {
+			return !strings.HasPrefix(kv.Value, "runs flat:")
+		}
+	}
+	return false
+}
+
 // crossHostBytes returns the bytes that each rank sends to other hosts in
 // a hierarchical allreduce of a bucket of n bytes on the CPU backend,
 // where hosts names each rank's host: 2(h-1)/h · n/l for h hosts of l
@@ -7,10 +24,10 @@ package report
 // hosts, which the ring formula counts as 2(h-1)/h times the slice; the
 // phases inside a host cross none. When n does not split evenly into l
 // slices, it is the mean over the host's ranks. ok is false where the
-// allreduce runs flat (another backend, or hosts with different numbers
+// allreduce runs flat (see ranHierarchical; hosts with different numbers
 // of ranks), or there is no rank.
-func crossHostBytes(backend string, hosts []string, n int64) (bytes float64, ok bool) {
-	if backend != "cpu" || len(hosts) == 0 {
+func crossHostBytes(ran bool, hosts []string, n int64) (bytes float64, ok bool) {
+	if !ran || len(hosts) == 0 {
 		return 0, false
 	}
 	per := map[string]int{}

@@ -159,7 +159,7 @@ func makeJSON(run *Run, rep *Report, info *Info) jsonReport {
 		}
 		if r.Hier {
 			jr.Algo = "hierarchical"
-			if x, ok := crossHostBytes(info.backend, info.hosts, r.Bytes); ok {
+			if x, ok := crossHostBytes(ranHierarchical(info), info.hosts, r.Bytes); ok {
 				jr.CrossHostBytes = &x
 			}
 		}

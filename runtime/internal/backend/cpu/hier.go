@@ -76,18 +76,19 @@ func (hc *hierComms) free() error {
 	return hc.inter.Free()
 }
 
-// HierNote says how hierarchical allreduces run, for the header; "" when
-// the plan has none.
+// HierNote says how hierarchical allreduces run, for the header's
+// "algo hierarchical" line; "" when the plan has none. It starts with
+// "runs flat:" where they run flat (the report reads it so).
 func (b *cpuBackend) HierNote() string {
 	if len(b.streams) == 0 || b.streams[0].hier == nil {
 		return ""
 	}
 	hc := b.streams[0].hier
 	if b.prog != nil {
-		return "hierarchical allreduces run flat: the nonblocking mode (SYNCGEN_CPU_NONBLOCKING) has no hierarchical form"
+		return "runs flat: the nonblocking mode (SYNCGEN_CPU_MODE=nonblocking) has no hierarchical form"
 	}
 	if !hc.even {
-		return "hierarchical allreduces run flat: the hosts hold different numbers of ranks"
+		return "runs flat: the hosts hold different numbers of ranks"
 	}
-	return fmt.Sprintf("hierarchical allreduces: reduce-scatter inside each host (%d ranks), allreduce of each slice across %d host(s), allgather inside the host", hc.lsize, hc.hosts)
+	return fmt.Sprintf("reduce-scatter inside each host (%d ranks), allreduce of each slice across %d host(s), allgather inside the host", hc.lsize, hc.hosts)
 }
