@@ -144,14 +144,18 @@ type Stmt struct {
 	Semi       *Punct          `parser:" | @@ )"`
 }
 
-// TimedStmt is `backward DURATION [on STREAM]` or `compute DURATION [on
-// STREAM]`.
+// TimedStmt is `backward DURATION [on STREAM] [after STREAM] [for
+// PATTERN {, PATTERN}]` or `compute DURATION [on STREAM] [after STREAM]`.
+// For (a backward in pieces) is parsed for compute too, so that the checker
+// can say it belongs to backward; options after it are kept in Late.
 type TimedStmt struct {
 	Pos      lexer.Position
 	EndPos   lexer.Position
 	Kind     string    `parser:"@('backward' | 'compute')"`
 	Duration *Word     `parser:"@@"`
 	Options  []*Option `parser:"@@*"`
+	For      []*Name   `parser:"( 'for' @@ ( ',' @@ )* )?"`
+	Late     []*Option `parser:"@@*"`
 }
 
 // CollectiveStmt is `allreduce TARGETS OPTIONS` and the other collectives.

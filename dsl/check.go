@@ -889,6 +889,13 @@ func (c *checker) warnOverwritten() {
 				pending = append(pending, stmts(body[i].Group.Body)...)
 			}
 		case ir.StmtBackward:
+			if s.Tensors != nil {
+				// A piece refills only its own tensors, each once a
+				// step (pieces.go): the collectives before it are
+				// those of other buckets, or waited for by `after
+				// ready` checks.
+				continue
+			}
 			if len(pending) > 0 {
 				c.warnOverwrittenBy(pending, s.Pos.Line)
 			}

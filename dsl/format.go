@@ -120,7 +120,7 @@ func (p *printer) block(start, open, close, depth int, kind string, body []*Stmt
 		switch {
 		case s.Timed != nil:
 			t := s.Timed
-			p.add(t.Pos.Offset, t.EndPos.Offset, depth+1, t.Kind+" "+t.Duration.Text+optionsText(t.Options))
+			p.add(t.Pos.Offset, t.EndPos.Offset, depth+1, timedText(t))
 		case s.Collective != nil:
 			cs := s.Collective
 			p.add(cs.Pos.Offset, cs.EndPos.Offset, depth+1, cs.Kind+" "+targetsText(cs.Targets)+optionsText(cs.Options))
@@ -199,6 +199,20 @@ func tensorText(d *TensorDecl) string {
 	text := "tensor " + d.Name.source() + " " + d.DType.Text + "[" + strings.Join(dims, ", ") + "]"
 	if d.Frozen {
 		text += " frozen"
+	}
+	return text
+}
+
+// timedText prints a backward or compute: its options (those written
+// after `for` included) before its `for` patterns.
+func timedText(t *TimedStmt) string {
+	text := t.Kind + " " + t.Duration.Text + optionsText(slices.Concat(t.Options, t.Late))
+	if len(t.For) > 0 {
+		var pats []string
+		for _, n := range t.For {
+			pats = append(pats, n.source())
+		}
+		text += " for " + strings.Join(pats, ", ")
 	}
 	return text
 }

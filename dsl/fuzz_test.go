@@ -51,6 +51,9 @@ var inlineSeeds = []string{
 	// Lone CR and mixed line endings, with comments that must end at them.
 	"// a\rtensor a f32[1]\rbucket b { a } // c\rstep {\r  backward 1ms\r  allreduce b after ready\r}\r",
 	"tensor a f32[1]\r\n/* x\r*/ tensor b f32[2 2]\rstream \"s\r\"\n",
+	// A backward in pieces, its options before and after `for`, and the
+	// errors of its patterns and coverage.
+	"tensor a.{0..1} f32[2]\ntensor b f32[2] frozen\nbucket g { a.* }\nstep { backward 1ms for a.1 on compute; allreduce g after ready; backward 1ms on compute for a.0, b, nope after comm; compute 1ms for a.*; allreduce g after ready }\n",
 	"tensor for f32[1]\ntensor in f32[1]\nstream in\nscaler dynamic\nfor i in 0..1 { tensor f.{i} f16[2] }\nbucket b { for, in, f.* }\nstep { backward 1ms on in; allreduce b on in after ready }\n",
 	// The ranks: valid, with every option; and its errors (overlaps,
 	// backward ranges, bad speeds, unknown and repeated options), and

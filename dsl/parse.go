@@ -291,7 +291,7 @@ var constructSyntax = map[string]string{
 	"init":          "a block is written `init { STATEMENTS }`",
 	"step":          "a block is written `step { STATEMENTS }`",
 	"run":           "run settings are written `run steps N warmup N check every N` (or `check off`), each part optional",
-	"backward":      "backward is written `backward DURATION on STREAM` (e.g. `backward 60ms on compute`)",
+	"backward":      "backward is written `backward DURATION on STREAM` (e.g. `backward 60ms on compute`), and one layer's piece of it `backward 2ms on compute for l.3.*`",
 	"compute":       "compute is written `compute DURATION on STREAM` (e.g. `compute 20ms on compute`)",
 	"allreduce":     "a collective is written `allreduce TARGET, ...` followed by options: op OP, on STREAM, after ready|STREAM",
 	"broadcast":     "broadcast is written `broadcast TARGET, ... from RANK` followed by options: on STREAM, after ready|STREAM",

@@ -23,7 +23,7 @@ import (
 // when p.clock[p.stream] <= e.clock[p.stream].
 //
 // backward writes every bucket (every bucket holds gradients of non-frozen
-// tensors); collectives and unscale read and write their buckets; update
+// tensors), a backward in pieces the buckets of its tensors; collectives and unscale read and write their buckets; update
 // reads them, and writes a bucket only where it was reduce-scattered since
 // the last backward (the new parameters of this rank's slice go back into
 // it, for the allgather); compute touches none. A write must be ordered
@@ -238,12 +238,32 @@ const overflowFlag = -1
 
 // backward applies a backward pass that starts at clock: one event per
 // bucket, in the order the buckets become ready, each writing its bucket.
+//
+// A backward in pieces (s.Tensors) writes only the buckets of its tensors.
+// A bucket whose tensors two pieces make ready is ready after both: its
+// ready event is ordered after the earlier piece's as well.
 func (r *raceState) backward(s ir.Stmt, clock vclock, src *Stmt) {
-	r.ready = make([]*event, len(r.c.prog.Buckets))
-	clear(r.lastColl)
+	covers := func(int) bool { return true }
+	if s.Tensors != nil {
+		mine := map[int]bool{}
+		for _, t := range s.Tensors {
+			mine[r.c.prog.Tensors[t].Bucket] = true
+		}
+		covers = func(b int) bool { return mine[b] }
+	}
+	if r.ready == nil || s.Tensors == nil {
+		r.ready = make([]*event, len(r.c.prog.Buckets))
+	}
 	for _, b := range r.readyOrder {
+		if !covers(b) {
+			continue
+		}
+		delete(r.lastColl, b)
 		clock[s.Stream]++
 		e := &event{stream: s.Stream, clock: slices.Clone(clock), what: "backward", pos: s.Pos}
+		if prev := r.ready[b]; prev != nil && s.Tensors != nil {
+			e.clock.join(prev.clock)
+		}
 		r.ready[b] = e
 		r.touch(e, b, src, true)
 	}

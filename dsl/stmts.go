@@ -14,6 +14,7 @@ type blockState struct {
 	kind        string // "init" or "step"
 	sawBackward bool   // a backward came earlier in the block
 	train       trainState
+	pieces      piecesState
 }
 
 // resolveBlock resolves the statements of an init or step block. Every
@@ -22,7 +23,9 @@ type blockState struct {
 // and the IR side by side.
 func (c *checker) resolveBlock(b *BlockDecl) []ir.Stmt {
 	st := &blockState{kind: b.Kind}
-	return c.resolveStmts(st, b.Body, false)
+	out := c.resolveStmts(st, b.Body, false)
+	c.checkPiecesCover(st)
+	return out
 }
 
 func (c *checker) resolveStmts(st *blockState, body []*Stmt, inGroup bool) []ir.Stmt {
@@ -85,11 +88,17 @@ func (c *checker) resolveStmt(st *blockState, s *Stmt, inGroup bool) ir.Stmt {
 		}
 		return ir.Stmt{Kind: ir.StmtGroup, Pos: f.pos(g.Pos.Offset), Stream: stream, Body: body}
 	case s.Collective != nil:
-		return c.resolveCollective(st, s.Collective)
+		out := c.resolveCollective(st, s.Collective)
+		c.notePieceTargets(st, out, spanOf(s.Collective.Pos, s.Collective.EndPos), s.Collective.Options)
+		return out
 	case s.Update != nil:
-		return c.resolveUpdate(st, s.Update, inGroup)
+		out := c.resolveUpdate(st, s.Update, inGroup)
+		c.notePieceTargets(st, out, spanOf(s.Update.Pos, s.Update.EndPos), nil)
+		return out
 	case s.Unscale != nil:
-		return c.resolveUnscale(st, s.Unscale, inGroup)
+		out := c.resolveUnscale(st, s.Unscale, inGroup)
+		c.notePieceTargets(st, out, spanOf(s.Unscale.Pos, s.Unscale.EndPos), nil)
+		return out
 	case s.Barrier != nil:
 		return c.resolveBarrier(s.Barrier, inGroup)
 	}
@@ -121,9 +130,11 @@ func (c *checker) resolveTimed(st *blockState, t *TimedStmt, inGroup bool) ir.St
 		ok = false
 	}
 	s := ir.Stmt{Kind: kind, Pos: f.pos(t.Pos.Offset), Duration: d}
+	tensors, piecesOK := c.resolvePiece(st, t)
+	s.Tensors = tensors
 	on, optsOK := c.timedOptions(t, &s)
 	stream, sok := c.stmtStream(f, on, "compute", t.Kind, kw)
-	if !ok || !optsOK || !sok {
+	if !ok || !optsOK || !sok || !piecesOK {
 		return ir.Stmt{}
 	}
 	s.Stream = stream
@@ -139,7 +150,7 @@ func (c *checker) timedOptions(t *TimedStmt, s *ir.Stmt) (on *Word, ok bool) {
 	f := c.main.file
 	ok = true
 	seen := map[string]*Option{}
-	for _, o := range t.Options {
+	for _, o := range slices.Concat(t.Options, t.Late) {
 		sp := spanOf(o.Pos, o.EndPos)
 		if prev, dup := seen[o.Key]; dup {
 			c.errorf(f, sp, "each option is given at most once: remove one of them", "duplicate option %s (first on line %d)", code(o.Key), prev.Pos.Line)

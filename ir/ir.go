@@ -288,6 +288,10 @@ type Stmt struct {
 	Stream int
 	// Backward, Compute: the simulated duration.
 	Duration time.Duration
+	// Backward only: the tensors (indices into Program.Tensors, non-frozen,
+	// in declaration order) of a backward in pieces (`for PATTERN`); nil
+	// for a backward of every non-frozen tensor.
+	Tensors []int `json:",omitempty"`
 
 	// Collective only.
 	Collective Collective
