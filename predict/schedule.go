@@ -52,6 +52,7 @@ func ops(prog *ir.Program, ranks int, stmts []ir.Stmt, id *int) []costmodel.Op {
 		switch st.Kind {
 		case ir.StmtBackward:
 			o.Kind = costmodel.OpBackward
+			o.Tensors = st.Tensors
 		case ir.StmtCompute:
 			o.Kind = costmodel.OpCompute
 		case ir.StmtWait:

@@ -407,6 +407,44 @@ func TestComputeAndBackwardAfterStream(t *testing.T) {
 	}
 }
 
+// A backward in pieces: each piece is its own backward span, the checks
+// pass (the frozen tensor and the pieces' fills as the model says), and a
+// bucket whose tensors two pieces on two streams make ready is reduced
+// only after both: g0's allreduce starts after the longer first piece
+// ends, though the piece holding most of g0 ends long before.
+func TestBackwardInPieces(t *testing.T) {
+	trace := filepath.Join(t.TempDir(), "trace.json")
+	ok(t, 2, "pieces", "--steps", "2", "--warmup", "1", "--check", "1", "--trace", trace, "--quiet")
+	tr := readTrace(t, trace)
+	for rank := 0; rank < 2; rank++ {
+		for step := 1.0; step <= 2; step++ {
+			pieces := 0
+			firstEnd, g0Start := -1.0, -1.0
+			for _, e := range tr.TraceEvents {
+				if e.Ph != "X" || e.Pid != rank || e.Args["step"] != step {
+					continue
+				}
+				src := fmt.Sprint(e.Args["src"])
+				switch {
+				case e.Name == "backward":
+					pieces++
+					if strings.HasSuffix(src, ":10:5") {
+						firstEnd = e.Ts + e.Dur
+					}
+				case strings.HasPrefix(e.Name, "allreduce ") && strings.HasSuffix(src, ":12:5"):
+					g0Start = e.Ts
+				}
+			}
+			if pieces != 2 || firstEnd < 0 || g0Start < 0 {
+				t.Fatalf("rank %d step %v: %d backward spans (want 2), first piece end %v, g0 allreduce start %v", rank, step, pieces, firstEnd, g0Start)
+			}
+			if g0Start < firstEnd {
+				t.Errorf("rank %d step %v: g0's allreduce starts at %.1f us, before the first piece, which makes l0.b ready, ends at %.1f us", rank, step, g0Start, firstEnd)
+			}
+		}
+	}
+}
+
 func TestJSONReport(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "out.json")
 	ok(t, 2, "basic", "--steps", "3", "--json", path, "--quiet")

@@ -35,6 +35,20 @@ func (s *Step) Backward(at Src, stream int, d time.Duration, after ...After) {
 	s.e.Backward(at, stream, d, firstAfter(after))
 }
 
+// BackwardFor simulates a backward in pieces (`backward d for PATTERN`):
+// as Backward, but only the gradients of tensors (non-frozen, in
+// declaration order) become ready, in reverse order, d shared among them
+// in proportion to their bytes. A bucket's "ready" event is recorded once
+// every piece of the step that makes one of its tensors ready has done so.
+// after is an AfterStream dependency, or none.
+func (s *Step) BackwardFor(at Src, stream int, d time.Duration, after After, tensors ...int) {
+	if s.rec != nil {
+		s.rec.BackwardFor(at, stream, d, after, tensors...)
+		return
+	}
+	s.e.BackwardFor(at, stream, d, after, tensors)
+}
+
 // Compute simulates other work (forward pass, optimizer) of duration d on
 // stream, after the work queued on stream so far and, with after (at most
 // one, AfterStream), after the work queued on that stream so far.

@@ -192,7 +192,7 @@ func (r *replay) op(o *Op) error {
 		}
 		start := max(r.free[o.Stream], r.host, d)
 		if o.Kind == OpBackward {
-			r.backward(start, o.Dur)
+			r.backward(start, o.Dur, o.Tensors)
 		}
 		r.free[o.Stream] = start + o.Dur
 		name := "compute"
@@ -239,23 +239,38 @@ func (r *replay) op(o *Op) error {
 // backward sets the ready time of every bucket: gradients in reverse
 // declaration order, the duration shared in proportion to their bytes; a
 // bucket is ready when the last of its gradients is.
-func (r *replay) backward(start, d time.Duration) {
+//
+// A backward in pieces fills only tensors, and a bucket is ready at the
+// latest of its gradients that the pieces wrote.
+func (r *replay) backward(start, d time.Duration, tensors []int) {
+	fills := func(i int) bool { return !r.s.Tensors[i].Frozen }
+	if tensors != nil {
+		mine := make(map[int]bool, len(tensors))
+		for _, t := range tensors {
+			mine[t] = true
+		}
+		fills = func(i int) bool { return mine[i] }
+	}
 	var total int64
-	for _, t := range r.s.Tensors {
-		if !t.Frozen {
+	for i, t := range r.s.Tensors {
+		if fills(i) {
 			total += t.Bytes
 		}
 	}
 	var cum int64
 	for i := len(r.s.Tensors) - 1; i >= 0; i-- {
 		t := r.s.Tensors[i]
-		if t.Frozen {
+		if !fills(i) {
 			continue
 		}
 		cum += t.Bytes
 		at := start + time.Duration(float64(d)*float64(cum)/float64(max(total, 1)))
 		if t.Bucket >= 0 && t.Bucket < len(r.ready) {
-			r.ready[t.Bucket] = at // the last one written wins
+			if tensors == nil {
+				r.ready[t.Bucket] = at // the last one written wins
+			} else {
+				r.ready[t.Bucket] = max(r.ready[t.Bucket], at)
+			}
 		}
 	}
 }

@@ -74,6 +74,9 @@ type Op struct {
 	Stream int
 	// Dur is a backward's or a compute's duration.
 	Dur time.Duration
+	// Tensors are a backward in pieces' tensors (indices into
+	// Schedule.Tensors); nil for a backward of every non-frozen tensor.
+	Tensors []int
 	// Collective ("allreduce") and Op ("sum"; "" when it does not reduce).
 	Collective string
 	Op         string

@@ -114,7 +114,11 @@ func (m *Model) Apply(block []plan.Stmt, seed uint32, st StepTrain) {
 	for _, s := range block {
 		switch s.Kind {
 		case plan.StmtBackward:
-			for _, t := range m.backOrder {
+			filled := m.backOrder
+			if s.Tensors != nil {
+				filled = s.Tensors // a backward in pieces
+			}
+			for _, t := range filled {
 				m.fill[t] = seed
 				m.chain[t] = m.chain[t][:0]
 				m.broken[t] = false

@@ -1,6 +1,8 @@
 package check
 
 import (
+	"slices"
+
 	"github.com/syncgen/syncgen/runtime/internal/elem"
 	"github.com/syncgen/syncgen/runtime/internal/plan"
 )
@@ -133,39 +135,57 @@ func patternFor(chain, firstChain []plan.Stmt, limit int64, unsigned bool, size,
 // backward, then those before its first (the next step's); and those that
 // touch it after the first fill: the init block, then the statements before
 // the step's first backward. Without a backward in the step, the chain is
-// the init block and one step, and there is no other.
+// the init block and one step, and there is no other. A backward in pieces
+// counts only for the buckets of its tensors.
 func bucketChains(p *plan.Plan, prog *plan.Program) (chains, firstChains [][]plan.Stmt) {
 	steps := plan.Flat(prog.Step)
-	first, last := -1, -1
-	for i, s := range steps {
-		if s.Kind == plan.StmtBackward {
-			if first < 0 {
-				first = i
-			}
-			last = i
-		}
-	}
-	var seq, firstSeq []plan.Stmt
-	if last >= 0 {
-		seq = append(seq, steps[last+1:]...)
-		seq = append(seq, steps[:first]...)
-		firstSeq = append(plan.Flat(prog.Init), steps[:first]...)
-	} else {
-		seq = append(plan.Flat(prog.Init), steps...)
-	}
-	byBucket := func(seq []plan.Stmt) [][]plan.Stmt {
-		out := make([][]plan.Stmt, len(p.Buckets))
-		for _, s := range seq {
-			if s.Kind != plan.StmtColl {
-				continue
-			}
-			for _, b := range s.Buckets {
-				if b >= 0 && b < len(out) {
-					out[b] = append(out[b], s)
+	init := plan.Flat(prog.Init)
+	chains = make([][]plan.Stmt, len(p.Buckets))
+	firstChains = make([][]plan.Stmt, len(p.Buckets))
+	for b := range p.Buckets {
+		first, last := -1, -1
+		for i, s := range steps {
+			if s.Kind == plan.StmtBackward && fillsBucket(p, s, b) {
+				if first < 0 {
+					first = i
 				}
+				last = i
 			}
 		}
-		return out
+		var seq, firstSeq []plan.Stmt
+		if last >= 0 {
+			seq = append(seq, steps[last+1:]...)
+			seq = append(seq, steps[:first]...)
+			firstSeq = append(slices.Clone(init), steps[:first]...)
+		} else {
+			seq = append(slices.Clone(init), steps...)
+		}
+		chains[b], firstChains[b] = collsOf(seq, b), collsOf(firstSeq, b)
 	}
-	return byBucket(seq), byBucket(firstSeq)
+	return chains, firstChains
+}
+
+// fillsBucket reports whether backward s fills gradients of bucket b: a
+// whole backward fills every bucket, a piece those of its tensors.
+func fillsBucket(p *plan.Plan, s plan.Stmt, b int) bool {
+	if s.Tensors == nil {
+		return true
+	}
+	for _, t := range s.Tensors {
+		if t >= 0 && t < len(p.Tensors) && p.Tensors[t].Bucket == b {
+			return true
+		}
+	}
+	return false
+}
+
+// collsOf returns the collectives of seq that touch bucket b.
+func collsOf(seq []plan.Stmt, b int) []plan.Stmt {
+	var out []plan.Stmt
+	for _, s := range seq {
+		if s.Kind == plan.StmtColl && slices.Contains(s.Buckets, b) {
+			out = append(out, s)
+		}
+	}
+	return out
 }

@@ -7,6 +7,7 @@ package engine
 import (
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -59,7 +60,7 @@ type Engine struct {
 	// alignStream runs the step barrier of a StepAligner backend: the
 	// first stream that runs a collective in the step.
 	alignStream int
-	ready       []readyMark
+	ready       []readyEvents
 	inGroup     bool // the collectives go to groupBuf until the group ends
 	cursor      int  // index into the recorded flat statements, for the sanity check
 	hangAt      int  // test hook: stop before this statement (-1: never)
@@ -100,6 +101,14 @@ type Engine struct {
 // readyMark is a bucket's "all gradients ready" event of one step.
 type readyMark struct {
 	ev   backend.Event
+	step int
+	ok   bool
+}
+
+// readyEvents are a bucket's "all gradients ready" events of one step: one
+// of a whole backward, or one per backward piece that touched the bucket.
+type readyEvents struct {
+	evs  []backend.Event
 	step int
 	ok   bool
 }
@@ -164,7 +173,7 @@ func New(cfg Config, p *plan.Plan, prog *plan.Program, h *mpihost.Host, be backe
 	if err := e.setUpTrain(cfg.Injections); err != nil {
 		return nil, err
 	}
-	e.ready = make([]readyMark, len(p.Buckets))
+	e.ready = make([]readyEvents, len(p.Buckets))
 	e.lastRec = make([]backend.Event, len(e.streams))
 	for _, s := range e.flatStep {
 		if s.Kind == plan.StmtColl {
@@ -229,6 +238,28 @@ func (e *Engine) planBackward() {
 		seen[t.Bucket] = true
 		e.lastOf[i] = t.Bucket
 	}
+}
+
+// pieceOrder returns a backward piece's order, tensors in reverse
+// declaration order, and per tensor the bucket whose last gradient in
+// that order it is (-1 if none), as planBackward does for all.
+func (e *Engine) pieceOrder(tensors []int) (order, lastOf []int) {
+	p := e.plan
+	lastOf = make([]int, len(p.Tensors))
+	for i := range lastOf {
+		lastOf[i] = -1
+	}
+	order = slices.Clone(tensors)
+	slices.Sort(order)
+	seen := make(map[int]bool)
+	for _, t := range order {
+		if b := p.Tensors[t].Bucket; b >= 0 && !seen[b] {
+			seen[b] = true
+			lastOf[t] = b
+		}
+	}
+	slices.Reverse(order)
+	return order, lastOf
 }
 
 // event returns an event for the current step.

@@ -42,7 +42,16 @@ type collItem struct {
 func (e *Engine) Backward(at plan.Src, stream int, d time.Duration, after plan.After) {
 	e.expect(plan.StmtBackward, at)
 	e.waitAfter(at, stream, after)
-	e.backward(at, stream, e.stretch(d))
+	e.backward(at, stream, e.stretch(d), nil)
+	e.flush()
+}
+
+// BackwardFor queues a backward in pieces: as Backward, for the gradients
+// of tensors only (see backward).
+func (e *Engine) BackwardFor(at plan.Src, stream int, d time.Duration, after plan.After, tensors []int) {
+	e.expect(plan.StmtBackward, at)
+	e.waitAfter(at, stream, after)
+	e.backward(at, stream, e.stretch(d), tensors)
 	e.flush()
 }
 
@@ -183,19 +192,31 @@ func (e *Engine) expect(k plan.StmtKind, at plan.Src) int {
 	return id
 }
 
-// backward queues a simulated backward pass.
-func (e *Engine) backward(at plan.Src, stream int, d time.Duration) {
+// backward queues a simulated backward pass of the non-frozen tensors, or
+// of tensors only (a backward in pieces), in reverse declaration order.
+//
+// A whole backward records each bucket's ready event after the bucket's
+// last gradient, replacing the bucket's earlier events. A piece records
+// one after its last gradient of each bucket it touches, added to the
+// events of the step's earlier pieces: a bucket whose tensors several
+// pieces make ready is ready when all of those events are (the pieces may
+// run on different streams).
+func (e *Engine) backward(at plan.Src, stream int, d time.Duration, tensors []int) {
 	p := e.plan
 	st := e.streams[stream]
 	start := e.recordOn(stream, at)
+	order, lastOf := e.backOrder, e.lastOf
+	if tensors != nil {
+		order, lastOf = e.pieceOrder(tensors)
+	}
 	var total int64
-	for _, t := range e.backOrder {
+	for _, t := range order {
 		total += e.mem.Tensors[t].Elems * p.Tensors[t].DType.Size()
 	}
 	var cum int64
 	var done time.Duration
 	prev := start
-	for _, t := range e.backOrder {
+	for _, t := range order {
 		cum += e.mem.Tensors[t].Elems * p.Tensors[t].DType.Size()
 		until := time.Duration(float64(d) * float64(cum) / float64(max(total, 1)))
 		e.queued(stream)
@@ -215,8 +236,13 @@ func (e *Engine) backward(at plan.Src, stream int, d time.Duration) {
 				Bytes: e.mem.Tensors[t].Elems * p.Tensors[t].DType.Size(), Start: prev, End: ev})
 			prev = ev
 		}
-		if b := e.lastOf[t]; b >= 0 {
-			e.ready[b] = readyMark{ev: e.recordOn(stream, at), step: e.stepNo, ok: true}
+		if b := lastOf[t]; b >= 0 {
+			ev := e.recordOn(stream, at)
+			m := &e.ready[b]
+			if tensors == nil || !m.ok || m.step != e.stepNo {
+				m.evs, m.step, m.ok = m.evs[:0], e.stepNo, true
+			}
+			m.evs = append(m.evs, ev)
 		}
 	}
 	end := e.recordOn(stream, at)
@@ -266,8 +292,10 @@ func (e *Engine) issueGroup(items []collItem, group bool) {
 			switch {
 			case it.after.Kind() == plan.AfterReadyKind:
 				if m := e.ready[it.bucket]; m.ok && m.step == e.stepNo {
-					if err := st.WaitEvent(m.ev); err != nil {
-						e.fatal(at, err)
+					for _, ev := range m.evs {
+						if err := st.WaitEvent(ev); err != nil {
+							e.fatal(at, err)
+						}
 					}
 					e.queued(si)
 				}

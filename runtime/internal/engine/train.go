@@ -103,7 +103,14 @@ func (e *Engine) setUpTrain(injections []Injection) error {
 	for i, s := range e.flatStep {
 		switch s.Kind {
 		case plan.StmtBackward:
-			clear(last)
+			if s.Tensors == nil {
+				clear(last)
+			}
+			for _, t := range s.Tensors { // a piece: its buckets only
+				if b := p.Tensors[t].Bucket; b >= 0 {
+					last[b] = 0
+				}
+			}
 		case plan.StmtColl:
 			for _, b := range s.Buckets {
 				last[b] = s.Coll

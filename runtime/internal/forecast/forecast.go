@@ -51,6 +51,7 @@ func ops(p *plan.Plan, ranks int, stmts []plan.Stmt) []costmodel.Op {
 		switch st.Kind {
 		case plan.StmtBackward:
 			o.Kind = costmodel.OpBackward
+			o.Tensors = st.Tensors
 		case plan.StmtCompute:
 			o.Kind = costmodel.OpCompute
 		case plan.StmtWait:

@@ -58,6 +58,9 @@ type Stmt struct {
 	After After
 	// Buckets are the targets of a collective, an update or an unscale.
 	Buckets []int
+	// Tensors are a backward in pieces' tensors (non-frozen, in
+	// declaration order); nil for a backward of every non-frozen tensor.
+	Tensors []int
 	// Optim is an update's optimizer.
 	Optim optim.Spec
 	// Agree makes an unscale agree on the overflow flag across ranks (an
@@ -173,6 +176,11 @@ func (prog *Program) Validate(p *Plan, size int) error {
 			if s.Kind == StmtUpdate || s.Kind == StmtUnscale {
 				validateTrain(p, s, bad)
 				continue
+			}
+			for _, t := range s.Tensors {
+				if t < 0 || t >= len(p.Tensors) || p.Tensors[t].Frozen {
+					bad(s.At, "backward: tensor %d is not a tensor with a gradient", t)
+				}
 			}
 			if s.After.Kind() == AfterSyncedKind {
 				bad(s.At, "%s cannot wait for synced buckets (after synced is an update's or an unscale's)", s.Kind)
@@ -302,6 +310,16 @@ func Flat(ss []Stmt) []Stmt {
 // after at most one dependency.
 func (r *Recorder) Backward(at Src, stream int, d time.Duration, after ...After) {
 	r.Add(Stmt{Kind: StmtBackward, At: at, Stream: stream, Dur: d, After: r.oneAfter(at, after)})
+}
+
+// BackwardFor records a backward in pieces: a simulated backward pass of
+// duration d on stream that makes ready the gradients of tensors only.
+func (r *Recorder) BackwardFor(at Src, stream int, d time.Duration, after After, tensors ...int) {
+	if len(tensors) == 0 {
+		r.errs = append(r.errs, fmt.Errorf("%s: a backward in pieces needs at least one tensor", at))
+		return
+	}
+	r.Add(Stmt{Kind: StmtBackward, At: at, Stream: stream, Dur: d, After: after, Tensors: slices.Clone(tensors)})
 }
 
 // Compute records other simulated work of duration d on stream, after at

@@ -41,6 +41,7 @@ var plans = map[string]func(arg string) (*rt.Plan, error){
 	"zero":      zeroPlan,
 	"wavg":      wavgPlan,
 	"ranks":     ranksPlan,
+	"pieces":    piecesPlan,
 }
 
 func main() {
@@ -349,6 +350,30 @@ func afterPlan(string) (*rt.Plan, error) {
 		s.Backward(src(13), compute, 5*time.Millisecond, rt.AfterStream(comm))
 		s.AllReduce(src(14), comm, rt.Avg, rt.AfterReady(), g)
 		s.Wait(src(15), comm)
+	}
+	return b.p, nil
+}
+
+// pieces: a backward in two pieces on two streams, the first one longer;
+// bucket g0's tensors are split between them, so its allreduce waits for
+// both, and a frozen tensor that no piece names keeps its initial values.
+func piecesPlan(string) (*rt.Plan, error) {
+	b := newBuilder("pieces")
+	compute := b.stream("compute", rt.PriorityDefault)
+	side := b.stream("side", rt.PriorityDefault)
+	comm := b.stream("comm", rt.PriorityHigh)
+	w0, b0 := b.tensor("l0.w", rt.F32, 64, 64), b.tensor("l0.b", rt.F32, 64)
+	w1, b1 := b.tensor("l1.w", rt.F32, 64, 64), b.tensor("l1.b", rt.F32, 64)
+	e := b.tensor("embed", rt.F32, 16)
+	b.p.Tensors[e].Frozen = true
+	g0 := b.bucket("g0", rt.F32, w0, b0)
+	g1 := b.bucket("g1", rt.F32, w1, b1)
+	b.p.Step = func(s *rt.Step) {
+		s.BackwardFor(src(10), compute, 8*time.Millisecond, rt.After{}, b0, w1, b1)
+		s.BackwardFor(src(11), side, 2*time.Millisecond, rt.After{}, w0)
+		s.AllReduce(src(12), comm, rt.Sum, rt.AfterReady(), g0)
+		s.AllReduce(src(13), comm, rt.Avg, rt.AfterReady(), g1)
+		s.Wait(src(14), comm)
 	}
 	return b.p, nil
 }
