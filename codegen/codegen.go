@@ -108,6 +108,14 @@ func validate(p *ir.Program) error {
 					return fmt.Errorf("%s: statement refers to bucket %d of %d", s.Pos, b, len(p.Buckets))
 				}
 			}
+			for _, t := range s.Tensors {
+				if t < 0 || t >= len(p.Tensors) {
+					return fmt.Errorf("%s: backward refers to tensor %d of %d", s.Pos, t, len(p.Tensors))
+				}
+			}
+			if s.Tensors != nil && s.Kind != ir.StmtBackward {
+				return fmt.Errorf("%s: %s has tensors", s.Pos, s.Kind)
+			}
 			if err := check(s.Body); err != nil {
 				return err
 			}
@@ -133,6 +141,7 @@ type generator struct {
 	// so that a list used twice is declared once.
 	targetVars  map[string]string
 	targetDecls []jen.Code
+	pieces      bool // a backward in pieces declared a tensor list
 }
 
 func (g *generator) file() ([]byte, error) {
@@ -151,7 +160,11 @@ func (g *generator) file() ([]byte, error) {
 	stepBody := g.block(p.Step)
 
 	if len(g.targetDecls) > 0 {
-		f.Comment("Target lists of the collectives: indices into buckets.")
+		comment := "Target lists of the collectives: indices into buckets."
+		if g.pieces {
+			comment = "Target lists: indices into buckets (collectives), tensors (backward pieces)."
+		}
+		f.Comment(comment)
 		f.Var().DefsFunc(func(grp *jen.Group) {
 			for _, d := range g.targetDecls {
 				grp.Add(d)
@@ -438,6 +451,11 @@ func (g *generator) stmt(s ir.Stmt) []jen.Code {
 	switch s.Kind {
 	case ir.StmtBackward:
 		call = jen.Id("s").Dot("Backward").Call(g.timedArgs(s, at)...)
+		if s.Tensors != nil {
+			// A backward in pieces: its after always, then its tensors.
+			call = jen.Id("s").Dot("BackwardFor").Call(at, jen.Id(g.streamIDs[s.Stream]), duration(s), g.after(s.After),
+				jen.Id(g.pieceTensors(s)).Op("..."))
+		}
 	case ir.StmtCompute:
 		call = jen.Id("s").Dot("Compute").Call(g.timedArgs(s, at)...)
 	case ir.StmtWait:
@@ -554,6 +572,28 @@ func (g *generator) targets(s ir.Stmt) string {
 	return name
 }
 
+// pieceTensors returns the name of the variable that holds a backward
+// piece's tensor list, declaring it on first use.
+func (g *generator) pieceTensors(s ir.Stmt) string {
+	key := "tensors " + fmt.Sprint(s.Tensors)
+	if name, ok := g.targetVars[key]; ok {
+		return name
+	}
+	name := g.names.unique("piece", "tensors")
+	g.targetVars[key] = name
+	g.pieces = true
+	idx := make([]jen.Code, len(s.Tensors))
+	names := make([]string, len(s.Tensors))
+	for i, t := range s.Tensors {
+		idx[i] = num(int64(t))
+		names[i] = g.prog.Tensors[t].Name
+	}
+	g.targetDecls = append(g.targetDecls,
+		sourceComment(summarizeAs(names, "tensors")),
+		jen.Id(name).Op("=").Index().Int().Values(idx...))
+	return name
+}
+
 // wholeDecl reports whether buckets are exactly the pieces of one bucket
 // declaration, in order, and returns its name.
 func wholeDecl(p *ir.Program, buckets []int) (string, bool) {
@@ -581,12 +621,17 @@ func wholeDecl(p *ir.Program, buckets []int) (string, bool) {
 	return decl, true
 }
 
-func summarize(names []string) string {
+// summarize lists bucket names for a comment, the middle of a long list
+// elided.
+func summarize(names []string) string { return summarizeAs(names, "buckets") }
+
+// summarizeAs is summarize for a list of what ("tensors").
+func summarizeAs(names []string, what string) string {
 	const max = 6
 	if len(names) <= max {
 		return strings.Join(names, ", ")
 	}
-	return fmt.Sprintf("%s, ... %s (%d buckets)", strings.Join(names[:max-1], ", "), names[len(names)-1], len(names))
+	return fmt.Sprintf("%s, ... %s (%d %s)", strings.Join(names[:max-1], ", "), names[len(names)-1], len(names), what)
 }
 
 // describe renders a statement back in .sync syntax for the comment above
@@ -602,6 +647,13 @@ func (g *generator) describe(s ir.Stmt) string {
 		d := fmt.Sprintf("%s %s on %s", kw, s.Duration, p.Streams[s.Stream].Name)
 		if s.After.Kind == ir.AfterStream {
 			d += " after " + p.Streams[s.After.Stream].Name
+		}
+		if s.Tensors != nil {
+			names := make([]string, len(s.Tensors))
+			for i, t := range s.Tensors {
+				names[i] = p.Tensors[t].Name
+			}
+			d += " for " + summarizeAs(names, "tensors")
 		}
 		return d
 	case ir.StmtWait:
