@@ -1068,6 +1068,7 @@ func TestStepsAllocateNothing(t *testing.T) {
 		{"chain", 200},          // every collective, waits between streams
 		{"group", 200},          // groups across streams
 		{"wire", 60},            // casts to and from the wire dtype
+		{"pieces", 100},         // backward pieces on two streams
 	} {
 		t.Run(c.plan, func(t *testing.T) {
 			r := mpirun(t, 2, []string{"SYNCGEN_TEST_ALLOCS=1"}, 90*time.Second,

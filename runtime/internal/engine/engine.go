@@ -40,6 +40,9 @@ type Engine struct {
 	// bucket whose last gradient t is, or -1.
 	backOrder []int
 	lastOf    []int
+	// pieces caches each backward piece's order and lastOf, by its
+	// statement's position, so that steps after the first allocate none.
+	pieces map[plan.Src]pieceOrder
 
 	// Events: free ones, and those used by the current step.
 	freeEvents []backend.Event
@@ -238,6 +241,23 @@ func (e *Engine) planBackward() {
 		seen[t.Bucket] = true
 		e.lastOf[i] = t.Bucket
 	}
+}
+
+// pieceOrder is a backward piece's order and lastOf (see pieceOrderOf).
+type pieceOrder struct{ tensors, order, lastOf []int }
+
+// pieceOrderOf returns the order of the backward piece at, of tensors, and
+// its lastOf (see pieceOrder), cached per statement.
+func (e *Engine) pieceOrderOf(at plan.Src, tensors []int) (order, lastOf []int) {
+	if po, ok := e.pieces[at]; ok && slices.Equal(po.tensors, tensors) {
+		return po.order, po.lastOf
+	}
+	order, lastOf = e.pieceOrder(tensors)
+	if e.pieces == nil {
+		e.pieces = map[plan.Src]pieceOrder{}
+	}
+	e.pieces[at] = pieceOrder{slices.Clone(tensors), order, lastOf}
+	return order, lastOf
 }
 
 // pieceOrder returns a backward piece's order, tensors in reverse

@@ -207,7 +207,7 @@ func (e *Engine) backward(at plan.Src, stream int, d time.Duration, tensors []in
 	start := e.recordOn(stream, at)
 	order, lastOf := e.backOrder, e.lastOf
 	if tensors != nil {
-		order, lastOf = e.pieceOrder(tensors)
+		order, lastOf = e.pieceOrderOf(at, tensors)
 	}
 	var total int64
 	for _, t := range order {
