@@ -151,11 +151,27 @@ type Stmt struct {
 type TimedStmt struct {
 	Pos      lexer.Position
 	EndPos   lexer.Position
-	Kind     string    `parser:"@('backward' | 'compute')"`
-	Duration *Word     `parser:"@@"`
-	Options  []*Option `parser:"@@*"`
-	For      []*Name   `parser:"( 'for' @@ ( ',' @@ )* )?"`
-	Late     []*Option `parser:"@@*"`
+	Kind     string       `parser:"@('backward' | 'compute')"`
+	Duration *Word        `parser:"@@"`
+	Options  []*Option    `parser:"@@*"`
+	For      []*PieceName `parser:"( 'for' @@ ( ',' @@ )* )?"`
+	Late     []*Option    `parser:"@@*"`
+}
+
+// PieceName is a pattern of a backward piece: a Name, but not a statement
+// keyword, so that `backward 1ms for` before the next statement reports
+// the missing pattern there instead of taking the statement's keyword for
+// one (quote a tensor named like one).
+type PieceName struct {
+	Pos    lexer.Position
+	EndPos lexer.Position
+	Bare   string `parser:"  (?! 'backward' | 'allreduce' | 'broadcast' | 'reduce' | 'allgather' | 'reducescatter' | 'group' | 'wait' | 'update' | 'unscale') @(Word | Keyword)"`
+	Quoted string `parser:"| @String"`
+}
+
+// name returns the pattern as a Name.
+func (n *PieceName) name() *Name {
+	return &Name{Pos: n.Pos, EndPos: n.EndPos, Bare: n.Bare, Quoted: n.Quoted}
 }
 
 // CollectiveStmt is `allreduce TARGETS OPTIONS` and the other collectives.

@@ -210,7 +210,7 @@ func timedText(t *TimedStmt) string {
 	if len(t.For) > 0 {
 		var pats []string
 		for _, n := range t.For {
-			pats = append(pats, n.source())
+			pats = append(pats, n.name().source())
 		}
 		text += " for " + strings.Join(pats, ", ")
 	}

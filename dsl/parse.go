@@ -445,6 +445,9 @@ func constructBefore(toks []token, at, depth int) (construct string, line, index
 		}
 		// A keyword after an option key or a comma is its value (`on
 		// compute`), and after `tensor` the tensor's name (`tensor step`).
+		if v == "for" && i > 0 && toks[i-1].Pos.Line == toks[i].Pos.Line && !slices.Contains([]string{"{", "}", ";"}, toks[i-1].Value) {
+			continue // a backward's `for PATTERN`, not a template
+		}
 		_, ok := constructSyntax[v]
 		if _, value := optionValues[toks[max(i-1, 0)].Value]; ok && (i == 0 || !value && toks[i-1].Value != "," && !isTensorKeyword(toks[i-1])) {
 			return v, toks[i].Pos.Line, i, inBody

@@ -295,6 +295,11 @@ func TestSyntaxErrorExplanations(t *testing.T) {
 		// A simulated compute without its duration.
 		{decls + "step {\n  backward on comm\n}\n", "5:12", "`backward` needs a duration before `on`", "backward is written `backward DURATION on STREAM`"},
 		{decls + "step {\n  compute on comm\n}\n", "5:11", "`compute` needs a duration before `on`", "compute is written"},
+		// A backward piece whose pattern is missing: the next statement's
+		// keyword is no pattern, and the hint is the backward's, not a
+		// template's.
+		{decls + "step {\n  backward 1ms for\n  allreduce g after ready\n}\n", "5:16", "unexpected `for` after the complete backward statement", "piece of it `backward 2ms on compute for l.3.*`"},
+		{decls + "step {\n  backward 1ms for a b\n}\n", "5:22", "unexpected `b` after the complete backward statement", "backward is written"},
 		// An option without its value.
 		{decls + "step {\n  allreduce g op\n}\n", "5:15", "`op` needs a value after it", "write `op sum|avg|min|max|prod`"},
 		{decls + "step {\n  broadcast g from\n  wait comm\n}\n", "5:15", "`from` needs a value after it", "write `from RANK`"},

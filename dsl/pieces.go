@@ -77,7 +77,8 @@ func (c *checker) resolvePiece(st *blockState, t *TimedStmt) ([]int, bool) {
 		ps.pieceLine = line
 	}
 	mine := map[int]bool{}
-	for _, n := range t.For {
+	for _, pn := range t.For {
+		n := pn.name()
 		p, pok := c.compileName(f, n)
 		if !pok {
 			ok = false
