@@ -213,9 +213,10 @@ func FromRun(report []byte, source string) (*costmodel.Profile, error) {
 	return p, p.Validate()
 }
 
-// MemBandwidth measures this host's memory bandwidth (GB/s, bytes read
-// plus written) by copying a buffer of size bytes reps times, the best
-// time counting: what the CPU backend's casts and updates run at.
+// MemBandwidth is this host's memory bandwidth in gigabytes a second of
+// bytes read plus written, from copying a buffer of size bytes reps
+// times, the best time counting: what the CPU backend's casts and updates
+// run at.
 func MemBandwidth(size, reps int) float64 {
 	src, dst := make([]byte, size), make([]byte, size)
 	for i := range src {

@@ -71,8 +71,9 @@ func TestFromRun(t *testing.T) {
 	if p.Machine != "h1" || p.Ranks != 2 || len(p.Curves) != 1 || len(p.Curves[0].Points) != 5 {
 		t.Fatalf("profile %+v", p)
 	}
-	// 10 us + 1 GB/s algbw, the bus factor 1 at 2 ranks; the warm-up's
-	// 500 us left out.
+	// The fixture's points lie on one line, whose latency and bandwidth
+	// are asserted below (the bus factor is 1 at 2 ranks); the warm-up's
+	// point is left out of the fit.
 	s := p.Curves[0].Segments
 	if len(s) != 1 || s[0].AlphaUs < 9.99 || s[0].AlphaUs > 10.01 || s[0].BusGBs < 0.999 || s[0].BusGBs > 1.001 {
 		t.Errorf("segments %+v", s)

@@ -33,7 +33,7 @@ func Predict(prog *ir.Program, ranks int, p *costmodel.Profile) (*Result, error)
 	return &Result{Prog: prog, Ranks: ranks, Profile: p, Prediction: pr}, nil
 }
 
-// bandwidths returns a row's algbw and busbw in GB/s.
+// bandwidths returns a row's algbw and busbw, in gigabytes a second.
 func bandwidths(r *costmodel.Row, ranks int) (alg, bus float64) {
 	if t := r.Time(); t > 0 {
 		alg = float64(r.Bytes) / t.Seconds() / 1e9
