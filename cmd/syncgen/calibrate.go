@@ -125,7 +125,11 @@ Examples:
 				// The CPU backend's casts and updates run on the host.
 				prof.MemGBs = math.Round(calibrate.MemBandwidth(64<<20, 5)*10) / 10
 			}
-			if err := prof.Write(c.String("o")); err != nil {
+			data, err := prof.Encode()
+			if err == nil {
+				err = writeAtomic(c.String("o"), data)
+			}
+			if err != nil {
 				return cli.Exit("calibrate: -o: "+err.Error(), 1)
 			}
 			writeProfileSummary(c, prof)

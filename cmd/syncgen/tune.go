@@ -115,7 +115,7 @@ Examples:
 				if err := checkOutputNotPlan("tune", path, nil, out, out); err != nil {
 					return err
 				}
-				if err := os.WriteFile(out, winner.Src, 0o644); err != nil {
+				if err := writeAtomic(out, winner.Src); err != nil {
 					return cli.Exit(fmt.Sprintf("tune: --out: %v", err), 1)
 				}
 				fmt.Fprintf(c.App.Writer, "wrote %s\n", out)
@@ -125,7 +125,7 @@ Examples:
 				if err := t.WriteSVG(&buf); err != nil {
 					return err
 				}
-				if err := os.WriteFile(p, buf.Bytes(), 0o644); err != nil {
+				if err := writeAtomic(p, buf.Bytes()); err != nil {
 					return cli.Exit(fmt.Sprintf("tune: --plot: %v", err), 1)
 				}
 				fmt.Fprintf(c.App.Writer, "wrote %s\n", p)

@@ -216,11 +216,11 @@ func (p *Profile) Curve(coll, op, dtype string) (*Curve, error) {
 	return &p.Curves[best], nil
 }
 
-// Write writes the profile as indented JSON to path.
-func (p *Profile) Write(path string) error {
+// Encode returns the profile as the indented JSON that ParseProfile reads.
+func (p *Profile) Encode() ([]byte, error) {
 	data, err := json.MarshalIndent(p, "", "  ")
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return os.WriteFile(path, append(data, '\n'), 0o644)
+	return append(data, '\n'), nil
 }
