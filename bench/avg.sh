@@ -10,7 +10,9 @@
 #   NPS="2 4 8" ALGOS="inline ahead" PREBUILT=.devbin/cpu sh bench/avg.sh  # no Go needed
 #
 # Knobs: ALGOS ("auto"), NPS ("2 4"), SIZES ("1MiB 25MiB 256MiB"), DTYPES ("f32 f16 bf16"), ROUNDS (3), STEPS
-# (20), MPIRUN_ARGS ("--oversubscribe --bind-to none", plus --allow-run-as-root as root).
+# (by size: 1 GiB over the buffer's size, between 10 and 200, so that a small buffer's median
+# comes from as many steps as its noise needs), MPIRUN_ARGS ("--oversubscribe --bind-to none",
+# plus --allow-run-as-root as root).
 set -eu
 cd "$(dirname "$0")/.."
 NPS=${NPS:-"2 4"}
@@ -18,7 +20,7 @@ SIZES=${SIZES:-"1MiB 25MiB 256MiB"}
 DTYPES=${DTYPES:-"f32 f16 bf16"}
 ROUNDS=${ROUNDS:-3}
 ALGOS=${ALGOS:-auto}
-STEPS=${STEPS:-20}
+STEPS=${STEPS:-}
 MPIRUN_ARGS=${MPIRUN_ARGS:-"--oversubscribe --bind-to none"}
 [ "$(id -u)" = 0 ] && MPIRUN_ARGS="$MPIRUN_ARGS --allow-run-as-root"
 out=$(mktemp -d)
@@ -29,11 +31,21 @@ else
 	prog=$out/testprog
 	go build -o "$prog" ./runtime/internal/testprog
 fi
+# steps_for SIZE: 1 GiB over SIZE (KiB, MiB or GiB), clamped to 10..200.
+steps_for() {
+	awk -v s="$1" 'BEGIN {
+		n = s + 0; u = s; sub(/^[0-9.]+/, "", u)
+		m = u == "KiB" ? n / 1024 : u == "GiB" ? n * 1024 : n
+		k = int(1024 / m); if (k < 10) k = 10; if (k > 200) k = 200; print k
+	}'
+}
 # one NP SIZE DTYPE OP ALGO: the bucket's median step time in microseconds.
 one() {
+	steps=$STEPS
+	[ -n "$steps" ] || steps=$(steps_for "$2")
 	# shellcheck disable=SC2086
 	SYNCGEN_CPU_DIVIDE=$5 mpirun -np "$1" $MPIRUN_ARGS -x SYNCGEN_CPU_DIVIDE "$prog" "allreduce:$2:$4:$3" \
-		--steps "$STEPS" --warmup 3 --check off --quiet --json "$out/r.json" >/dev/null
+		--steps "$steps" --warmup 3 --check off --quiet --json "$out/r.json" >/dev/null
 	python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["buckets"][0]["time_median_us"])' "$out/r.json"
 }
 median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }

@@ -142,6 +142,10 @@ func TestAvgDivideMatchesGo(t *testing.T) {
 	for i := range every16 {
 		every16[i] = uint16(i)
 	}
+	// The same values shuffled: vector blocks that mix normal numbers with
+	// zeros, subnormals, infinities and NaNs.
+	shuffled16 := append([]uint16(nil), every16...)
+	rng.Shuffle(len(shuffled16), func(i, j int) { shuffled16[i], shuffled16[j] = shuffled16[j], shuffled16[i] })
 	f32 := make([]float32, 100003)
 	f64 := make([]float64, 100003)
 	for i := range f32 {
@@ -157,6 +161,8 @@ func TestAvgDivideMatchesGo(t *testing.T) {
 		}{
 			{elem.F16, bytesOf(unsafe.Pointer(&every16[0]), 2*len(every16))},
 			{elem.BF16, bytesOf(unsafe.Pointer(&every16[0]), 2*len(every16))},
+			{elem.F16, bytesOf(unsafe.Pointer(&shuffled16[0]), 2*len(shuffled16))},
+			{elem.BF16, bytesOf(unsafe.Pointer(&shuffled16[0]), 2*len(shuffled16))},
 			{elem.F32, bytesOf(unsafe.Pointer(&f32[0]), 4*len(f32))},
 			{elem.F64, bytesOf(unsafe.Pointer(&f64[0]), 8*len(f64))},
 		} {

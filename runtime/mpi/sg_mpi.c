@@ -297,17 +297,48 @@ __attribute__((target("avx2"))) static void divide_bf16_avx2(uint16_t *p, int64_
 	divide_bf16_soft(p + i, n - i, size);
 }
 
+// divide_half_pow2 divides 16-bit floats with mbits mantissa bits by
+// size = 2^k by lowering each exponent by k. Where the quotient is a
+// normal number that is exact, so it is the correctly rounded quotient
+// the float path gives; zeros stay. A block of 16 holding anything else
+// (a subnormal quotient or input, an infinity, a NaN) goes to the float
+// path, slow. Integer lanes of 16 bits halve the float path's conversions.
+__attribute__((target("avx2"))) static void divide_half_pow2(uint16_t *p, int64_t n, int size, int mbits,
+                                                             void (*slow)(uint16_t *, int64_t, int)) {
+	int k = __builtin_ctz((unsigned)size);
+	int emax = mbits == 7 ? 0xff : 0x1f;
+	const __m256i kv = _mm256_set1_epi16((short)k), emaxv = _mm256_set1_epi16((short)emax);
+	const __m256i dk = _mm256_set1_epi16((short)(k << mbits)), abs = _mm256_set1_epi16(0x7fff);
+	int64_t i = 0;
+	for (; i + 16 <= n; i += 16) {
+		__m256i x = _mm256_loadu_si256((const __m256i *)(p + i));
+		__m256i e = _mm256_and_si256(_mm256_srli_epi16(x, mbits), emaxv);
+		__m256i normal = _mm256_and_si256(_mm256_cmpgt_epi16(e, kv), _mm256_cmpgt_epi16(emaxv, e));
+		__m256i zero = _mm256_cmpeq_epi16(_mm256_and_si256(x, abs), _mm256_setzero_si256());
+		if (_mm256_movemask_epi8(_mm256_or_si256(normal, zero)) != -1) {
+			slow(p + i, 16, size);
+			continue;
+		}
+		_mm256_storeu_si256((__m256i *)(p + i), _mm256_sub_epi16(x, _mm256_and_si256(normal, dk)));
+	}
+	slow(p + i, n - i, size);
+}
+
 static int have_avx2 = -1, have_f16c = -1;
+
+static int pow2_above_1(int size) { return size > 1 && (size & (size - 1)) == 0; }
 
 static void divide_f16(uint16_t *p, int64_t n, int size) {
 	if (have_f16c < 0) have_f16c = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
-	if (have_f16c) divide_f16_f16c(p, n, size);
+	if (have_f16c && pow2_above_1(size)) divide_half_pow2(p, n, size, 10, divide_f16_f16c);
+	else if (have_f16c) divide_f16_f16c(p, n, size);
 	else divide_f16_soft(p, n, size);
 }
 
 static void divide_bf16(uint16_t *p, int64_t n, int size) {
 	if (have_avx2 < 0) have_avx2 = __builtin_cpu_supports("avx2");
-	if (have_avx2) divide_bf16_avx2(p, n, size);
+	if (have_avx2 && pow2_above_1(size)) divide_half_pow2(p, n, size, 7, divide_bf16_avx2);
+	else if (have_avx2) divide_bf16_avx2(p, n, size);
 	else divide_bf16_soft(p, n, size);
 }
 #else
