@@ -1,10 +1,13 @@
 #!/bin/sh
-# bench/avg.sh: an average allreduce against a sum of the same buffer, one bucket alone in the
-# step, through the runtime on the CPU backend (issue 25: `op avg` should cost what `op sum`
-# does). The two alternate for ROUNDS rounds; each cell is the median over rounds of the
-# bucket's median step time (time_median_us of --json), and the ratio is avg / sum. ALGOS names
-# values of SYNCGEN_CPU_DIVIDE to compare: auto, inline (the MPI thread divides each piece after
-# its call) and ahead (a thread of its own divides while the next piece is reduced).
+# bench/avg.sh: an average allreduce against a sum of the same size, through the runtime on the
+# CPU backend (issue 25: `op avg` should cost what `op sum` does). Each run is paired: testprog's
+# avgsum plan allreduces two buckets of the same size and dtype in every step, one with op sum
+# and one with op avg, the host waiting after each, their order swapped every step, so both see
+# the same load on the machine at the same moments. A run gives each bucket's median step time
+# (time_median_us of --json) and their ratio avg / sum; a cell is the median over ROUNDS runs.
+# ALGOS names values of SYNCGEN_CPU_DIVIDE to compare, one paired run each: auto, inline (the MPI
+# thread divides each piece after its call) and ahead (a thread of its own divides while the
+# next piece is reduced).
 #
 #   sh bench/avg.sh                                   # builds testprog, 2 and 4 ranks
 #   NPS="2 4 8" ALGOS="inline ahead" PREBUILT=.devbin/cpu sh bench/avg.sh  # no Go needed
@@ -39,34 +42,34 @@ steps_for() {
 		k = int(1024 / m); if (k < 10) k = 10; if (k > 200) k = 200; print k
 	}'
 }
-# one NP SIZE DTYPE OP ALGO: the bucket's median step time in microseconds.
-one() {
+# paired NP SIZE DTYPE ALGO: one line "sum_us avg_us ratio" from a paired run.
+paired() {
 	steps=$STEPS
 	[ -n "$steps" ] || steps=$(steps_for "$2")
 	# shellcheck disable=SC2086
-	SYNCGEN_CPU_DIVIDE=$5 mpirun -np "$1" $MPIRUN_ARGS -x SYNCGEN_CPU_DIVIDE "$prog" "allreduce:$2:$4:$3" \
+	SYNCGEN_CPU_DIVIDE=$4 mpirun -np "$1" $MPIRUN_ARGS -x SYNCGEN_CPU_DIVIDE "$prog" "avgsum:$2:$3" \
 		--steps "$steps" --warmup 3 --check off --quiet --json "$out/r.json" >/dev/null
-	python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["buckets"][0]["time_median_us"])' "$out/r.json"
+	python3 -c '
+import json, sys
+t = {b["bucket"]: b["time_median_us"] for b in json.load(open(sys.argv[1]))["buckets"]}
+print(t["sum"], t["avg"], t["avg"] / t["sum"])' "$out/r.json"
 }
-median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
-echo "# op avg against op sum, one bucket alone in the step (bench/avg.sh), medians of the bucket's median step time in us"
-printf '# %5s %8s %5s %12s' ranks size dtype sum
-for a in $ALGOS; do printf ' %12s %8s' "avg-$a" ratio; done
+# median COLUMN: the median of that column of stdin.
+median() { awk -v c="$1" '{print $c}' | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+echo "# op avg against op sum, paired in one run (bench/avg.sh): medians over $ROUNDS runs of each bucket's median step time in us, and of the runs' ratios avg / sum"
+printf '# %5s %8s %5s' ranks size dtype
+for a in $ALGOS; do printf ' %12s %12s %8s' "sum($a)" "avg-$a" ratio; done
 echo
 for np in $NPS; do
 	for size in $SIZES; do
 		for dt in $DTYPES; do
-			: >"$out/sum"
-			for a in $ALGOS; do : >"$out/avg-$a"; done
+			for a in $ALGOS; do : >"$out/runs-$a"; done
 			for _ in $(seq "$ROUNDS"); do
-				one "$np" "$size" "$dt" sum auto >>"$out/sum"
-				for a in $ALGOS; do one "$np" "$size" "$dt" avg "$a" >>"$out/avg-$a"; done
+				for a in $ALGOS; do paired "$np" "$size" "$dt" "$a" >>"$out/runs-$a"; done
 			done
-			s=$(median <"$out/sum")
-			printf '  %5s %8s %5s %12.1f' "$np" "$size" "$dt" "$s"
+			printf '  %5s %8s %5s' "$np" "$size" "$dt"
 			for a in $ALGOS; do
-				v=$(median <"$out/avg-$a")
-				printf ' %12.1f %8.3f' "$v" "$(awk "BEGIN {print $v / $s}")"
+				printf ' %12.1f %12.1f %8.3f' "$(median 1 <"$out/runs-$a")" "$(median 2 <"$out/runs-$a")" "$(median 3 <"$out/runs-$a")"
 			done
 			echo
 		done

@@ -33,6 +33,7 @@ var plans = map[string]func(arg string) (*rt.Plan, error){
 	"init":      initPlan,
 	"big":       big,
 	"allreduce": allreduce,
+	"avgsum":    avgSum,
 	"other":     other,
 	"root":      rootPlan,
 	"after":     afterPlan,
@@ -509,6 +510,45 @@ func allreduce(arg string) (*rt.Plan, error) {
 	b.p.Step = func(s *rt.Step) {
 		s.AllReduce(at11, comm, op, rt.After{}, g)
 		s.Wait(at12, comm)
+	}
+	return b.p, nil
+}
+
+// avgSum: two buckets of the same size and dtype ("avgsum:1MiB:bf16"),
+// one allreduced with op sum and one with op avg, the host waiting after
+// each, their order swapped every step: a paired comparison, in which
+// both see the same load on the machine at the same moments, for
+// bench/avg.sh.
+func avgSum(arg string) (*rt.Plan, error) {
+	sizeArg, dtArg, _ := strings.Cut(arg, ":")
+	size, err := parseSize(sizeArg)
+	if err != nil {
+		return nil, err
+	}
+	dt := rt.F32
+	if dtArg != "" {
+		if dt = dtypeOf(dtArg); dt == rt.InvalidDType {
+			return nil, fmt.Errorf("unknown dtype %q", dtArg)
+		}
+	}
+	b := newBuilder("avgsum")
+	comm := b.stream("comm", rt.PriorityHigh)
+	n := max(size/dt.Size(), 1)
+	sum := b.bucket("sum", dt, b.tensor("sum", dt, n))
+	avg := b.bucket("avg", dt, b.tensor("avg", dt, n))
+	b.p.Hash = "bench-avgsum-" + arg
+	at11, at12, at13, at14 := src(11), src(12), src(13), src(14)
+	step := 0
+	b.p.Step = func(s *rt.Step) {
+		first, firstOp, second, secondOp := sum, rt.Sum, avg, rt.Avg
+		if step%2 == 1 {
+			first, firstOp, second, secondOp = avg, rt.Avg, sum, rt.Sum
+		}
+		step++
+		s.AllReduce(at11, comm, firstOp, rt.After{}, first)
+		s.Wait(at12, comm)
+		s.AllReduce(at13, comm, secondOp, rt.After{}, second)
+		s.Wait(at14, comm)
 	}
 	return b.p, nil
 }
