@@ -191,7 +191,11 @@ func (s *cpuStream) addPiece(op *cpuOp) (last bool) {
 		Rank:  s.b.h.Rank,
 		Size:  s.b.h.Size,
 	}
-	if c.Op == plan.Avg && s.b.divideAhead {
+	switch {
+	case c.Op != plan.Avg:
+	case s.b.tune.divide == divideScatter && c.Coll == plan.CollAllReduce:
+		x.Divide = mpi.DivideScatter
+	case s.b.divideAhead:
 		x.Divide = mpi.DivideAhead
 		if last {
 			x.Divide = mpi.DivideLast
