@@ -7,7 +7,7 @@
 # (time_median_us of --json) and their ratio avg / sum; a cell is the median over ROUNDS runs.
 # ALGOS names values of SYNCGEN_CPU_DIVIDE to compare, one paired run each: auto, inline (the MPI
 # thread divides each piece after its call) and ahead (a thread of its own divides while the
-# next piece is reduced) and scatter (reduce-scatter, divide this rank's block, allgather).
+# next piece is reduced).
 #
 #   sh bench/avg.sh                                   # builds testprog, 2 and 4 ranks
 #   NPS="2 4 8" ALGOS="inline ahead" PREBUILT=.devbin/cpu sh bench/avg.sh  # no Go needed

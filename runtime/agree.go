@@ -72,7 +72,7 @@ func checkSamePlan(h *mpihost.Host, p *plan.Plan, prog *plan.Program, tune cpu.T
 		for _, g := range tunings {
 			parts = append(parts, fmt.Sprintf("%s: %s", text.RankList(g), field(all[g[0]], recTuning, recSteps)))
 		}
-		return fmt.Errorf("the CPU backend's tuning (SYNCGEN_CPU_CHUNK, SYNCGEN_CPU_MODE, SYNCGEN_CPU_INFLIGHT, SYNCGEN_CPU_DIVIDE=scatter) differs between ranks (%s); set it the same everywhere (mpirun -x NAME)",
+		return fmt.Errorf("the CPU backend's tuning (SYNCGEN_CPU_CHUNK, SYNCGEN_CPU_MODE, SYNCGEN_CPU_INFLIGHT) differs between ranks (%s); set it the same everywhere (mpirun -x NAME)",
 			strings.Join(parts, "; "))
 	}
 	flags := groupRanks(all, func(x []byte) string { return string(x[recSteps:recLabel]) })

@@ -116,11 +116,6 @@ const (
 	// went ahead: the two threads split it, and the command ends once
 	// every division handed over is done.
 	DivideLast Divide = C.SG_AVG_LAST
-	// DivideScatter runs an average's allreduce as a reduce-scatter, a
-	// division of this rank's block and an allgather (a hierarchical
-	// allreduce divides its block after the allreduce across hosts). Every
-	// rank must choose it alike: it changes the MPI calls.
-	DivideScatter Divide = C.SG_AVG_SCATTER
 )
 
 // Allreduce appends an in-place allreduce.

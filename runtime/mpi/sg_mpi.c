@@ -520,18 +520,14 @@ static void divide_piece(sg_cmd *c, void *p, int64_t n, int final) {
 	}
 }
 
-// allreduce_blocks allreduces n elements at p as blocks: a reduce-scatter
-// inside within (where this rank is lr of ls; block i of the n elements
-// goes to rank i, the elements split as evenly as they go, the first
-// n % ls blocks one larger), an allreduce of this rank's block across
-// hosts (across; none when MPI_COMM_NULL), the division of this rank's
-// block when divide is set (an average: the block is in cache, and each
-// rank divides 1/ls of the buffer), and an allgather of the blocks inside
-// within. Every element is the same reduction of every rank's inputs as a
-// flat allreduce.
-static int allreduce_blocks(sg_cmd *c, char *p, int n, MPI_Datatype t, MPI_Op op, MPI_Comm within, int lr, int ls,
-                            MPI_Comm across, int divide) {
-	int esz = elem_size(c->dtype);
+// allreduce_hier allreduces n elements at p in Horovod's hierarchical form:
+// a reduce-scatter inside the host (local rank i gets block i, the n
+// elements split as evenly as they go, the first n % lsize blocks one
+// larger), an allreduce of this rank's block across hosts, and an
+// allgather of the blocks inside the host. Every element is the same
+// reduction of every rank's inputs as a flat allreduce.
+static int allreduce_hier(sg_cmd *c, char *p, int n, MPI_Datatype t, MPI_Op op) {
+	int ls = c->lsize, lr = c->lrank, esz = elem_size(c->dtype);
 	int *counts = malloc(2 * (size_t)ls * sizeof(int));
 	if (counts == NULL) return MPI_ERR_NO_MEM;
 	int *displs = counts + ls;
@@ -540,22 +536,13 @@ static int allreduce_blocks(sg_cmd *c, char *p, int n, MPI_Datatype t, MPI_Op op
 		displs[i] = d;
 		d += counts[i];
 	}
-	char *mine = p + (int64_t)displs[lr] * esz;
 	// In place, the reduced block lands at the start of the buffer.
-	int rc = MPI_Reduce_scatter(MPI_IN_PLACE, p, counts, t, op, within);
-	if (rc == MPI_SUCCESS && displs[lr] > 0) memmove(mine, p, (size_t)counts[lr] * esz);
-	if (rc == MPI_SUCCESS && across != MPI_COMM_NULL) rc = MPI_Allreduce(MPI_IN_PLACE, mine, counts[lr], t, op, across);
-	if (rc == MPI_SUCCESS && divide) avg_divide(mine, c->dtype, counts[lr], c->size);
-	if (rc == MPI_SUCCESS) rc = MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, p, counts, displs, t, within);
+	int rc = MPI_Reduce_scatter(MPI_IN_PLACE, p, counts, t, op, c->intra);
+	if (rc == MPI_SUCCESS && displs[lr] > 0) memmove(p + (int64_t)displs[lr] * esz, p, (size_t)counts[lr] * esz);
+	if (rc == MPI_SUCCESS) rc = MPI_Allreduce(MPI_IN_PLACE, p + (int64_t)displs[lr] * esz, counts[lr], t, op, c->inter);
+	if (rc == MPI_SUCCESS) rc = MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, p, counts, displs, t, c->intra);
 	free(counts);
 	return rc;
-}
-
-// allreduce_hier allreduces n elements at p in Horovod's hierarchical form:
-// blocks reduce-scattered inside the host, allreduced across hosts among
-// the ranks of the same local rank, allgathered inside the host.
-static int allreduce_hier(sg_cmd *c, char *p, int n, MPI_Datatype t, MPI_Op op) {
-	return allreduce_blocks(c, p, n, t, op, c->intra, c->lrank, c->lsize, c->inter, c->avg == SG_AVG_SCATTER);
 }
 
 // run_coll runs one allreduce, broadcast or reduce in pieces of c->chunk
@@ -578,8 +565,7 @@ static int run_coll(sg_cmd *c) {
 		c->at = off;
 		switch (c->kind) {
 		case SG_CMD_ALLREDUCE:
-			if (c->avg == SG_AVG_SCATTER) rc = allreduce_blocks(c, p, n, t, op, c->comm, c->rank, c->size, MPI_COMM_NULL, 1);
-			else rc = MPI_Allreduce(MPI_IN_PLACE, p, n, t, op, c->comm);
+			rc = MPI_Allreduce(MPI_IN_PLACE, p, n, t, op, c->comm);
 			break;
 		case SG_CMD_ALLREDUCE_HIER:
 			rc = allreduce_hier(c, p, n, t, op);
@@ -593,7 +579,7 @@ static int run_coll(sg_cmd *c) {
 			break;
 		}
 		if (rc != MPI_SUCCESS) return rc;
-		if (c->avg && c->avg != SG_AVG_SCATTER && (c->kind == SG_CMD_ALLREDUCE || c->kind == SG_CMD_ALLREDUCE_HIER || c->rank == c->root)) divide_piece(c, p, n, off + n >= c->count);
+		if (c->avg && (c->kind == SG_CMD_ALLREDUCE || c->kind == SG_CMD_ALLREDUCE_HIER || c->rank == c->root)) divide_piece(c, p, n, off + n >= c->count);
 	}
 	return MPI_SUCCESS;
 }

@@ -57,10 +57,8 @@ enum { SG_CMD_BARRIER = 1, SG_CMD_STAMP, SG_CMD_ALLREDUCE, SG_CMD_BCAST, SG_CMD_
 
 // How a command divides an average's pieces: on the MPI thread; on the
 // divider thread, overlapped with what follows; or, the last piece of a
-// collective, split between the two, waiting for every division posted;
-// or (allreduce only) inside the collective, which runs as a
-// reduce-scatter, a division of this rank's block and an allgather.
-enum { SG_AVG_INLINE = 1, SG_AVG_POST, SG_AVG_LAST, SG_AVG_SCATTER };
+// collective, split between the two, waiting for every division posted.
+enum { SG_AVG_INLINE = 1, SG_AVG_POST, SG_AVG_LAST };
 
 typedef struct {
 	int32_t kind, dtype, op, root;

@@ -50,8 +50,8 @@ type Tuning struct {
 	// is how many pieces of one collective it keeps in flight.
 	nonblocking bool
 	inflight    int
-	// divide is SYNCGEN_CPU_DIVIDE (divide.go); only its scatter choice,
-	// which changes the MPI calls, is in the Signature.
+	// divide is SYNCGEN_CPU_DIVIDE (divide.go); it is not in the
+	// Signature, since it changes no MPI call.
 	divide divideChoice
 	// hier: the plan has hierarchical allreduces; the streams make their
 	// communicators (hier.go).
@@ -117,11 +117,8 @@ func (b *cpuBackend) describe() string {
 	if b.tune.autoChunk && b.prog == nil && !b.piecesSized {
 		s += fmt.Sprintf(" (up to %s if the warm-up's are quick)", text.Bytes(maxPiece))
 	}
-	switch {
-	case b.divideAhead:
+	if b.divideAhead {
 		s += ", averages divided on a thread of their own"
-	case b.tune.divide == divideScatter && b.prog == nil:
-		s += ", averages as a reduce-scatter, a division of each rank's block and an allgather"
 	}
 	return s
 }

@@ -191,11 +191,7 @@ func (s *cpuStream) addPiece(op *cpuOp) (last bool) {
 		Rank:  s.b.h.Rank,
 		Size:  s.b.h.Size,
 	}
-	switch {
-	case c.Op != plan.Avg:
-	case s.b.tune.divide == divideScatter && c.Coll == plan.CollAllReduce:
-		x.Divide = mpi.DivideScatter
-	case s.b.divideAhead:
+	if c.Op == plan.Avg && s.b.divideAhead {
 		x.Divide = mpi.DivideAhead
 		if last {
 			x.Divide = mpi.DivideLast

@@ -12,12 +12,6 @@ package cpu
 // spare for each rank: on a host with as many ranks as cores, the divider
 // would take the core of a rank that is still reducing. The values are the
 // same either way: the division is the same code on the same elements.
-//
-// Scatter (allreduces only, chosen by name) runs the average as a
-// reduce-scatter, a division of this rank's block while it is in cache,
-// and an allgather: each rank divides 1/size of the buffer, and no thread
-// hands buffers between cores. It changes the MPI calls, so it is part of
-// the tuning's Signature, which every rank must share.
 
 // divideChoice is SYNCGEN_CPU_DIVIDE.
 type divideChoice uint8
@@ -26,7 +20,6 @@ const (
 	divideAuto divideChoice = iota
 	divideInline
 	divideAhead
-	divideScatter
 )
 
 // ahead says whether averages are divided ahead, for localRanks ranks on
@@ -35,7 +28,7 @@ const (
 // to spare for its divider.
 func (d divideChoice) ahead(localRanks, cpus int) bool {
 	switch d {
-	case divideInline, divideScatter:
+	case divideInline:
 		return false
 	case divideAhead:
 		return true

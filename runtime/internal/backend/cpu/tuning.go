@@ -14,11 +14,9 @@ package cpu
 //	                    backend runs collectives (coll.go, nb.go).
 //	SYNCGEN_CPU_INFLIGHT  pieces of one collective in flight in the
 //	                    nonblocking mode (default 2).
-//	SYNCGEN_CPU_DIVIDE  auto (default), inline, ahead or scatter: where the
-//	                    blocking mode divides an average (divide.go). It
-//	                    changes no value; inline and ahead change no MPI
-//	                    call either, so ranks may differ in them, while
-//	                    scatter must be set on every rank alike.
+//	SYNCGEN_CPU_DIVIDE  auto (default), inline or ahead: where the blocking
+//	                    mode divides an average (divide.go). It changes no
+//	                    value and no MPI call, so ranks may differ in it.
 
 import (
 	"errors"
@@ -49,10 +47,8 @@ func TuningFromEnv() Tuning {
 		t.divide = divideInline
 	case "ahead":
 		t.divide = divideAhead
-	case "scatter":
-		t.divide = divideScatter
 	default:
-		proc.WarnEnv("SYNCGEN_CPU_DIVIDE=%q: want auto, inline, ahead or scatter", v)
+		proc.WarnEnv("SYNCGEN_CPU_DIVIDE=%q: want auto, inline or ahead", v)
 	}
 	if v := os.Getenv("SYNCGEN_CPU_INFLIGHT"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -121,9 +117,6 @@ func (t Tuning) Signature() string {
 	mode := "blocking"
 	if t.nonblocking {
 		mode = "nonblocking"
-	}
-	if t.divide == divideScatter {
-		mode += " scatter"
 	}
 	return mode + ", " + t.String()
 }
