@@ -64,7 +64,7 @@ func SetBucketOptions(filename string, src []byte, bucket string, set map[string
 	}
 	out := append([]byte{}, src[:start]...)
 	out = append(out, bucketText(&nd)...)
-	out = append(out, src[end:]...)
+	out = append(out, wasComment(src[end:], optionsText(decl.Options), optionsText(nd.Options))...)
 	formatted, fd := Format(filename, out)
 	if len(fd) > 0 {
 		return nil, fmt.Errorf("rewriting bucket %q: %v", bucket, fd)
@@ -220,4 +220,37 @@ func SplitCollective(filename string, src []byte, decl string, n, streams int, s
 		return nil, fmt.Errorf("splitting the collective of %s: %v", decl, fd)
 	}
 	return formatted, nil
+}
+
+// wasComment returns rest, the source after a rewritten declaration, with
+// the comment on the declaration's line (if any) saying which options it
+// was written about: it described the old options, not the new ones
+// ("// PyTorch DDP's defaults" above a tuned cap). A comment that already
+// says so keeps the plan's first options; unchanged options keep it as is.
+func wasComment(rest []byte, oldOpts, newOpts string) []byte {
+	i := 0
+	for i < len(rest) && (rest[i] == ' ' || rest[i] == '\t') {
+		i++
+	}
+	if oldOpts == newOpts || !strings.HasPrefix(string(rest[i:]), "//") {
+		return rest
+	}
+	eol := strings.IndexAny(string(rest[i:]), "\r\n")
+	if eol < 0 {
+		eol = len(rest) - i
+	}
+	text := strings.TrimSpace(string(rest[i+2 : i+eol]))
+	if strings.HasPrefix(text, "was `") || strings.HasPrefix(text, "was without options") {
+		return rest
+	}
+	was := "was without options"
+	if o := strings.TrimSpace(oldOpts); o != "" {
+		was = "was `" + o + "`"
+	}
+	if text != "" {
+		was += ": " + text
+	}
+	out := append([]byte{}, rest[:i]...)
+	out = append(out, "// "+was...)
+	return append(out, rest[i+eol:]...)
 }

@@ -19,8 +19,18 @@ step {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(out), "bucket grads { * } cap 5MiB order reverse wire bf16 // keep me\n") || !strings.HasPrefix(string(out), "// header comment\n") {
+	// The comment on the bucket's line described the old options.
+	if !strings.Contains(string(out), "bucket grads { * } cap 5MiB order reverse wire bf16 // was `cap 25MiB first 1MiB order reverse`: keep me\n") || !strings.HasPrefix(string(out), "// header comment\n") {
 		t.Errorf("got:\n%s", out)
+	}
+	// Rewritten again, it keeps the first options; unchanged, as it was.
+	again, err := SetBucketOptions("p.sync", out, "grads", map[string]string{"cap": "8MiB"})
+	if err != nil || !strings.Contains(string(again), "cap 8MiB order reverse wire bf16 // was `cap 25MiB first 1MiB order reverse`: keep me\n") {
+		t.Errorf("rewritten twice (%v):\n%s", err, again)
+	}
+	same, err := SetBucketOptions("p.sync", []byte(src), "grads", map[string]string{"cap": "25MiB"})
+	if err != nil || !strings.Contains(string(same), "order reverse // keep me\n") {
+		t.Errorf("unchanged options (%v):\n%s", err, same)
 	}
 	if _, diags := Check("p.sync", out); diags.HasErrors() {
 		t.Errorf("the rewritten plan does not check: %v", diags)
