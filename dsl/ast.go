@@ -107,14 +107,27 @@ type Option struct {
 	Value  *Word  `parser:"   @@ )"`
 }
 
-// BlockDecl is `init { ... }` or `step { ... }`.
+// BlockDecl is `init { ... }` or `step [accumulate N] { ... }`.
+// Accumulate is a list in the grammar, and its count optional, so that
+// the checker can say what is wrong with `accumulate` on init, twice, or
+// without its count (accumulate.go).
 type BlockDecl struct {
+	Pos        lexer.Position
+	EndPos     lexer.Position
+	Kind       string        `parser:"@('init' | 'step')"`
+	Accumulate []*Accumulate `parser:"@@*"`
+	Open       *OpenBrace    `parser:"@@"`
+	Body       []*Stmt       `parser:"@@*"`
+	Close      *CloseBrace   `parser:"@@"`
+}
+
+// Accumulate is `accumulate N` after `step`: a step of N micro-batches
+// that synchronises once. `accumulate` is not a reserved word (tensors
+// and streams called so keep working): the grammar takes it here only.
+type Accumulate struct {
 	Pos    lexer.Position
 	EndPos lexer.Position
-	Kind   string      `parser:"@('init' | 'step')"`
-	Open   *OpenBrace  `parser:"@@"`
-	Body   []*Stmt     `parser:"@@*"`
-	Close  *CloseBrace `parser:"@@"`
+	Count  *Word `parser:"'accumulate' ( (?! 'accumulate') @@ )?"`
 }
 
 // OpenBrace is the `{` of a block, kept for its position: the formatter

@@ -184,6 +184,8 @@ func (c *checker) check(filename string) *ir.Program {
 	if c.stepBlock != nil {
 		c.prog.Step = c.resolveBlock(c.stepBlock)
 	}
+	c.resolveAccumulate()
+	c.checkAccumulated()
 	c.checkRaces(c.initBlock, c.prog.Init)
 	c.checkRaces(c.stepBlock, c.prog.Step)
 	c.resolveRun()

@@ -1176,3 +1176,16 @@ func TestPaddingHint(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckAccumulate(t *testing.T) {
+	src := "tensor a f32[4]\nbucket g { a }\nstep accumulate %s { compute 1ms; backward 1ms; allreduce g op avg on comm after ready; wait comm }\n"
+	for n, want := range map[string]int{"4": 4, "2": 2, "1": 0} {
+		p := mustCheck(t, fmt.Sprintf(src, n))
+		if p.Accumulate != want {
+			t.Errorf("accumulate %s: Accumulate %d, want %d", n, p.Accumulate, want)
+		}
+	}
+	if p := mustCheck(t, "tensor a f32[4]\nbucket g { a }\nstep { backward 1ms; allreduce g after ready }\n"); p.Accumulate != 0 {
+		t.Errorf("a plain step: Accumulate %d, want 0", p.Accumulate)
+	}
+}

@@ -90,7 +90,7 @@ func (p *printer) decls(decls []*Decl, depth int) {
 			p.add(d.Scaler.Pos.Offset, d.Scaler.EndPos.Offset, depth, scalerText(d.Scaler))
 		case d.Block != nil:
 			b := d.Block
-			p.block(b.Pos.Offset, b.Open.Pos.Offset, b.Close.Pos.Offset, depth, b.Kind, b.Body)
+			p.block(b.Pos.Offset, b.Open.Pos.Offset, b.Close.Pos.Offset, depth, b.Kind+accumulateText(b.Accumulate), b.Body)
 		case d.Run != nil:
 			p.add(d.Run.Pos.Offset, d.Run.EndPos.Offset, depth, runText(d.Run))
 		case d.Ranks != nil:

@@ -114,6 +114,8 @@ func TestFormatEdgeCases(t *testing.T) {
 		"":                         "",
 		"// only a comment":        "// only a comment\n",
 		"step{}":                   "step {\n}\n",
+		"step accumulate  4{}":     "step accumulate 4 {\n}\n",
+		"step accumulate{}":        "step accumulate {\n}\n",
 		"step { // c\n}\n// end\n": "step { // c\n}\n// end\n",
 		"step {\n  // last\n}":     "step {\n    // last\n}\n",
 		"bucket b {}":              "bucket b { }\n",

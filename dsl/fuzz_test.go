@@ -55,6 +55,12 @@ var inlineSeeds = []string{
 	// errors of its patterns and coverage.
 	"tensor a.{0..1} f32[2]\ntensor b f32[2] frozen\nbucket g { a.* }\nstep { backward 1ms for a.1 on compute; allreduce g after ready; backward 1ms on compute for a.0, b, nope after comm; compute 1ms for a.*; allreduce g after ready }\n",
 	"tensor for f32[1]\ntensor in f32[1]\nstream in\nscaler dynamic\nfor i in 0..1 { tensor f.{i} f16[2] }\nbucket b { for, in, f.* }\nstep { backward 1ms on in; allreduce b on in after ready }\n",
+	// Gradient accumulation: valid, with pieces, and its errors (on init,
+	// twice, without or with a bad count, a collective before the
+	// backward, a second backward).
+	"tensor a f32[4]\ntensor accumulate f16[2]\nbucket g { a, accumulate } wire f32\nstep accumulate 4 { compute 1ms; backward 1ms; allreduce g op avg on comm after ready; wait comm; update g sgd on compute after synced }\n",
+	"tensor l.{0..1} f32[2]\nbucket g0 { l.0 }\nbucket g1 { l.1 }\nstep accumulate 2 { backward 1ms for l.1; allreduce g1 after ready; backward 1ms for l.0; allreduce g0 after ready }\n",
+	"init accumulate 2 { }\nstep accumulate accumulate 0 accumulate 1.5 accumulate -3 { allreduce g; backward 1ms; backward 1ms }\nstep accumulate { }\n",
 	// The ranks: valid, with every option; and its errors (overlaps,
 	// backward ranges, bad speeds, unknown and repeated options), and
 	// names that are `ranks` without being the declaration.

@@ -411,7 +411,7 @@ func syntaxContextAt(toks []token, at int) syntaxContext {
 	// Inside the innermost `{` of a block or group: not, say, in a bucket's
 	// pattern list, where `allreduce` is a name.
 	if depth > 0 && cx.opens[depth-1] > 0 {
-		cx.inStatements = slices.Contains([]string{"init", "step", "group"}, toks[cx.opens[depth-1]-1].Value)
+		cx.inStatements = opensStatements(toks, cx.opens[depth-1])
 	}
 	var inBody bool
 	cx.construct, cx.line, cx.at, inBody = constructBefore(toks, at, depth)

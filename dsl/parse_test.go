@@ -114,6 +114,32 @@ step { allreduce b, "step", wait.reduce.run.tensor, output.x on comm }
 	}
 }
 
+func TestParseAccumulate(t *testing.T) {
+	f := mustParse(t, "tensor accumulate f32[1]\nstep accumulate 4 { backward 1ms }\ninit { }\n")
+	b := f.Decls[1].Block
+	if b == nil || len(b.Accumulate) != 1 || b.Accumulate[0].Count == nil || b.Accumulate[0].Count.Text != "4" {
+		t.Fatalf("step accumulate 4 parsed as %+v", b)
+	}
+	if got := b.Accumulate[0].Pos; got.Line != 2 || got.Column != 6 {
+		t.Errorf("accumulate at %d:%d, want 2:6", got.Line, got.Column)
+	}
+	if len(b.Body) != 1 || b.Body[0].Timed == nil {
+		t.Errorf("body parsed as %+v", b.Body)
+	}
+	if n := f.Decls[0].Tensor.Name.Bare; n != "accumulate" {
+		t.Errorf("tensor named accumulate parsed as %q", n)
+	}
+	if a := f.Decls[2].Block.Accumulate; len(a) != 0 {
+		t.Errorf("init without accumulate parsed with %d", len(a))
+	}
+	// Repeated, and without a count: kept for the checker.
+	f = mustParse(t, "step accumulate accumulate 2 { }\n")
+	a := f.Decls[0].Block.Accumulate
+	if len(a) != 2 || a[0].Count != nil || a[1].Count == nil || a[1].Count.Text != "2" {
+		t.Errorf("step accumulate accumulate 2 parsed as %+v", a)
+	}
+}
+
 func TestParseRecovery(t *testing.T) {
 	src := "tensor a f32[1\ntensor b f32[1]\nstream\nbucket g { a b }\nstep {\n  wiat comm\n}\nrun steps 1\n"
 	_, diags := parseFile(newSourceFile("t.sync", []byte(src)))

@@ -115,6 +115,12 @@ type Program struct {
 	Init []Stmt
 	// Step is what every rank does in one training step.
 	Step []Stmt
+	// Accumulate is the number of micro-batches of a step (`step
+	// accumulate N`, N >= 2), 0 for a step of one: backward and compute
+	// run on every micro-batch, every other statement on the last only,
+	// and each backward adds its gradients to the buffers. (Left out of
+	// the plan hash when 0, so that plans without it hash as they did.)
+	Accumulate int `json:",omitempty"`
 	// Run holds the defaults of the `run` declaration.
 	Run Run
 	// Scaler is the loss scaler of a `scaler` declaration, nil without one.
