@@ -191,6 +191,7 @@ func (g *generator) file() ([]byte, error) {
 			ranksField(p.Ranks),
 			kv("Init", initRef(p.Init)),
 			kv("Step", jen.Id("step")),
+			accumulateField(p.Accumulate),
 		} {
 			if field != nil {
 				grp.Line().Add(field)
@@ -900,4 +901,13 @@ func runFields(g *jen.Group, r ir.Run) {
 	if r.CheckpointKeep > 0 {
 		g.Add(kv("CheckpointKeep", num(int64(r.CheckpointKeep))))
 	}
+}
+
+// accumulateField is the plan's Accumulate field: the micro-batches of a
+// step, left out for a step of one.
+func accumulateField(n int) jen.Code {
+	if n < 2 {
+		return nil
+	}
+	return kv("Accumulate", jen.Lit(n))
 }

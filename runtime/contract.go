@@ -144,14 +144,20 @@ type Plan struct {
 	Ranks *Ranks
 	// Init, if not nil, runs once before the warm-up steps.
 	Init func(s *Step)
-	// Step issues one training step's work. It is called once per step.
+	// Step issues one training step's work. It is called once per step,
+	// or, with Accumulate, once per micro-batch.
 	Step func(s *Step)
+	// Accumulate is the number of micro-batches of a step (`step
+	// accumulate N`); 0 or 1 for one. Each micro-batch runs Step's
+	// backwards and computes, each backward adding its gradients to the
+	// buffers; the last one also runs every other statement.
+	Accumulate int
 }
 
 // tables returns the plan's tables, which the runtime's internal packages
 // work from.
 func (p *Plan) tables() *plan.Plan {
-	return &plan.Plan{Name: p.Name, Source: p.Source, Hash: p.Hash, Tensors: p.Tensors, Streams: p.Streams, Buckets: p.Buckets, Run: p.Run, Scaler: p.Scaler, Ranks: p.Ranks}
+	return &plan.Plan{Name: p.Name, Source: p.Source, Hash: p.Hash, Tensors: p.Tensors, Streams: p.Streams, Buckets: p.Buckets, Run: p.Run, Scaler: p.Scaler, Ranks: p.Ranks, Accumulate: max(p.Accumulate, 1)}
 }
 
 // record runs the plan's Init and Step functions in recording mode: the

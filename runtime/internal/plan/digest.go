@@ -67,6 +67,10 @@ func Digest(p *Plan, prog *Program) [32]byte {
 	}
 	stmts(prog.Init)
 	stmts(prog.Step)
+	if p.Micro() > 1 {
+		// Only then, so that the digests of plans without it stay.
+		w("accumulate", p.Micro())
+	}
 	if c := p.Scaler; c != nil {
 		w(uint8(c.Rule), c.Init, c.Growth, c.Backoff, c.Interval, c.Hysteresis, c.Min, c.Max)
 	}

@@ -128,7 +128,16 @@ type Plan struct {
 	Scaler *scaler.Spec
 	// Ranks is the plan's ranks declaration, nil for none.
 	Ranks *Ranks
+	// Accumulate is the number of micro-batches of a step, at least 1:
+	// the step's backwards and computes run Accumulate times, each
+	// backward adding its gradients, and the other statements once, on
+	// the last micro-batch.
+	Accumulate int
 }
+
+// Micro returns the number of micro-batches of a step: Accumulate, or 1
+// for a plan made without it.
+func (p *Plan) Micro() int { return max(p.Accumulate, 1) }
 
 // Ranks is a plan's `ranks` declaration: the defaults of --speed, --batch
 // and --balance. Batch 0 was not given; Balance is "", "static" or
