@@ -202,10 +202,19 @@ __device__ __forceinline__ u32 fastmod(u32 a, u64 M, u32 d) { return (u32)__umul
 
 // ---- kernels ----
 
-// syncgen_fill writes FillValue(p, i) for i in [0, n) into dst, converted to
-// dtype. flags: bit 0 Two, bit 1 Neg.
-extern "C" __global__ void syncgen_fill(u64 dst, i64 n, u64 dtype, u64 kind, u64 seedA, u64 seedB,
-                                        i64 lo, i64 hi, i64 dev, i64 sign, u64 flags) {
+// put writes pattern value v at element i of p: stored as storeInt does,
+// or, with add, added to what the element holds through float64 and
+// stored rounded (the CPU backend's elem.AddBytes: LoadAll, +, StoreAll).
+__device__ __forceinline__ void put(void *p, i64 i, int dt, int v, bool add) {
+	if (add) store(p, i, dt, load(p, i, dt) + (double)v);
+	else storeInt(p, i, dt, v);
+}
+
+// fillBody is syncgen_fill and syncgen_fill_add: FillValue(p, i) for i in
+// [0, n) written into dst (add: added to it), in dtype. flags: bit 0 Two,
+// bit 1 Neg.
+__device__ __forceinline__ void fillBody(u64 dst, i64 n, u64 dtype, u64 kind, u64 seedA, u64 seedB,
+                                         i64 lo, i64 hi, i64 dev, i64 sign, u64 flags, bool add) {
 	void *p = (void *)dst;
 	int dt = (int)dtype;
 	u32 sa = (u32)seedA, sb = (u32)seedB;
@@ -220,17 +229,32 @@ extern "C" __global__ void syncgen_fill(u64 dst, i64 n, u64 dtype, u64 kind, u64
 			u32 h = elemHash(sa, i);
 			int v = two ? 1 + (int)(h & 1) : 1;
 			if (neg && ((h >> 1) & 1)) v = -v;
-			storeInt(p, i, dt, v);
+			put(p, i, dt, v, add);
 		}
 	} else if (kind == FILL_AVG) {
 		GRID_STRIDE(i, n) {
 			int a = ilo + (int)fastmod(elemHash(sa, i), mspan, span);
 			int d = (int)fastmod(elemHash(sb, i), mdspan, dspan);
-			storeInt(p, i, dt, a + isign * d);
+			put(p, i, dt, a + isign * d, add);
 		}
 	} else {
-		GRID_STRIDE(i, n) { storeInt(p, i, dt, ilo + (int)fastmod(elemHash(sa, i), mspan, span)); }
+		GRID_STRIDE(i, n) { put(p, i, dt, ilo + (int)fastmod(elemHash(sa, i), mspan, span), add); }
 	}
+}
+
+// syncgen_fill writes FillValue(p, i) for i in [0, n) into dst, converted to
+// dtype. flags: bit 0 Two, bit 1 Neg.
+extern "C" __global__ void syncgen_fill(u64 dst, i64 n, u64 dtype, u64 kind, u64 seedA, u64 seedB,
+                                        i64 lo, i64 hi, i64 dev, i64 sign, u64 flags) {
+	fillBody(dst, n, dtype, kind, seedA, seedB, lo, hi, dev, sign, flags, false);
+}
+
+// syncgen_fill_add adds FillValue(p, i) to element i of dst (gradient
+// accumulation: a micro-batch's backward after the first). Its parameters
+// are syncgen_fill's.
+extern "C" __global__ void syncgen_fill_add(u64 dst, i64 n, u64 dtype, u64 kind, u64 seedA, u64 seedB,
+                                            i64 lo, i64 hi, i64 dev, i64 sign, u64 flags) {
+	fillBody(dst, n, dtype, kind, seedA, seedB, lo, hi, dev, sign, flags, true);
 }
 
 __device__ __forceinline__ i64 loadI(const void *p, i64 i, int dt) {

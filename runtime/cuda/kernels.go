@@ -40,6 +40,8 @@ type Kernels struct {
 	fill, cast, f32to16, f16to32, div, copy uintptr
 	stamp, spin                             uintptr
 	scale, set, update                      uintptr // cuda.go's Scale, Set, Update
+	// fillAdd is 0 when the PTX predates syncgen_fill_add (see Fill).
+	fillAdd uintptr
 	// maxBlocks caps grid-stride launches: enough blocks to fill every
 	// multiprocessor several times, no more.
 	maxBlocks int64
@@ -92,6 +94,14 @@ func LoadKernels() (*Kernels, error) {
 		}
 		*f.p = uintptr(fn)
 	}
+	// Optional: a PTX from before gradient accumulation lacks it, and only
+	// the fills that add need it.
+	cn := C.CString("syncgen_fill_add")
+	var fn C.uintptr_t
+	if C.sgcu_cuModuleGetFunction(&fn, k.mod, cn) == 0 {
+		k.fillAdd = uintptr(fn)
+	}
+	C.free(unsafe.Pointer(cn))
 	dev, err := Device()
 	if err != nil {
 		return nil, err
@@ -135,9 +145,12 @@ type FillParams struct {
 	SeedA, SeedB      uint32
 	Lo, Hi, Dev, Sign int32
 	Two, Neg          bool
+	// Add adds the pattern to what dst holds (syncgen_fill_add).
+	Add bool
 }
 
-// Fill queues writing the pattern p into n elements of dtype at dst.
+// Fill queues writing the pattern p into n elements of dtype at dst, or,
+// with p.Add, adding it to them.
 func (k *Kernels) Fill(s Stream, dst Ptr, dtype int, n int64, p FillParams) error {
 	var flags uint64
 	if p.Two {
@@ -146,7 +159,14 @@ func (k *Kernels) Fill(s Stream, dst Ptr, dtype int, n int64, p FillParams) erro
 	if p.Neg {
 		flags |= 2
 	}
-	return k.launch("syncgen_fill", k.fill, n, s, uint64(dst), uint64(n), uint64(dtype), uint64(p.Kind),
+	name, f := "syncgen_fill", k.fill
+	if p.Add {
+		if k.fillAdd == 0 {
+			return fmt.Errorf("the PTX kernels (%s) have no syncgen_fill_add, which gradient accumulation needs: regenerate them with kernels/regen.sh (make ptx) and commit runtime/cuda/syncgen.ptx", k.Source)
+		}
+		name, f = "syncgen_fill_add", k.fillAdd
+	}
+	return k.launch(name, f, n, s, uint64(dst), uint64(n), uint64(dtype), uint64(p.Kind),
 		uint64(p.SeedA), uint64(p.SeedB), uint64(int64(p.Lo)), uint64(int64(p.Hi)), uint64(int64(p.Dev)),
 		uint64(int64(p.Sign)), flags)
 }

@@ -431,13 +431,17 @@ type sim struct {
 	m      *Model
 	t      int // the tensor loaded, -1 for none
 	params []elem.FillParams
-	vals   [][]float64 // [rank][element of block]
-	tdt    elem.DType
-	wire   elem.DType
-	off    int64 // the tensor's offset in its bucket
-	slice  int64 // elements per rank slice of the padded bucket
-	chain  []plan.Stmt
-	limit  float64
+	// micro holds the fill parameters of micro-batches 1.. of an
+	// accumulated fill, micro[m-1][r] rank r's (empty for a fill of one:
+	// see accumulated).
+	micro [][]elem.FillParams
+	vals  [][]float64 // [rank][element of block]
+	tdt   elem.DType
+	wire  elem.DType
+	off   int64 // the tensor's offset in its bucket
+	slice int64 // elements per rank slice of the padded bucket
+	chain []plan.Stmt
+	limit float64
 	// fillExact: every value of every rank's pattern is exact in the wire
 	// dtype (see applyBlock). sumFirst: the first collective sums or
 	// averages such values without leaving the exact range (sumFilled).
@@ -483,6 +487,17 @@ func (s *sim) load(m *Model, t int) {
 	for r := 0; r < e.size; r++ {
 		s.params = append(s.params, e.shapes[t].Params(r, e.size, m.fill[t], t))
 	}
+	s.micro = s.micro[:0]
+	if m.fill[t] != elem.InitStep {
+		// A backward's fill: the sum of the step's micro-batches.
+		for k := 1; k < m.plan.Micro(); k++ {
+			ps := make([]elem.FillParams, e.size)
+			for r := range ps {
+				ps[r] = e.shapes[t].Params(r, e.size, elem.MicroStep(m.fill[t], k), t)
+			}
+			s.micro = append(s.micro, ps)
+		}
+	}
 	if len(s.vals) != e.size {
 		s.vals = make([][]float64, e.size) // each grown by run
 	}
@@ -501,9 +516,11 @@ func (s *sim) load(m *Model, t int) {
 	s.sumFirst, s.baseOnly, s.first, s.avgTab = false, false, false, nil
 	allAvg := true
 	var bound int64 // of any sum of one value per rank
+	micros := int64(len(s.micro) + 1)
 	for r := range s.params {
 		lo, hi := s.params[r].ValueRange()
-		s.fillExact = s.fillExact && exactIn(lo, hi, s.wire)
+		lo, hi = micros*lo, micros*hi // a sum of micros values in [lo, hi]
+		s.fillExact = s.fillExact && exactIn(lo, hi, s.wire) && exactIn(lo, hi, s.tdt)
 		allAvg = allAvg && s.params[r].Kind == elem.FillAvg
 		bound += max(-lo, hi)
 	}
@@ -515,7 +532,9 @@ func (s *sim) load(m *Model, t int) {
 		// Scaled, pre-divided or injected values take the general path,
 		// which bounds every element's sum.
 		s.sumFirst = s.sumFirst && s.mult == 1 && !s.pre && s.inject < 0
-		s.baseOnly = s.sumFirst && allAvg && first.Coll != plan.CollReduce
+		// An accumulated fill sums several bases: it takes the general
+		// path.
+		s.baseOnly = s.sumFirst && allAvg && first.Coll != plan.CollReduce && len(s.micro) == 0
 		p := &s.params[0]
 		if s.baseOnly && first.Op == plan.Avg && int64(p.Hi)-int64(p.Lo) < 1<<16 {
 			// The average is a function of the base: tabulate it.
@@ -595,6 +614,11 @@ func (s *sim) scaleOut(out []float64) {
 // an element instead of 8.
 func (s *sim) fill(i0 int64, n int) {
 	ints := s.ints[:n]
+	if len(s.micro) > 0 {
+		s.accumulated(i0, n)
+		s.markInjected(i0, n)
+		return
+	}
 	if len(s.params) > 1 && s.params[0].Kind == elem.FillAvg {
 		base, dev := s.base[:n], s.dev[:n]
 		elem.FillBase(base, &s.params[0], i0)
@@ -619,6 +643,36 @@ func (s *sim) fill(i0 int64, n int) {
 		}
 	}
 	s.markInjected(i0, n)
+}
+
+// accumulated writes every rank's accumulated fill of elements
+// i0..i0+n into s.vals: the sum of its micro-batches' values, each added
+// in the tensor's dtype. A sum whose partial sums could leave the dtype's
+// exact range is NaN (not predicted).
+func (s *sim) accumulated(i0 int64, n int) {
+	ints := s.ints[:n]
+	limit := float64(s.tdt.ExactLimit())
+	bound := s.red[:n] // free until the replay
+	for r := range s.vals {
+		v := s.vals[r][:n]
+		elem.FillInts(ints, &s.params[r], i0)
+		for j := range v {
+			v[j] = float64(ints[j])
+			bound[j] = math.Abs(v[j])
+		}
+		for _, ps := range s.micro {
+			elem.FillInts(ints, &ps[r], i0)
+			for j := range v {
+				v[j] += float64(ints[j])
+				bound[j] += math.Abs(float64(ints[j]))
+			}
+		}
+		for j := range v {
+			if bound[j] > limit || s.tdt.Unsigned() && v[j] < 0 {
+				v[j] = math.NaN()
+			}
+		}
+	}
 }
 
 // markInjected makes the injected element unpredictable: an infinity or

@@ -1,6 +1,7 @@
 package check
 
 import (
+	"math"
 	"slices"
 
 	"github.com/syncgen/syncgen/runtime/internal/elem"
@@ -33,6 +34,13 @@ import (
 //     else in {-1, 1} (u8: only positive ones); products of powers of two
 //     are exact in every float, and stay in range.
 //
+// With gradient accumulation (plan.Plan.Accumulate, M micro-batches a
+// step), a backward's fill is the sum of M patterns, each added in the
+// tensor's dtype: G counts M too, so that the sums and every partial sum
+// stay within L. For prod, {-2, ..., 2} needs (2M)^n <= L; the products
+// of sums that are not powers of two and leave L are counted as
+// unchecked.
+//
 // The buffers' first fill, at allocation, sees another chain: the init
 // block, then the step's statements before its first backward. Its growth
 // counts too (an init allreduce of a bucket that the step only takes the
@@ -64,7 +72,7 @@ func Patterns(p *plan.Plan, prog *plan.Program, size, batch int) []elem.PatternS
 			unsigned = unsigned || w.Unsigned()
 			chain, firstChain = chains[t.Bucket], firstChains[t.Bucket]
 		}
-		shapes[i] = patternFor(chain, firstChain, limit, unsigned, size, batch)
+		shapes[i] = patternFor(chain, firstChain, limit, unsigned, size, batch, p.Micro())
 	}
 	return shapes
 }
@@ -92,14 +100,16 @@ func chainOps(chain []plan.Stmt, size, batch int) (first plan.RedOp, growth floa
 }
 
 // patternFor picks the pattern for a tensor whose bucket sees chain
-// between two backward passes and firstChain after its first fill.
-func patternFor(chain, firstChain []plan.Stmt, limit int64, unsigned bool, size, batch int) elem.PatternShape {
+// between two backward passes and firstChain after its first fill, in a
+// plan whose steps have micros micro-batches.
+func patternFor(chain, firstChain []plan.Stmt, limit int64, unsigned bool, size, batch, micros int) elem.PatternShape {
 	first, growth := chainOps(chain, size, batch)
 	initFirst, initGrowth := chainOps(firstChain, size, batch)
 	if first == plan.NoOp {
 		first = initFirst
 	}
-	growth = max(growth, initGrowth)
+	// A backward's fill is the sum of the step's micro-batches.
+	growth = max(growth*float64(micros), initGrowth)
 	amp := func(div float64) int32 {
 		k := float64(limit) / div
 		if k > maxAmplitude {
@@ -119,7 +129,9 @@ func patternFor(chain, firstChain []plan.Stmt, limit int64, unsigned bool, size,
 		k := amp(2 * growth)
 		return elem.PatternShape{Kind: elem.FillAvg, Lo: -k, Hi: k, Dev: k}
 	case plan.Prod:
-		two := size < 62 && int64(1)<<size <= limit
+		// An accumulated value is a sum of micros values: its
+		// magnitude, up to 2*micros, raised to the size-th power.
+		two := size < 62 && math.Pow(float64(2*micros), float64(size)) <= float64(limit)
 		return elem.PatternShape{Kind: elem.FillProd, Two: two, Neg: !unsigned}
 	default:
 		k := amp(growth)

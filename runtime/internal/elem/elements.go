@@ -106,6 +106,39 @@ func fillRange(b []byte, dt DType, p *FillParams, i0 int64) {
 	}
 }
 
+// AddBytes adds pattern p to the elements of dt that b holds: each sum
+// is computed in float64 (exact for the pattern's values and the dtypes'
+// exact ranges) and stored rounded as StoreAll rounds, integers
+// saturating. A micro-batch's backward accumulates its gradient with it.
+func AddBytes(b []byte, dt DType, p *FillParams) {
+	n := int64(len(b)) / dt.Size()
+	if parallelWorkers(n) == 1 {
+		addRange(b, dt, p, 0)
+		return
+	}
+	parallelFor(n, func(lo, hi int64) {
+		addRange(b[lo*dt.Size():hi*dt.Size()], dt, p, lo)
+	})
+}
+
+// addRange adds elements i0.. of pattern p to b (elements of dt).
+func addRange(b []byte, dt DType, p *FillParams, i0 int64) {
+	var ints [castChunk]int32
+	var vals [castChunk]float64
+	n := int64(len(b)) / dt.Size()
+	for off := int64(0); off < n; off += castChunk {
+		m := min(n-off, castChunk)
+		v, x := ints[:m], vals[:m]
+		FillInts(v, p, i0+off)
+		part := b[off*dt.Size() : (off+m)*dt.Size()]
+		LoadAll(x, part, dt)
+		for j := range x {
+			x[j] += float64(v[j])
+		}
+		StoreAll(part, dt, x)
+	}
+}
+
 // parallelGrain is the fewest elements worth a goroutine of their own.
 const parallelGrain = 1 << 16
 

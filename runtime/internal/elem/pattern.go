@@ -70,6 +70,11 @@ type FillParams struct {
 	// lasts what the plan says rather than as long as the pattern takes to
 	// compute; the GPU backend fills the pattern anyway (it is fast there).
 	Unchecked bool
+	// Add adds the pattern's values to what dst holds instead of
+	// overwriting it, in dst's dtype (the sum rounded to it, integers
+	// saturating, as Cast rounds): the backward of a micro-batch after the
+	// first accumulates its gradient. With Unchecked it may do nothing.
+	Add bool
 }
 
 // Mix is the 32-bit integer hash ("lowbias32" by Chris Wellons).
@@ -99,6 +104,16 @@ func Seed(words ...uint32) uint32 {
 		s = Mix(s ^ w)
 	}
 	return s
+}
+
+// MicroStep is the step number that seeds micro-batch m of step (from
+// 0): step itself for the first, so that a step of one micro-batch fills
+// what it always did, and a hash of both for the others.
+func MicroStep(step uint32, m int) uint32 {
+	if m == 0 {
+		return step
+	}
+	return Seed(4, step, uint32(m))
 }
 
 // InitStep is the step number of the values buffers hold before the first

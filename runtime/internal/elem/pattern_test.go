@@ -152,3 +152,39 @@ func TestFillBytesMatchesFillValue(t *testing.T) {
 		}
 	}
 }
+
+// TestAddBytes adds a pattern to a filled buffer in every dtype: each
+// element becomes the sum of both patterns' values, rounded to the dtype as
+// StoreAll rounds (integers saturating), across the chunk boundaries.
+func TestAddBytes(t *testing.T) {
+	const n = castChunk*2 + 5
+	base := FillParams{Kind: FillUniform, SeedA: Seed(1, 0, 3, 1), Lo: -100, Hi: 100}
+	add := FillParams{Kind: FillAvg, SeedA: Seed(2, 3, 1), SeedB: Seed(3, 0, 3, 1), Lo: -50, Hi: 90, Dev: 20, Sign: -1, Add: true}
+	for _, dt := range []DType{F64, F32, F16, BF16, I64, I32, I8, U8} {
+		b := make([]byte, n*dt.Size())
+		FillBytes(b, dt, &base)
+		AddBytes(b, dt, &add)
+		got := make([]float64, n)
+		LoadAll(got, b, dt)
+		for i := range int64(n) {
+			want := RoundTo(RoundTo(float64(FillValue(&base, i)), dt)+float64(FillValue(&add, i)), dt)
+			if got[i] != want {
+				t.Fatalf("%s element %d: %v, want %v", dt, i, got[i], want)
+			}
+		}
+	}
+}
+
+func TestMicroStep(t *testing.T) {
+	if MicroStep(7, 0) != 7 {
+		t.Errorf("MicroStep(7, 0) = %d, want 7: a step of one micro-batch fills what it did", MicroStep(7, 0))
+	}
+	seen := map[uint32]bool{7: true}
+	for m := 1; m < 8; m++ {
+		s := MicroStep(7, m)
+		if seen[s] || s == MicroStep(8, m) {
+			t.Errorf("MicroStep(7, %d) = %d repeats another micro-batch's or step's", m, s)
+		}
+		seen[s] = true
+	}
+}

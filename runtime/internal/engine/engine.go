@@ -55,7 +55,11 @@ type Engine struct {
 	// The current step.
 	seedStep uint32 // the step number that seeds the fill pattern
 	stepNo   int    // 0-based over warm-up and measured steps; -1 in init
-	epoch    backend.Event
+	// micro is the micro-batch of the step being issued, 0 to micros-1
+	// (plan.Micro): the statements that only the last one runs skip
+	// themselves on the others (skips).
+	micro, micros int
+	epoch         backend.Event
 	// stepStart is the host time at which the epoch was recorded (or, with
 	// a StepAligner, completed).
 	stepStart  time.Time
@@ -111,9 +115,10 @@ type readyMark struct {
 // readyEvents are a bucket's "all gradients ready" events of one step: one
 // of a whole backward, or one per backward piece that touched the bucket.
 type readyEvents struct {
-	evs  []backend.Event
-	step int
-	ok   bool
+	evs   []backend.Event
+	step  int
+	micro int
+	ok    bool
 }
 
 // Config is what the engine is told of the run.
@@ -159,6 +164,7 @@ func New(cfg Config, p *plan.Plan, prog *plan.Program, h *mpihost.Host, be backe
 	}
 	e.tracing = cfg.Tracing
 	e.flatStep = plan.Flat(prog.Step)
+	e.micros = p.Micro()
 	for i, s := range p.Streams {
 		st, err := be.NewStream(i, s.Name, s.Priority)
 		if err != nil {

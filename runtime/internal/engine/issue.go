@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/syncgen/syncgen/runtime/internal/backend"
+	"github.com/syncgen/syncgen/runtime/internal/elem"
 	"github.com/syncgen/syncgen/runtime/internal/plan"
 	"github.com/syncgen/syncgen/runtime/internal/result"
 )
@@ -66,13 +67,16 @@ func (e *Engine) Compute(at plan.Src, stream int, d time.Duration, after plan.Af
 		e.fatal(at, err)
 	}
 	end := e.recordOn(stream, at)
-	e.addTimed(result.Record{Kind: result.Compute, Stream: stream, At: at, Name: "compute", Bucket: -1, Start: start, End: end})
+	e.addTimed(result.Record{Kind: result.Compute, Stream: stream, At: at, Name: "compute", Bucket: -1, Micro: e.micro, Start: start, End: end})
 	e.flush()
 }
 
 // Barrier queues a barrier across all ranks on stream (backend.Barrierer),
 // after an AfterStream dependency as Backward.
 func (e *Engine) Barrier(at plan.Src, stream int, after plan.After) {
+	if e.skips(plan.StmtBarrier, at) {
+		return
+	}
 	e.expect(plan.StmtBarrier, at)
 	e.waitAfter(at, stream, after)
 	br, ok := e.be.(backend.Barrierer)
@@ -107,6 +111,9 @@ func (e *Engine) waitAfter(at plan.Src, stream int, after plan.After) {
 // BeginGroup starts a group (NCCL's ncclGroupStart): the collectives
 // issued until EndGroup are kept and issued together.
 func (e *Engine) BeginGroup(at plan.Src) {
+	if e.stepNo >= 0 && e.micro != e.micros-1 {
+		return // its members skip themselves (Collective)
+	}
 	if e.inGroup {
 		e.fatal(at, fmt.Errorf("groups do not nest"))
 	}
@@ -117,6 +124,9 @@ func (e *Engine) BeginGroup(at plan.Src) {
 // EndGroup issues the group's collectives: each stream waits for all of
 // its group members' dependencies, then they run together.
 func (e *Engine) EndGroup() {
+	if e.stepNo >= 0 && e.micro != e.micros-1 {
+		return
+	}
 	e.inGroup = false
 	e.issue(e.groupBuf, true)
 	e.flush()
@@ -124,6 +134,9 @@ func (e *Engine) EndGroup() {
 
 // Wait blocks the host until the work queued on stream so far is done.
 func (e *Engine) Wait(at plan.Src, stream int) {
+	if e.skips(plan.StmtWait, at) {
+		return
+	}
 	e.expect(plan.StmtWait, at)
 	e.hostAt.setWait(e.plan.Streams[stream].Name, at)
 	t0 := time.Now()
@@ -141,6 +154,9 @@ func (e *Engine) Wait(at plan.Src, stream int) {
 // apart from st so that the variadic slice of the generated call does not
 // escape: the steps allocate nothing.
 func (e *Engine) Collective(st plan.Stmt, buckets []int) {
+	if e.skips(plan.StmtColl, st.At) {
+		return
+	}
 	id := e.expect(plan.StmtColl, st.At)
 	if st.Coll.Reduces() && st.Op == plan.NoOp {
 		st.Op = plan.Sum
@@ -173,6 +189,17 @@ func (e *Engine) flush() {
 	if f, ok := e.be.(backend.Flusher); ok {
 		f.Flush()
 	}
+}
+
+// skips reports whether the statement of kind k at at is skipped: a
+// statement that runs on a step's last micro-batch only (all but backward
+// and compute), issued on another. It still advances the sanity check.
+func (e *Engine) skips(k plan.StmtKind, at plan.Src) bool {
+	if e.stepNo < 0 || e.micro == e.micros-1 {
+		return false
+	}
+	e.expect(k, at)
+	return true
 }
 
 // expect checks that the statement issued now is the one the recording
@@ -224,29 +251,37 @@ func (e *Engine) backward(at plan.Src, stream int, d time.Duration, tensors []in
 			e.fatal(at, err)
 		}
 		done = until
-		params := e.shapes[t].Params(e.rank, e.size, e.seedStep, t)
+		// Micro-batch m's gradient has a pattern of its own; the first
+		// one overwrites the buffers (zero_grad), the others add to them.
+		params := e.shapes[t].Params(e.rank, e.size, elem.MicroStep(e.seedStep, e.micro), t)
 		params.Unchecked = !e.checks(e.stepNo) && !e.tr.pattern
+		params.Add = e.micro > 0
 		if err := st.Fill(e.mem.Tensors[t].Store, params); err != nil {
 			e.fatal(at, fmt.Errorf("gradient of %q: %w", p.Tensors[t].Name, err))
 		}
-		e.scaleGradient(at, st, t)
+		if e.micro == e.micros-1 {
+			// The scale multiplies the accumulated gradient once: the
+			// same as scaling each micro-batch's, since it is a power of
+			// two that changes only between steps.
+			e.scaleGradient(at, st, t)
+		}
 		if e.tracing {
 			ev := e.recordOn(stream, at)
 			e.addTimed(result.Record{Kind: result.Grad, Stream: stream, At: at, Name: p.Tensors[t].Name, Bucket: p.Tensors[t].Bucket,
-				Bytes: e.mem.Tensors[t].Elems * p.Tensors[t].DType.Size(), Start: prev, End: ev})
+				Bytes: e.mem.Tensors[t].Elems * p.Tensors[t].DType.Size(), Micro: e.micro, Start: prev, End: ev})
 			prev = ev
 		}
 		if b := lastOf[t]; b >= 0 {
 			ev := e.recordOn(stream, at)
 			m := &e.ready[b]
-			if tensors == nil || !m.ok || m.step != e.stepNo {
-				m.evs, m.step, m.ok = m.evs[:0], e.stepNo, true
+			if tensors == nil || !m.ok || m.step != e.stepNo || m.micro != e.micro {
+				m.evs, m.step, m.micro, m.ok = m.evs[:0], e.stepNo, e.micro, true
 			}
 			m.evs = append(m.evs, ev)
 		}
 	}
 	end := e.recordOn(stream, at)
-	e.addTimed(result.Record{Kind: result.Backward, Stream: stream, At: at, Name: "backward", Bucket: -1, Start: start, End: end})
+	e.addTimed(result.Record{Kind: result.Backward, Stream: stream, At: at, Name: "backward", Bucket: -1, Micro: e.micro, Start: start, End: end})
 }
 
 // issue queues collectives: one at a time in order, or all together as a

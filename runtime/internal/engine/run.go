@@ -104,7 +104,7 @@ func (e *Engine) saveAfterStep(res *result.Results, i int) error {
 // runInit runs the init block. Its results (a broadcast of the parameters)
 // are checked once, before a backward overwrites them.
 func (e *Engine) runInit(res *result.Results) error {
-	e.seedStep, e.stepNo = elem.InitStep, -1
+	e.seedStep, e.stepNo, e.micro = elem.InitStep, -1, 0
 	e.beginStep()
 	e.cfg.Init()
 	if err := e.drain(); err != nil {
@@ -148,7 +148,13 @@ func (e *Engine) runStep(res *result.Results, i, total int) error {
 	e.faultAt(FaultStop, i)
 	e.faultAt(FaultDelay, i)
 	e.beginHeteroStep(i)
-	e.cfg.Step()
+	for m := range e.micros {
+		// Each micro-batch issues the step function again: its backwards
+		// and computes run, the other statements only on the last.
+		e.micro, e.cursor = m, 0
+		e.cfg.Step()
+	}
+	e.micro = 0
 	if err := e.drain(); err != nil {
 		return err
 	}

@@ -288,6 +288,9 @@ func (e *Engine) waitSynced(at plan.Src, stream, b int) {
 // Update queues an optimizer step of each bucket on stream (see
 // runtime.Step.Update).
 func (e *Engine) Update(at plan.Src, stream int, opt optim.Spec, after plan.After, buckets []int) {
+	if e.skips(plan.StmtUpdate, at) {
+		return
+	}
 	e.expect(plan.StmtUpdate, at)
 	idx := e.cursor - 1
 	ts := e.tr.stmts[idx]
@@ -334,6 +337,9 @@ func (e *Engine) Update(at plan.Src, stream int, opt optim.Spec, after plan.Afte
 // must agree on the flag, an allreduce of it with max (see
 // runtime.Step.Unscale).
 func (e *Engine) Unscale(at plan.Src, stream int, agree bool, after plan.After, buckets []int) {
+	if e.skips(plan.StmtUnscale, at) {
+		return
+	}
 	e.expect(plan.StmtUnscale, at)
 	idx := e.cursor - 1
 	ts := e.tr.stmts[idx]

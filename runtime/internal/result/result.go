@@ -43,6 +43,9 @@ type Record struct {
 	// Index is an update's or unscale's place among the step's flat
 	// statements (plan.Flat), for the training table's rows.
 	Index int
+	// Micro is the micro-batch (from 0) of a backward, a compute or a
+	// gradient in a step of several (plan.Plan.Accumulate).
+	Micro int
 	Start backend.Event
 	End   backend.Event
 	// Host times (Wait), and the resolved times of all records after the

@@ -310,9 +310,14 @@ func (s *cpuStream) run(op *cpuOp) (err error) {
 		s.sleep(op.busy)
 	case opFill:
 		t0 := time.Now()
-		if e := &op.elem; e.fill.Unchecked {
+		switch e := &op.elem; {
+		case e.fill.Add && e.fill.Unchecked:
+			// Nothing reads the sum: the first micro-batch's zeros stay.
+		case e.fill.Add:
+			elem.AddBytes(e.dst, e.dtype, &e.fill)
+		case e.fill.Unchecked:
 			elem.ClearBytes(e.dst)
-		} else {
+		default:
 			elem.FillBytes(e.dst, e.dtype, &e.fill)
 		}
 		s.debt += time.Since(t0)

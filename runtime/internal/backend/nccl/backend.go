@@ -779,7 +779,7 @@ func (s *gpuStream) Fill(dst backend.Span, p elem.FillParams) error {
 		}
 	}
 	s.mark = markFills
-	kp := cuda.FillParams{Kind: int(p.Kind), SeedA: p.SeedA, SeedB: p.SeedB, Lo: p.Lo, Hi: p.Hi, Dev: p.Dev, Sign: p.Sign, Two: p.Two, Neg: p.Neg}
+	kp := cuda.FillParams{Kind: int(p.Kind), SeedA: p.SeedA, SeedB: p.SeedB, Lo: p.Lo, Hi: p.Hi, Dev: p.Dev, Sign: p.Sign, Two: p.Two, Neg: p.Neg, Add: p.Add}
 	if err := s.b.kernels.Fill(s.s, ptr, int(dst.DType), dst.N, kp); err != nil {
 		return fmt.Errorf("nccl backend: stream %s: fill of %d %s: %w", s.name, dst.N, dst.DType, err)
 	}

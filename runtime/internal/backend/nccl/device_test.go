@@ -117,6 +117,38 @@ func TestGPUFillMatchesGo(t *testing.T) {
 	}
 }
 
+// TestGPUFillAddMatchesGo adds every fill case to a buffer that holds
+// another fill (gradient accumulation), as elem.AddBytes does.
+func TestGPUFillAddMatchesGo(t *testing.T) {
+	b, s, _ := newTestGPU(t)
+	const n = 1<<20 + 13
+	for _, dt := range allDTypes {
+		buf := mustAlloc(t, b, dt, n+3)
+		for ci, p := range fillCases(dt) {
+			span := backend.Span{Buf: buf, Off: 3, N: n, DType: dt}
+			base := fillCases(dt)[0]
+			add := p
+			add.Add = true
+			if err := s.Fill(span, base); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Fill(span, add); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Synchronize(); err != nil {
+				t.Fatal(err)
+			}
+			got := hostCopy(t, b, span)
+			want := make([]byte, len(got))
+			elem.FillBytes(want, dt, &base)
+			elem.AddBytes(want, dt, &add)
+			if i := firstDiff(got, want, int(dt.Size())); i >= 0 {
+				t.Errorf("%s fill-add case %d: element %d is %x, want %x", dt, ci, i, got[i*int(dt.Size()):(i+1)*int(dt.Size())], want[i*int(dt.Size()):(i+1)*int(dt.Size())])
+			}
+		}
+	}
+}
+
 func firstDiff(a, b []byte, size int) int {
 	if bytes.Equal(a, b) {
 		return -1
