@@ -40,6 +40,7 @@ type jsonReport struct {
 	Train      *jsonTrain        `json:"training,omitempty"`
 	Saves      *jsonSaves        `json:"checkpoints,omitempty"`
 	Hetero     *jsonRanks        `json:"heterogeneous,omitempty"`
+	Accumulate *jsonAccumulate   `json:"accumulate,omitempty"`
 	Summary    jsonSummary       `json:"summary"`
 }
 
@@ -148,6 +149,7 @@ func makeJSON(run *Run, rep *Report, info *Info) jsonReport {
 	j.Train = makeJSONTrain(run, rep)
 	j.Saves = makeJSONSaves(rep)
 	j.Hetero = makeJSONRanks(rep)
+	j.Accumulate = makeJSONAccumulate(run, rep)
 	j.Buckets = []jsonRow{}
 	for _, r := range rep.rows {
 		b := p.Buckets[r.Bucket]

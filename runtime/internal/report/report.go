@@ -291,7 +291,11 @@ func PrintHeader(w io.Writer, run *Run, info *Info) {
 	if run.CheckEvery > 0 {
 		check = fmt.Sprintf("every %d", run.CheckEvery)
 	}
-	fmt.Fprintf(w, "# steps %d + %d warm-up, check %s\n", run.Steps, run.Warmup, check)
+	micro := ""
+	if n := p.Micro(); n > 1 {
+		micro = fmt.Sprintf("; %d micro-batches a step (accumulate %d), synchronised once", n, n)
+	}
+	fmt.Fprintf(w, "# steps %d + %d warm-up, check %s%s\n", run.Steps, run.Warmup, check, micro)
 }
 
 // Print prints the table and the summary.
@@ -355,6 +359,7 @@ func Print(w io.Writer, run *Run, rep *Report) {
 	printTrain(w, run, rep)
 	printSaves(w, rep)
 	printRanks(w, rep)
+	printAccumulation(w, run, rep)
 	if len(rep.stepTimes) > 0 {
 		fmt.Fprintf(w, "# step time p50 %s, p90 %s, mean %s; compute %s; exposed communication (mean step - compute) %s; communication %s, %.1f%% overlapped with compute\n",
 			text.Dur(rep.p50), text.Dur(rep.p90), text.Dur(rep.mean), text.Dur(rep.compute), text.Dur(rep.exposed), text.Dur(rep.comm), rep.overlap)

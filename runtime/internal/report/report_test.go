@@ -480,3 +480,86 @@ func withFlags(base *Run, flags Run) *Run {
 	r.Steps, r.Warmup, r.CheckEvery, r.Quiet = flags.Steps, flags.Warmup, flags.CheckEvery, flags.Quiet
 	return &r
 }
+
+// TestReportAccumulate: a step of 4 micro-batches saves 3 times the
+// step's collectives and bytes, 75% of syncing every micro-batch, and its
+// compute a micro-batch is a quarter of the step's; the table's line and
+// the JSON say the same.
+func TestReportAccumulate(t *testing.T) {
+	p, prog := reportPlan(t)
+	p.Accumulate = 4
+	res := result.New(p, prog)
+	res.Checked = 1
+	for i := range res.Rows {
+		res.Rows[i].Times = []time.Duration{time.Millisecond}
+	}
+	res.Steps = []result.StepStats{{Step: 10 * time.Millisecond, Compute: 8 * time.Millisecond}}
+	// b is padded to 12 elements: its allgather moves 48 bytes.
+	rep := buildReport(p, prog, []int64{10, 12}, res, [][]byte{encodeFigures(res, 2)})
+	var colls int
+	var bytesPerStep int64
+	for _, r := range rep.rows {
+		colls++
+		bytesPerStep += r.Bytes
+	}
+	if colls != 3 || bytesPerStep != 40+48+40 {
+		t.Fatalf("the step has %d collectives of %d bytes, want 3 of 128", colls, bytesPerStep)
+	}
+	a := accumulationOf(rep, 4)
+	if a.SavedColls != 3*colls || a.SavedBytes != 3*bytesPerStep || a.SavedPct != 75 {
+		t.Errorf("saved %d collectives, %d bytes, %v%%; want %d, %d, 75%%", a.SavedColls, a.SavedBytes, a.SavedPct, 3*colls, 3*bytesPerStep)
+	}
+	var out bytes.Buffer
+	run := withFlags(&Run{Plan: p, Prog: prog, Ranks: 1}, Run{Steps: 1, CheckEvery: 1})
+	Print(&out, run, rep)
+	want := "# accumulate 4: 1 synchronisation every 4 micro-batches; 9 collectives and 384 B a rank saved a step (75% of the communication of syncing every micro-batch); compute 2.00 ms a micro-batch\n"
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("report:\n%s\nwant the line\n%s", out.String(), want)
+	}
+	var j struct {
+		Accumulate *jsonAccumulate `json:"accumulate"`
+	}
+	data, err := json.Marshal(makeJSON(run, rep, &Info{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &j); err != nil {
+		t.Fatal(err)
+	}
+	if x := j.Accumulate; x == nil || x.MicroBatches != 4 || x.CollectivesPerStep != 3 || x.BytesPerStep != 128 ||
+		x.SavedCollectives != 9 || x.SavedBytes != 384 || x.SavedPct != 75 || x.ComputePerMicroMs != 2 {
+		t.Errorf("JSON accumulate %+v", j.Accumulate)
+	}
+	// A step of one says nothing of it.
+	p.Accumulate = 0
+	out.Reset()
+	Print(&out, run, rep)
+	if strings.Contains(out.String(), "accumulate") {
+		t.Errorf("a step of one reports accumulation:\n%s", out.String())
+	}
+	if data, _ := json.Marshal(makeJSON(run, rep, &Info{})); strings.Contains(string(data), `"accumulate"`) {
+		t.Errorf("a step of one's JSON has accumulate: %s", data)
+	}
+}
+
+// TestTraceEventsMicroBatches: in a step of several micro-batches, each
+// backward and compute span names its micro-batch.
+func TestTraceEventsMicroBatches(t *testing.T) {
+	p, prog := reportPlan(t)
+	p.Accumulate = 2
+	e := &Run{Plan: p, Prog: prog, Ranks: 1}
+	var recs []result.Traced
+	for m := range 2 {
+		recs = append(recs,
+			result.Traced{R: result.Record{Kind: result.Compute, Name: "compute", Bucket: -1, Micro: m}},
+			result.Traced{R: result.Record{Kind: result.Backward, Name: "backward", Bucket: -1, Micro: m}})
+	}
+	var names []string
+	for _, ev := range traceEvents(e, recs) {
+		names = append(names, fmt.Sprintf("%s [%v]", ev.Name, ev.Args["micro_batch"]))
+	}
+	want := "compute (micro-batch 1/2) [1], backward (micro-batch 1/2) [1], compute (micro-batch 2/2) [2], backward (micro-batch 2/2) [2]"
+	if got := strings.Join(names, ", "); got != want {
+		t.Errorf("trace events %s, want %s", got, want)
+	}
+}

@@ -55,14 +55,19 @@ func traceEvents(run *Run, recs []result.Traced) []traceEvent {
 		switch r.Kind {
 		case result.Grad:
 			ev.Name, ev.Cat = "grad "+r.Name, "gradient"
+			if n := run.Plan.Micro(); n > 1 {
+				ev.Args["micro_batch"] = r.Micro + 1
+			}
 			ev.Args["tensor"], ev.Args["bytes"] = r.Name, r.Bytes
 			if r.Bucket >= 0 {
 				ev.Args["bucket"] = run.Plan.Buckets[r.Bucket].Name
 			}
 		case result.Backward:
 			ev.Name, ev.Cat = "backward", "compute"
+			microArgs(&ev, run, r)
 		case result.Compute:
 			ev.Name, ev.Cat = "compute", "compute"
+			microArgs(&ev, run, r)
 		case result.Collective:
 			ev.Name, ev.Cat = r.Coll.String()+" "+r.Name, "collective"
 			ev.Args["bucket"], ev.Args["bytes"] = r.Name, r.Bytes
@@ -268,4 +273,13 @@ func measuredBases(run *Run, res *result.Results) []time.Duration {
 		last = k.Step
 	}
 	return out
+}
+
+// microArgs names the micro-batch of a backward or compute in a step of
+// several ("backward (micro-batch 2/4)"), and gives it as an argument.
+func microArgs(ev *traceEvent, run *Run, r result.Record) {
+	if n := run.Plan.Micro(); n > 1 {
+		ev.Name = fmt.Sprintf("%s (micro-batch %d/%d)", ev.Name, r.Micro+1, n)
+		ev.Args["micro_batch"] = r.Micro + 1
+	}
 }
