@@ -34,8 +34,8 @@ func shardSums(t *testing.T, dir string) []string {
 
 // A run resumed from a checkpoint ends with the same parameters and
 // optimizer state, byte for byte on every rank, as one that never stopped:
-// a replicated plan, ZeRO's sharded one, and one whose loss scaler skipped
-// steps before and after the checkpoint.
+// a replicated plan, ZeRO's sharded one, one whose loss scaler skipped
+// steps before and after the checkpoint, and one accumulating gradients.
 func TestResumeIsBitIdentical(t *testing.T) {
 	for _, c := range []struct {
 		plan  string
@@ -47,6 +47,9 @@ func TestResumeIsBitIdentical(t *testing.T) {
 		// Written in the background: the staged bytes are those of the
 		// save, not the later steps' (the shards after step 8 would differ).
 		{"train:adamw:bf16:master", []string{"--checkpoint-async"}},
+		// Gradient accumulation: a checkpoint after a step of 3
+		// micro-batches resumes at the next step's first micro-batch.
+		{"accumulate:3:f16:avg:scaled", nil},
 	} {
 		t.Run(c.plan, func(t *testing.T) {
 			dir := t.TempDir()
