@@ -31,7 +31,7 @@ func Schedule(prog *ir.Program, ranks int) *costmodel.Schedule {
 		s.Buckets = append(s.Buckets, cb)
 	}
 	id := 0
-	s.Step = ops(prog, ranks, prog.Step, &id)
+	s.Step = costmodel.Accumulate(ops(prog, ranks, prog.Step, &id), prog.Accumulate)
 	return s
 }
 

@@ -316,3 +316,27 @@ func TestReplayBandwidthInTimeOrder(t *testing.T) {
 		t.Errorf("rows %+v", pr.Rows)
 	}
 }
+
+// TestReplayAccumulate: a step of 3 micro-batches runs its backward three
+// times and its collective once, after the last: 30 ms, then 1.01 ms.
+func TestReplayAccumulate(t *testing.T) {
+	step := []Op{
+		{Kind: OpBackward, Stream: 0, Dur: ms(10)},
+		{Kind: OpCollective, Stream: 1, Collective: "allreduce", Op: "sum", After: AfterReady, Buckets: []int{0}},
+		{Kind: OpWait, Stream: 1},
+	}
+	if got := Accumulate(step, 1); len(got) != 3 {
+		t.Fatalf("one micro-batch: %d ops, want the step's 3", len(got))
+	}
+	s := sched([]string{"compute", "comm"}, [][2]int64{{1_000_000, 0}}, []int64{1_000_000}, Accumulate(step, 3)...)
+	if len(s.Step) != 5 {
+		t.Fatalf("3 micro-batches: %d ops, want 2 backwards and the step's 3", len(s.Step))
+	}
+	pr, err := Replay(s, profile1())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pr.Rows) != 1 || pr.Rows[0].Start != ms(30) || pr.Step != ms(31.01) || pr.Compute != ms(30) {
+		t.Errorf("rows %+v, step %v, compute %v; want the allreduce from 30 ms, a step of 31.01 ms", pr.Rows, pr.Step, pr.Compute)
+	}
+}

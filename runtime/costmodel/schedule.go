@@ -107,3 +107,22 @@ type Op struct {
 func UpdateBytes(states int, elems, gradBytes int64) int64 {
 	return gradBytes + elems*4*2*int64(1+states)
 }
+
+// Accumulate returns the step of a plan whose steps have micro
+// micro-batches (gradient accumulation) from its step function's ops: the
+// backward and compute ops of the first micro-1 micro-batches, in order,
+// then the whole step, as the runtime issues it. micro <= 1 returns step.
+func Accumulate(step []Op, micro int) []Op {
+	if micro <= 1 {
+		return step
+	}
+	var out []Op
+	for range micro - 1 {
+		for _, o := range step {
+			if o.Kind == OpBackward || o.Kind == OpCompute {
+				out = append(out, o)
+			}
+		}
+	}
+	return append(out, step...)
+}

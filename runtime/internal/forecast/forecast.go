@@ -30,7 +30,7 @@ func Schedule(p *plan.Plan, prog *plan.Program, ranks int) *costmodel.Schedule {
 		}
 		s.Buckets = append(s.Buckets, cb)
 	}
-	s.Step = ops(p, ranks, prog.Step)
+	s.Step = costmodel.Accumulate(ops(p, ranks, prog.Step), p.Micro())
 	return s
 }
 
