@@ -289,7 +289,7 @@ var constructSyntax = map[string]string{
 	"bucket":        "a bucket is declared as `bucket NAME { PATTERN, ... }` followed by options: cap SIZE, first SIZE, order reverse|declared, wire DTYPE, divide before|after",
 	"scaler":        "a loss scaler is declared as `scaler dynamic` (or torch, megatron, deepspeed) followed by options: init, growth, backoff, interval, hysteresis, min, max; or `scaler static SCALE`",
 	"init":          "a block is written `init { STATEMENTS }`",
-	"step":          "a block is written `step { STATEMENTS }`",
+	"step":          "a block is written `step { STATEMENTS }`, or `step accumulate N { STATEMENTS }`",
 	"run":           "run settings are written `run steps N warmup N check every N` (or `check off`), each part optional",
 	"backward":      "backward is written `backward DURATION on STREAM` (e.g. `backward 60ms on compute`), and one layer's piece of it `backward 2ms on compute for l.3.*`",
 	"compute":       "compute is written `compute DURATION on STREAM` (e.g. `compute 20ms on compute`)",

@@ -298,6 +298,9 @@ func TestSyntaxErrorExplanations(t *testing.T) {
 		// A block left open before the next declaration, or a declaration
 		// inside a block that is closed later.
 		{decls + "step {\n  allreduce g\n\nrun steps 1\n", "7:1", "unexpected `run`: the `step` block opened on line 4 is not closed", "add `}` before line 7"},
+		{decls + "step accumulate 4 {\n  allreduce g\n\nrun steps 1\n", "7:1", "unexpected `run`: the `step` block opened on line 4 is not closed", "add `}` before line 7"},
+		{decls + "step accumulate 4 {\n  allreduce g 1ms\n}\n", "5:15", "unexpected `1ms` after the complete allreduce statement", "remove `1ms`; a collective is written"},
+		{decls + "step accumulat 4 {\n}\n", "4:6", "unexpected `accumulat`", "or `step accumulate N { STATEMENTS }`"},
 		{decls + "step {\n  allreduce g\n  tensor b f32[1]\n}\n", "6:3", "unexpected `tensor` inside the `step` block opened on line 4: a declaration starts outside any block", "move it before or after the block"},
 		// A word and a value after a complete statement: an unknown
 		// option, named with the one meant.

@@ -467,6 +467,8 @@ func describeOpen(toks []token, i int) string {
 		return "the " + code(prev.Value) + " block"
 	case prev.Type == tokKeyword && prev.Value == "group":
 		return "the group"
+	case stepAccumulates(toks, i):
+		return "the `step` block"
 	case i >= 2 && toks[i-2].Type == tokKeyword && toks[i-2].Value == "bucket":
 		return "the pattern list of bucket " + code(shortText(prev.Value))
 	case opensTemplate(toks, i):
