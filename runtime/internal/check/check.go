@@ -647,28 +647,35 @@ func (s *sim) fill(i0 int64, n int) {
 
 // accumulated writes every rank's accumulated fill of elements
 // i0..i0+n into s.vals: the sum of its micro-batches' values, each added
-// in the tensor's dtype. A sum whose partial sums could leave the dtype's
-// exact range is NaN (not predicted).
+// in the tensor's dtype. Integers add exactly while every partial sum
+// stays within the dtype's exact range (and, unsigned, above 0); a sum
+// whose partial sums leave it is NaN (not predicted).
 func (s *sim) accumulated(i0 int64, n int) {
 	ints := s.ints[:n]
-	limit := float64(s.tdt.ExactLimit())
-	bound := s.red[:n] // free until the replay
+	hi := float64(s.tdt.ExactLimit())
+	lo := -hi
+	if s.tdt.Unsigned() {
+		lo = 0
+	}
+	out := s.red[:n] // free until the replay: marks a sum that left [lo, hi]
 	for r := range s.vals {
 		v := s.vals[r][:n]
 		elem.FillInts(ints, &s.params[r], i0)
 		for j := range v {
 			v[j] = float64(ints[j])
-			bound[j] = math.Abs(v[j])
+			out[j] = 0
 		}
 		for _, ps := range s.micro {
 			elem.FillInts(ints, &ps[r], i0)
 			for j := range v {
 				v[j] += float64(ints[j])
-				bound[j] += math.Abs(float64(ints[j]))
+				if v[j] < lo || v[j] > hi {
+					out[j] = 1
+				}
 			}
 		}
 		for j := range v {
-			if bound[j] > limit || s.tdt.Unsigned() && v[j] < 0 {
+			if out[j] != 0 {
 				v[j] = math.NaN()
 			}
 		}

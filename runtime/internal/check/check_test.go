@@ -503,3 +503,80 @@ func TestProdAfterReductionUnchecked(t *testing.T) {
 		}
 	}
 }
+
+// accEngine is testEngine for a plan whose steps have micro micro-batches.
+func accEngine(tdt, wire elem.DType, n int64, size, micro int, chain []plan.Stmt) *testRank {
+	p := &plan.Plan{
+		Tensors:    []plan.Tensor{{Name: "t", DType: tdt, Shape: []int64{n}, Bucket: 0}},
+		Buckets:    []plan.Bucket{{Name: "b", Wire: wire, Elems: n, Tensors: []int{0}}},
+		Streams:    []plan.Stream{{Name: "comm"}},
+		Accumulate: micro,
+	}
+	prog := &plan.Program{Step: append([]plan.Stmt{{Kind: plan.StmtBackward}}, chain...)}
+	e := newTestRank(p, prog, 0, size, &backend.Layout{Buckets: []backend.BucketMem{{Elems: n}}}, nil)
+	e.model.Apply(prog.Step, 5, StepTrain{Scale: 1})
+	return e
+}
+
+// With gradient accumulation the checker predicts, in any reduction order,
+// what each rank's sum of its micro-batches' patterns (each added in the
+// tensor's dtype, as elem.AddBytes adds) reduces to; sums and averages
+// stay exact (nothing unchecked), and where a product cannot, the element
+// is unchecked rather than guessed.
+func TestCheckerPredictsAccumulatedAnyOrder(t *testing.T) {
+	rng := rand.New(rand.NewSource(11))
+	for _, tdt := range []elem.DType{elem.F64, elem.F32, elem.F16, elem.BF16, elem.I32, elem.I8, elem.U8} {
+		for _, wire := range []elem.DType{tdt, elem.F32} {
+			for _, op := range []plan.RedOp{plan.Sum, plan.Avg, plan.Max, plan.Prod} {
+				for _, size := range []int{1, 2, 3, 5} {
+					for _, micro := range []int{2, 4} {
+						const n = 200
+						chain := []plan.Stmt{{Kind: plan.StmtColl, Coll: plan.CollAllReduce, Op: op, Buckets: []int{0}}}
+						e := accEngine(tdt, wire, n, size, micro, chain)
+						want := make([]float64, n)
+						e.model.newSim(0).run(0, want)
+						for i := int64(0); i < n; i++ {
+							vals := make([]float64, size)
+							for r := range vals {
+								acc := 0.0
+								for m := range micro {
+									p := e.shapes[0].Params(r, size, elem.MicroStep(5, m), 0)
+									acc = elem.RoundTo(acc+float64(elem.FillValue(&p, i)), tdt)
+								}
+								vals[r] = elem.RoundTo(acc, wire)
+							}
+							got := elem.RoundTo(reduceInOrder(vals, rng.Perm(size), op, wire), tdt)
+							switch {
+							case math.IsNaN(want[i]) && op != plan.Prod:
+								t.Fatalf("%s on %s wire, %s over %d ranks of %d micro-batches: element %d unchecked", tdt, wire, op, size, micro, i)
+							case !math.IsNaN(want[i]) && got != want[i]:
+								t.Fatalf("%s on %s wire, %s over %d ranks of %d micro-batches: element %d: arithmetic gives %v, checker expects %v (inputs %v)",
+									tdt, wire, op, size, micro, i, got, want[i], vals)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// Accumulated sums whose partial sums leave the exact range are unchecked,
+// the others predicted: u8 gradients of 600 micro-batches (values 0 and
+// 1: sums of about 300, past u8's 255, where the additions saturate).
+func TestCheckerAccumulatedGivesUp(t *testing.T) {
+	chain := []plan.Stmt{{Kind: plan.StmtColl, Coll: plan.CollAllReduce, Op: plan.Sum, Buckets: []int{0}}}
+	e := accEngine(elem.U8, elem.U8, 200, 1, 600, chain)
+	want := make([]float64, 200)
+	e.model.newSim(0).run(0, want)
+	for i, w := range want {
+		sum := 0.0
+		for m := range 600 {
+			p := e.shapes[0].Params(0, 1, elem.MicroStep(5, m), 0)
+			sum += float64(elem.FillValue(&p, int64(i)))
+		}
+		if math.IsNaN(w) != (sum > 255) || !math.IsNaN(w) && w != sum {
+			t.Fatalf("element %d: the checker expects %v of a sum of %v", i, w, sum)
+		}
+	}
+}
