@@ -6,6 +6,11 @@
 // longer than --timeout (the watchdog), settling the process and quieting
 // the garbage collector around the measured steps.
 //
+// A plan that accumulates gradients (plan.Plan.Accumulate) issues each
+// step's statements once per micro-batch: backward and compute every
+// time, each backward after the first adding its gradients, and the other
+// statements on the last micro-batch only.
+//
 // It takes a Config, the plan and its recorded program, the MPI host and
 // a backend, and gives a result.Results. The runtime's Step methods call
 // its statement methods (Backward, Compute, Collective, BeginGroup and

@@ -111,7 +111,7 @@ func (e *Engine) waitAfter(at plan.Src, stream int, after plan.After) {
 // BeginGroup starts a group (NCCL's ncclGroupStart): the collectives
 // issued until EndGroup are kept and issued together.
 func (e *Engine) BeginGroup(at plan.Src) {
-	if e.stepNo >= 0 && e.micro != e.micros-1 {
+	if !e.lastMicro() {
 		return // its members skip themselves (Collective)
 	}
 	if e.inGroup {
@@ -124,7 +124,7 @@ func (e *Engine) BeginGroup(at plan.Src) {
 // EndGroup issues the group's collectives: each stream waits for all of
 // its group members' dependencies, then they run together.
 func (e *Engine) EndGroup() {
-	if e.stepNo >= 0 && e.micro != e.micros-1 {
+	if !e.lastMicro() {
 		return
 	}
 	e.inGroup = false
@@ -195,12 +195,17 @@ func (e *Engine) flush() {
 // statement that runs on a step's last micro-batch only (all but backward
 // and compute), issued on another. It still advances the sanity check.
 func (e *Engine) skips(k plan.StmtKind, at plan.Src) bool {
-	if e.stepNo < 0 || e.micro == e.micros-1 {
+	if e.lastMicro() {
 		return false
 	}
 	e.expect(k, at)
 	return true
 }
+
+// lastMicro reports whether the statements issued now run whole: those
+// of the init block, and of a step's last micro-batch (every step has
+// one, unless the plan accumulates gradients).
+func (e *Engine) lastMicro() bool { return e.stepNo < 0 || e.micro == e.micros-1 }
 
 // expect checks that the statement issued now is the one the recording
 // saw at this point, and returns its collective id. The generated step
@@ -259,7 +264,7 @@ func (e *Engine) backward(at plan.Src, stream int, d time.Duration, tensors []in
 		if err := st.Fill(e.mem.Tensors[t].Store, params); err != nil {
 			e.fatal(at, fmt.Errorf("gradient of %q: %w", p.Tensors[t].Name, err))
 		}
-		if e.micro == e.micros-1 {
+		if e.lastMicro() {
 			// The scale multiplies the accumulated gradient once: the
 			// same as scaling each micro-batch's, since it is a power of
 			// two that changes only between steps.
