@@ -183,6 +183,14 @@ func (b *Batch) Run() (int, error) {
 // the nanoseconds of MonotonicNanos.
 func (b *Batch) Time(i int) int64 { return int64(b.cmds[i].t) }
 
+// Phases returns, for command i of the last Run (an AllreduceHier), the
+// nanoseconds its reduce-scatter inside the host, allreduce across hosts
+// and allgather inside the host took, summed over its pieces.
+func (b *Batch) Phases(i int) [3]int64 {
+	c := &b.cmds[i]
+	return [3]int64{int64(c.phase_ns[0]), int64(c.phase_ns[1]), int64(c.phase_ns[2])}
+}
+
 func callName(kind C.int32_t) string {
 	switch kind {
 	case C.SG_CMD_BARRIER:

@@ -536,11 +536,20 @@ static int allreduce_hier(sg_cmd *c, char *p, int n, MPI_Datatype t, MPI_Op op) 
 		displs[i] = d;
 		d += counts[i];
 	}
-	// In place, the reduced block lands at the start of the buffer.
+	// In place, the reduced block lands at the start of the buffer; its
+	// move to the block's place counts in the reduce-scatter's time. Each
+	// phase is timed around its MPI call, for the report's phase figures.
+	int64_t t0 = sg_monotonic_ns();
 	int rc = MPI_Reduce_scatter(MPI_IN_PLACE, p, counts, t, op, c->intra);
 	if (rc == MPI_SUCCESS && displs[lr] > 0) memmove(p + (int64_t)displs[lr] * esz, p, (size_t)counts[lr] * esz);
+	int64_t t1 = sg_monotonic_ns();
 	if (rc == MPI_SUCCESS) rc = MPI_Allreduce(MPI_IN_PLACE, p + (int64_t)displs[lr] * esz, counts[lr], t, op, c->inter);
+	int64_t t2 = sg_monotonic_ns();
 	if (rc == MPI_SUCCESS) rc = MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, p, counts, displs, t, c->intra);
+	int64_t t3 = sg_monotonic_ns();
+	c->phase_ns[0] += t1 - t0;
+	c->phase_ns[1] += t2 - t1;
+	c->phase_ns[2] += t3 - t2;
 	free(counts);
 	return rc;
 }
@@ -559,6 +568,7 @@ static int run_coll(sg_cmd *c) {
 	int64_t chunk = c->chunk > 0 && c->chunk <= 0x7fffffff ? c->chunk : 0x7fffffff;
 	int esz = elem_size(c->dtype);
 	if (c->avg == SG_AVG_POST || c->avg == SG_AVG_LAST) div_wake(); // awake by the time the piece is done
+	c->phase_ns[0] = c->phase_ns[1] = c->phase_ns[2] = 0;
 	for (int64_t off = 0; off < c->count; off += chunk) {
 		int n = (int)(c->count - off < chunk ? c->count - off : chunk);
 		char *p = (char *)c->buf + off * esz;

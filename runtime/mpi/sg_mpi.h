@@ -76,6 +76,10 @@ typedef struct {
 	int64_t chunk; // elements per MPI call
 	int64_t t;     // out: CLOCK_MONOTONIC nanoseconds (SG_CMD_STAMP), stored atomically
 	int64_t at;    // out: element offset of the piece that failed
+	// out, SG_CMD_ALLREDUCE_HIER: CLOCK_MONOTONIC nanoseconds spent in the
+	// reduce-scatter inside the host, the allreduce across hosts and the
+	// allgather inside the host, summed over the command's pieces.
+	int64_t phase_ns[3];
 } sg_cmd;
 
 // sg_run runs cmds[0..n) and returns the index of the one that failed, or n.

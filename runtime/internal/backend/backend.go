@@ -336,6 +336,16 @@ type PieceSizer interface {
 	PieceNote() string
 }
 
+// PhaseTimer is implemented by backends that run hierarchical allreduces
+// in phases and time each (the CPU backend). Phases returns the times that
+// end, the completed event recorded after such an allreduce on its
+// stream, carries: the reduce-scatter inside the host, the allreduce
+// across hosts and the allgather inside the host, each summed over the
+// allreduce's pieces. ok is false for any other event.
+type PhaseTimer interface {
+	Phases(end Event) (phases [3]time.Duration, ok bool)
+}
+
 // Aborter is implemented by backends that hold communicators of their own
 // (NCCL): Abort aborts them before MPI_Abort ends the job, so that no rank
 // stays blocked inside a collective whose peer is gone.

@@ -40,6 +40,11 @@ func (e *Engine) Run(res *result.Results, progress func(done, total int)) error 
 	res.Steps = result.Preallocated[result.StepStats](e.cfg.Steps)
 	for k := range res.Rows {
 		res.Rows[k].Times = result.Preallocated[time.Duration](e.cfg.Steps)
+		if res.Rows[k].Hier {
+			for i := range res.Rows[k].Phases {
+				res.Rows[k].Phases[i] = result.Preallocated[time.Duration](e.cfg.Steps)
+			}
+		}
 	}
 	for k := range res.TrainRows {
 		res.TrainRows[k].Times = result.Preallocated[time.Duration](e.cfg.Steps)
@@ -212,6 +217,11 @@ func (e *Engine) keepFigures(res *result.Results, recs []result.Record, step tim
 			row := &res.Rows[k]
 			row.Times = append(row.Times, r.T1-r.T0)
 			row.Group, row.Bytes = r.Group, r.Bytes
+			if r.Phased && !r.Group {
+				for i, d := range r.Phases {
+					row.Phases[i] = append(row.Phases[i], d)
+				}
+			}
 		}
 	}
 }
@@ -390,6 +400,9 @@ func (e *Engine) collect() ([]result.Record, error) {
 		}
 		if r.T1, err = e.be.Elapsed(e.epoch, r.End); err != nil {
 			return nil, fmt.Errorf("timing %s: %w", r.Name, err)
+		}
+		if pt, ok := e.be.(backend.PhaseTimer); ok && r.Kind == result.Collective && r.Coll == plan.CollAllReduce {
+			r.Phases, r.Phased = pt.Phases(r.End)
 		}
 	}
 	return recs, nil

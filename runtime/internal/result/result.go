@@ -52,6 +52,11 @@ type Record struct {
 	// step, relative to the step's epoch.
 	HostStart, HostEnd time.Time
 	T0, T1             time.Duration
+	// Phases, when Phased, are a hierarchical allreduce's phase times
+	// (backend.PhaseTimer): the reduce-scatter inside the host, the
+	// allreduce across hosts and the allgather inside the host.
+	Phases [3]time.Duration
+	Phased bool
 }
 
 // Row is one line of the per-bucket table: one bucket of one collective
@@ -70,6 +75,10 @@ type Row struct {
 	Bytes int64
 	// Times are this rank's durations in the measured steps.
 	Times []time.Duration
+	// Phases are, for a hierarchical allreduce outside a group that ran
+	// in that form, this rank's phase times in the measured steps (see
+	// Record.Phases); empty otherwise.
+	Phases [3][]time.Duration
 }
 
 // StepStats are one measured step's figures on this rank.

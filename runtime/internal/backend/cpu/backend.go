@@ -295,6 +295,11 @@ type cpuMarker struct {
 	// waiters counts the queued operations that wait for the marker
 	// (cpuStream.WaitEvent): it is not reused while any is left.
 	waiters atomic.Int32
+	// phases, when phased, are the phase times of the hierarchical
+	// allreduce that ran just before the marker on its stream (hier.go);
+	// written before done is set, like t.
+	phases [3]time.Duration
+	phased bool
 }
 
 // complete marks the marker done at time t, with the stream's error.
@@ -328,6 +333,7 @@ func (m *cpuMarker) reset() {
 	m.mu.Lock()
 	m.done.Store(false)
 	m.err = nil
+	m.phased = false
 	m.mu.Unlock()
 }
 

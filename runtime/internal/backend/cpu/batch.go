@@ -51,8 +51,12 @@ func (s *cpuStream) runBatch(ops []cpuOp, first int) int {
 	lead := &ops[first]
 	timed := s.b.timingPieces && lead.kind == opColl && lead.off > 0 &&
 		lead.coll.Buf.N-lead.off >= s.b.tune.chunkElems(lead.coll.Buf.DType)
+	s.hierCmd = -1
 	end, turns, partial := s.fillBatch(ops, first)
 	done, err := s.runFilled(ops, first, turns, timed)
+	if s.hierCmd >= 0 && done > s.hierCmd {
+		s.addPhases(s.batch.Phases(s.hierCmd))
+	}
 	if partial && err == nil {
 		// Back to Go between the pieces of a large collective, as before
 		// batches: the stream yields when due (yieldIfDue), which with
@@ -148,10 +152,15 @@ func (s *cpuStream) runFilled(ops []cpuOp, first int, turns uint64, timed bool) 
 // done operations that ran complete at the times the batch read.
 func (s *cpuStream) completeMarkers(ops []cpuOp, first, end, done int) {
 	b, nb := s.b, &s.batch
+	afterColl := false
 	for i := first; i < end; i++ {
+		afterColl = afterColl || ops[i].kind == opColl
 		if m := ops[i].marker; m != nil {
 			m.pending.Store(nil)
 			if i < first+done {
+				if afterColl {
+					s.takePhases(m)
+				}
 				m.complete(b.clock.at(nb.Time(i-first)), nil)
 			}
 		}
@@ -201,6 +210,7 @@ func (s *cpuStream) addPiece(op *cpuOp) (last bool) {
 	case plan.CollAllReduce:
 		if hc := s.hier; c.Hier && hc != nil && hc.even {
 			x.Intra, x.Inter, x.LocalRank, x.LocalSize = hc.intra, hc.inter, hc.lrank, hc.lsize
+			s.hierCmd = s.batch.Len()
 			s.batch.AllreduceHier(x)
 			break
 		}

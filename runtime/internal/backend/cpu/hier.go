@@ -15,7 +15,9 @@ package cpu
 import (
 	"encoding/binary"
 	"fmt"
+	"time"
 
+	"github.com/syncgen/syncgen/runtime/internal/backend"
 	"github.com/syncgen/syncgen/runtime/mpi"
 )
 
@@ -91,4 +93,44 @@ func (b *cpuBackend) HierNote() string {
 		return "runs flat: the hosts hold different numbers of ranks"
 	}
 	return fmt.Sprintf("reduce-scatter inside each host (%d ranks), allreduce of each slice across %d host(s), allgather inside the host", hc.lsize, hc.hosts)
+}
+
+// Phase figures: the C layer times each phase of every piece around its
+// MPI call (mpi.Batch.Phases); the stream sums them over the pieces of the
+// hierarchical allreduce in progress and hands the sums to the first
+// marker recorded after it (the collective's end event), where the engine
+// reads them with Phases. In a group, a stream's allreduces share that end
+// event and their sums add up.
+
+// addPhases adds one piece's phase nanoseconds to the stream's sums.
+func (s *cpuStream) addPhases(ns [3]int64) {
+	for i, v := range ns {
+		s.phases[i] += time.Duration(v)
+	}
+	s.phased = true
+}
+
+// takePhases moves the stream's phase sums, if any, to m.
+func (s *cpuStream) takePhases(m *cpuMarker) {
+	if !s.phased {
+		return
+	}
+	m.phases, m.phased = s.phases, true
+	s.phases, s.phased = [3]time.Duration{}, false
+}
+
+// Phases returns the phase times that end, a completed event recorded
+// after a hierarchical allreduce, carries: the reduce-scatter inside the
+// host, the allreduce across hosts and the allgather inside the host,
+// summed over the allreduce's pieces. ok is false for any other event.
+func (b *cpuBackend) Phases(end backend.Event) (phases [3]time.Duration, ok bool) {
+	e, isCPU := end.(*cpuEvent)
+	if !isCPU {
+		return phases, false
+	}
+	m := e.get()
+	if m == nil || !m.completed() || !m.phased {
+		return phases, false
+	}
+	return m.phases, true
 }

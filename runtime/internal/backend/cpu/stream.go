@@ -44,6 +44,12 @@ type cpuStream struct {
 	batch     mpi.Batch // see batch.go
 	// pieceTimes are the warm-up's piece times (pieces.go).
 	pieceTimes []time.Duration
+	// hierCmd is the batch's command index of a hierarchical allreduce's
+	// piece (-1: none); phases sums the phase times of the pieces of the
+	// hierarchical allreduce in progress, phased says it has some (hier.go).
+	hierCmd int
+	phases  [3]time.Duration
+	phased  bool
 	// syncMarker is the marker of Synchronize (owned by the host).
 	syncMarker cpuMarker
 }
@@ -293,6 +299,7 @@ func (s *cpuStream) complete(op *cpuOp) {
 		// step's backward.
 		s.debt = 0
 	}
+	s.takePhases(op.marker)
 	op.marker.complete(time.Now(), s.err)
 }
 
