@@ -201,6 +201,7 @@ func (r *runner) run() int {
 		info.Warn(w)
 	}
 	rep := r.reportRun(prog, mem)
+	rep.Hosts = info.RankHosts()
 	rep.Predicted = r.predict(prog, info)
 	r.partial.run, r.partial.res, r.partial.info = rep, res, info
 	if r.h.Rank == 0 && !r.opts.quiet {

@@ -44,11 +44,20 @@ type hierReport struct {
 		Checks int   `json:"checks"`
 	} `json:"summary"`
 	Buckets []struct {
-		Bucket     string   `json:"bucket"`
-		Bytes      int64    `json:"bytes"`
-		Algo       string   `json:"algo"`
-		CrossBytes *float64 `json:"cross_host_bytes_per_rank"`
+		Bucket     string      `json:"bucket"`
+		Bytes      int64       `json:"bytes"`
+		Algo       string      `json:"algo"`
+		CrossBytes *float64    `json:"cross_host_bytes_per_rank"`
+		Phases     []hierPhase `json:"phases"`
 	} `json:"buckets"`
+}
+
+// hierPhase is one phase of a hierarchical allreduce in the JSON report.
+type hierPhase struct {
+	Phase  string  `json:"phase"`
+	Ranks  int     `json:"ranks"`
+	Bytes  float64 `json:"bytes"`
+	TimeUs float64 `json:"time_us"`
 }
 
 // buildHierPlan writes and builds hierPlan, returning the program.
@@ -103,6 +112,34 @@ func readHierReport(t *testing.T, path, out string, cross float64) {
 		case b.CrossBytes == nil || *b.CrossBytes != cross*float64(b.Bytes):
 			t.Errorf("bucket %s of %d bytes: cross-host bytes %v, want %v", b.Bucket, b.Bytes, b.CrossBytes, cross*float64(b.Bytes))
 		}
+		checkPhases(t, b.Bucket, b.Bytes, b.Phases, wantAlgo != "" && cross >= 0)
+	}
+}
+
+// checkPhases requires of a bucket's phase figures, where want, the
+// reduce-scatter, allreduce and allgather in that order, each timed, the
+// intra-host ones over the bucket's bytes and the inter-host one over a
+// host's rank's slice of them; none otherwise.
+func checkPhases(t *testing.T, bucket string, bytes int64, phases []hierPhase, want bool) {
+	t.Helper()
+	if !want {
+		if len(phases) != 0 {
+			t.Errorf("bucket %s: phase figures %+v, want none", bucket, phases)
+		}
+		return
+	}
+	if len(phases) != 3 {
+		t.Fatalf("bucket %s: %d phases, want 3", bucket, len(phases))
+	}
+	rs, ar, ag := phases[0], phases[1], phases[2]
+	if rs.Phase != "reduce_scatter_intra" || ar.Phase != "allreduce_inter" || ag.Phase != "allgather_intra" {
+		t.Errorf("bucket %s: phases %q, %q, %q", bucket, rs.Phase, ar.Phase, ag.Phase)
+	}
+	if rs.Bytes != float64(bytes) || ag.Bytes != float64(bytes) || rs.Ranks < 1 || ar.Bytes != float64(bytes)/float64(rs.Ranks) {
+		t.Errorf("bucket %s of %d bytes: phase bytes %v, %v, %v over %d ranks in a host", bucket, bytes, rs.Bytes, ar.Bytes, ag.Bytes, rs.Ranks)
+	}
+	if rs.TimeUs <= 0 || ar.TimeUs <= 0 || ag.TimeUs <= 0 {
+		t.Errorf("bucket %s: phase times %v, %v, %v us, want all > 0", bucket, rs.TimeUs, ar.TimeUs, ag.TimeUs)
 	}
 }
 
@@ -155,8 +192,9 @@ func TestClusterHierarchical(t *testing.T) {
 	needToolchain(t)
 	bin := buildHierPlan(t)
 	report := filepath.Join(t.TempDir(), "report.json")
+	trace := filepath.Join(t.TempDir(), "trace.json")
 	code, out := inCluster(t, "mpirun --allow-run-as-root --oversubscribe --bind-to none --host a:2,b:2 -np 4 "+
-		bin+" --steps 2 --warmup 1 --check 1 --backend cpu --json "+report)
+		bin+" --steps 2 --warmup 1 --check 1 --backend cpu --json "+report+" --trace "+trace)
 	if code != 0 {
 		t.Fatalf("2 hosts x 2 ranks: exit %d\n%s", code, out)
 	}
@@ -166,6 +204,10 @@ func TestClusterHierarchical(t *testing.T) {
 	}
 	// 2(h-1)/h · S/l with h = 2 hosts of l = 2 ranks: S/2.
 	readHierReport(t, report, out, 0.5)
+	if !strings.Contains(out, "hierarchical allreduces by phase") || !strings.Contains(out, "allreduce across hosts") {
+		t.Errorf("the report has no table of the phases\n%s", out)
+	}
+	checkHostTrace(t, trace)
 
 	uneven := filepath.Join(t.TempDir(), "uneven.json")
 	code, out = inCluster(t, "mpirun --allow-run-as-root --oversubscribe --bind-to none --host a:2,b:1 -np 3 "+
@@ -177,4 +219,48 @@ func TestClusterHierarchical(t *testing.T) {
 		t.Errorf("2 ranks on a, 1 on b: the header does not say %q\n%s", want, out)
 	}
 	readHierReport(t, uneven, out, -1)
+}
+
+// checkHostTrace requires of a trace of 2 hosts x 2 ranks the ranks'
+// processes labelled with their hosts and sorted by host, and each
+// hierarchical allreduce's three phases as sub-spans on every rank.
+func checkHostTrace(t *testing.T, path string) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("no trace: %v", err)
+	}
+	var tr struct {
+		Events []struct {
+			Name string         `json:"name"`
+			Cat  string         `json:"cat"`
+			Pid  int            `json:"pid"`
+			Args map[string]any `json:"args"`
+		} `json:"traceEvents"`
+	}
+	if err := json.Unmarshal(data, &tr); err != nil {
+		t.Fatalf("trace does not parse: %v", err)
+	}
+	labels := map[int]any{}
+	phases := map[string]int{}
+	for _, e := range tr.Events {
+		switch {
+		case e.Name == "process_labels":
+			labels[e.Pid] = e.Args["labels"]
+		case e.Cat == "phase":
+			phases[fmt.Sprint(e.Pid, " ", e.Args["phase"])]++
+		}
+	}
+	want := map[int]any{0: "host a", 1: "host a", 2: "host b", 3: "host b"}
+	if fmt.Sprint(labels) != fmt.Sprint(want) {
+		t.Errorf("trace's process labels %v, want %v", labels, want)
+	}
+	for pid := 0; pid < 4; pid++ {
+		for _, ph := range []string{"reduce_scatter_intra", "allreduce_inter", "allgather_intra"} {
+			// 4 hierarchical buckets, 3 traced steps.
+			if n := phases[fmt.Sprint(pid, " ", ph)]; n != 12 {
+				t.Errorf("rank %d: %d sub-spans of phase %s in the trace, want 12 (4 buckets x 3 steps)", pid, n, ph)
+			}
+		}
+	}
 }

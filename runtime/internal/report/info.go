@@ -87,5 +87,8 @@ func (info *Info) distinctHosts() int {
 	return len(m)
 }
 
+// RankHosts returns every rank's host, in rank order.
+func (info *Info) RankHosts() []string { return info.hosts }
+
 // Warn adds a warning that the header and the JSON file show.
 func (i *Info) Warn(msg string) { i.warnings = append(i.warnings, msg) }

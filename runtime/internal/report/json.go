@@ -77,6 +77,8 @@ type jsonRow struct {
 	// CrossHostBytes is, for a hierarchical allreduce on the CPU backend
 	// with equal hosts, the bytes each rank sent across hosts (algo.go).
 	CrossHostBytes *float64 `json:"cross_host_bytes_per_rank,omitempty"`
+	// Phases are a hierarchical allreduce's phase figures (phases.go).
+	Phases []jsonPhase `json:"phases,omitempty"`
 }
 
 // jsonSummary holds the summary figures (milliseconds).
@@ -165,6 +167,7 @@ func makeJSON(run *Run, rep *Report, info *Info) jsonReport {
 				jr.CrossHostBytes = &x
 			}
 		}
+		jr.Phases = jsonPhases(r)
 		if r.Coll.Info().RootWord != "" {
 			root := r.Root
 			jr.Root = &root

@@ -51,7 +51,11 @@ func Local(run *Run, res *result.Results) *Report {
 	for i, b := range run.Mem.Buckets {
 		bufElems[i] = b.Elems
 	}
-	return buildReport(run.Plan, run.Prog, bufElems, res, [][]byte{encodeFigures(res, len(run.Plan.Buckets))})
+	rep := buildReport(run.Plan, run.Prog, bufElems, res, [][]byte{encodeFigures(res, len(run.Plan.Buckets))})
+	if hasHier(res) {
+		rep.addPhases([][]byte{encodePhases(res)}, run.Hosts)
+	}
+	return rep
 }
 
 // MarkIncomplete marks the report as that of a run that ended early.
@@ -70,6 +74,10 @@ type rowReport struct {
 	// predict exactly, over all checks and ranks; on the bucket's last
 	// row, like wrong.
 	unchecked int64
+	// phases, when phased, are a hierarchical allreduce's phase figures
+	// (phases.go).
+	phases [3]phaseReport
+	phased bool
 }
 
 // Gather gathers every rank's figures (collective).
@@ -82,7 +90,15 @@ func Gather(run *Run, res *result.Results) (*Report, error) {
 	for i, b := range run.Mem.Buckets {
 		bufElems[i] = b.Elems
 	}
-	return buildReport(run.Plan, run.Prog, bufElems, res, all), nil
+	rep := buildReport(run.Plan, run.Prog, bufElems, res, all)
+	if hasHier(res) {
+		phases, err := run.Comm.Allgather(encodePhases(res))
+		if err != nil {
+			return nil, err
+		}
+		rep.addPhases(phases, run.Hosts)
+	}
+	return rep, nil
 }
 
 // encodeFigures lays out one rank's figures as float64s for the
@@ -355,6 +371,9 @@ func Print(w io.Writer, run *Run, rep *Report) {
 		if run.PieceNote != "" {
 			fmt.Fprintf(w, "# %s\n", run.PieceNote)
 		}
+	}
+	if !run.Quiet {
+		printPhases(w, run, rep)
 	}
 	printTrain(w, run, rep)
 	printSaves(w, rep)

@@ -20,6 +20,9 @@ type Run struct {
 	// Rank is this rank, Ranks the world's size, Host this rank's host.
 	Rank, Ranks int
 	Host        string
+	// Hosts is every rank's host, in rank order (Info's), for the figures
+	// that depend on the ranks' placement.
+	Hosts []string
 	// Steps, Warmup and CheckEvery are the flags' values; Quiet prints
 	// only the summary lines.
 	Steps, Warmup, CheckEvery int

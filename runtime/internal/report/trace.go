@@ -2,8 +2,9 @@ package report
 
 // Chrome trace JSON (the format chrome://tracing and Perfetto open): one
 // process per rank (pid = rank), one thread per stream (tid = stream index
-// + 1) and one for the host (tid 0, where waits happen). Every rank
-// collects its events; rank 0 gathers them and writes one file.
+// + 1) and one for the host (tid 0, where waits happen). The processes
+// sort by host, then rank, each labelled with its host (traceProcess).
+// Every rank collects its events; rank 0 gathers them and writes one file.
 
 import (
 	"bufio"
@@ -80,6 +81,11 @@ func traceEvents(run *Run, recs []result.Traced) []traceEvent {
 			if r.Group {
 				ev.Args["group"] = true
 			}
+			if r.Phased {
+				out = append(out, ev)
+				out = append(out, phaseEvents(run, k)...)
+				continue
+			}
 		case result.Wait:
 			ev.Name, ev.Cat, ev.Tid = r.Name, "wait", 0
 		case result.Barrier:
@@ -95,6 +101,46 @@ func traceEvents(run *Run, recs []result.Traced) []traceEvent {
 	return out
 }
 
+// phaseEvents are the phases of a hierarchical allreduce as sub-spans of
+// its event, on its stream: each phase's time summed over the bucket's
+// pieces, laid end to end from the collective's start (with one piece,
+// where they ran; with several, the phases alternate piece by piece and
+// the sub-spans show how the time divides).
+func phaseEvents(run *Run, k result.Traced) []traceEvent {
+	r := k.R
+	out := make([]traceEvent, 0, 3)
+	at := r.T0
+	for p, d := range r.Phases {
+		dur := float64(d) / 1e3
+		out = append(out, traceEvent{Name: phaseNames[p] + " " + r.Name, Cat: "phase", Ph: "X", Ts: float64(k.Base+at) / 1e3, Dur: &dur,
+			Pid: run.Rank, Tid: r.Stream + 1, Args: map[string]any{"step": k.Step, "bucket": r.Name, "phase": phaseKeys[p],
+				"note": "summed over the bucket's pieces, laid end to end"}})
+		at += d
+	}
+	return out
+}
+
+// traceProcess names this rank's process in the trace and sorts it among
+// the others: the ranks of a host together, hosts in the order of their
+// lowest rank (the header's), each process labelled with its host.
+func traceProcess(run *Run) []traceEvent {
+	order := 0
+	seen := map[string]int{}
+	for _, h := range run.Hosts {
+		if _, ok := seen[h]; !ok {
+			seen[h] = len(seen)
+		}
+	}
+	if i, ok := seen[run.Host]; ok {
+		order = i
+	}
+	return []traceEvent{
+		{Name: "process_name", Ph: "M", Pid: run.Rank, Args: map[string]any{"name": fmt.Sprintf("rank %d (%s)", run.Rank, run.Host)}},
+		{Name: "process_labels", Ph: "M", Pid: run.Rank, Args: map[string]any{"labels": "host " + run.Host}},
+		{Name: "process_sort_index", Ph: "M", Pid: run.Rank, Args: map[string]any{"sort_index": order*max(run.Ranks, 1) + run.Rank}},
+	}
+}
+
 // WriteTrace gathers every rank's events to rank 0, which writes the file
 // (collective when rank 0 has --trace; "-": standard output). A file rank
 // 0 cannot write is an *OutputError.
@@ -102,9 +148,7 @@ func WriteTrace(run *Run, res *result.Results) error {
 	if !run.Tracing {
 		return nil
 	}
-	meta := []traceEvent{{Name: "process_name", Ph: "M", Pid: run.Rank, Args: map[string]any{"name": fmt.Sprintf("rank %d (%s)", run.Rank, run.Host)}},
-		{Name: "process_sort_index", Ph: "M", Pid: run.Rank, Args: map[string]any{"sort_index": run.Rank}},
-		{Name: "thread_name", Ph: "M", Pid: run.Rank, Tid: 0, Args: map[string]any{"name": "host"}}}
+	meta := append(traceProcess(run), traceEvent{Name: "thread_name", Ph: "M", Pid: run.Rank, Tid: 0, Args: map[string]any{"name": "host"}})
 	for i, s := range run.Plan.Streams {
 		meta = append(meta, traceEvent{Name: "thread_name", Ph: "M", Pid: run.Rank, Tid: i + 1, Args: map[string]any{"name": "stream " + s.Name}})
 	}
@@ -200,6 +244,10 @@ func traceStepBytes(p *plan.Plan, prog *plan.Program) int64 {
 		case plan.StmtColl:
 			for _, b := range s.Buckets {
 				n += 220 + 2*int64(len(p.Buckets[b].Name)) + src
+				if s.Hier {
+					// Its three phases' sub-spans.
+					n += 3 * (300 + 2*int64(len(p.Buckets[b].Name)))
+				}
 			}
 		default:
 			n += 150 + src
