@@ -116,6 +116,9 @@ type runner struct {
 	opts     *options
 	h        *mpihost.Host
 	procNote string
+	// net counts the network's bytes over the measured steps
+	// (SYNCGEN_NET_IFACE), or nil.
+	net *report.NetCounter
 	// usage is this rank's flag error, reported by agreeOnFlags.
 	usage string
 	be    backend.Backend
@@ -201,7 +204,7 @@ func (r *runner) run() int {
 		info.Warn(w)
 	}
 	rep := r.reportRun(prog, mem)
-	rep.Hosts = info.RankHosts()
+	rep.Hosts, rep.Backend, rep.HierRan, rep.Net = info.RankHosts(), r.be.Name(), info.RanHierarchical(), r.net
 	rep.Predicted = r.predict(prog, info)
 	r.partial.run, r.partial.res, r.partial.info = rep, res, info
 	if r.h.Rank == 0 && !r.opts.quiet {
@@ -212,6 +215,12 @@ func (r *runner) run() int {
 	// The warm-up may have resized the pieces of large collectives: the
 	// JSON file shows the size the measured steps used.
 	info.Versions = r.be.Versions()
+	if err := r.net.Err(); err != nil {
+		info.Warn(fmt.Sprintf("bytes across hosts not counted: %v", err))
+		if r.h.Rank == 0 {
+			fmt.Fprintf(os.Stderr, "%s: warning: bytes across hosts not counted: %v\n", proc.Name(), err)
+		}
+	}
 	if ps, ok := r.be.(backend.PieceSizer); ok {
 		rep.PieceNote = ps.PieceNote()
 	}
@@ -310,6 +319,16 @@ func (r *runner) setUp(prog *plan.Program) (*engine.Engine, *backend.Layout) {
 		Tracing: r.opts.tracing, Settle: r.opts.settle, Step: func() {}, Injections: r.opts.injections,
 		Checkpoint: r.opts.checkpoint, Faults: r.opts.faults, FlightDir: r.opts.flightDir, OnAbort: r.writePartial,
 		Hetero: r.opts.hetero}
+	if iface := os.Getenv(report.NetIfaceEnv); iface != "" {
+		r.net = report.NewNetCounter(iface)
+		cfg.Measure = func(begin bool) {
+			if begin {
+				r.net.Begin()
+			} else {
+				r.net.End()
+			}
+		}
+	}
 	if err := cfg.Checkpoint.CheckDir(); err != nil {
 		r.fatal(err)
 	}

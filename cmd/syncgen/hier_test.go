@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -77,10 +78,11 @@ func buildHierPlan(t *testing.T) string {
 }
 
 // readHierReport reads a run's JSON report and requires 0 wrong elements
-// and some checks, algo hierarchical on every bucket but flat, and, with
-// cross >= 0, that fraction of each such bucket's bytes crossing hosts per
-// rank (cross < 0: none reported, the allreduces ran flat).
-func readHierReport(t *testing.T, path, out string, cross float64) {
+// and some checks, algo hierarchical on every bucket but flat, hierCross
+// (flatCross) of the bytes of each hierarchical (flat) allreduce crossing
+// hosts per rank, and phase figures on the hierarchical ones where they
+// ran so (ran).
+func readHierReport(t *testing.T, path, out string, hierCross, flatCross float64, ran bool) {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -97,22 +99,17 @@ func readHierReport(t *testing.T, path, out string, cross float64) {
 		t.Fatalf("report has %d buckets, want 5", len(r.Buckets))
 	}
 	for _, b := range r.Buckets {
-		wantAlgo := "hierarchical"
+		wantAlgo, cross := "hierarchical", hierCross
 		if b.Bucket == "flat" {
-			wantAlgo = ""
+			wantAlgo, cross = "", flatCross
 		}
 		if b.Algo != wantAlgo {
 			t.Errorf("bucket %s: algo %q, want %q", b.Bucket, b.Algo, wantAlgo)
 		}
-		switch {
-		case wantAlgo == "" || cross < 0:
-			if b.CrossBytes != nil {
-				t.Errorf("bucket %s: cross-host bytes %v, want none", b.Bucket, *b.CrossBytes)
-			}
-		case b.CrossBytes == nil || *b.CrossBytes != cross*float64(b.Bytes):
-			t.Errorf("bucket %s of %d bytes: cross-host bytes %v, want %v", b.Bucket, b.Bytes, b.CrossBytes, cross*float64(b.Bytes))
+		if want := cross * float64(b.Bytes); b.CrossBytes == nil || math.Abs(*b.CrossBytes-want) > 1e-9*want {
+			t.Errorf("bucket %s of %d bytes: cross-host bytes %v, want %v", b.Bucket, b.Bytes, b.CrossBytes, want)
 		}
-		checkPhases(t, b.Bucket, b.Bytes, b.Phases, wantAlgo != "" && cross >= 0)
+		checkPhases(t, b.Bucket, b.Bytes, b.Phases, wantAlgo != "" && ran)
 	}
 }
 
@@ -155,14 +152,14 @@ func TestHierarchicalOneHost(t *testing.T) {
 	}
 	bin := buildHierPlan(t)
 	cases := []struct {
-		np    int
-		mode  string
-		want  string
-		cross float64
+		np   int
+		mode string
+		want string
+		ran  bool
 	}{
-		{2, "blocking", "algo hierarchical: reduce-scatter inside each host (2 ranks), allreduce of each slice across 1 host(s)", 0},
-		{4, "blocking", "algo hierarchical: reduce-scatter inside each host (4 ranks), allreduce of each slice across 1 host(s)", 0},
-		{2, "nonblocking", "algo hierarchical: runs flat: the nonblocking mode", -1},
+		{2, "blocking", "algo hierarchical: reduce-scatter inside each host (2 ranks), allreduce of each slice across 1 host(s)", true},
+		{4, "blocking", "algo hierarchical: reduce-scatter inside each host (4 ranks), allreduce of each slice across 1 host(s)", true},
+		{2, "nonblocking", "algo hierarchical: runs flat: the nonblocking mode", false},
 	}
 	for _, c := range cases {
 		report := filepath.Join(t.TempDir(), fmt.Sprintf("np%d-%s.json", c.np, c.mode))
@@ -181,7 +178,7 @@ func TestHierarchicalOneHost(t *testing.T) {
 		if !strings.Contains(string(out), c.want) {
 			t.Errorf("-np %d, %s: the header does not say %q\n%s", c.np, c.mode, c.want, out)
 		}
-		readHierReport(t, report, string(out), c.cross)
+		readHierReport(t, report, string(out), 0, 0, c.ran)
 	}
 }
 
@@ -202,8 +199,10 @@ func TestClusterHierarchical(t *testing.T) {
 	if !strings.Contains(out, want) {
 		t.Errorf("the header does not say %q\n%s", want, out)
 	}
-	// 2(h-1)/h · S/l with h = 2 hosts of l = 2 ranks: S/2.
-	readHierReport(t, report, out, 0.5)
+	// Hierarchical: 2(h-1)/h · S/l with h = 2 hosts of l = 2 ranks, S/2.
+	// Flat, a ring in rank order: ranks 1 and 3 send 2(n-1)/n · S = 3S/2
+	// to the other host, 3S/4 a rank.
+	readHierReport(t, report, out, 0.5, 0.75, true)
 	if !strings.Contains(out, "hierarchical allreduces by phase") || !strings.Contains(out, "allreduce across hosts") {
 		t.Errorf("the report has no table of the phases\n%s", out)
 	}
@@ -218,7 +217,9 @@ func TestClusterHierarchical(t *testing.T) {
 	if want := "algo hierarchical: runs flat: the hosts hold different numbers of ranks"; !strings.Contains(out, want) {
 		t.Errorf("2 ranks on a, 1 on b: the header does not say %q\n%s", want, out)
 	}
-	readHierReport(t, uneven, out, -1)
+	// All flat, a ring over a, a, b: ranks 1 and 2 send 2(n-1)/n · S =
+	// 4S/3 to the other host, 8S/9 a rank.
+	readHierReport(t, uneven, out, 8.0/9, 8.0/9, false)
 }
 
 // checkHostTrace requires of a trace of 2 hosts x 2 ranks the ranks'

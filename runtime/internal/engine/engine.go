@@ -150,6 +150,10 @@ type Config struct {
 	// mpirun terminating this rank), with the reason: the runtime writes
 	// what it has.
 	OnAbort func(reason string)
+	// Measure, if not nil, runs just before the first measured step
+	// (begin) and, behind a barrier that every rank's last sends are in
+	// by, just after the last: the runtime reads the network's counters.
+	Measure func(begin bool)
 }
 
 // New sets up plan p, recorded as prog, on backend be: it creates the

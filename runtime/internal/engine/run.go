@@ -69,6 +69,14 @@ func (e *Engine) Run(res *result.Results, progress func(done, total int)) error 
 			progress(i+1, total)
 		}
 	}
+	if e.cfg.Measure != nil && e.cfg.Steps > 0 && e.first <= e.cfg.Warmup {
+		e.hostAt.set("the barrier after the measured steps")
+		if err := e.h.Barrier(); err != nil {
+			return fmt.Errorf("barrier after the measured steps: %w", err)
+		}
+		e.hostAt.set("")
+		e.cfg.Measure(false)
+	}
 	// An async save still being written is committed before the run ends.
 	if s, ok, err := e.commitPending(); err != nil {
 		return err
@@ -143,6 +151,9 @@ func (e *Engine) runStep(res *result.Results, i, total int) error {
 			return err
 		}
 		e.hooks.measuring()
+		if e.cfg.Measure != nil {
+			e.cfg.Measure(true)
+		}
 	}
 	if err := e.startStep(); err != nil {
 		return err

@@ -1,7 +1,10 @@
 package report
 
 import (
+	"fmt"
 	"testing"
+
+	"github.com/syncgen/syncgen/runtime/internal/plan"
 
 	"github.com/syncgen/syncgen/runtime/internal/text"
 )
@@ -21,26 +24,45 @@ func TestRanHierarchical(t *testing.T) {
 	}
 }
 
-func TestCrossHostBytes(t *testing.T) {
+func TestCrossSent(t *testing.T) {
+	aabb, abab := []string{"a", "a", "b", "b"}, []string{"a", "b", "a", "b"}
+	ar, ag, rs := plan.CollAllReduce, plan.CollAllGather, plan.CollReduceScatter
 	cases := []struct {
-		ran   bool
+		name  string
+		spec  crossSpec
 		hosts []string
-		n     int64
-		want  float64
-		ok    bool
+		want  []float64 // nil: no formula
 	}{
-		{true, []string{"a", "a", "b", "b"}, 1000, 500, true},          // 2·1/2 · 1000/2
-		{true, []string{"a", "b", "c", "d"}, 1000, 1500, true},         // 2·3/4 · 1000/1
-		{true, []string{"a", "a", "a", "a"}, 1000, 0, true},            // one host
-		{true, []string{"a", "a", "a", "b", "b", "b"}, 900, 300, true}, // 2·1/2 · 900/3
-		{true, []string{"a", "a", "b"}, 1000, 0, false},                // uneven: flat
-		{false, []string{"a", "a", "b", "b"}, 1000, 0, false},          // ran flat
-		{true, nil, 1000, 0, false},
+		// 2(h-1)/h · S/l for every rank.
+		{"hier 2x2", crossSpec{coll: ar, hier: true, bytes: 1000}, aabb, []float64{500, 500, 500, 500}},
+		{"hier 4x1", crossSpec{coll: ar, hier: true, bytes: 1000}, []string{"a", "b", "c", "d"}, []float64{1500, 1500, 1500, 1500}},
+		{"hier one host", crossSpec{coll: ar, hier: true, bytes: 1000}, []string{"a", "a"}, []float64{0, 0}},
+		{"hier uneven", crossSpec{coll: ar, hier: true, bytes: 1000}, []string{"a", "a", "b"}, nil},
+		// A ring in rank order: 2(n-1)/n · S from the ranks whose next
+		// rank is on another host (1 -> 2, 3 -> 0).
+		{"ring 2x2", crossSpec{coll: ar, bytes: 1000}, aabb, []float64{0, 1500, 0, 1500}},
+		{"ring round robin", crossSpec{coll: ar, bytes: 1000}, abab, []float64{1500, 1500, 1500, 1500}},
+		// NCCL's ring visits 0, 2 on a, then 1, 3 on b.
+		{"nccl ring round robin", crossSpec{coll: ar, nccl: true, bytes: 1000}, abab, []float64{0, 0, 1500, 1500}},
+		{"allgather ring", crossSpec{coll: ag, bytes: 1000}, aabb, []float64{0, 750, 0, 750}},
+		// Recursive halving: S/2 to rank xor 2 (the other host), S/4 to
+		// rank xor 1 (the same host).
+		{"reducescatter halving", crossSpec{coll: rs, bytes: 1000}, aabb, []float64{500, 500, 500, 500}},
+		{"reducescatter 3 ranks", crossSpec{coll: rs, bytes: 900}, []string{"a", "a", "b"}, nil},
+		// The chain 0, 1, 2, 3 crosses from 1 to 2; from root 1, the chain
+		// 1, 2, 3, 0 crosses from 1 and from 3; a reduce runs it backwards.
+		{"broadcast root 0", crossSpec{coll: plan.CollBroadcast, bytes: 1000}, aabb, []float64{0, 1000, 0, 0}},
+		{"broadcast root 1", crossSpec{coll: plan.CollBroadcast, root: 1, bytes: 1000}, aabb, []float64{0, 1000, 0, 1000}},
+		{"reduce root 0", crossSpec{coll: plan.CollReduce, bytes: 1000}, aabb, []float64{0, 0, 1000, 0}},
 	}
 	for _, c := range cases {
-		got, ok := crossHostBytes(c.ran, c.hosts, c.n)
-		if got != c.want || ok != c.ok {
-			t.Errorf("crossHostBytes(%v, %v, %d) = %v, %v; want %v, %v", c.ran, c.hosts, c.n, got, ok, c.want, c.ok)
+		got, _ := crossSent(c.spec, c.hosts)
+		if fmt.Sprint(got) != fmt.Sprint(c.want) || (got == nil) != (c.want == nil) {
+			t.Errorf("%s: crossSent = %v, want %v", c.name, got, c.want)
 		}
+	}
+	f, ok := rowCross(crossSpec{coll: ar, bytes: 1000}, aabb)
+	if !ok || f.perRank != 750 || f.perHost != 1500 || f.algo != "ring" {
+		t.Errorf("rowCross of a ring on 2x2 = %+v, %v; want 750 a rank, 1500 a host, ring", f, ok)
 	}
 }

@@ -41,7 +41,9 @@ type jsonReport struct {
 	Saves      *jsonSaves        `json:"checkpoints,omitempty"`
 	Hetero     *jsonRanks        `json:"heterogeneous,omitempty"`
 	Accumulate *jsonAccumulate   `json:"accumulate,omitempty"`
-	Summary    jsonSummary       `json:"summary"`
+	// Network is the bytes counted on SYNCGEN_NET_IFACE (netcount.go).
+	Network *jsonNet    `json:"network,omitempty"`
+	Summary jsonSummary `json:"summary"`
 }
 
 // jsonRow is one line of the table. Times in microseconds, bandwidths in
@@ -74,9 +76,14 @@ type jsonRow struct {
 	ErrorPct    *float64 `json:"error_pct,omitempty"`
 	// Algo is "hierarchical" for `algo hierarchical` (flat: omitted).
 	Algo string `json:"algo,omitempty"`
-	// CrossHostBytes is, for a hierarchical allreduce on the CPU backend
-	// with equal hosts, the bytes each rank sent across hosts (algo.go).
-	CrossHostBytes *float64 `json:"cross_host_bytes_per_rank,omitempty"`
+	// CrossHostBytes is the bytes a rank sends to other hosts in one run
+	// of the row, the mean over ranks; CrossHostBytesHost the most one
+	// host's ranks send; CrossHostAlgo the algorithm the formula assumes;
+	// CrossHostGBs the host's bytes over the row's time (algo.go).
+	CrossHostBytes     *float64 `json:"cross_host_bytes_per_rank,omitempty"`
+	CrossHostBytesHost *float64 `json:"cross_host_bytes_per_host,omitempty"`
+	CrossHostAlgo      string   `json:"cross_host_algorithm,omitempty"`
+	CrossHostGBs       *float64 `json:"cross_host_gbs_per_host,omitempty"`
 	// Phases are a hierarchical allreduce's phase figures (phases.go).
 	Phases []jsonPhase `json:"phases,omitempty"`
 }
@@ -152,6 +159,7 @@ func makeJSON(run *Run, rep *Report, info *Info) jsonReport {
 	j.Saves = makeJSONSaves(rep)
 	j.Hetero = makeJSONRanks(rep)
 	j.Accumulate = makeJSONAccumulate(run, rep)
+	j.Network = makeJSONNet(rep)
 	j.Buckets = []jsonRow{}
 	for _, r := range rep.rows {
 		b := p.Buckets[r.Bucket]
@@ -163,8 +171,12 @@ func makeJSON(run *Run, rep *Report, info *Info) jsonReport {
 		}
 		if r.Hier {
 			jr.Algo = "hierarchical"
-			if x, ok := crossHostBytes(ranHierarchical(info), info.hosts, r.Bytes); ok {
-				jr.CrossHostBytes = &x
+		}
+		if f, ok := rowCross(rowSpec(run, r), run.Hosts); ok {
+			jr.CrossHostBytes, jr.CrossHostBytesHost, jr.CrossHostAlgo = &f.perRank, &f.perHost, f.algo
+			if r.time > 0 {
+				gbs := f.perHost / float64(r.time)
+				jr.CrossHostGBs = &gbs
 			}
 		}
 		jr.Phases = jsonPhases(r)

@@ -40,6 +40,7 @@ type Report struct {
 	train     trainReport
 	saves     savesReport
 	ranks     ranksReport
+	net       *netReport
 	// incomplete says why the run ended early ("": it did not).
 	incomplete string
 }
@@ -98,6 +99,13 @@ func Gather(run *Run, res *result.Results) (*Report, error) {
 		}
 		rep.addPhases(phases, run.Hosts)
 	}
+	// Every rank takes part, with or without counts: the ranks need not
+	// agree on SYNCGEN_NET_IFACE.
+	nets, err := run.Comm.Allgather(encodeNet(run.Net))
+	if err != nil {
+		return nil, err
+	}
+	rep.net = buildNet(run, nets, rep)
 	return rep, nil
 }
 
@@ -374,6 +382,8 @@ func Print(w io.Writer, run *Run, rep *Report) {
 	}
 	if !run.Quiet {
 		printPhases(w, run, rep)
+		printCross(w, run, rep)
+		printNet(w, rep)
 	}
 	printTrain(w, run, rep)
 	printSaves(w, rep)

@@ -23,6 +23,13 @@ type Run struct {
 	// Hosts is every rank's host, in rank order (Info's), for the figures
 	// that depend on the ranks' placement.
 	Hosts []string
+	// Backend is the backend's name; HierRan says whether hierarchical
+	// allreduces ran in that form (Info.RanHierarchical).
+	Backend string
+	HierRan bool
+	// Net counts the bytes of the host's network interface over the
+	// measured steps (SYNCGEN_NET_IFACE; netcount.go), or nil.
+	Net *NetCounter
 	// Steps, Warmup and CheckEvery are the flags' values; Quiet prints
 	// only the summary lines.
 	Steps, Warmup, CheckEvery int
