@@ -17,11 +17,13 @@
 #   scripts/cluster.sh kill HOST [NAME]   (from inside a cluster's command)
 #
 # The command sees SYNCGEN_CLUSTER_HOSTS (the --hosts list, Open MPI's own
-# --host syntax), SYNCGEN_CLUSTER_DIR (the cluster's state) and the
-# OMPI_MCA_* variables below, so that a plain
+# --host syntax), SYNCGEN_CLUSTER_DIR (the cluster's state),
+# SYNCGEN_NET_IFACE=eth0 (the runtime counts the bytes across hosts on it)
+# and the OMPI_MCA_* variables below, so that a plain
 #   mpirun --allow-run-as-root --host "$SYNCGEN_CLUSTER_HOSTS" ./model_sync
 # or `syncgen run --hosts "$SYNCGEN_CLUSTER_HOSTS" model.sync` spans the
-# hosts. `kill HOST` sends SIGKILL to the processes called NAME (default
+# hosts. When the command ends, each host's bytes sent and received on
+# eth0 during it are printed (to standard error). `kill HOST` sends SIGKILL to the processes called NAME (default
 # orted: the host's Open MPI daemon) in HOST, as a lost node would.
 #
 # It needs root (or CAP_SYS_ADMIN and CAP_NET_ADMIN), unshare and nsenter
@@ -181,9 +183,20 @@ exec nsenter -t "\$(cat "$dir/hosts/\$host.pid")" --uts --net --mount -- /bin/sh
 EOF
 chmod +x "$dir/agent"
 
+# counters HOLDER prints the bytes received and sent on eth0 of the host
+# that HOLDER holds, from /proc/net/dev as a process in the host's network
+# namespace reads it (/sys/class/net in the hosts is the machine's: sysfs
+# is not mounted again, since Open MPI's hwloc reads the machine's /sys).
+counters() {
+	nsenter -t "$1" --net cat /proc/net/dev | awk '$1 == "eth0:" { print $2, $10 }'
+}
+
 first=${names# }
 first=${first%% *}
 head=$(cat "$dir/hosts/$first.pid")
+for name in $names; do
+	counters "$(cat "$dir/hosts/$name.pid")" >"$dir/hosts/$name.net0"
+done
 echo "cluster.sh: hosts$names on 10.77.0.0/24 ($hosts); running in $first: $*" >&2
 # Not exec: the trap must run when the command ends.
 set +e
@@ -193,7 +206,18 @@ nsenter -t "$head" --uts --net --mount --wd="$(pwd)" -- env \
 	OMPI_MCA_plm_rsh_agent="$dir/agent" \
 	OMPI_MCA_btl_tcp_if_include=10.77.0.0/24 \
 	OMPI_MCA_oob_tcp_if_include=10.77.0.0/24 \
+	SYNCGEN_NET_IFACE=eth0 \
 	"$@"
 status=$?
 set -e
+# What crossed between the hosts during the command, launch included:
+# every byte on a host's eth0 went to or came from another host.
+for name in $names; do
+	read -r rx0 tx0 <"$dir/hosts/$name.net0" || continue
+	now=$(counters "$(cat "$dir/hosts/$name.pid")") || continue
+	rx1=${now% *}
+	tx1=${now#* }
+	case "$rx0 $tx0 $rx1 $tx1" in *[!0-9\ ]* | "   ") continue ;; esac
+	echo "cluster.sh: host $name: eth0 sent $((tx1 - tx0)) bytes, received $((rx1 - rx0)) bytes during the command (frames, the launch included)" >&2
+done
 exit $status
