@@ -30,6 +30,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/syncgen/syncgen/runtime/internal/plan"
@@ -223,6 +224,18 @@ func printCross(w io.Writer, run *Run, rep *Report) {
 		fmt.Fprintf(w, "  %s %-14s %-34s %12.0f %12.0f %12s\n", name, r.Coll, f.algo, f.perRank, f.perHost, gbs)
 	}
 	fmt.Fprintf(w, "# per rank: the mean over ranks of the bytes a rank sends to other hosts; per host: the most one host's ranks send; host GB/s: that over the bucket's time, the load on the host's network link\n")
+	if run.Backend == "cpu" && !ringPinned(os.Getenv) {
+		fmt.Fprintf(w, "# Open MPI picks each flat allreduce's algorithm by size, and not all cross hosts as a ring does: pin the ring (--mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_allreduce_algorithm 4) to compare with the formula\n")
+	}
+}
+
+// ringPinned says whether the environment (getenv) pins Open MPI's
+// allreduce to the ring, the algorithm the flat allreduce's formula
+// assumes.
+func ringPinned(getenv func(string) string) bool {
+	rules := getenv("OMPI_MCA_coll_tuned_use_dynamic_rules")
+	algo := getenv("OMPI_MCA_coll_tuned_allreduce_algorithm")
+	return (rules == "1" || strings.EqualFold(rules, "true")) && (algo == "4" || algo == "ring")
 }
 
 // distinct returns the number of different hosts.

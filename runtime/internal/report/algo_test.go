@@ -66,3 +66,23 @@ func TestCrossSent(t *testing.T) {
 		t.Errorf("rowCross of a ring on 2x2 = %+v, %v; want 750 a rank, 1500 a host, ring", f, ok)
 	}
 }
+
+func TestRingPinned(t *testing.T) {
+	env := func(kv ...string) func(string) string {
+		return func(k string) string {
+			for i := 0; i+1 < len(kv); i += 2 {
+				if kv[i] == k {
+					return kv[i+1]
+				}
+			}
+			return ""
+		}
+	}
+	const rules, algo = "OMPI_MCA_coll_tuned_use_dynamic_rules", "OMPI_MCA_coll_tuned_allreduce_algorithm"
+	if !ringPinned(env(rules, "1", algo, "4")) || !ringPinned(env(rules, "true", algo, "ring")) {
+		t.Error("dynamic rules on and algorithm 4 (ring): want pinned")
+	}
+	if ringPinned(env(algo, "4")) || ringPinned(env(rules, "1", algo, "3")) || ringPinned(env()) {
+		t.Error("without dynamic rules, another algorithm, or nothing set: want not pinned")
+	}
+}
