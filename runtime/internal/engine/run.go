@@ -228,7 +228,7 @@ func (e *Engine) keepFigures(res *result.Results, recs []result.Record, step tim
 			row := &res.Rows[k]
 			row.Times = append(row.Times, r.T1-r.T0)
 			row.Group, row.Bytes = r.Group, r.Bytes
-			if r.Phased && !r.Group {
+			if r.Phased {
 				for i, d := range r.Phases {
 					row.Phases[i] = append(row.Phases[i], d)
 				}
@@ -412,7 +412,9 @@ func (e *Engine) collect() ([]result.Record, error) {
 		if r.T1, err = e.be.Elapsed(e.epoch, r.End); err != nil {
 			return nil, fmt.Errorf("timing %s: %w", r.Name, err)
 		}
-		if pt, ok := e.be.(backend.PhaseTimer); ok && r.Kind == result.Collective && r.Coll == plan.CollAllReduce {
+		// A group's collectives on a stream share one end event, and
+		// with it the sum of their phases: no record gets them.
+		if pt, ok := e.be.(backend.PhaseTimer); ok && r.Kind == result.Collective && r.Coll == plan.CollAllReduce && !r.Group {
 			r.Phases, r.Phased = pt.Phases(r.End)
 		}
 	}
