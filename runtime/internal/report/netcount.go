@@ -127,6 +127,7 @@ func encodeNet(c *NetCounter) []byte {
 // the formulas say it sends a step.
 type netHost struct {
 	host      string
+	ranks     int // the host's ranks, which share its counters
 	tx, rx    float64
 	formula   float64
 	formulaOK bool
@@ -159,7 +160,7 @@ func buildNet(run *Run, all [][]byte, rep *Report) *netReport {
 		if at(0) != 1 {
 			return nil
 		}
-		nr.hosts = append(nr.hosts, netHost{host: h.Host, tx: at(1), rx: at(2), formula: formula[h.Host], formulaOK: ok})
+		nr.hosts = append(nr.hosts, netHost{host: h.Host, ranks: len(h.Ranks), tx: at(1), rx: at(2), formula: formula[h.Host], formulaOK: ok})
 	}
 	return nr
 }
@@ -175,8 +176,8 @@ func printNet(w io.Writer, rep *Report) {
 	for _, d := range rep.stepTimes {
 		total += float64(d)
 	}
-	fmt.Fprintf(w, "#\n# bytes across hosts, counted on %s over %d measured steps (frames, headers included)\n# %-24s %14s %14s %14s %12s %10s\n",
-		nr.iface, steps, "host", "sent/step", "formula/step", "received/step", "sent/formula", "sent GB/s")
+	fmt.Fprintf(w, "#\n# bytes across hosts, counted on %s over %d measured steps (frames, headers included)\n# %-24s %14s %14s %14s %14s %12s %10s\n",
+		nr.iface, steps, "host", "sent/step", "per rank", "formula/step", "received/step", "sent/formula", "sent GB/s")
 	for _, h := range nr.hosts {
 		ratio, formula := "-", "-"
 		if h.formulaOK {
@@ -185,9 +186,10 @@ func printNet(w io.Writer, rep *Report) {
 				ratio = fmt.Sprintf("%.3f", h.tx/float64(steps)/h.formula)
 			}
 		}
-		fmt.Fprintf(w, "  %s %14.0f %14s %14.0f %12s %10.3f\n", text.Cell(h.host, 24), h.tx/float64(steps), formula, h.rx/float64(steps), ratio, h.tx/total)
+		fmt.Fprintf(w, "  %s %14.0f %14.0f %14s %14.0f %12s %10.3f\n", text.Cell(h.host, 24), h.tx/float64(steps),
+			h.tx/float64(steps)/float64(h.ranks), formula, h.rx/float64(steps), ratio, h.tx/total)
 	}
-	fmt.Fprintf(w, "# formula/step: the bytes the formulas say the host's ranks send to other hosts in a step; sent GB/s: the bytes sent over the measured steps' time\n")
+	fmt.Fprintf(w, "# per rank: sent/step over the host's ranks; formula/step: the bytes the formulas say the host's ranks send to other hosts in a step; sent GB/s: the bytes sent over the measured steps' time\n")
 }
 
 // jsonNet is the counted bytes in the JSON file.
@@ -203,6 +205,7 @@ type jsonNetHost struct {
 	TxBytes        float64  `json:"tx_bytes"`
 	RxBytes        float64  `json:"rx_bytes"`
 	TxPerStep      float64  `json:"tx_bytes_per_step"`
+	TxPerStepRank  float64  `json:"tx_bytes_per_step_per_rank"`
 	FormulaPerStep *float64 `json:"formula_tx_bytes_per_step,omitempty"`
 	TxGBs          float64  `json:"tx_gbs"`
 }
@@ -220,7 +223,8 @@ func makeJSONNet(rep *Report) *jsonNet {
 	}
 	j := &jsonNet{Iface: nr.iface, Steps: steps, Hosts: []jsonNetHost{}}
 	for _, h := range nr.hosts {
-		jh := jsonNetHost{Host: h.host, TxBytes: h.tx, RxBytes: h.rx, TxPerStep: h.tx / float64(steps), TxGBs: h.tx / total}
+		jh := jsonNetHost{Host: h.host, TxBytes: h.tx, RxBytes: h.rx, TxPerStep: h.tx / float64(steps),
+			TxPerStepRank: h.tx / float64(steps) / float64(h.ranks), TxGBs: h.tx / total}
 		if h.formulaOK {
 			f := h.formula
 			jh.FormulaPerStep = &f
