@@ -95,7 +95,7 @@ type BucketDecl struct {
 
 // Option is a keyword and its value: a bucket option (`cap 25MiB`,
 // `divide before`), a collective option (`op avg`, `on comm`, `after
-// ready`, `from 0`) or an update's setting (`lr 1e-3`, `master f32`); or
+// ready`, `from 0`, `into sums`) or an update's setting (`lr 1e-3`, `master f32`); or
 // the bare flag `agree` of an unscale, whose Value is nil. Any statement
 // or bucket parses any of them, and the checker says which it takes. The
 // keys that are not reserved words (`lr`, `divide`, ...) stay ordinary
@@ -103,7 +103,7 @@ type BucketDecl struct {
 type Option struct {
 	Pos    lexer.Position
 	EndPos lexer.Position
-	Key    string `parser:"(  @'agree' | @('cap' | 'first' | 'order' | 'wire' | 'divide' | 'op' | 'algo' | 'on' | 'after' | 'from' | 'to' | 'master' | 'lr' | 'momentum' | 'weight_decay' | 'wd' | 'beta1' | 'beta2' | 'eps')"`
+	Key    string `parser:"(  @'agree' | @('cap' | 'first' | 'order' | 'wire' | 'divide' | 'op' | 'algo' | 'on' | 'after' | 'from' | 'to' | 'into' | 'master' | 'lr' | 'momentum' | 'weight_decay' | 'wd' | 'beta1' | 'beta2' | 'eps')"`
 	Value  *Word  `parser:"   @@ )"`
 }
 

@@ -76,6 +76,8 @@ type checker struct {
 	// unknown name (errorOnce), by key.
 	repeats     map[string]*repeatedError
 	repeatOrder []*repeatedError
+	// into holds the output buffers of out-of-place collectives (into.go).
+	into intoState
 }
 
 // repeatedError is an error about an unknown name that is reported once,
@@ -178,6 +180,7 @@ func (c *checker) check(filename string) *ir.Program {
 	c.synced = map[int]bool{}
 	c.declareScaler()
 	c.declareRanks()
+	c.scanInto()
 	if c.initBlock != nil {
 		c.prog.Init = c.resolveBlock(c.initBlock)
 	}
@@ -885,7 +888,9 @@ func (c *checker) warnOverwritten() {
 		}
 		switch s.Kind {
 		case ir.StmtCollective:
-			pending = append(pending, body[i])
+			if s.Into == nil { // an output buffer keeps its result
+				pending = append(pending, body[i])
+			}
 		case ir.StmtGroup:
 			if body[i].Group != nil {
 				pending = append(pending, stmts(body[i].Group.Body)...)

@@ -101,6 +101,13 @@ func TestCheckExamples(t *testing.T) {
 func checkBuckets(t *testing.T, p *ir.Program) {
 	t.Helper()
 	for bi, b := range p.Buckets {
+		if b.Output != nil {
+			// An output buffer: no tensors, an earlier source, its wire.
+			if len(b.Tensors) != 0 || b.Output.Of < 0 || b.Output.Of >= bi || p.Buckets[b.Output.Of].Wire != b.Wire {
+				t.Errorf("bad output bucket %+v (of %+v)", b, b.Output)
+			}
+			continue
+		}
 		var off int64
 		for _, ti := range b.Tensors {
 			tn := p.Tensors[ti]

@@ -232,9 +232,9 @@ func bucketText(d *BucketDecl) string {
 // optionOrder is the canonical order of options.
 var optionOrder = map[string]int{
 	"cap": 0, "first": 1, "order": 2, "wire": 3, "divide": 4,
-	"from": 5, "to": 6, "op": 7, "algo": 8,
-	"lr": 9, "momentum": 10, "beta1": 11, "beta2": 12, "eps": 13, "weight_decay": 14, "wd": 14, "master": 15, "agree": 16,
-	"on": 17, "after": 18,
+	"from": 5, "to": 6, "op": 7, "algo": 8, "into": 9,
+	"lr": 10, "momentum": 11, "beta1": 12, "beta2": 13, "eps": 14, "weight_decay": 15, "wd": 15, "master": 16, "agree": 17,
+	"on": 18, "after": 19,
 }
 
 // optionsText prints options in canonical order (stable among repeats,

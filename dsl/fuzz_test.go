@@ -3,6 +3,7 @@ package dsl
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"unicode"
@@ -61,6 +62,11 @@ var inlineSeeds = []string{
 	"tensor a f32[4]\ntensor accumulate f16[2]\nbucket g { a, accumulate } wire f32\nstep accumulate 4 { compute 1ms; backward 1ms; allreduce g op avg on comm after ready; wait comm; update g sgd on compute after synced }\n",
 	"tensor l.{0..1} f32[2]\nbucket g0 { l.0 }\nbucket g1 { l.1 }\nstep accumulate 2 { backward 1ms for l.1; allreduce g1 after ready; backward 1ms for l.0; allreduce g0 after ready }\n",
 	"init accumulate 2 { }\nstep accumulate accumulate 0 accumulate 1.5 accumulate -3 { allreduce g; backward 1ms; backward 1ms }\nstep accumulate { }\n",
+	// Out-of-place collectives: outputs declared, reused, chained, used
+	// in place; and their errors (several targets, clashes, use before
+	// write, another length).
+	"tensor a f32[5]\nbucket g { a }\nstep { backward 1ms; reducescatter g op avg into s after ready; allgather s into f; allreduce f into f2; allreduce f2; reduce g to 0 into f2 }\n",
+	"tensor a f32[5]\nbucket g { a } cap 4B\nstep { allreduce x; allreduce g, a into x; allreduce g into a; allgather g[0] into x; reducescatter g[0] into x; allreduce g[0] into; update x sgd }\n",
 	// The ranks: valid, with every option; and its errors (overlaps,
 	// backward ranges, bad speeds, unknown and repeated options), and
 	// names that are `ranks` without being the declaration.
@@ -154,7 +160,7 @@ func checkProgram(t *testing.T, p *ir.Program) {
 		}
 	}
 	for _, b := range p.Buckets {
-		if b.Wire == ir.InvalidDType || len(b.Tensors) == 0 {
+		if b.Wire == ir.InvalidDType || (len(b.Tensors) == 0) != (b.Output != nil) {
 			t.Fatalf("bad bucket %+v", b)
 		}
 	}
@@ -177,7 +183,10 @@ func checkProgram(t *testing.T, p *ir.Program) {
 			if s.Kind == ir.StmtGroup && (inGroup || len(s.Body) == 0) {
 				t.Fatalf("bad group %+v", s)
 			}
-			for _, b := range s.Buckets {
+			if s.Into != nil && (s.Kind != ir.StmtCollective || len(s.Into) != 1 || len(s.Buckets) != 1 || s.Into[0] == s.Buckets[0] || p.Buckets[s.Into[0]].Output == nil) {
+				t.Fatalf("bad out-of-place collective %+v", s)
+			}
+			for _, b := range slices.Concat(s.Buckets, s.Into) {
 				if b < 0 || b >= len(p.Buckets) {
 					t.Fatalf("statement refers to bucket %d of %d", b, len(p.Buckets))
 				}

@@ -560,7 +560,7 @@ func finishSyntaxHint(hint, construct, keyword, stray string, cx syntaxContext) 
 
 // optionValues says what value each option takes, for hints.
 var optionValues = map[string]string{
-	"op": "sum|avg|min|max|prod", "algo": "flat|hierarchical", "on": "STREAM", "after": "ready|STREAM", "from": "RANK", "to": "RANK",
+	"op": "sum|avg|min|max|prod", "algo": "flat|hierarchical", "on": "STREAM", "after": "ready|STREAM", "from": "RANK", "to": "RANK", "into": "NAME",
 	"cap": "SIZE", "first": "SIZE", "order": "reverse|declared", "wire": "DTYPE", "priority": "high|low",
 	"steps": "N", "warmup": "N", "every": "N", "wait": "STREAM",
 	"divide": "before|after", "master": "f32", "lr": "NUMBER", "momentum": "NUMBER", "weight_decay": "NUMBER", "beta1": "NUMBER", "beta2": "NUMBER", "eps": "NUMBER",

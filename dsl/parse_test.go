@@ -304,9 +304,12 @@ func TestSyntaxErrorExplanations(t *testing.T) {
 		{decls + "step {\n  allreduce g\n  tensor b f32[1]\n}\n", "6:3", "unexpected `tensor` inside the `step` block opened on line 4: a declaration starts outside any block", "move it before or after the block"},
 		// A word and a value after a complete statement: an unknown
 		// option, named with the one meant.
-		{decls + "step {\n  broadcast g root 0\n}\n", "5:15", "unknown option `root` of broadcast", "did you mean `from 0`? broadcast takes: from RANK, on STREAM, after ready|STREAM"},
-		{decls + "step {\n  allreduce g dtype f16\n}\n", "5:15", "unknown option `dtype` of allreduce", "write `wire f16` on bucket `g`; allreduce takes: op sum|avg|min|max|prod, on STREAM, after ready|STREAM"},
-		{decls + "step {\n  allreduce g into x\n}\n", "5:15", "unknown option `into` of allreduce", "allreduce takes: op"},
+		{decls + "step {\n  broadcast g root 0\n}\n", "5:15", "unknown option `root` of broadcast", "did you mean `from 0`? broadcast takes: from RANK, into NAME, on STREAM, after ready|STREAM"},
+		{decls + "step {\n  allreduce g dtype f16\n}\n", "5:15", "unknown option `dtype` of allreduce", "write `wire f16` on bucket `g`; allreduce takes: op sum|avg|min|max|prod, into NAME, on STREAM, after ready|STREAM"},
+		{decls + "step {\n  allreduce g onto x\n}\n", "5:15", "unexpected `onto`", "did you mean `into`?"},
+		// `into` without its name is the option missing its value, not
+		// a missing comma before a target called `into`.
+		{decls + "step {\n  allreduce g into\n}\n", "5:15", "`into` needs a value after it", "write `into NAME`"},
 		{decls + "step {\n  compute 20ms reads g\n}\n", "5:16", "unknown option `reads` of compute", "compute takes: on STREAM, after"},
 		{"bucket g { a } dtype f16\n", "1:16", "unknown option `dtype` of bucket", "did you mean `wire f16`? bucket takes: cap SIZE"},
 		{"tensor cap f32[1]\nbucket g { a cap }\n", "2:14", "patterns are separated by commas: `bucket g { a, cap }`", "PATTERN, ..."},

@@ -23,7 +23,8 @@ import (
 // when p.clock[p.stream] <= e.clock[p.stream].
 //
 // backward writes every bucket (every bucket holds gradients of non-frozen
-// tensors), a backward in pieces the buckets of its tensors; collectives and unscale read and write their buckets; update
+// tensors), a backward in pieces the buckets of its tensors; collectives and unscale read and write their buckets
+// (a collective with `into` reads its source and writes its output buffer, which no backward writes); update
 // reads them, and writes a bucket only where it was reduce-scattered since
 // the last backward (the new parameters of this rank's slice go back into
 // it, for the allgather); compute touches none. A write must be ordered
@@ -129,7 +130,7 @@ func (r *raceState) group(s ir.Stmt, members []*Stmt) {
 		if j >= len(members) {
 			break
 		}
-		for _, b := range m.Buckets {
+		for _, b := range slices.Concat(m.Buckets, m.Into) {
 			k, ok := first[b]
 			if !ok {
 				first[b] = j
@@ -212,14 +213,22 @@ func (r *raceState) stmt(s ir.Stmt, src *Stmt, afterOf []vclock) {
 		switch s.Kind {
 		case ir.StmtCollective:
 			e.what = s.Collective.String()
-			r.touch(e, b, src, true)
+			// Out of place (`into`), the source is only read.
+			r.touch(e, b, src, s.Into == nil)
 			r.synced[b] = e
-			r.lastColl[b] = s.Collective
+			if s.Into == nil {
+				r.lastColl[b] = s.Collective
+			}
 		case ir.StmtUnscale:
 			r.touch(e, b, src, true)
 		case ir.StmtUpdate:
 			r.touch(e, b, src, r.lastColl[b] == ir.ReduceScatter)
 		}
+	}
+	for _, b := range s.Into {
+		r.touch(e, b, src, true)
+		r.synced[b] = e
+		r.lastColl[b] = s.Collective
 	}
 	// The step's overflow flag: every unscale sets it (and may agree on it
 	// with the other ranks), every update reads it to skip a step that
@@ -255,8 +264,8 @@ func (r *raceState) backward(s ir.Stmt, clock vclock, src *Stmt) {
 		r.ready = make([]*event, len(r.c.prog.Buckets))
 	}
 	for _, b := range r.readyOrder {
-		if !covers(b) {
-			continue
+		if !covers(b) || r.c.prog.Buckets[b].Output != nil {
+			continue // an output buffer holds no gradients
 		}
 		delete(r.lastColl, b)
 		clock[s.Stream]++

@@ -242,7 +242,12 @@ func (c *checker) resolveCollective(st *blockState, cs *CollectiveStmt) ir.Stmt 
 	for _, b := range buckets {
 		c.synced[b] = true
 	}
-	st.train.collective(kind, buckets)
+	if into := intoOption(cs); into != nil {
+		// Out of place: the source is read, not changed.
+		ok = c.resolveInto(cs, into, &s, tok) && ok
+	} else {
+		st.train.collective(kind, buckets)
+	}
 	if (s.Op == ir.Avg || s.Op == ir.WAvg) && opWord != nil && !c.avgOnFloats(opWord, s.Op, buckets) {
 		ok = false
 	}
@@ -282,8 +287,10 @@ func (c *checker) resolveCollectiveOptions(st *blockState, cs *CollectiveStmt, s
 			valid = c.resolveRoot(cs, o, s)
 		case "algo":
 			valid = c.resolveAlgo(cs, o, s)
+		case "into":
+			// Resolved with the targets (resolveInto).
 		default:
-			c.errorf(f, keywordSpan(o.Pos.Offset, len(o.Key)), "collective options are op, on, after, algo (allreduce), from (broadcast) and to (reduce)", "%s is not an option of %s", code(o.Key), cs.Kind)
+			c.errorf(f, keywordSpan(o.Pos.Offset, len(o.Key)), "collective options are op, on, after, algo (allreduce), from (broadcast), to (reduce) and into (an output buffer)", "%s is not an option of %s", code(o.Key), cs.Kind)
 			valid = false
 		}
 		ok = ok && valid
@@ -546,6 +553,10 @@ func (c *checker) resolveTargets(targets []*Target) ([]int, bool) {
 			for i := range info.count {
 				set[info.first+i] = true
 			}
+			continue
+		}
+		if c.outputLater(f, t, name) {
+			ok = false
 			continue
 		}
 		if !c.targetTensors(f, t, set) {

@@ -264,7 +264,7 @@ func missingTargetComma(f *sourceFile, toks []token, off int) (Diagnostic, bool)
 		if toks[at-1].Pos.Line != t.Pos.Line {
 			expected = append(expected, statementKeywords...)
 		}
-		if suggestKeyword(t.Value, expected) != "" {
+		if slices.Contains(expected, t.Value) || suggestKeyword(t.Value, expected) != "" {
 			return Diagnostic{}, false
 		}
 	}
@@ -480,11 +480,11 @@ func describeOpen(toks []token, i int) string {
 // collectiveOptions are the option keywords each statement (and the
 // scaler) takes.
 var collectiveOptions = map[string][]string{
-	"allreduce":     {"op", "on", "after"},
-	"broadcast":     {"from", "on", "after"},
-	"reduce":        {"to", "op", "on", "after"},
-	"allgather":     {"on", "after"},
-	"reducescatter": {"op", "on", "after"},
+	"allreduce":     {"op", "into", "on", "after"},
+	"broadcast":     {"from", "into", "on", "after"},
+	"reduce":        {"to", "op", "into", "on", "after"},
+	"allgather":     {"into", "on", "after"},
+	"reducescatter": {"op", "into", "on", "after"},
 	"update":        {"lr", "momentum", "weight_decay", "beta1", "beta2", "eps", "master", "on", "after"},
 	"unscale":       {"agree", "on", "after"},
 	"scaler":        {"init", "growth", "backoff", "interval", "hysteresis", "min", "max"},

@@ -82,6 +82,7 @@ func (c *checker) resolveUpdate(st *blockState, u *UpdateStmt, inGroup bool) ir.
 	stream, sok := c.stmtStream(f, on, "compute", "update", kw)
 	s.Stream = stream
 	buckets, tok := c.resolveTargets(u.Targets)
+	tok = tok && c.noOutputs(u.Targets, buckets, "update")
 	s.Buckets = buckets
 	rok := tok && c.updateRules(st, u, s)
 	st.train.init()
@@ -115,6 +116,7 @@ func (c *checker) resolveUnscale(st *blockState, u *UnscaleStmt, inGroup bool) i
 	stream, sok := c.stmtStream(f, on, "compute", "unscale", kw)
 	s.Stream = stream
 	buckets, tok := c.resolveTargets(u.Targets)
+	tok = tok && c.noOutputs(u.Targets, buckets, "unscale")
 	s.Buckets = buckets
 	if c.scalerDecl == nil {
 		c.errorOnce("unscale without a scaler", "%d unscales; first here", f, kw, "declare `scaler dynamic` (or `scaler static 1024`): without a loss scaler the gradients carry no scale to divide by",

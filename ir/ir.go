@@ -184,8 +184,37 @@ type Bucket struct {
 	// of the sum after it. (Left out of the plan hash when false, so that
 	// plans without it hash as they always did.)
 	PreDivide bool `json:",omitempty"`
-	Pos       Pos
+	// Output, when not nil, makes the bucket the output buffer of
+	// out-of-place collectives (`into NAME`): it holds no tensors, its
+	// Wire is its source's and its length derives from its source's with
+	// the world size (Output.Size); Elems is that length in a world of
+	// one rank. (Left out of the plan hash when nil.)
+	Output *Output `json:",omitempty"`
+	Pos    Pos
 }
+
+// Output says where an output buffer's length comes from: its first
+// write, the out-of-place collective that declared it.
+type Output struct {
+	// Of is the bucket (a declared one, or an earlier output) that the
+	// declaring collective read.
+	Of int
+	// Size derives the length from Of's.
+	Size OutSize
+}
+
+// OutSize is how an output buffer's length derives from its source's n
+// elements in a world of size ranks.
+type OutSize uint8
+
+// The output lengths: allreduce, broadcast and reduce write n elements;
+// reducescatter one rank's slice of the padded source, ceil(n/size);
+// allgather size*n.
+const (
+	OutSame OutSize = iota
+	OutShard
+	OutGather
+)
 
 // Bytes returns the size of the wire buffer.
 func (b *Bucket) Bytes() int64 { return b.Elems * b.Wire.Size() }
@@ -311,6 +340,10 @@ type Stmt struct {
 	// AfterStream).
 	After   After
 	Buckets []int // indices into Program.Buckets, in program order
+	// Collective only: the output bucket of an out-of-place collective
+	// (`into NAME`), one per entry of Buckets (which then has one); nil
+	// for a collective in place.
+	Into []int `json:",omitempty"`
 
 	// Update only: the optimizer and its settings, defaults filled in.
 	Update Update `json:",omitzero"`

@@ -91,9 +91,19 @@ func summary(p *ir.Program) string {
 			bytes += t.Bytes()
 		}
 	}
+	var outputs int64 // the output buffers of `into`, counted apart
+	for _, b := range p.Buckets {
+		if b.Output != nil {
+			outputs++
+		}
+	}
+	buckets := count(int64(len(p.Buckets))-outputs, "bucket")
+	if outputs > 0 {
+		buckets += ", " + count(outputs, "output buffer")
+	}
 	return fmt.Sprintf("%s, %s, %s, %s, %s",
 		count(int64(len(p.Tensors)), "tensor"), count(params, "parameter"), humanBytes(bytes),
-		count(int64(len(p.Buckets)), "bucket"), count(int64(len(p.Streams)), "stream"))
+		buckets, count(int64(len(p.Streams)), "stream"))
 }
 
 // count says "1 bucket" or "6 buckets", with thousands separators:
