@@ -67,6 +67,24 @@ type Stream = plan.Stream
 // and back after it.
 type Bucket = plan.Bucket
 
+// Output makes a bucket the output buffer of out-of-place collectives
+// (`into NAME`): Of is the bucket its length derives from and Size how.
+// The bucket holds no tensors; its Elems in the tables is its length in
+// a world of one rank.
+type Output = plan.Output
+
+// OutSize is how an output buffer's length derives from its source's.
+type OutSize = plan.OutSize
+
+// The output lengths: the source's (allreduce, broadcast, reduce), one
+// rank's slice of it (reducescatter), the world's size times it
+// (allgather).
+const (
+	OutSame   = plan.OutSame
+	OutShard  = plan.OutShard
+	OutGather = plan.OutGather
+)
+
 // Run holds the defaults for the program's flags: Steps, Warmup and
 // CheckEvery (0: off).
 type Run = plan.Run

@@ -260,6 +260,9 @@ func (r *runner) agreeOnPlan() (*plan.Program, *result.Results, cpu.Tuning, int)
 		err = prog.Validate(p, h.Size)
 	}
 	if err == nil {
+		plan.SizeOutputs(p, h.Size)
+	}
+	if err == nil {
 		err = usePlanSpeeds(&r.opts.hetero, r.opts.planSpeeds, h.Size)
 	}
 	if err != nil {

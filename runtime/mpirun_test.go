@@ -167,6 +167,51 @@ func TestEveryCollectiveOpAndDType(t *testing.T) {
 	}
 }
 
+// Every collective out of place (`into NAME`), with padded sources, a
+// cast wire, a group, chains through outputs and an output rewritten by
+// another collective: every output and every source (unchanged) checked,
+// none left unchecked; the rows name source and output, and count bytes
+// as nccl-tests' out-of-place runs (an allgather its output, a
+// reducescatter its padded input).
+func TestIntoEveryCollective(t *testing.T) {
+	for _, np := range []int{1, 2, 3, 4} {
+		t.Run(fmt.Sprintf("np%d", np), func(t *testing.T) {
+			r := ok(t, np, "into", "--steps", "2", "--warmup", "1")
+			padded := (103 + np - 1) / np * np * 4 // grads: 103 f32 elements
+			mustContain(t, r, "grads→sum", "shard→full", "sum→copied",
+				fmt.Sprintf("grads→shard                    2 %12d", padded),
+				fmt.Sprintf("half→hall                      1 %12d", np*37*4))
+		})
+	}
+}
+
+// A wrong element of an output buffer is counted, on the rank and output
+// that hold it: one the chain reaches through another output, one only
+// the root of a reduce defines; and an element of a reduce's output on
+// another rank, which the reduce leaves undefined, is not.
+func TestIntoWrongElementDetected(t *testing.T) {
+	for _, tc := range []struct{ corrupt, want string }{
+		{"1:1:5:40", `bucket "full": 1 wrong; first: output "full" element 40`},
+		{"2:1:9:10", `bucket "copied": 1 wrong; first: output "copied" element 10`},
+		{"0:1:8:3", `bucket "nred": 1 wrong; first: output "nred" element 3`},
+		{"1:1:8:3", ""},
+	} {
+		t.Run(tc.corrupt, func(t *testing.T) {
+			r := mpirun(t, 3, []string{"SYNCGEN_TEST_CORRUPT=" + tc.corrupt}, 60*time.Second, "into", "--steps", "2", "--warmup", "0", "--quiet")
+			if tc.want == "" {
+				if r.code != 0 || !strings.Contains(r.out, "# 0 wrong") || !strings.Contains(r.out, "changed element 3 of output") {
+					t.Fatalf("exit %d, want 0 wrong for an undefined element:\n%s", r.code, r.out)
+				}
+				return
+			}
+			if r.code == 0 {
+				t.Fatalf("a wrong element passed:\n%s", r.out)
+			}
+			mustContain(t, r, "# 1 wrong", tc.want)
+		})
+	}
+}
+
 // An average over world sizes that are not powers of two (the division
 // is not an exact scaling there), in every float dtype, in one piece and
 // in several (20 MiB: pieces of 4 MiB), every element checked.

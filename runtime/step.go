@@ -106,6 +106,47 @@ func (s *Step) ReduceScatter(at Src, stream int, op RedOp, after After, buckets 
 	s.collective(plan.Stmt{At: at, Stream: stream, Coll: plan.CollReduceScatter, Op: op, After: after}, buckets)
 }
 
+// AllReduceInto reduces bucket src with op across all ranks into output
+// bucket out on every rank; src is left as it was (MPI_Allreduce and
+// ncclAllReduce with distinct buffers).
+func (s *Step) AllReduceInto(at Src, stream int, op RedOp, after After, src, out int) {
+	s.into(plan.Stmt{At: at, Stream: stream, Coll: plan.CollAllReduce, Op: op, After: after}, src, out)
+}
+
+// BroadcastInto copies root's bucket src into output bucket out on every
+// rank; src is left as it was.
+func (s *Step) BroadcastInto(at Src, stream int, root int, after After, src, out int) {
+	s.into(plan.Stmt{At: at, Stream: stream, Coll: plan.CollBroadcast, Root: root, After: after}, src, out)
+}
+
+// ReduceInto reduces bucket src with op into output bucket out on root;
+// src is left as it was, and the other ranks' out is undefined.
+func (s *Step) ReduceInto(at Src, stream int, op RedOp, root int, after After, src, out int) {
+	s.into(plan.Stmt{At: at, Stream: stream, Coll: plan.CollReduce, Op: op, Root: root, After: after}, src, out)
+}
+
+// AllGatherInto gathers every rank's bucket src into output bucket out,
+// rank r's at out's slice r, on every rank; src is left as it was.
+func (s *Step) AllGatherInto(at Src, stream int, after After, src, out int) {
+	s.into(plan.Stmt{At: at, Stream: stream, Coll: plan.CollAllGather, After: after}, src, out)
+}
+
+// ReduceScatterInto reduces bucket src (padded to size slices) with op
+// across all ranks and leaves rank r's slice r of the result in output
+// bucket out; src is left as it was.
+func (s *Step) ReduceScatterInto(at Src, stream int, op RedOp, after After, src, out int) {
+	s.into(plan.Stmt{At: at, Stream: stream, Coll: plan.CollReduceScatter, Op: op, After: after}, src, out)
+}
+
+// into issues an out-of-place collective: recorded, or run on the engine.
+func (s *Step) into(st plan.Stmt, src, out int) {
+	if s.rec != nil {
+		s.rec.Into(st, src, out)
+		return
+	}
+	s.e.Into(st, src, out)
+}
+
 // Update applies one step of optimizer opt to the parameters of buckets
 // on stream, reading their synchronised gradients: where a bucket was
 // reduce-scattered, only this rank's slice (which it then also writes back

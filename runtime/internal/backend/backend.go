@@ -261,7 +261,17 @@ type CollOp struct {
 	// CollAllGather and CollReduceScatter Buf.N is a multiple of the number
 	// of ranks (the runtime pads those buckets).
 	Buf Span
-	// Name is the bucket's name, for error messages and traces.
+	// Out, when it has elements, makes the collective out of place: Buf
+	// is the input and stays as it was, Out (of Buf.DType) receives the
+	// result. Its length: Buf.N for allreduce, broadcast and reduce (on
+	// ranks other than a reduce's root Out is undefined afterwards);
+	// Buf.N/size for a reducescatter, whose Buf.N is then a multiple of
+	// the number of ranks (rank r gets the reduction of every rank's
+	// slice r); size*Buf.N for an allgather (rank r's Buf lands at
+	// Out's slice r). Zero: in place on Buf.
+	Out Span
+	// Name is the bucket's name, for error messages and traces
+	// ("src→out" out of place).
 	Name string
 	// PreDivide, with Op Avg, divides every rank's input by the number of
 	// ranks before summing (as DDP's fp16 compression hook does), rather

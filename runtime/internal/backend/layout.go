@@ -44,10 +44,20 @@ func SlicedBuckets(prog *plan.Program, n int) []bool {
 	out := make([]bool, n)
 	for _, ss := range [][]plan.Stmt{plan.Flat(prog.Init), plan.Flat(prog.Step)} {
 		for _, s := range ss {
-			if s.Kind == plan.StmtColl && s.Coll.Info().Sliced {
-				for _, b := range s.Buckets {
-					out[b] = true
+			if s.Kind != plan.StmtColl || !s.Coll.Info().Sliced {
+				continue
+			}
+			if s.Into != nil {
+				// Out of place, only a reducescatter's source is sliced
+				// (its output is one slice, an allgather's a whole
+				// number of them).
+				if s.Coll == plan.CollReduceScatter {
+					out[s.Buckets[0]] = true
 				}
+				continue
+			}
+			for _, b := range s.Buckets {
+				out[b] = true
 			}
 		}
 	}

@@ -74,6 +74,9 @@ type Model struct {
 	fillScale []float64
 	injected  []int
 	ref       []reference
+	// outs[b] is the recipe of output bucket b's contents (into.go);
+	// nil before a collective touches an output.
+	outs []*recipe
 }
 
 // avgKey names a table of averages: the base's range and the wire dtype
@@ -106,7 +109,6 @@ func New(p *plan.Plan, rank, size int, shapes []elem.PatternShape, mem *backend.
 // see plan.Flat) run with fill step seed; st says how the training step
 // went (its scale, whether it skipped its updates).
 func (m *Model) Apply(block []plan.Stmt, seed uint32, st StepTrain) {
-	p := m.plan
 	if st.Scale == 0 {
 		st.Scale = 1 // no scaler
 	}
@@ -132,15 +134,23 @@ func (m *Model) Apply(block []plan.Stmt, seed uint32, st StepTrain) {
 			if s.Op == plan.WAvg {
 				s.Weights = st.Weights
 			}
-			for _, b := range s.Buckets {
-				for _, t := range p.Buckets[b].Tensors {
-					if len(m.chain[t]) >= maxChain {
-						m.broken[t] = true
-						continue
-					}
-					m.chain[t] = append(m.chain[t], s)
-				}
+			if s.Kind == plan.StmtColl && m.applyColl(s) {
+				continue // an output buffer's (into.go)
 			}
+			m.applyTensors(s)
+		}
+	}
+}
+
+// applyTensors adds statement s to the chains of its buckets' tensors.
+func (m *Model) applyTensors(s plan.Stmt) {
+	for _, b := range s.Buckets {
+		for _, t := range m.plan.Buckets[b].Tensors {
+			if len(m.chain[t]) >= maxChain {
+				m.broken[t] = true
+				continue
+			}
+			m.chain[t] = append(m.chain[t], s)
 		}
 	}
 }
@@ -167,6 +177,9 @@ var checkBatchBytes int64 = 64 << 20
 // to the host in batches, and each batch is checked by several goroutines
 // (the host's cores are idle between steps).
 func (m *Model) CheckBucket(b int) (Result, error) {
+	if m.isOutput(b) {
+		return m.checkOutput(b)
+	}
 	var res Result
 	e := m
 	tensors := e.plan.Buckets[b].Tensors

@@ -82,6 +82,10 @@ type Engine struct {
 	// "wait NAME" record name, the intervals of stepStatsOf.
 	waitNames []string
 	stats     intervalScratch
+	// intoNames names the out-of-place collectives' rows, "src→out", by
+	// source and output bucket; intoBuf and srcBuf are Into's slices.
+	intoNames       map[[2]int]string
+	intoBuf, srcBuf []int
 
 	// mu guards recs, which the watchdog reads.
 	mu   sync.Mutex
@@ -169,6 +173,12 @@ func New(cfg Config, p *plan.Plan, prog *plan.Program, h *mpihost.Host, be backe
 	e.tracing = cfg.Tracing
 	e.flatStep = plan.Flat(prog.Step)
 	e.micros = p.Micro()
+	e.intoNames = map[[2]int]string{}
+	for _, s := range append(plan.Flat(prog.Init), e.flatStep...) {
+		if len(s.Into) == 1 && len(s.Buckets) == 1 {
+			e.intoNames[[2]int{s.Buckets[0], s.Into[0]}] = IntoName(p, s.Buckets[0], s.Into[0])
+		}
+	}
 	for i, s := range p.Streams {
 		st, err := be.NewStream(i, s.Name, s.Priority)
 		if err != nil {

@@ -26,7 +26,10 @@ type collItem struct {
 	hier   bool
 	after  plan.After
 	bucket int
-	id     int
+	// into is the output bucket of an out-of-place collective, -1 in
+	// place.
+	into int
+	id   int
 	// afterEv is the event an AfterStream dependency waits for, recorded
 	// when the statement was issued.
 	afterEv backend.Event
@@ -171,9 +174,13 @@ func (e *Engine) Collective(st plan.Stmt, buckets []int) {
 	if e.inGroup {
 		items = e.groupBuf
 	}
-	for _, b := range buckets {
+	for k, b := range buckets {
+		into := -1
+		if k < len(st.Into) {
+			into = st.Into[k]
+		}
 		items = append(items, collItem{at: st.At, stream: st.Stream, coll: st.Coll, op: st.Op, root: st.Root, hier: st.Hier,
-			after: st.After, bucket: b, id: id, afterEv: afterEv})
+			after: st.After, bucket: b, into: into, id: id, afterEv: afterEv})
 	}
 	if e.inGroup {
 		e.groupBuf = items
@@ -182,6 +189,16 @@ func (e *Engine) Collective(st plan.Stmt, buckets []int) {
 	e.itemBuf = items
 	e.issue(items, false)
 	e.flush()
+}
+
+// Into issues out-of-place collective statement st from bucket src into
+// output bucket out.
+func (e *Engine) Into(st plan.Stmt, src, out int) {
+	st.Into = e.intoBuf[:0]
+	st.Into = append(st.Into, out)
+	e.intoBuf = st.Into
+	e.srcBuf = append(e.srcBuf[:0], src)
+	e.Collective(st, e.srcBuf)
 }
 
 // flush tells a backend.Flusher backend that a statement's work is queued.
@@ -362,8 +379,8 @@ func (e *Engine) issueGroup(items []collItem, group bool) {
 		if op == plan.WAvg {
 			op = plan.Sum // of the premultiplied inputs (wavgPremultiply)
 		}
-		ops = append(ops, backend.CollOp{Stream: e.streams[it.stream], Coll: it.coll, Op: op, Root: it.root, Hier: it.hier, Buf: span, Name: p.Buckets[it.bucket].Name,
-			PreDivide: p.Buckets[it.bucket].PreDivide})
+		ops = append(ops, backend.CollOp{Stream: e.streams[it.stream], Coll: it.coll, Op: op, Root: it.root, Hier: it.hier, Buf: span, Out: e.outSpan(it),
+			Name: e.collName(it), PreDivide: p.Buckets[it.bucket].PreDivide})
 	}
 	e.opBuf = ops // reused by the next statement (Collectives copies what it keeps)
 	if err := e.be.Collectives(ops); err != nil {
@@ -385,12 +402,46 @@ func (e *Engine) issueGroup(items []collItem, group bool) {
 			if it.stream != si {
 				continue
 			}
-			e.addTimed(result.Record{Kind: result.Collective, Stream: si, At: it.at, Name: p.Buckets[it.bucket].Name, Bucket: it.bucket, ID: it.id,
-				Coll: it.coll, Op: it.op, Bytes: ops[i].Buf.Bytes(), Group: group, Start: starts[k], End: end})
+			// Out of place, nccl-tests' size is the larger buffer: an
+			// allgather's output, a reducescatter's input.
+			bytes := max(ops[i].Buf.Bytes(), ops[i].Out.Bytes())
+			e.addTimed(result.Record{Kind: result.Collective, Stream: si, At: it.at, Name: ops[i].Name, Bucket: it.bucket, ID: it.id,
+				Coll: it.coll, Op: it.op, Bytes: bytes, Group: group, Start: starts[k], End: end})
+			if it.into >= 0 {
+				// The source is unchanged: its tensors need no cast back.
+				e.tr.synced[it.into] = readyMark{ev: end, step: e.stepNo, ok: true}
+				continue
+			}
 			e.tr.synced[it.bucket] = readyMark{ev: end, step: e.stepNo, ok: true}
 			e.castOut(e.streams[si], it)
 		}
 	}
+}
+
+// outSpan is the output buffer of an out-of-place collective (its
+// length in the world's size), or none in place.
+func (e *Engine) outSpan(it collItem) backend.Span {
+	if it.into < 0 {
+		return backend.Span{}
+	}
+	span := e.mem.Buckets[it.into].Span
+	span.N = e.plan.Buckets[it.into].Elems
+	return span
+}
+
+// collName names a collective's buffers for reports and errors: the
+// bucket, or "source→output" out of place.
+func (e *Engine) collName(it collItem) string {
+	if it.into < 0 {
+		return e.plan.Buckets[it.bucket].Name
+	}
+	return e.intoNames[[2]int{it.bucket, it.into}]
+}
+
+// IntoName is the name of an out-of-place collective's row in reports:
+// the source bucket, an arrow, the output bucket ("grads→sums").
+func IntoName(p *plan.Plan, src, out int) string {
+	return p.Buckets[src].Name + "→" + p.Buckets[out].Name
 }
 
 // castIn converts the bucket's tensors that live apart into its wire

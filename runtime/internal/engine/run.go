@@ -525,7 +525,7 @@ func (e *Engine) checkBuckets(res *result.Results, stmts []plan.Stmt) error {
 		if s.Kind != plan.StmtColl {
 			continue
 		}
-		for _, b := range s.Buckets {
+		for _, b := range slices.Concat(s.Buckets, s.Into) {
 			if !touched[b] {
 				touched[b] = true
 				order = append(order, b)

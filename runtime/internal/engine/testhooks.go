@@ -131,6 +131,10 @@ func (h *testHooks) beforeCheck(e *Engine, i int) {
 	if c == nil || c[0] != e.rank || c[1] != i || c[2] < 0 || c[2] >= len(e.plan.Buckets) {
 		return
 	}
+	if e.plan.Buckets[c[2]].Out != nil {
+		h.corruptOutput(e, c[2], int64(c[3]), i)
+		return
+	}
 	// Element ELEM of the bucket is element ELEM-Offset of the tensor
 	// that holds it (it was element ELEM of the bucket's first tensor,
 	// and an ELEM past that tensor changed nothing without a word).
@@ -164,6 +168,27 @@ func (h *testHooks) beforeCheck(e *Engine, i int) {
 	_ = e.be.CopyFromHost(el, b)
 	fmt.Fprintf(os.Stderr, "SYNCGEN_TEST_CORRUPT: rank %d changed element %d of %q before the check of step %d\n",
 		e.rank, at-e.plan.Tensors[t].Offset, e.plan.Tensors[t].Name, i)
+}
+
+// corruptOutput changes element at of output bucket b (which holds no
+// tensors) by one, before the check of step i.
+func (h *testHooks) corruptOutput(e *Engine, b int, at int64, i int) {
+	el := e.mem.Buckets[b].Span
+	if at >= e.plan.Buckets[b].Elems {
+		fmt.Fprintf(os.Stderr, "SYNCGEN_TEST_CORRUPT: rank %d changed nothing: output %q has %d elements\n", e.rank, e.plan.Buckets[b].Name, e.plan.Buckets[b].Elems)
+		return
+	}
+	el.Off, el.N = at, 1
+	buf := make([]byte, el.Bytes())
+	vals := make([]float64, 1)
+	if e.be.CopyToHost(buf, el) != nil {
+		return
+	}
+	elem.LoadAll(vals, buf, el.DType)
+	vals[0]++
+	elem.StoreAll(buf, el.DType, vals)
+	_ = e.be.CopyFromHost(el, buf)
+	fmt.Fprintf(os.Stderr, "SYNCGEN_TEST_CORRUPT: rank %d changed element %d of output %q before the check of step %d\n", e.rank, at, e.plan.Buckets[b].Name, i)
 }
 
 // heapAllocs returns how many heap objects the process has allocated so

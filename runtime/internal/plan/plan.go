@@ -95,6 +95,53 @@ type Bucket struct {
 	// by the number of ranks before the sum instead of the sum after it
 	// (backend.CollOp.PreDivide).
 	PreDivide bool
+	// Out, when not nil, makes the bucket the output buffer of
+	// out-of-place collectives (`into NAME`): it holds no tensors, and
+	// its Elems derive from its source's with the world size (see
+	// SizeOutputs).
+	Out *Output
+}
+
+// Output says where an output buffer's length comes from: the bucket Of
+// (a lower index) that its first write read, and how (Size).
+type Output struct {
+	Of   int
+	Size OutSize
+}
+
+// OutSize is how an output buffer's length derives from its source's n
+// elements in a world of size ranks.
+type OutSize uint8
+
+// The output lengths: allreduce, broadcast and reduce write n elements
+// (OutSame); reducescatter one rank's slice of the source padded to a
+// multiple of size, ceil(n/size) (OutShard); allgather size*n
+// (OutGather).
+const (
+	OutSame OutSize = iota
+	OutShard
+	OutGather
+)
+
+// SizeOutputs sets the Elems of p's output buffers for a world of size
+// ranks, in bucket order (a source has a lower index than its output).
+// The generated tables hold their length in a world of one rank.
+func SizeOutputs(p *Plan, size int) {
+	for i := range p.Buckets {
+		b := &p.Buckets[i]
+		if b.Out == nil || b.Out.Of < 0 || b.Out.Of >= i {
+			continue // Validate reports it
+		}
+		n, sz := p.Buckets[b.Out.Of].Elems, int64(size)
+		switch b.Out.Size {
+		case OutShard:
+			b.Elems = (n + sz - 1) / sz
+		case OutGather:
+			b.Elems = sz * n
+		default:
+			b.Elems = n
+		}
+	}
 }
 
 // Run holds the defaults for the program's flags.

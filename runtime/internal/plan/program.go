@@ -58,6 +58,9 @@ type Stmt struct {
 	After After
 	// Buckets are the targets of a collective, an update or an unscale.
 	Buckets []int
+	// Into is an out-of-place collective's output bucket (`into NAME`),
+	// one per entry of Buckets, which then has one; nil in place.
+	Into []int
 	// Tensors are a backward in pieces' tensors (non-frozen, in
 	// declaration order); nil for a backward of every non-frozen tensor.
 	Tensors []int
@@ -194,11 +197,12 @@ func (prog *Program) Validate(p *Plan, size int) error {
 			if len(s.Buckets) == 0 {
 				bad(s.At, "%s has no buckets", s.Coll)
 			}
-			for _, b := range s.Buckets {
+			for _, b := range slices.Concat(s.Buckets, s.Into) {
 				if b < 0 || b >= len(p.Buckets) {
 					bad(s.At, "bucket %d does not exist (the plan has %d)", b, len(p.Buckets))
 				}
 			}
+			validateInto(p, s, bad)
 			if opt := s.Coll.Info().RootWord; opt != "" && (s.Root < 0 || s.Root >= size) {
 				fix := fmt.Sprintf("run with at least %d ranks (mpirun -np %d), or change `%s %d` in the plan", s.Root+1, s.Root+1, opt, s.Root)
 				if s.Root < 0 {
@@ -249,9 +253,12 @@ func (prog *Program) Validate(p *Plan, size int) error {
 			errs = append(errs, fmt.Errorf("tensor %q (#%d): bucket %d does not exist", t.Name, i, t.Bucket))
 		}
 	}
-	for _, b := range p.Buckets {
+	for i, b := range p.Buckets {
 		if !b.Wire.Valid() {
 			errs = append(errs, fmt.Errorf("bucket %q: invalid wire dtype %d", b.Name, b.Wire))
+		}
+		if b.Out != nil && (b.Out.Of < 0 || b.Out.Of >= i || len(b.Tensors) > 0 || p.Buckets[b.Out.Of].Wire != b.Wire) {
+			errs = append(errs, fmt.Errorf("output bucket %q: its source %d is not an earlier bucket of its wire dtype, or it has tensors", b.Name, b.Out.Of))
 		}
 		for _, ti := range b.Tensors {
 			if ti < 0 || ti >= len(p.Tensors) {
@@ -385,6 +392,52 @@ func (r *Recorder) AllGather(at Src, stream int, after After, buckets ...int) {
 // ReduceScatter records an in-place reducescatter of buckets with op.
 func (r *Recorder) ReduceScatter(at Src, stream int, op RedOp, after After, buckets ...int) {
 	r.Collective(Stmt{At: at, Stream: stream, Coll: CollReduceScatter, Op: op, After: after}, buckets)
+}
+
+// Into records an out-of-place collective st (its Coll, Op, Root set)
+// from bucket src into output bucket out.
+func (r *Recorder) Into(st Stmt, src, out int) {
+	st.Kind = StmtColl
+	st.Buckets, st.Into = []int{src}, []int{out}
+	r.Add(st)
+}
+
+// validateInto checks an out-of-place collective: one source, one output
+// bucket of the length and dtype that the collective writes (the lengths
+// as SizeOutputs sets them, for any world size), and no op wavg or
+// hierarchical algorithm, which work in place.
+func validateInto(p *Plan, s Stmt, bad func(at Src, format string, args ...any)) {
+	if s.Into == nil {
+		return
+	}
+	if len(s.Buckets) != 1 || len(s.Into) != 1 {
+		bad(s.At, "%s into: %d sources and %d outputs, want one each", s.Coll, len(s.Buckets), len(s.Into))
+		return
+	}
+	src, out := s.Buckets[0], s.Into[0]
+	if src < 0 || src >= len(p.Buckets) || out < 0 || out >= len(p.Buckets) {
+		return // reported
+	}
+	o := p.Buckets[out].Out
+	want := map[Coll]OutSize{CollAllReduce: OutSame, CollBroadcast: OutSame, CollReduce: OutSame, CollReduceScatter: OutShard, CollAllGather: OutGather}[s.Coll]
+	switch {
+	case o == nil:
+		bad(s.At, "%s into bucket %q: it is not an output buffer", s.Coll, p.Buckets[out].Name)
+	case src == out:
+		bad(s.At, "%s into bucket %q: it is its own source", s.Coll, p.Buckets[out].Name)
+	case p.Buckets[src].Wire != p.Buckets[out].Wire:
+		bad(s.At, "%s of %s bucket %q into %s bucket %q: the dtypes differ", s.Coll, p.Buckets[src].Wire, p.Buckets[src].Name, p.Buckets[out].Wire, p.Buckets[out].Name)
+	case o.Of != src && (o.Size != want || p.Buckets[o.Of].Elems != p.Buckets[src].Elems):
+		// A later write from another source: the same length (checked
+		// for one rank here; the compiler checks it for any world size).
+		bad(s.At, "%s into bucket %q: it was declared by another kind of collective or from a source of another length", s.Coll, p.Buckets[out].Name)
+	case o.Of == src && o.Size != want:
+		bad(s.At, "%s into bucket %q: it was declared by another kind of collective", s.Coll, p.Buckets[out].Name)
+	case s.Op == WAvg || s.Hier:
+		bad(s.At, "%s into bucket %q: op wavg and algo hierarchical work in place only", s.Coll, p.Buckets[out].Name)
+	case p.Buckets[src].PreDivide && s.Op == Avg:
+		bad(s.At, "%s into bucket %q: bucket %q divides before the sum, in place", s.Coll, p.Buckets[out].Name, p.Buckets[src].Name)
+	}
 }
 
 // Collective records collective statement st on buckets (a copy of them:

@@ -54,7 +54,10 @@ type jsonReport struct {
 // over all checks and ranks, on its last row (unchecked only when not 0,
 // so that the summary's unchecked elements can be found).
 type jsonRow struct {
-	Bucket     string  `json:"bucket"`
+	Bucket string `json:"bucket"`
+	// Into is the output buffer of an out-of-place collective, whose
+	// source is Bucket (in place: omitted).
+	Into       string  `json:"into,omitempty"`
 	Src        string  `json:"src"`
 	Stream     string  `json:"stream"`
 	Tensors    int     `json:"tensors"`
@@ -168,6 +171,9 @@ func makeJSON(run *Run, rep *Report, info *Info) jsonReport {
 			TimeUs: float64(r.time) / 1e3, MedianUs: float64(r.median) / 1e3, AlgBW: r.algbw, BusBW: r.busbw}
 		if r.Coll.Reduces() {
 			jr.Op = r.Op.String()
+		}
+		if r.Into > 0 && r.Into < len(p.Buckets) {
+			jr.Into = p.Buckets[r.Into].Name
 		}
 		if r.Hier {
 			jr.Algo = "hierarchical"

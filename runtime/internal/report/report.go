@@ -179,6 +179,9 @@ func buildReport(p *plan.Plan, prog *plan.Program, bufElems []int64, res *result
 	lastRow := map[int]int{}
 	for i, r := range res.Rows {
 		lastRow[r.Bucket] = i
+		if r.Into > 0 {
+			lastRow[r.Into] = i // an output's counts go with the collectives that write it
+		}
 	}
 	inGroup := groupMembers(prog)
 	for i, r := range res.Rows {
@@ -194,15 +197,25 @@ func buildReport(p *plan.Plan, prog *plan.Program, bufElems []int64, res *result
 		rr.Group = inGroup[r.ID]
 		if r.Bytes == 0 && r.Bucket < len(bufElems) {
 			n := r.Coll.Elems(p.Buckets[r.Bucket].Elems, bufElems[r.Bucket])
+			if r.Into > 0 && r.Into < len(p.Buckets) {
+				// Out of place, nccl-tests' size is the larger buffer.
+				n = max(n, p.Buckets[r.Into].Elems)
+			}
 			rr.Bytes = n * p.Buckets[r.Bucket].Wire.Size()
 		}
 		if t > 0 {
 			rr.algbw = float64(rr.Bytes) / t // bytes per ns = GB/s
 			rr.busbw = rr.algbw * r.Coll.Info().BusFactor(n)
 		}
-		if lastRow[r.Bucket] == i {
-			rr.wrong, rr.showWrong = rep.bucketBad[r.Bucket], true
-			rr.unchecked = rep.bucketUnc[r.Bucket]
+		touched := []int{r.Bucket}
+		if r.Into > 0 {
+			touched = append(touched, r.Into)
+		}
+		for _, b := range touched {
+			if lastRow[b] == i {
+				rr.wrong, rr.showWrong = rr.wrong+rep.bucketBad[b], true
+				rr.unchecked += rep.bucketUnc[b]
+			}
 		}
 		rep.rows = append(rep.rows, rr)
 	}
@@ -334,7 +347,7 @@ func Print(w io.Writer, run *Run, rep *Report) {
 			b := run.Plan.Buckets[r.Bucket]
 			// Padded by terminal columns, with what does not print
 			// escaped: fmt's %-24s counts runes.
-			name := text.Cell(b.Name, 24)
+			name := text.Cell(rowName(run.Plan, r.Row), 24)
 			coll := r.Coll.String()
 			if r.Coll.Info().RootWord != "" {
 				coll = fmt.Sprintf("%s(%d)", coll, r.Root)
@@ -423,3 +436,12 @@ func Print(w io.Writer, run *Run, rep *Report) {
 
 // Wrong returns the number of wrong elements over all checks and ranks.
 func (r *Report) Wrong() int64 { return r.wrong }
+
+// rowName names a row's buffers: the bucket, or "source→output" for an
+// out-of-place collective.
+func rowName(p *plan.Plan, r result.Row) string {
+	if r.Into > 0 && r.Into < len(p.Buckets) {
+		return p.Buckets[r.Bucket].Name + "→" + p.Buckets[r.Into].Name
+	}
+	return p.Buckets[r.Bucket].Name
+}

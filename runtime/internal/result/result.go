@@ -71,7 +71,11 @@ type Row struct {
 	Stream int
 	Group  bool
 	// Hier: an allreduce with `algo hierarchical`.
-	Hier  bool
+	Hier bool
+	// Into is the output bucket of an out-of-place collective (`into
+	// NAME`), whose source is Bucket; 0 in place (an output follows its
+	// source in the plan, so it is never bucket 0).
+	Into  int
 	Bytes int64
 	// Times are this rank's durations in the measured steps.
 	Times []time.Duration
@@ -229,7 +233,11 @@ func New(p *plan.Plan, prog *plan.Program) *Results {
 				continue
 			}
 			r.RowOf[key] = len(r.Rows)
-			r.Rows = append(r.Rows, Row{ID: s.ID, Bucket: b, At: s.At, Coll: s.Coll, Op: s.Op, Root: s.Root, Stream: s.Stream, Hier: s.Hier})
+			row := Row{ID: s.ID, Bucket: b, At: s.At, Coll: s.Coll, Op: s.Op, Root: s.Root, Stream: s.Stream, Hier: s.Hier}
+			if len(s.Into) == 1 {
+				row.Into = s.Into[0]
+			}
+			r.Rows = append(r.Rows, row)
 		}
 	}
 	return r

@@ -43,6 +43,7 @@ var plans = map[string]func(arg string) (*rt.Plan, error){
 	"wavg":      wavgPlan,
 	"ranks":     ranksPlan,
 	"pieces":    piecesPlan,
+	"into":      intoPlan,
 }
 
 func main() {
@@ -428,6 +429,49 @@ func chain(string) (*rt.Plan, error) {
 		s.Compute(src(16), compute, 2*time.Millisecond)
 		s.Wait(src(17), side)
 		s.Wait(src(18), comm)
+	}
+	return b.p, nil
+}
+
+// into: every collective out of place (`into NAME`), on f32, on f16
+// tensors with an f32 wire and on i32, with odd lengths (the
+// reducescatter's source is padded); a reducescatter into a shard and an
+// allgather of the shard into a full buffer; an output used in place, as
+// the source of another, and written again by another collective; and a
+// group with an out-of-place member. Outputs follow their sources: bucket
+// 3 is the first output (the corruption tests name it).
+func intoPlan(string) (*rt.Plan, error) {
+	b := newBuilder("into")
+	compute := b.stream("compute", rt.PriorityDefault)
+	comm := b.stream("comm", rt.PriorityHigh)
+	g := b.bucket("grads", rt.F32, b.tensor("w", rt.F32, 9, 11), b.tensor("v", rt.F32, 4))
+	h := b.bucket("half", rt.F32, b.tensor("e", rt.F16, 37))
+	n := b.bucket("ints", rt.I32, b.tensor("c", rt.I32, 29))
+	out := func(name string, of int, size rt.OutSize) int {
+		b.p.Buckets = append(b.p.Buckets, rt.Bucket{Name: name, Wire: b.p.Buckets[of].Wire, Elems: b.p.Buckets[of].Elems, Out: &rt.Output{Of: of, Size: size}})
+		return len(b.p.Buckets) - 1
+	}
+	sum := out("sum", g, rt.OutSame)
+	shard := out("shard", g, rt.OutShard)
+	full := out("full", shard, rt.OutGather)
+	hall := out("hall", h, rt.OutGather)
+	hmax := out("hmax", h, rt.OutSame)
+	nred := out("nred", n, rt.OutSame)
+	copied := out("copied", sum, rt.OutSame)
+	b.p.Step = func(s *rt.Step) {
+		s.Backward(src(10), compute, 2*time.Millisecond)
+		s.AllReduceInto(src(11), comm, rt.Avg, rt.AfterReady(), g, sum)
+		s.ReduceScatterInto(src(12), comm, rt.Sum, rt.After{}, g, shard)
+		s.AllGatherInto(src(13), comm, rt.After{}, shard, full)
+		s.Group(src(14), func() {
+			s.AllGatherInto(src(15), comm, rt.After{}, h, hall)
+			s.AllReduceInto(src(16), comm, rt.Max, rt.After{}, h, hmax)
+		})
+		s.ReduceInto(src(17), comm, rt.Sum, 0, rt.After{}, n, nred)
+		s.AllReduce(src(18), comm, rt.Sum, rt.After{}, sum)
+		s.BroadcastInto(src(19), comm, 0, rt.After{}, sum, copied)
+		s.BroadcastInto(src(20), comm, 0, rt.After{}, g, sum)
+		s.Wait(src(21), comm)
 	}
 	return b.p, nil
 }

@@ -103,6 +103,12 @@ func (b *cpuBackend) Collectives(ops []backend.CollOp) error {
 		if _, err := spanBytes(op.Buf); err != nil && op.Buf.N > 0 {
 			return fmt.Errorf("%s %q: %w", op.Coll, op.Name, err)
 		}
+		if op.Out.N > 0 {
+			if err := b.queueInto(s, op); err != nil {
+				return fmt.Errorf("%s %q: %w", op.Coll, op.Name, err)
+			}
+			continue
+		}
 		if (op.Coll == plan.CollAllGather || op.Coll == plan.CollReduceScatter) && op.Buf.N%int64(b.h.Size) != 0 {
 			return fmt.Errorf("%s %q: %d elements do not split into %d ranks", op.Coll, op.Name, op.Buf.N, b.h.Size)
 		}
@@ -116,28 +122,7 @@ func (b *cpuBackend) Collectives(ops []backend.CollOp) error {
 			summed.Op = plan.Sum
 			op = &summed
 		}
-		if b.prog == nil && batchable(op.Coll) {
-			if err := s.enqueue(cpuOp{kind: opColl, ticket: b.seq.take(), coll: *op}); err != nil {
-				return err
-			}
-			continue
-		}
-		if b.prog == nil {
-			if err := s.enqueue(cpuOp{kind: opCollGo, ticket: b.seq.take(), coll: *op}); err != nil {
-				return err
-			}
-			continue
-		}
-		// Nonblocking mode: the progress thread runs it (nb.go). The
-		// queue outlives ops (the caller reuses it): a copy.
-		c := *op
-		err := s.enqueue(cpuOp{fn: func() error {
-			if err := b.prog.run(s, &c); err != nil {
-				return fmt.Errorf("%s bucket %q: %w", c.Coll, c.Name, err)
-			}
-			return nil
-		}})
-		if err != nil {
+		if err := b.queueColl(s, op); err != nil {
 			return err
 		}
 	}
@@ -145,6 +130,27 @@ func (b *cpuBackend) Collectives(ops []backend.CollOp) error {
 		ops[i].Stream.(*cpuStream).unhold()
 	}
 	return nil
+}
+
+// queueColl queues in-place collective op on stream s, in the way of the
+// backend's mode: batched, run by the stream in Go, or by the progress
+// thread.
+func (b *cpuBackend) queueColl(s *cpuStream, op *backend.CollOp) error {
+	if b.prog == nil && batchable(op.Coll) {
+		return s.enqueue(cpuOp{kind: opColl, ticket: b.seq.take(), coll: *op})
+	}
+	if b.prog == nil {
+		return s.enqueue(cpuOp{kind: opCollGo, ticket: b.seq.take(), coll: *op})
+	}
+	// Nonblocking mode: the progress thread runs it (nb.go). The queue
+	// outlives op (the caller reuses it): a copy.
+	c := *op
+	return s.enqueue(cpuOp{fn: func() error {
+		if err := b.prog.run(s, &c); err != nil {
+			return fmt.Errorf("%s bucket %q: %w", c.Coll, c.Name, err)
+		}
+		return nil
+	}})
 }
 
 // run performs an allgather or reduce-scatter on stream s's communicator

@@ -40,8 +40,11 @@ type cpuStream struct {
 	err       error
 	debt      time.Duration
 	lastYield time.Time
-	scratch   []byte    // C memory for MPI, see scratchBytes
-	batch     mpi.Batch // see batch.go
+	scratch   []byte // C memory for MPI, see scratchBytes
+	// stages are the staging buffers of out-of-place reduce-scatters
+	// (into.go); the host creates them as it queues the collectives.
+	stages map[stageKey]backend.Buffer
+	batch  mpi.Batch // see batch.go
 	// pieceTimes are the warm-up's piece times (pieces.go).
 	pieceTimes []time.Duration
 	// hierCmd is the batch's command index of a hierarchical allreduce's

@@ -456,12 +456,12 @@ func (b *gpuBackend) Collectives(ops []backend.CollOp) error {
 		}
 		st := op.Stream.(*gpuStream)
 		span := op.Buf
-		switch op.Coll {
-		case plan.CollReduce:
-			if rank != op.Root {
-				continue
-			}
-		case plan.CollReduceScatter:
+		switch {
+		case op.Coll == plan.CollReduce && rank != op.Root:
+			continue
+		case op.Out.N > 0:
+			span = op.Out // out of place: the whole output is the result
+		case op.Coll == plan.CollReduceScatter:
 			span.N /= int64(size)
 			span.Off += int64(rank) * span.N
 		}
@@ -528,6 +528,12 @@ func (b *gpuBackend) queue(op *backend.CollOp) error {
 			redop = ncclapi.Sum
 		}
 	}
+	if op.Out.N > 0 {
+		if err := b.queueInto(op, st, base, dt, redop); err != nil {
+			return where(err)
+		}
+		return nil
+	}
 	switch op.Coll {
 	case plan.CollAllReduce:
 		err = st.comm.AllReduce(base, base, n, dt, redop, st.s)
@@ -546,6 +552,38 @@ func (b *gpuBackend) queue(op *backend.CollOp) error {
 		return where(err)
 	}
 	return nil
+}
+
+// queueInto issues out-of-place collective op (CollOp.Out) from base on
+// its stream's communicator: NCCL's calls with distinct send and receive
+// buffers, whose counts are those of nccl-tests' out-of-place runs.
+func (b *gpuBackend) queueInto(op *backend.CollOp, st *gpuStream, base cuda.Ptr, dt ncclapi.DataType, redop ncclapi.RedOp) error {
+	out, err := addr(op.Out)
+	if err != nil {
+		return err
+	}
+	size := int64(b.env.Size)
+	n := op.Buf.N
+	want := map[plan.Coll]int64{plan.CollAllGather: size * n, plan.CollReduceScatter: n / size}[op.Coll]
+	if want == 0 {
+		want = n
+	}
+	if op.Out.N != want || op.Out.DType != op.Buf.DType || op.Coll == plan.CollReduceScatter && n%size != 0 {
+		return fmt.Errorf("out of place: %d %s into %d %s (want %d)", n, op.Buf.DType, op.Out.N, op.Out.DType, want)
+	}
+	switch op.Coll {
+	case plan.CollAllReduce:
+		return st.comm.AllReduce(base, out, n, dt, redop, st.s)
+	case plan.CollBroadcast:
+		return st.comm.Broadcast(base, out, n, dt, op.Root, st.s)
+	case plan.CollReduce:
+		return st.comm.Reduce(base, out, n, dt, redop, op.Root, st.s)
+	case plan.CollAllGather:
+		return st.comm.AllGather(base, out, n, dt, st.s)
+	case plan.CollReduceScatter:
+		return st.comm.ReduceScatter(base, out, n/size, dt, redop, st.s)
+	}
+	return fmt.Errorf("unknown collective %d", op.Coll)
 }
 
 // Barrier implements backend.Barrierer. NCCL has no barrier: a one-element
