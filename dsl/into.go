@@ -178,6 +178,10 @@ func (c *checker) declareInto(cs *CollectiveStmt, o *Option, s *ir.Stmt, targets
 		c.errorf(f, kw, "use `op avg`, or the in-place form: a weighted average scales each rank's input in place, and `into` leaves its source as it was",
 			"`into` with op wavg")
 		return false
+	case s.Hierarchical:
+		c.errorf(f, kw, "use `algo flat` (the default) with `into`, or the in-place form",
+			"`into` with algo hierarchical")
+		return false
 	case s.Op == ir.Avg && sb.PreDivide:
 		c.errorf(f, kw, fmt.Sprintf("bucket %s divides before the sum, in place; `into` leaves its source as it was: use the in-place form", sb.Decl),
 			"`into` with `divide before`")
