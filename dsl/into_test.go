@@ -94,6 +94,11 @@ func TestIntoRaces(t *testing.T) {
 		{"backward 1ms on compute\nallreduce g into s on comm after ready\nbroadcast g from 0 into s on comm2 after compute\n",
 			"data race on bucket `s`: this broadcast on stream `comm2` is not ordered after the allreduce on stream `comm` (line 8)"},
 		{"backward 1ms on compute\nallreduce g into s on comm after ready\nreduce g to 0 into r on comm2 after compute\nwait comm\nwait comm2\n", ""},
+		// In a group, two reads of a source are no race; a read and a
+		// write are.
+		{"backward 1ms on compute\ngroup {\nallreduce g into s on comm after ready\nallgather g into gs on comm2 after ready\n}\n", ""},
+		{"backward 1ms on compute\ngroup {\nallreduce g into s on comm after ready\nallreduce g on comm2 after ready\n}\n",
+			"data race on bucket `g`: it is in two collectives of one group (this one and line 9)"},
 	} {
 		src := decls + "step {\n" + tc.body + "}\n"
 		_, diags := Check("t.sync", []byte(src))

@@ -125,18 +125,25 @@ func (r *raceState) group(s ir.Stmt, members []*Stmt) {
 	for i, c := range r.streams {
 		before[i] = slices.Clone(c)
 	}
-	first := map[int]int{} // bucket -> the first member that has it
+	// A bucket in two members is a race unless both only read it (the
+	// sources of out-of-place collectives).
+	type use struct {
+		member int
+		write  bool
+	}
+	first := map[int]use{} // bucket -> the first member that has it
 	for j, m := range s.Body {
 		if j >= len(members) {
 			break
 		}
-		for _, b := range slices.Concat(m.Buckets, m.Into) {
-			k, ok := first[b]
+		for i, b := range slices.Concat(m.Buckets, m.Into) {
+			write := m.Into == nil || i >= len(m.Buckets)
+			u, ok := first[b]
 			if !ok {
-				first[b] = j
+				first[b] = use{j, write}
 				continue
 			}
-			if k != j {
+			if k := u.member; k != j && (write || u.write) {
 				r.groupReuse(m.Pos, members[j], members[k], b)
 				// The race with that member is this error, not another
 				// one that asks for an `after`, which cannot order them.
