@@ -386,11 +386,21 @@ func writeBucketTable(buf *bytes.Buffer, buckets []ir.Bucket) {
 		if b.PreDivide {
 			row = append(row, ", PreDivide: true"...)
 		}
+		if o := b.Output; o != nil {
+			row = append(row, ", Out: &"+rtAlias+".Output{Of: "...)
+			row = strconv.AppendInt(row, int64(o.Of), 10)
+			row = append(row, ", Size: "+rtAlias+"."...)
+			row = append(row, outSizeNames[o.Size]...)
+			row = append(row, "}"...)
+		}
 		row = append(row, "},\n"...)
 		buf.Write(row)
 	}
 	buf.WriteString("}\n")
 }
+
+// outSizeNames are the runtime's names of the output lengths.
+var outSizeNames = map[ir.OutSize]string{ir.OutSame: "OutSame", ir.OutShard: "OutShard", ir.OutGather: "OutGather"}
 
 // appendInts appends a comma-separated list of integers, as gofmt prints
 // the elements of a one-line composite literal.
@@ -499,6 +509,22 @@ func (g *generator) collective(s ir.Stmt, at jen.Code) jen.Code {
 	after := g.after(s.After)
 	targets := jen.Id(g.targets(s)).Op("...")
 	root := jen.Lit(s.Root)
+	if len(s.Into) == 1 && len(s.Buckets) == 1 {
+		// Out of place: the source and output buckets' indices.
+		src, out := num(int64(s.Buckets[0])), num(int64(s.Into[0]))
+		switch s.Collective {
+		case ir.AllReduce:
+			return jen.Id("s").Dot("AllReduceInto").Call(at, stream, op, after, src, out)
+		case ir.Broadcast:
+			return jen.Id("s").Dot("BroadcastInto").Call(at, stream, root, after, src, out)
+		case ir.Reduce:
+			return jen.Id("s").Dot("ReduceInto").Call(at, stream, op, root, after, src, out)
+		case ir.AllGather:
+			return jen.Id("s").Dot("AllGatherInto").Call(at, stream, after, src, out)
+		case ir.ReduceScatter:
+			return jen.Id("s").Dot("ReduceScatterInto").Call(at, stream, op, after, src, out)
+		}
+	}
 	switch s.Collective {
 	case ir.AllReduce:
 		if s.Hierarchical {
@@ -701,6 +727,9 @@ func (g *generator) describe(s ir.Stmt) string {
 		}
 		if s.Hierarchical {
 			b.WriteString(" algo hierarchical")
+		}
+		for _, i := range s.Into {
+			b.WriteString(" into " + p.Buckets[i].Name)
 		}
 		b.WriteString(" on " + p.Streams[s.Stream].Name + g.afterText(s.After))
 		return b.String()
