@@ -155,6 +155,14 @@ if [ -x $bin/examples/mixed_cluster ]; then
 	cp bench/results/hetero.json "$OUT/hetero-bench.json" 2>/dev/null
 fi
 
+# 4c. Out-of-place collectives (examples/out_of_place: ncclAllReduce and
+# the others with distinct send and receive buffers) on every GPU there
+# is (up to 4), every output and source checked every step.
+if [ -x $bin/examples/out_of_place ]; then
+	run "out of place" mpirun -np $np --bind-to none -x NCCL_NVLS_ENABLE=0 $bin/examples/out_of_place --backend nccl --check 1 --steps 5 --warmup 1 \
+		--json "$OUT/out_of_place.json"
+fi
+
 # 5. Overlap: in the first example's trace (or the all-collectives one), a
 # bucket's allreduce must start before the backward pass on another stream
 # has ended.

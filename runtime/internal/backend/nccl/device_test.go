@@ -384,6 +384,43 @@ func TestGPUCollectives(t *testing.T) {
 	}
 }
 
+// TestGPUCollectivesInto runs every collective, op and dtype out of place
+// (CollOp.Out) on one rank: the output must hold the input (the reduction
+// or gather of one rank) and the input must be left as it was.
+func TestGPUCollectivesInto(t *testing.T) {
+	b, _, s2 := newTestGPU(t)
+	const n = 4096 + 8
+	for _, dt := range allDTypes {
+		in := backend.Span{Buf: mustAlloc(t, b, dt, n), N: n, DType: dt}
+		out := backend.Span{Buf: mustAlloc(t, b, dt, n), N: n, DType: dt}
+		p := elem.FillParams{Kind: elem.FillUniform, SeedA: 7, Lo: 1, Hi: 100}
+		zero := elem.FillParams{Kind: elem.FillUniform, SeedA: 8, Lo: 0, Hi: 0}
+		want := make([]byte, in.Bytes())
+		elem.FillBytes(want, dt, &p)
+		var ops []backend.CollOp
+		for _, c := range []plan.Coll{plan.CollAllReduce, plan.CollReduce, plan.CollReduceScatter} {
+			for _, op := range []plan.RedOp{plan.Sum, plan.Avg, plan.Min, plan.Max, plan.Prod} {
+				ops = append(ops, backend.CollOp{Stream: s2, Coll: c, Op: op, Buf: in, Out: out, Name: "b→o"})
+			}
+		}
+		ops = append(ops, backend.CollOp{Stream: s2, Coll: plan.CollBroadcast, Buf: in, Out: out, Name: "b→o"},
+			backend.CollOp{Stream: s2, Coll: plan.CollAllGather, Buf: in, Out: out, Name: "b→o"})
+		for _, op := range ops {
+			for _, err := range []error{s2.Fill(in, p), s2.Fill(out, zero), b.Collectives([]backend.CollOp{op}), s2.Synchronize()} {
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			if i := firstDiff(hostCopy(t, b, out), want, int(dt.Size())); i >= 0 {
+				t.Errorf("%s %s %s out of place on one rank: output element %d is not the input's", op.Coll, op.Op, dt, i)
+			}
+			if i := firstDiff(hostCopy(t, b, in), want, int(dt.Size())); i >= 0 {
+				t.Errorf("%s %s %s out of place on one rank changed input element %d", op.Coll, op.Op, dt, i)
+			}
+		}
+	}
+}
+
 // TestGPUBusy checks the spin's length against CUDA events and that a run
 // of fills before it counts against its time.
 func TestGPUBusy(t *testing.T) {
