@@ -138,6 +138,13 @@ func (e *Engine) wavgWeights() []int {
 // collSpan is the span of item it's bucket that its collective moves.
 func (e *Engine) collSpan(it collItem) backend.Span {
 	span := e.mem.Buckets[it.bucket].Span
+	if it.into >= 0 && it.coll != plan.CollReduceScatter {
+		// Out of place only a reducescatter reads the padded source;
+		// an allgather sends the source's own elements, even where an
+		// in-place collective elsewhere padded it.
+		span.N = e.plan.Buckets[it.bucket].Elems
+		return span
+	}
 	span.N = it.coll.Elems(e.plan.Buckets[it.bucket].Elems, span.N)
 	return span
 }

@@ -438,8 +438,9 @@ func chain(string) (*rt.Plan, error) {
 // reducescatter's source is padded); a reducescatter into a shard and an
 // allgather of the shard into a full buffer; an output used in place, as
 // the source of another, and written again by another collective; and a
-// group with an out-of-place member. Outputs follow their sources: bucket
-// 3 is the first output (the corruption tests name it).
+// group with an out-of-place member; an allgather into from a bucket
+// that an in-place reducescatter pads. Outputs follow their sources:
+// bucket 3 is the first output (the corruption tests name it).
 func intoPlan(string) (*rt.Plan, error) {
 	b := newBuilder("into")
 	compute := b.stream("compute", rt.PriorityDefault)
@@ -458,6 +459,10 @@ func intoPlan(string) (*rt.Plan, error) {
 	hmax := out("hmax", h, rt.OutSame)
 	nred := out("nred", n, rt.OutSame)
 	copied := out("copied", sum, rt.OutSame)
+	// A source that an in-place reducescatter pads: the allgather into
+	// padall sends its 13 elements, not the padding.
+	pad := b.bucket("pad", rt.F32, b.tensor("p", rt.F32, 13))
+	padall := out("padall", pad, rt.OutGather)
 	b.p.Step = func(s *rt.Step) {
 		s.Backward(src(10), compute, 2*time.Millisecond)
 		s.AllReduceInto(src(11), comm, rt.Avg, rt.AfterReady(), g, sum)
@@ -471,7 +476,9 @@ func intoPlan(string) (*rt.Plan, error) {
 		s.AllReduce(src(18), comm, rt.Sum, rt.After{}, sum)
 		s.BroadcastInto(src(19), comm, 0, rt.After{}, sum, copied)
 		s.BroadcastInto(src(20), comm, 0, rt.After{}, g, sum)
-		s.Wait(src(21), comm)
+		s.AllGatherInto(src(21), comm, rt.AfterReady(), pad, padall)
+		s.ReduceScatter(src(22), comm, rt.Sum, rt.After{}, pad)
+		s.Wait(src(23), comm)
 	}
 	return b.p, nil
 }
