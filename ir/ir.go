@@ -219,6 +219,25 @@ const (
 // Bytes returns the size of the wire buffer.
 func (b *Bucket) Bytes() int64 { return b.Elems * b.Wire.Size() }
 
+// ElemsAt returns bucket b's length in a world of ranks ranks: its Elems,
+// or for an output buffer the length that derives from its source's (the
+// runtime's plan.SizeOutputs).
+func (p *Program) ElemsAt(b, ranks int) int64 {
+	bk := &p.Buckets[b]
+	o := bk.Output
+	if o == nil || o.Of < 0 || o.Of >= b || ranks < 1 {
+		return bk.Elems
+	}
+	n, r := p.ElemsAt(o.Of, ranks), int64(ranks)
+	switch o.Size {
+	case OutShard:
+		return (n + r - 1) / r
+	case OutGather:
+		return r * n
+	}
+	return n
+}
+
 // StmtKind says what a statement does.
 type StmtKind uint8
 

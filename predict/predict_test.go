@@ -2,6 +2,7 @@ package predict
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -106,5 +107,44 @@ step {
 	if _, err := Predict(check(t, twoBuckets), 2, &costmodel.Profile{Format: costmodel.Format, Curves: prof.Curves[:1]}); err == nil ||
 		!strings.Contains(err.Error(), "no curve for allgather") {
 		t.Errorf("a missing curve: %v", err)
+	}
+}
+
+// TestScheduleInto checks the bytes of out-of-place collectives as the
+// runtime counts them (the larger buffer, a reducescatter's source
+// padded) and the lengths of output buffers at the world size.
+func TestScheduleInto(t *testing.T) {
+	prog := check(t, `
+tensor a f32[10]
+stream compute
+stream comm
+bucket g { a }
+step {
+    backward 1ms on compute
+    reducescatter g into shard on comm after ready
+    allgather shard into full on comm
+    allgather g into all on comm
+    allreduce g into sums on comm
+    allreduce full on comm
+    wait comm
+}
+`)
+	s := Schedule(prog, 4)
+	var got []int64
+	for _, o := range s.Step {
+		if o.Kind == costmodel.OpCollective {
+			got = append(got, o.Bytes[0])
+		}
+	}
+	// g: 10 f32; padded 12; shard 3; full 12; all 40.
+	want := []int64{48, 48, 160, 40, 48}
+	if !slices.Equal(got, want) {
+		t.Errorf("bytes %v, want %v", got, want)
+	}
+	lengths := map[string]int64{"g": 40, "shard": 12, "full": 48, "all": 160, "sums": 40}
+	for _, b := range s.Buckets {
+		if b.Bytes != lengths[b.Name] {
+			t.Errorf("bucket %s: %d bytes at 4 ranks, want %d", b.Name, b.Bytes, lengths[b.Name])
+		}
 	}
 }

@@ -20,7 +20,7 @@ func Schedule(prog *ir.Program, ranks int) *costmodel.Schedule {
 	}
 	for i := range prog.Buckets {
 		b := &prog.Buckets[i]
-		cb := costmodel.Bucket{Name: b.Name, Bytes: b.Bytes(), DType: b.Wire.String()}
+		cb := costmodel.Bucket{Name: b.Name, Bytes: prog.ElemsAt(i, ranks) * b.Wire.Size(), DType: b.Wire.String()}
 		for _, ti := range b.Tensors {
 			t := &prog.Tensors[ti]
 			if t.DType != b.Wire {
@@ -68,8 +68,12 @@ func ops(prog *ir.Program, ranks int, stmts []ir.Stmt, id *int) []costmodel.Op {
 			}
 			o.ID = *id
 			*id++
-			for _, b := range st.Buckets {
-				o.Bytes = append(o.Bytes, movedBytes(st.Collective, &prog.Buckets[b], ranks))
+			for k, b := range st.Buckets {
+				if k < len(st.Into) {
+					o.Bytes = append(o.Bytes, intoBytes(prog, st.Collective, b, st.Into[k], ranks))
+					continue
+				}
+				o.Bytes = append(o.Bytes, movedBytes(st.Collective, prog, b, ranks))
 			}
 		case ir.StmtUpdate:
 			o.Kind = costmodel.OpUpdate
@@ -98,10 +102,24 @@ func ops(prog *ir.Program, ranks int, stmts []ir.Stmt, id *int) []costmodel.Op {
 // movedBytes is the buffer a collective of bucket b moves: allgather and
 // reducescatter work on the whole buffer padded to a multiple of the
 // ranks, as the runtime's in-place forms do.
-func movedBytes(c ir.Collective, b *ir.Bucket, ranks int) int64 {
+func movedBytes(c ir.Collective, prog *ir.Program, b, ranks int) int64 {
+	elems, size := prog.ElemsAt(b, ranks), prog.Buckets[b].Wire.Size()
 	if (c == ir.AllGather || c == ir.ReduceScatter) && ranks > 0 {
 		n := int64(ranks)
-		return (b.Elems + n - 1) / n * n * b.Wire.Size()
+		return (elems + n - 1) / n * n * size
 	}
-	return b.Bytes()
+	return elems * size
+}
+
+// intoBytes is what an out-of-place collective from bucket src into
+// output out moves, as the runtime counts it (nccl-tests' out-of-place
+// size): the larger buffer, a reducescatter's source padded to a multiple
+// of the ranks.
+func intoBytes(prog *ir.Program, c ir.Collective, src, out, ranks int) int64 {
+	in := prog.ElemsAt(src, ranks)
+	if c == ir.ReduceScatter && ranks > 0 {
+		n := int64(ranks)
+		in = (in + n - 1) / n * n
+	}
+	return max(in, prog.ElemsAt(out, ranks)) * prog.Buckets[src].Wire.Size()
 }
