@@ -249,6 +249,9 @@ func largestDecl(p *ir.Program) string {
 	var order []string
 	for i := range p.Buckets {
 		b := &p.Buckets[i]
+		if b.Output != nil {
+			continue // an output buffer of `into`: no declaration to tune
+		}
 		if _, ok := bytes[b.Decl]; !ok {
 			order = append(order, b.Decl)
 		}
