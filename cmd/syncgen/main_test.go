@@ -67,6 +67,8 @@ func TestSummary(t *testing.T) {
 		// them: a frozen tensor has none.
 		{"tensor a f32[1] frozen\nstep {}\n", "1 tensor, 1 parameter, 0 B, 0 buckets, 2 streams"},
 		{"tensor a f32[4]\ntensor b f32[32] frozen\nbucket g { a }\nstep {}\n", "2 tensors, 36 parameters, 16 B, 1 bucket, 2 streams"},
+		// The output buffers of `into` are counted apart from the buckets.
+		{"tensor a f32[4]\nbucket g { a }\nstep { allreduce g into s; allgather s into f }\n", "1 tensor, 4 parameters, 16 B, 1 bucket, 2 output buffers, 2 streams"},
 	} {
 		prog, diags := dsl.Check("plan.sync", []byte(tc.src))
 		if prog == nil {
