@@ -318,12 +318,22 @@ func PrintHeader(w io.Writer, run *Run, info *Info) {
 	for _, warn := range info.warnings {
 		fmt.Fprintf(w, "#   warning: %s\n", warn)
 	}
-	var wire int64
+	var wire, outBytes int64
+	outs := 0 // the output buffers of `into`, counted apart
 	for _, b := range p.Buckets {
+		if b.Out != nil {
+			outs++
+			outBytes += b.Elems * b.Wire.Size()
+			continue
+		}
 		wire += b.Elems * b.Wire.Size()
 	}
-	fmt.Fprintf(w, "# tensors %d (%d with gradients), parameters %s, gradient bytes %s, buckets %d (%s on the wire), streams %d\n",
-		nt, ng, text.Count(params), text.Bytes(bytes), len(p.Buckets), text.Bytes(wire), len(p.Streams))
+	buckets := fmt.Sprintf("buckets %d (%s on the wire)", len(p.Buckets)-outs, text.Bytes(wire))
+	if outs > 0 {
+		buckets += fmt.Sprintf(", output buffers %d (%s)", outs, text.Bytes(outBytes))
+	}
+	fmt.Fprintf(w, "# tensors %d (%d with gradients), parameters %s, gradient bytes %s, %s, streams %d\n",
+		nt, ng, text.Count(params), text.Bytes(bytes), buckets, len(p.Streams))
 	check := "off"
 	if run.CheckEvery > 0 {
 		check = fmt.Sprintf("every %d", run.CheckEvery)
