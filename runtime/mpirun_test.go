@@ -185,6 +185,19 @@ func TestIntoEveryCollective(t *testing.T) {
 	}
 }
 
+// The out-of-place collectives in the CPU backend's other modes: pieces
+// far smaller than the buffers, and nonblocking calls.
+func TestIntoInPiecesAndNonblocking(t *testing.T) {
+	for _, env := range []string{"SYNCGEN_CPU_CHUNK=24B", "SYNCGEN_CPU_MODE=nonblocking"} {
+		t.Run(env, func(t *testing.T) {
+			r := mpirun(t, 3, []string{env}, 60*time.Second, "into", "--steps", "2", "--warmup", "1")
+			if r.code != 0 || !strings.Contains(r.out, "# 0 wrong") || strings.Contains(r.out, "unchecked") {
+				t.Fatalf("exit %d; output:\n%s", r.code, r.out)
+			}
+		})
+	}
+}
+
 // A wrong element of an output buffer is counted, on the rank and output
 // that hold it: one the chain reaches through another output, one only
 // the root of a reduce defines; and an element of a reduce's output on
