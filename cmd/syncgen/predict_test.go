@@ -108,3 +108,27 @@ func TestCalibratePredictTune(t *testing.T) {
 		t.Errorf("syncgen predict: step %v ms; the run predicted %v ms", pj.StepMs, *r.Summary.PredictedStepMs)
 	}
 }
+
+// Tune deals pieces over 2 streams only where that can overlap: not with a
+// CPU profile, whose backend runs every stream's collectives one at a time;
+// --streams still asks for them.
+func TestTuneStreamsByBackend(t *testing.T) {
+	dir := t.TempDir()
+	plan := writeFile(t, dir, "plan.sync", tunePlan)
+	cpu := writeFile(t, dir, "cpu.json", `{"format": "syncgen-profile/1", "backend": "cpu", "ranks": 2,
+  "collectives": [{"collective": "allreduce", "segments": [{"from_bytes": 0, "alpha_us": 5, "busbw_gbs": 2}]}]}`)
+	for _, c := range []struct {
+		args        []string
+		withStreams bool
+	}{
+		{[]string{"--profile", "nvlink-h100"}, true},
+		{[]string{"--profile", cpu}, false},
+		{[]string{"--profile", cpu, "--streams", "1,2"}, true},
+	} {
+		args := append(append([]string{"tune", "--np", "2", "--caps", "64K,none", "--firsts", "none"}, c.args...), plan)
+		code, out, errOut := syncgen(t, args...)
+		if code != 0 || strings.Contains(out, "streams 2") != c.withStreams {
+			t.Errorf("%v: exit %d, streams 2 in the table: %v, want %v\n%s%s", c.args, code, strings.Contains(out, "streams 2"), c.withStreams, out, errOut)
+		}
+	}
+}

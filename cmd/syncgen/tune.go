@@ -25,7 +25,9 @@ func tuneCommand() *cli.Command {
 		Description: `tune searches the options of one bucket declaration (by default the one
 holding the most gradient bytes): every cap of --caps (and none), first
 bucket of --firsts, order of --orders and wire dtype of --wire, its pieces
-dealt over --streams communication streams with consecutive pieces below
+dealt over --streams communication streams (1 and 2; 1 only with a CPU
+profile, whose backend runs every stream's collectives one at a time) with
+consecutive pieces below
 --group-below issued as one group (where the step has one collective of
 the whole declaration). Each
 candidate is written through the formatter, checked and predicted like
@@ -51,7 +53,7 @@ Examples:
 			&cli.StringFlag{Name: "firsts", Value: "none,1M", Usage: "first-bucket caps to try, comma-separated `SIZES` (none: no first)"},
 			&cli.StringFlag{Name: "orders", Value: "reverse,declared", Usage: "orders to try, comma-separated: reverse, declared"},
 			&cli.StringFlag{Name: "wire", Value: "keep", Usage: "wire dtypes to try, comma-separated (keep: the declaration's; e.g. keep,bf16 — a narrower wire changes the gradients' precision)"},
-			&cli.StringFlag{Name: "streams", Value: "1,2", Usage: "numbers of communication streams to deal the pieces over, comma-separated `N`s"},
+			&cli.StringFlag{Name: "streams", Usage: "numbers of communication streams to deal the pieces over, comma-separated `N`s (default 1,2; 1 with a CPU profile)"},
 			&cli.StringFlag{Name: "group-below", Value: "none,1M", Usage: "issue a stream's consecutive pieces smaller than `SIZE` as one group, comma-separated (none: no groups)"},
 			&cli.IntFlag{Name: "run", Usage: "run the best `K` candidates (and the plan as written) for real, checked, and pick the winner by measurement"},
 			&cli.StringFlag{Name: "out", Usage: "write the winning plan to `FILE.sync`"},
@@ -88,6 +90,9 @@ Examples:
 			}
 			if warning != "" {
 				fmt.Fprintf(c.App.ErrWriter, "tune: warning: %s\n", warning)
+			}
+			if len(grid.Streams) == 0 {
+				grid.Streams = defaultStreams(prof)
 			}
 			t, err := tune.Tune(path, src, np, prof, grid)
 			if err != nil {
@@ -135,6 +140,18 @@ Examples:
 	}
 }
 
+// defaultStreams is --streams when it is not given: 1 and 2 streams, but
+// only 1 with a profile of the CPU backend, which runs the collectives of
+// all streams one at a time in one global order (so that blocking MPI
+// calls cannot deadlock): a second stream there adds a hand-over between
+// threads per collective and no overlap, which the model does not see.
+func defaultStreams(prof *costmodel.Profile) []int {
+	if prof.Backend == "cpu" {
+		return []int{1}
+	}
+	return []int{1, 2}
+}
+
 // tuneGrid reads the grid's flags.
 func tuneGrid(c *cli.Context) (tune.Grid, error) {
 	g := tune.Grid{Bucket: c.String("bucket")}
@@ -165,6 +182,9 @@ func tuneGrid(c *cli.Context) (tune.Grid, error) {
 		return g, err
 	}
 	for _, v := range strings.Split(c.String("streams"), ",") {
+		if !c.IsSet("streams") {
+			break // defaultStreams, once the profile is read
+		}
 		n, err := strconv.Atoi(strings.TrimSpace(v))
 		if err != nil || n < 1 || n > 8 {
 			return g, fmt.Errorf("--streams: %q: want a number of streams from 1 to 8", v)
