@@ -71,7 +71,7 @@ func TestPTXEmbedded(t *testing.T) {
 		t.Skip("placeholder PTX: kernels/regen.sh has not been run")
 	}
 	s := string(ptx)
-	for _, k := range []string{"syncgen_fill", "syncgen_cast", "syncgen_cast_f32_16", "syncgen_cast_16_f32", "syncgen_div", "syncgen_stamp", "syncgen_spin", "syncgen_copy", "syncgen_scale", "syncgen_set", "syncgen_update"} {
+	for _, k := range []string{"syncgen_fill", "syncgen_fill_add", "syncgen_cast", "syncgen_cast_f32_16", "syncgen_cast_16_f32", "syncgen_div", "syncgen_stamp", "syncgen_spin", "syncgen_copy", "syncgen_scale", "syncgen_set", "syncgen_update"} {
 		if !strings.Contains(s, ".entry "+k+"(") {
 			t.Errorf("the PTX has no kernel %s", k)
 		}
