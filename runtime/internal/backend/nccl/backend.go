@@ -527,6 +527,15 @@ func (b *gpuBackend) queue(op *backend.CollOp) error {
 		if divideBefore(op) || divideAfter(op.Op, op.Buf.DType, b.env.Size) {
 			redop = ncclapi.Sum
 		}
+		// One rank: an average is the sum, value for value, and NCCL runs
+		// a sum as a whole copy, where its average goes through its
+		// one-rank reduce kernel, which for some counts leaves the last
+		// elements unwritten (it splits the count among its blocks
+		// rounded down; the GPU check found 7 of 232071): in place they
+		// keep the right values, out of place they keep the output's.
+		if size == 1 && redop == ncclapi.Avg {
+			redop = ncclapi.Sum
+		}
 	}
 	if op.Out.N > 0 {
 		if err := b.queueInto(op, st, base, dt, redop); err != nil {
