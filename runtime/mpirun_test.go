@@ -263,7 +263,7 @@ func TestAvgDividedAhead(t *testing.T) {
 	for _, c := range []struct{ arg, chunk string }{
 		{"allreduce:3MiB:avg:bf16", "256KiB"},
 		{"allreduce:4000012B:avg:f32", "256KiB"},
-		{"allreduce:1MiB:avg:f16", "4MiB"}, // one piece, split between the threads
+		{"allreduce:1MiB:avg:f16", "4MiB"}, // one piece: inline, with the divider on
 	} {
 		t.Run(c.arg, func(t *testing.T) {
 			env := []string{"SYNCGEN_CPU_DIVIDE=ahead", "SYNCGEN_CPU_CHUNK=" + c.chunk}

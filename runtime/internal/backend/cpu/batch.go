@@ -200,7 +200,10 @@ func (s *cpuStream) addPiece(op *cpuOp) (last bool) {
 		Rank:  s.b.h.Rank,
 		Size:  s.b.h.Size,
 	}
-	if c.Op == plan.Avg && s.b.divideAhead {
+	// A collective of one piece is divided inline even with the divider
+	// on: there is no next piece to overlap, and the half the divider
+	// would take must come back from its core's cache.
+	if c.Op == plan.Avg && s.b.divideAhead && !(op.off == 0 && last) {
 		x.Divide = mpi.DivideAhead
 		if last {
 			x.Divide = mpi.DivideLast
