@@ -184,6 +184,7 @@ func (r *runner) run() int {
 		return status
 	}
 	r.phase.Enter("choosing and starting the backend")
+	hierNote := r.setNCCLAlgo(prog)
 	why, status := r.startBackend(tune)
 	if status >= 0 {
 		return status
@@ -197,8 +198,8 @@ func (r *runner) run() int {
 	}
 	res.Origin = origin
 	info := report.GatherInfo(r.h, r.be, why, r.procNote)
-	if note := hierNote(r.be.Name(), prog); note != "" {
-		info.Warn(note)
+	if r.be.Name() != "cpu" && hierNote != "" {
+		info.Warn(hierNote)
 	}
 	for _, w := range e.Warnings() {
 		info.Warn(w)
@@ -292,6 +293,27 @@ func (r *runner) agreeOnPlan() (*plan.Program, *result.Results, cpu.Tuning, int)
 		}
 	}
 	return prog, res, tune, -1
+}
+
+// setNCCLAlgo sets NCCL_ALGO for a plan's `algo hierarchical` allreduces
+// (ncclHierAlgo) while no NCCL communicator has started, unless the run
+// is on the CPU backend, which runs them itself; it returns the header's
+// note on NCCL.
+func (r *runner) setNCCLAlgo(prog *plan.Program) string {
+	if r.opts.backend == "cpu" || !prog.Hierarchical() {
+		return ""
+	}
+	hosts, err := countHosts(r.h)
+	if err != nil {
+		r.fatal(fmt.Errorf("counting the hosts: %w", err))
+	}
+	set, note := ncclHierAlgo(prog, os.Getenv("NCCL_ALGO"), hosts)
+	if set != "" {
+		if err := os.Setenv("NCCL_ALGO", set); err != nil {
+			r.fatal(fmt.Errorf("setting NCCL_ALGO: %w", err))
+		}
+	}
+	return note
 }
 
 // startBackend selects and starts the backend that --backend asks for
