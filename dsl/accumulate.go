@@ -145,26 +145,6 @@ func stmtWord(s *Stmt) string {
 	return "statement"
 }
 
-// opensStatements reports whether the `{` at toks[open] opens a block of
-// statements: it follows `init`, `step`, `group`, or `step accumulate N`.
-func opensStatements(toks []token, open int) bool {
-	if stepAccumulates(toks, open) {
-		return true
-	}
-	k := open - 1
-	return k >= 0 && (toks[k].Value == "init" || toks[k].Value == "step" || toks[k].Value == "group")
-}
-
-// stepAccumulates reports whether the `{` at toks[open] opens a step with
-// `accumulate` (`step accumulate N {`, or without its N).
-func stepAccumulates(toks []token, open int) bool {
-	k := open - 1
-	if k >= 1 && toks[k].Value != "accumulate" {
-		k-- // the count
-	}
-	return k >= 1 && toks[k].Value == "accumulate" && toks[k-1].Type == tokKeyword && toks[k-1].Value == "step"
-}
-
 // accumulateText is a block's `accumulate N` parts as the formatter writes
 // them, each as written (a repeated or incomplete one stays, for the
 // checker to report).

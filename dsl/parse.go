@@ -61,8 +61,8 @@ func parseFile(f *sourceFile) (*File, Diagnostics) {
 		if end < len(toks) {
 			endOff = toks[end].Pos.Offset
 		}
-		if _, err := parseTokens(toks[start:end], eofAt(f, toks, endOff)); err != nil {
-			diags = append(diags, syntaxDiagnostic(f, sig, endOff, err))
+		if part, err := parseTokens(toks[start:end], eofAt(f, toks, endOff)); err != nil {
+			diags = append(diags, syntaxDiagnostic(f, sig, part, toks[start].Pos.Offset, endOff, err))
 			if len(diags) == maxSyntaxErrors {
 				break
 			}
@@ -71,7 +71,7 @@ func parseFile(f *sourceFile) (*File, Diagnostics) {
 	if len(diags) == 0 {
 		// Each declaration parses alone but not together: report the
 		// error of the whole file.
-		diags = append(diags, syntaxDiagnostic(f, sig, len(f.src), err))
+		diags = append(diags, syntaxDiagnostic(f, sig, ast, 0, len(f.src), err))
 	}
 	return nil, diags
 }
@@ -147,7 +147,7 @@ func declarationStarts(toks []token) []int {
 // where the parsed tokens ended: an unexpected end of a declaration parsed
 // on its own is an unexpected start of the next one (or the real end of
 // the file).
-func syntaxDiagnostic(f *sourceFile, toks []token, end int, err error) Diagnostic {
+func syntaxDiagnostic(f *sourceFile, toks []token, ast *File, start, end int, err error) Diagnostic {
 	off := 0
 	var ute *participle.UnexpectedTokenError
 	var perr participle.Error
@@ -159,9 +159,10 @@ func syntaxDiagnostic(f *sourceFile, toks []token, end int, err error) Diagnosti
 	case errors.As(err, &perr):
 		off = perr.Position().Offset
 	}
-	if o, ok := errorInside(toks, off); ok {
+	if o, ok := errorInside(ast, toks, start, off); ok {
 		off = o
 	}
+	cx := syntaxContextAt(ast, toks, start, tokenIndex(toks, off))
 	if d, ok := missingTensorPart(f, toks, off); ok {
 		return d
 	}
@@ -171,13 +172,13 @@ func syntaxDiagnostic(f *sourceFile, toks []token, end int, err error) Diagnosti
 	if d, ok := shapeSyntax(f, toks, off); ok {
 		return d
 	}
-	if d, ok := declarationInBlock(f, toks, off); ok {
+	if d, ok := declarationInBlock(f, toks, off, cx); ok {
 		return d
 	}
-	if d, ok := unknownOption(f, toks, off); ok {
+	if d, ok := unknownOption(f, toks, off, cx); ok {
 		return d
 	}
-	if d, ok := missingTargetComma(f, toks, off); ok {
+	if d, ok := missingTargetComma(f, toks, off, cx); ok {
 		return d
 	}
 	if d, ok := missingPatternComma(f, toks, off); ok {
@@ -193,7 +194,7 @@ func syntaxDiagnostic(f *sourceFile, toks []token, end int, err error) Diagnosti
 	if at < len(toks) && toks[at].Pos.Offset == off && toks[at].Type != tokWhitespace {
 		length = len(toks[at].Value)
 	}
-	msg, hint := explainSyntaxError(toks, off)
+	msg, hint := explainSyntaxError(toks, off, cx)
 	return f.errorAt(off, off+length, msg, hint)
 }
 
@@ -204,15 +205,15 @@ func syntaxDiagnostic(f *sourceFile, toks []token, end int, err error) Diagnosti
 // allreduce }`), the token inside it where it goes wrong: the statement's
 // line, or the group's body, is parsed alone in a block, and the error
 // found in a group's body is looked into in turn.
-func errorInside(toks []token, off int) (int, bool) {
+func errorInside(ast *File, toks []token, start, off int) (int, bool) {
 	at, ok := tokenAt(toks, off)
 	// `compute` is a statement keyword but not a reserved word.
-	if !ok || toks[at].Type == tokString || !slices.Contains(statementKeywords, toks[at].Value) || !syntaxContextAt(toks, at).inStatements {
+	if !ok || toks[at].Type == tokString || !slices.Contains(statementKeywords, toks[at].Value) || !syntaxContextAt(ast, toks, start, at).inStatements {
 		return 0, false
 	}
-	start, end := at, at+1
+	first, end := at, at+1
 	if toks[at].Value == "group" {
-		start, end = at+2, at+2
+		first, end = at+2, at+2
 		for depth := 1; end < len(toks) && depth > 0; end++ {
 			depth += braceDelta[toks[end].Value]
 		}
@@ -222,13 +223,13 @@ func errorInside(toks []token, off int) (int, bool) {
 			end++
 		}
 	}
-	_, err := parseTokens(inStepBlock(toks[min(start, end):end]), lexer.EOFToken(lexer.Position{Offset: -1}))
+	_, err := parseTokens(inStepBlock(toks[min(first, end):end]), lexer.EOFToken(lexer.Position{Offset: -1}))
 	var ute *participle.UnexpectedTokenError
 	switch {
 	case !errors.As(err, &ute):
 	case ute.Unexpected.Pos.Offset > off:
 		// In a group, at a statement's keyword: inside that statement.
-		if o, ok := errorInside(toks, ute.Unexpected.Pos.Offset); ok && start > at {
+		if o, ok := errorInside(ast, toks, start, ute.Unexpected.Pos.Offset); ok && first > at {
 			return o, true
 		}
 		return ute.Unexpected.Pos.Offset, true
@@ -302,6 +303,7 @@ var constructSyntax = map[string]string{
 	"update":        "update is written `update TARGET, ... sgd|adamw` followed by settings (lr, momentum, weight_decay, beta1, beta2, eps) and options: master f32, on STREAM, after synced|STREAM",
 	"unscale":       "unscale is written `unscale TARGET, ...` followed by options: agree, on STREAM, after synced|STREAM",
 	"wait":          "wait is written `wait STREAM`",
+	"barrier":       "barrier is written `barrier` followed by options: on STREAM, after STREAM",
 	"for":           forSyntax,
 	"ranks":         ranksSyntax,
 }
@@ -316,14 +318,13 @@ var allKeywords = append(append([]string{"frozen", "priority", "cap", "first", "
 // explainSyntaxError says what is wrong at offset off of a file that does
 // not parse, from the tokens around it: which construct it is in, how that
 // construct is written, and what a misspelt keyword may have meant.
-func explainSyntaxError(toks []token, off int) (string, string) {
+func explainSyntaxError(toks []token, off int, cx syntaxContext) (string, string) {
 	at := tokenIndex(toks, off)
-	cx := syntaxContextAt(toks, at)
 	hint := constructSyntax[cx.construct]
 	if at >= len(toks) {
 		return explainEOF(toks, cx, hint)
 	}
-	if msg, hint, ok := missingOperand(toks, at, cx.inStatements, hint); ok {
+	if msg, hint, ok := missingOperand(toks, at, cx.construct, cx.inStatements, hint); ok {
 		return msg, hint
 	}
 	t := toks[at]
@@ -350,7 +351,7 @@ func explainSyntaxError(toks []token, off int) (string, string) {
 		// of "60", which the checker would reject for its missing unit.
 		msg = fmt.Sprintf("unexpected %s: a number and its unit are written without a space between them", tokenText(t))
 		hint = h
-	} else if keyword == "" && construct != "" && !cx.isBlock && completeConstruct(toks[cx.at:at], construct) {
+	} else if keyword == "" && construct != "" && !cx.isBlock && cx.complete {
 		// A stray token after a declaration or statement that is
 		// complete without it: saying it is incomplete would send the
 		// user looking for something missing.
@@ -373,93 +374,10 @@ func explainSyntaxError(toks []token, off int) (string, string) {
 	return msg, finishSyntaxHint(hint, construct, keyword, stray, cx)
 }
 
-// syntaxContext is where a syntax error is, as far as the tokens before it
-// tell: every kind of syntax error is explained from it.
-type syntaxContext struct {
-	opens        []int  // the index of each `{` still open
-	bracket      int    // the index of a `[` still open, or -1
-	inStatements bool   // among the statements of a block or group
-	construct    string // the keyword of the construct the error is in, or ""
-	line, at     int    // the line and the index of that keyword
-	isBlock      bool   // the keyword found is init, step or group
-	inBraces     bool   // a statement, not a declaration, may start here
-	inTemplate   bool   // in the body of a template, where tensors are declared
-}
-
-// syntaxContextAt finds the context of the syntax error at toks[at]. A
-// block's keyword found across its `{` means the error is where a
-// statement should start, so the context has no construct then.
-func syntaxContextAt(toks []token, at int) syntaxContext {
-	cx := syntaxContext{bracket: -1}
-	for i, t := range toks[:at] {
-		switch t.Value {
-		case "{":
-			cx.opens = append(cx.opens, i)
-			cx.bracket = -1
-		case "}":
-			if len(cx.opens) > 0 {
-				cx.opens = cx.opens[:len(cx.opens)-1]
-			}
-			cx.bracket = -1
-		case "[":
-			cx.bracket = i
-		case "]":
-			cx.bracket = -1
-		}
-	}
-	depth := len(cx.opens)
-	// Inside the innermost `{` of a block or group: not, say, in a bucket's
-	// pattern list, where `allreduce` is a name.
-	if depth > 0 && cx.opens[depth-1] > 0 {
-		cx.inStatements = opensStatements(toks, cx.opens[depth-1])
-	}
-	var inBody bool
-	cx.construct, cx.line, cx.at, inBody = constructBefore(toks, at, depth)
-	cx.isBlock = cx.construct == "init" || cx.construct == "step" || cx.construct == "group"
-	cx.inTemplate = depth > 0 && opensTemplate(toks, cx.opens[depth-1])
-	if (cx.isBlock || cx.construct == "for") && inBody || cx.construct == "" && depth > 0 {
-		cx.construct = ""
-		inBody = true
-	}
-	// A template's body holds declarations, not statements.
-	cx.inBraces = (inBody || depth > 0) && !cx.inTemplate
-	return cx
-}
-
-// constructBefore returns the construct that the syntax error at toks[at]
-// is in: the nearest keyword before it that starts one (after a bucket's
-// patterns, the bucket, whose options come there), its line and index, and
-// whether the error is in a body (depth `{` are open at toks[at]).
-func constructBefore(toks []token, at, depth int) (construct string, line, index int, inBody bool) {
-	for i := at - 1; i >= 0; i-- {
-		v := toks[i].Value
-		if v == "}" {
-			if b, ok := bucketClosedAt(toks, i); ok {
-				return "bucket", toks[b].Pos.Line, b, inBody
-			}
-			return "", 0, 0, depth > 0
-		}
-		if v == "{" {
-			inBody = true
-			continue
-		}
-		// A keyword after an option key or a comma is its value (`on
-		// compute`), and after `tensor` the tensor's name (`tensor step`).
-		if v == "for" && i > 0 && toks[i-1].Pos.Line == toks[i].Pos.Line && !slices.Contains([]string{"{", "}", ";"}, toks[i-1].Value) {
-			continue // a backward's `for PATTERN`, not a template
-		}
-		_, ok := constructSyntax[v]
-		if _, value := optionValues[toks[max(i-1, 0)].Value]; ok && (i == 0 || !value && toks[i-1].Value != "," && !isTensorKeyword(toks[i-1])) {
-			return v, toks[i].Pos.Line, i, inBody
-		}
-	}
-	return "", 0, 0, inBody
-}
-
 // missingOperand explains a collective whose first target is missing or
 // is a keyword, and a backward or compute without its duration: the parser
 // reports the keyword or the statement's keyword, so both are tried.
-func missingOperand(toks []token, at int, inStatements bool, hint string) (string, string, bool) {
+func missingOperand(toks []token, at int, construct string, inStatements bool, hint string) (string, string, bool) {
 	t := toks[at]
 	kw, next := "", ""
 	if _, ok := collectiveKinds[t.Value]; ok && at+1 < len(toks) {
@@ -474,7 +392,7 @@ func missingOperand(toks []token, at int, inStatements bool, hint string) (strin
 		}
 		return fmt.Sprintf("%s needs a target before %s", kw, code(next)), hint, true
 	}
-	if (kw == "backward" || kw == "compute") && next == "on" && t.Value == "on" {
+	if (kw == "backward" || kw == "compute") && kw == construct && next == "on" && t.Value == "on" {
 		// `backward on comm`: the duration is what is missing.
 		return fmt.Sprintf("%s needs a duration before %s", code(kw), code("on")), hint, true
 	}
@@ -630,17 +548,6 @@ func spacedUnit(toks []token, at int) (string, bool) {
 		hint = s + " " + hint
 	}
 	return hint, true
-}
-
-// completeConstruct reports whether toks, from the keyword of a
-// declaration or statement on, parse as that construct alone: a statement
-// is parsed inside a `step` block.
-func completeConstruct(toks []token, construct string) bool {
-	if !slices.Contains(topKeywords, construct) {
-		toks = inStepBlock(toks)
-	}
-	_, err := parseTokens(toks, lexer.EOFToken(lexer.Position{}))
-	return err == nil
 }
 
 // tokenText shows a token in a message.

@@ -244,7 +244,7 @@ func shortText(s string) string {
 // between two targets. A word that looks like a misspelt option or
 // statement keyword (`allreduce g aftr ready`) is left to
 // explainSyntaxError, unless a tensor or bucket of the file has that name.
-func missingTargetComma(f *sourceFile, toks []token, off int) (Diagnostic, bool) {
+func missingTargetComma(f *sourceFile, toks []token, off int, cx syntaxContext) (Diagnostic, bool) {
 	at, ok := tokenAt(toks, off)
 	if !ok {
 		return Diagnostic{}, false
@@ -255,7 +255,7 @@ func missingTargetComma(f *sourceFile, toks []token, off int) (Diagnostic, bool)
 		return Diagnostic{}, false
 	}
 	kwAt, first, last, ok := targetListBefore(toks, at)
-	if !ok || !syntaxContextAt(toks, kwAt).inStatements {
+	if !ok || !cx.inStatements {
 		return Diagnostic{}, false
 	}
 	kw := toks[kwAt].Value
@@ -365,23 +365,6 @@ func targetListBefore(toks []token, at int) (kwAt, first, last int, ok bool) {
 	return 0, 0, 0, false
 }
 
-// bucketClosedAt reports whether the `}` toks[i] closes the pattern list
-// of a bucket declaration, and returns the index of its `bucket` keyword.
-func bucketClosedAt(toks []token, i int) (int, bool) {
-	for j := i - 1; j >= 0; j-- {
-		switch toks[j].Value {
-		case "}":
-			return 0, false
-		case "{":
-			if j >= 2 && toks[j-2].Type == tokKeyword && toks[j-2].Value == "bucket" {
-				return j - 2, true
-			}
-			return 0, false
-		}
-	}
-	return 0, false
-}
-
 // isDeclared reports whether a tensor or bucket is declared with name,
 // as written, in the tokens.
 func isDeclared(toks []token, name string) bool {
@@ -427,15 +410,15 @@ func explainEOF(toks []token, cx syntaxContext, hint string) (string, string) {
 		}
 		return fmt.Sprintf("%s: the `[` on line %d is never closed", msg, line), h
 	case len(opens) > 0:
-		i := opens[len(opens)-1]
-		line := toks[i].Pos.Line
+		innermost := opens[len(opens)-1]
+		line := toks[innermost.at].Pos.Line
 		h := fmt.Sprintf("add `}` to close the `{` on line %d", line)
 		if len(opens) > 1 {
 			// The lines of the outer `{`, each once and at most a few:
 			// a generated file can leave thousands open on one line.
 			var outer []string
 			for _, o := range opens[:len(opens)-1] {
-				l := fmt.Sprint(toks[o].Pos.Line)
+				l := fmt.Sprint(toks[o.at].Pos.Line)
 				if !slices.Contains(outer, l) {
 					outer = append(outer, l)
 				}
@@ -449,32 +432,11 @@ func explainEOF(toks []token, cx syntaxContext, hint string) (string, string) {
 			}
 			h += fmt.Sprintf(", and one `}` for each `{` still open before it (%s)", where)
 		}
-		return fmt.Sprintf("%s: %s opened on line %d is never closed", msg, describeOpen(toks, i), line), h
+		return fmt.Sprintf("%s: %s opened on line %d is never closed", msg, innermost.what, line), h
 	case cx.construct != "":
 		return fmt.Sprintf("%s: the %s on line %d is incomplete", msg, cx.construct, cx.line), hint
 	}
 	return msg, hint
-}
-
-// describeOpen names what the `{` toks[i] opens: "the `step` block",
-// "the group", "the pattern list of bucket `g`" or "the `{`".
-func describeOpen(toks []token, i int) string {
-	if i == 0 {
-		return "the `{`"
-	}
-	switch prev := toks[i-1]; {
-	case prev.Type == tokKeyword && (prev.Value == "init" || prev.Value == "step"):
-		return "the " + code(prev.Value) + " block"
-	case prev.Type == tokKeyword && prev.Value == "group":
-		return "the group"
-	case stepAccumulates(toks, i):
-		return "the `step` block"
-	case i >= 2 && toks[i-2].Type == tokKeyword && toks[i-2].Value == "bucket":
-		return "the pattern list of bucket " + code(shortText(prev.Value))
-	case opensTemplate(toks, i):
-		return "the body of the `for`"
-	}
-	return "the `{`"
 }
 
 // collectiveOptions are the option keywords each statement (and the
@@ -487,6 +449,7 @@ var collectiveOptions = map[string][]string{
 	"reducescatter": {"op", "into", "on", "after"},
 	"update":        {"lr", "momentum", "weight_decay", "beta1", "beta2", "eps", "master", "on", "after"},
 	"unscale":       {"agree", "on", "after"},
+	"barrier":       {"on", "after"},
 	"scaler":        {"init", "growth", "backoff", "interval", "hysteresis", "min", "max"},
 }
 
@@ -572,7 +535,7 @@ func uniqueCandidate(candidates []string, match func(string) bool) string {
 // starts a line inside a block or group (participle stops there expecting
 // the block's `}`): the block opened before it is not closed, when no `}`
 // closes it later, or else the declaration is inside it.
-func declarationInBlock(f *sourceFile, toks []token, off int) (Diagnostic, bool) {
+func declarationInBlock(f *sourceFile, toks []token, off int, cx syntaxContext) (Diagnostic, bool) {
 	at, ok := tokenAt(toks, off)
 	if !ok || at == 0 || toks[at-1].Pos.Line == toks[at].Pos.Line {
 		return Diagnostic{}, false
@@ -581,13 +544,12 @@ func declarationInBlock(f *sourceFile, toks []token, off int) (Diagnostic, bool)
 	if !(t.Type == tokKeyword && slices.Contains(topKeywords, t.Value) || startsTemplate(t, toks[at-1])) {
 		return Diagnostic{}, false
 	}
-	cx := syntaxContextAt(toks, at)
 	if !cx.inStatements {
 		return Diagnostic{}, false
 	}
 	open := cx.opens[len(cx.opens)-1]
-	what := describeOpen(toks, open)
-	msg := fmt.Sprintf("unexpected %s: %s opened on line %d is not closed", tokenText(t), what, toks[open].Pos.Line)
+	what := open.what
+	msg := fmt.Sprintf("unexpected %s: %s opened on line %d is not closed", tokenText(t), what, toks[open.at].Pos.Line)
 	hint := fmt.Sprintf("add `}` before line %d to close it", t.Pos.Line)
 	depth := len(cx.opens)
 	for i := at; i < len(toks) && depth > 0; i++ {
@@ -595,7 +557,7 @@ func declarationInBlock(f *sourceFile, toks []token, off int) (Diagnostic, bool)
 	}
 	if depth == 0 {
 		// A `}` later closes the block: the declaration is inside it.
-		msg = fmt.Sprintf("unexpected %s inside %s opened on line %d: a declaration starts outside any block", tokenText(t), what, toks[open].Pos.Line)
+		msg = fmt.Sprintf("unexpected %s inside %s opened on line %d: a declaration starts outside any block", tokenText(t), what, toks[open.at].Pos.Line)
 		hint = "move it before or after the block; a statement starts with one of: " + strings.Join(statementKeywords, ", ")
 	}
 	return f.errorAt(t.Pos.Offset, t.end(), msg, hint), true
@@ -614,18 +576,17 @@ var optionSynonyms = map[string]string{
 // it would send the user the wrong way: it is an unknown option, named
 // with the option it likely stands for and the options the construct
 // takes. A misspelt option (`aftr ready`) is left to explainSyntaxError.
-func unknownOption(f *sourceFile, toks []token, off int) (Diagnostic, bool) {
+func unknownOption(f *sourceFile, toks []token, off int, cx syntaxContext) (Diagnostic, bool) {
 	at, ok := tokenAt(toks, off)
 	if !ok || at+1 >= len(toks) || toks[at].Type != tokWord || toks[at+1].Type != tokWord || toks[at+1].Pos.Line != toks[at].Pos.Line {
 		return Diagnostic{}, false
 	}
 	t, value := toks[at], toks[at+1]
-	cx := syntaxContextAt(toks, at)
 	construct := cx.construct
 	opts := expectedKeywords(construct, "")
 	// Not inside a bucket's pattern list, where words are patterns.
-	inList := len(cx.opens) > 0 && (!cx.inStatements || cx.at < cx.opens[len(cx.opens)-1])
-	if construct == "" || inList || construct == "run" || len(opts) == 0 || cx.line != t.Pos.Line || isDeclared(toks, t.Value) ||
+	inList := len(cx.opens) > 0 && (!cx.inStatements || cx.at < cx.opens[len(cx.opens)-1].at)
+	if !cx.complete || inList || construct == "run" || len(opts) == 0 || cx.line != t.Pos.Line || isDeclared(toks, t.Value) ||
 		suggest(t.Value, opts) != "" || uniquePrefixOf(t.Value, opts) != "" || uniqueNear(t.Value, opts) != "" {
 		return Diagnostic{}, false
 	}
