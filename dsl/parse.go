@@ -178,10 +178,7 @@ func syntaxDiagnostic(f *sourceFile, toks []token, ast *File, start, end int, er
 	if d, ok := unknownOption(f, toks, off, cx); ok {
 		return d
 	}
-	if d, ok := missingTargetComma(f, toks, off, cx); ok {
-		return d
-	}
-	if d, ok := missingPatternComma(f, toks, off); ok {
+	if d, ok := missingComma(f, toks, off, cx); ok {
 		return d
 	}
 	if o, ok := endOfContent(toks, off); ok {

@@ -24,6 +24,7 @@ type syntaxContext struct {
 	opens        []opening // the `{` still open at the error, outermost first
 	bracket      int       // the index of a `[` still open, or -1
 	inStatements bool      // among the statements of a block or group
+	node         *node     // the last declaration or statement participle kept there, or nil
 	construct    string    // the keyword of the construct the error is in or after, or ""
 	line, at     int       // the line and the index of that keyword
 	complete     bool      // participle finished that construct, and only `;` follow it
@@ -49,11 +50,13 @@ type node struct {
 	pos, end lexer.Position
 	open     *opening
 	body     []node
+	decl     *Decl // the node itself: one of decl and stmt is set
+	stmt     *Stmt
 }
 
 // declNode returns the node of a declaration, for an error at offset off.
 func declNode(d *Decl, toks []token, off int) node {
-	n := node{pos: d.Pos, end: d.EndPos}
+	n := node{pos: d.Pos, end: d.EndPos, decl: d}
 	switch {
 	case d.Import != nil:
 		n.keyword = "import"
@@ -95,7 +98,7 @@ func declNode(d *Decl, toks []token, off int) node {
 
 // stmtNode returns the node of a statement, for an error at offset off.
 func stmtNode(s *Stmt, toks []token, off int) node {
-	n := node{pos: s.Pos, end: s.EndPos}
+	n := node{pos: s.Pos, end: s.EndPos, stmt: s}
 	switch {
 	case s.Timed != nil:
 		n.keyword = s.Timed.Kind
@@ -161,11 +164,14 @@ func syntaxContextAt(ast *File, toks []token, start, at int) syntaxContext {
 		cx.opens = append(cx.opens, *last.open)
 		from = last.open.at + 1
 		if last.keyword == "bucket" || last.keyword == "ranks" {
-			cx.construct, cx.line, cx.at = last.keyword, last.pos.Line, tokenIndex(toks, last.pos.Offset)
+			cx.node, cx.construct, cx.line, cx.at = last, last.keyword, last.pos.Line, tokenIndex(toks, last.pos.Offset)
 			last = nil
 			break
 		}
 		last = lastNode(last.body, off)
+	}
+	if last != nil {
+		cx.node = last
 	}
 	switch {
 	case last == nil:

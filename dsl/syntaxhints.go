@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/alecthomas/participle/v2/lexer"
 	"github.com/syncgen/syncgen/ir"
 )
 
@@ -239,130 +240,77 @@ func shortText(s string) string {
 	return cutText(s, 40)
 }
 
-// missingTargetComma explains a syntax error at a name right after the
-// targets of a collective (`allreduce g b`): most likely a missing comma
-// between two targets. A word that looks like a misspelt option or
-// statement keyword (`allreduce g aftr ready`) is left to
-// explainSyntaxError, unless a tensor or bucket of the file has that name.
-func missingTargetComma(f *sourceFile, toks []token, off int, cx syntaxContext) (Diagnostic, bool) {
+// missingComma explains a syntax error at a name right after the targets
+// of a collective (`allreduce g b`) or in the pattern list of a bucket
+// (`bucket g { a b }`), as participle kept them: most likely a missing
+// comma. A bucket option there (`bucket g { a cap 1MiB`), or a
+// declaration that starts a line taken for a pattern, means the list was
+// not closed, unless a tensor has that name. A word that looks like a
+// misspelt option or statement keyword (`allreduce g aftr ready`) is left
+// to explainSyntaxError, unless a tensor or bucket has that name.
+func missingComma(f *sourceFile, toks []token, off int, cx syntaxContext) (Diagnostic, bool) {
 	at, ok := tokenAt(toks, off)
-	if !ok {
+	if !ok || at == 0 || cx.node == nil {
 		return Diagnostic{}, false
 	}
-	t := toks[at]
-	// A word that could be a name, not a number, size or duration.
-	if !(t.Type == tokWord && !strings.ContainsRune("0123456789-", rune(t.Value[0])) || t.Type == tokString) {
-		return Diagnostic{}, false
-	}
-	kwAt, first, last, ok := targetListBefore(toks, at)
-	if !ok || !cx.inStatements {
-		return Diagnostic{}, false
-	}
-	kw := toks[kwAt].Value
-	if t.Type == tokWord && !isDeclared(toks, t.Value) {
-		expected := expectedKeywords(kw, toks[at-1].Value)
-		if toks[at-1].Pos.Line != t.Pos.Line {
-			expected = append(expected, statementKeywords...)
-		}
-		if slices.Contains(expected, t.Value) || suggestKeyword(t.Value, expected) != "" {
+	t, prev, n := toks[at], toks[at-1], cx.node
+	var first, last lexer.Position
+	switch {
+	case n.stmt != nil && n.stmt.Collective != nil && cx.complete && len(n.stmt.Collective.Options) == 0 && n.end.Offset == prev.end():
+		// A word that could be a name, not a number, size or duration.
+		if !(t.Type == tokWord && !strings.ContainsRune("0123456789-", rune(t.Value[0])) || t.Type == tokString) {
 			return Diagnostic{}, false
 		}
-	}
-	// The targets so far, or the last one when they are long.
-	prev := f.text(toks[first].Pos.Offset, toks[at-1].end())
-	if len(prev) > 40 {
-		prev = "..., " + shortText(f.text(toks[last].Pos.Offset, toks[at-1].end()))
-	}
-	msg := fmt.Sprintf("targets are separated by commas: `%s %s, %s`", kw, prev, shortText(t.Value))
-	return f.errorAt(t.Pos.Offset, t.end(), msg, constructSyntax[kw]), true
-}
-
-// missingPatternComma explains a syntax error at a name inside the
-// pattern list of a bucket (`bucket g { a b }`): the patterns before it are
-// not followed by a comma. A bucket option keyword there (`bucket g { a cap
-// 1MiB`) means the list was not closed, unless a tensor has that name.
-func missingPatternComma(f *sourceFile, toks []token, off int) (Diagnostic, bool) {
-	at, ok := tokenAt(toks, off)
-	if !ok {
-		return Diagnostic{}, false
-	}
-	t := toks[at]
-	if t.Type != tokWord && t.Type != tokKeyword && t.Type != tokString {
-		return Diagnostic{}, false
-	}
-	// Walk back over `PATTERN, PATTERN, ... PATTERN` to the `{` of a bucket.
-	i := at - 1
-	for i >= 0 && (toks[i].Type == tokWord || toks[i].Type == tokKeyword || toks[i].Type == tokString) {
-		if i == 0 || toks[i-1].Value != "," {
-			i--
-			break
+		if t.Type == tokWord && !isDeclared(toks, t.Value) {
+			expected := expectedKeywords(n.keyword, prev.Value)
+			if prev.Pos.Line != t.Pos.Line {
+				expected = append(expected, statementKeywords...)
+			}
+			if slices.Contains(expected, t.Value) || suggestKeyword(t.Value, expected) != "" {
+				return Diagnostic{}, false
+			}
 		}
-		i -= 2
-	}
-	if i < 2 || i == at-1 || toks[i].Value != "{" || !(toks[i-2].Type == tokKeyword && toks[i-2].Value == "bucket") {
+		targets := n.stmt.Collective.Targets
+		first, last = targets[0].Pos, targets[len(targets)-1].Pos
+	case n.decl != nil && n.decl.Bucket != nil && n.open != nil && len(n.decl.Bucket.Patterns) > 0:
+		patterns := n.decl.Bucket.Patterns
+		first, last = patterns[0].Pos, patterns[len(patterns)-1].Pos
+		if t.Type != tokWord && t.Type != tokKeyword && t.Type != tokString || patterns[len(patterns)-1].EndPos.Offset != prev.end() {
+			return Diagnostic{}, false
+		}
+		// The list not closed before a bucket option, or before a
+		// declaration that starts a line (taken for a pattern): `bucket g
+		// { a` and then `stream comm`.
+		before := -1
+		if t.Type == tokKeyword && slices.Contains(expectedKeywords("bucket", ""), t.Value) {
+			before = at
+		} else if prev.Type == tokKeyword && slices.Contains(topKeywords, prev.Value) && at >= 2 && toks[at-2].Pos.Line != prev.Pos.Line {
+			before = at - 1
+		}
+		if before >= 0 && !isDeclared(toks, toks[before].Value) {
+			b := toks[before]
+			return f.errorAt(b.Pos.Offset, b.end(),
+				fmt.Sprintf("the pattern list of bucket %s opened on line %d is not closed before %s", code(shortText(n.decl.Bucket.Name.source())), toks[n.open.at].Pos.Line, code(b.Value)),
+				"add `}` after the last pattern; "+constructSyntax["bucket"]), true
+		}
+	default:
 		return Diagnostic{}, false
 	}
-	name := toks[i-1].Value
-	// The list not closed before a bucket option, or before a declaration
-	// that starts a line (taken for a pattern): `bucket g { a` and then
-	// `stream comm`.
-	before, last := -1, toks[at-1]
-	if t.Type == tokKeyword && slices.Contains(expectedKeywords("bucket", ""), t.Value) {
-		before = at
-	} else if last.Type == tokKeyword && slices.Contains(topKeywords, last.Value) && toks[at-2].Pos.Line != last.Pos.Line {
-		before = at - 1
+	// The names so far, or the last one when they are long.
+	names := f.text(first.Offset, prev.end())
+	if len(names) > 40 {
+		names = "..., " + shortText(f.text(last.Offset, prev.end()))
 	}
-	if before >= 0 && !isDeclared(toks, toks[before].Value) {
-		b := toks[before]
-		return f.errorAt(b.Pos.Offset, b.end(),
-			fmt.Sprintf("the pattern list of bucket %s opened on line %d is not closed before %s", code(shortText(name)), toks[i].Pos.Line, code(b.Value)),
-			"add `}` after the last pattern; "+constructSyntax["bucket"]), true
-	}
-	// The patterns so far, or the last one when they are long.
-	prev := f.text(toks[i+1].Pos.Offset, toks[at-1].end())
-	if len(prev) > 40 {
-		prev = "..., " + shortText(toks[at-1].Value)
+	if n.keyword != "bucket" {
+		msg := fmt.Sprintf("targets are separated by commas: `%s %s, %s`", n.keyword, names, shortText(t.Value))
+		return f.errorAt(t.Pos.Offset, t.end(), msg, constructSyntax[n.keyword]), true
 	}
 	rest := " }"
 	if at+1 < len(toks) && toks[at+1].Value != "}" {
 		rest = ", ... }"
 	}
-	msg := fmt.Sprintf("patterns are separated by commas: `bucket %s { %s, %s%s`", shortText(name), prev, shortText(t.Value), rest)
+	msg := fmt.Sprintf("patterns are separated by commas: `bucket %s { %s, %s%s`", shortText(n.decl.Bucket.Name.source()), names, shortText(t.Value), rest)
 	return f.errorAt(t.Pos.Offset, t.end(), msg, constructSyntax["bucket"]), true
-}
-
-// targetListBefore reports whether the tokens just before toks[at] are a
-// collective's keyword and its targets (`allreduce a, g[0]`); it returns
-// the index of the keyword and of the first token of the first and of the
-// last target.
-func targetListBefore(toks []token, at int) (kwAt, first, last int, ok bool) {
-	isName := func(t token) bool { return t.Type == tokWord || t.Type == tokString }
-	last = -1
-	for i := at - 1; i >= 0; {
-		start := i
-		switch {
-		case toks[i].Value == "]" && i >= 3 && toks[i-1].Type == tokWord && toks[i-2].Value == "[" && isName(toks[i-3]):
-			start = i - 3
-		case isName(toks[i]):
-		default:
-			return 0, 0, 0, false
-		}
-		if last < 0 {
-			last = start
-		}
-		j := start - 1
-		switch {
-		case j < 0:
-			return 0, 0, 0, false
-		case toks[j].Type == tokKeyword && isCollective(toks[j].Value):
-			return j, start, last, true
-		case toks[j].Value == ",":
-			i = j - 1
-		default:
-			return 0, 0, 0, false
-		}
-	}
-	return 0, 0, 0, false
 }
 
 // isDeclared reports whether a tensor or bucket is declared with name,
