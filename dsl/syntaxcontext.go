@@ -54,43 +54,40 @@ type node struct {
 	stmt     *Stmt
 }
 
+// newNode returns the node from pos to end: its keyword is its first
+// token, when that is a construct's.
+func newNode(pos, end lexer.Position, toks []token) node {
+	n := node{pos: pos, end: end}
+	if i := tokenIndex(toks, pos.Offset); pos.Line > 0 && i < len(toks) {
+		if _, ok := constructSyntax[toks[i].Value]; ok {
+			n.keyword = toks[i].Value
+		}
+	}
+	return n
+}
+
 // declNode returns the node of a declaration, for an error at offset off.
 func declNode(d *Decl, toks []token, off int) node {
-	n := node{pos: d.Pos, end: d.EndPos, decl: d}
+	n := newNode(d.Pos, d.EndPos, toks)
+	n.decl = d
 	switch {
-	case d.Import != nil:
-		n.keyword = "import"
-	case d.Tensor != nil:
-		n.keyword = "tensor"
-	case d.Stream != nil:
-		n.keyword = "stream"
-	case d.Scaler != nil:
-		n.keyword = "scaler"
-	case d.Run != nil:
-		n.keyword = "run"
-	case d.Bucket != nil:
+	case d.Bucket != nil && d.Bucket.Name != nil && d.EndPos.Line == 0:
 		// The pattern list has no node: its `{` follows the name, and it
 		// is closed when the bucket is finished.
-		n.keyword = "bucket"
-		if b := d.Bucket; b.Name != nil && d.EndPos.Line == 0 {
-			if i := tokenIndex(toks, b.Name.EndPos.Offset); i < len(toks) && toks[i].Value == "{" && toks[i].Pos.Offset < off {
-				n.open = &opening{what: "the pattern list of bucket " + code(shortText(toks[i-1].Value)), at: i}
-			}
+		if i := tokenIndex(toks, d.Bucket.Name.EndPos.Offset); i < len(toks) && toks[i].Value == "{" && toks[i].Pos.Offset < off {
+			n.open = &opening{what: "the pattern list of bucket " + code(shortText(toks[i-1].Value)), at: i}
 		}
 	case d.Block != nil:
-		n.keyword = d.Block.Kind
 		n.open = opened(d.Block.Open, d.Block.Close, toks, off, opening{what: describeBlock(d.Block.Kind), statements: true})
 		for _, s := range d.Block.Body {
 			n.body = append(n.body, stmtNode(s, toks, off))
 		}
 	case d.For != nil:
-		n.keyword = "for"
 		n.open = opened(d.For.Open, d.For.Close, toks, off, opening{what: "the body of the `for`", template: true})
 		for _, d := range d.For.Body {
 			n.body = append(n.body, declNode(d, toks, off))
 		}
 	case d.Ranks != nil:
-		n.keyword = "ranks"
 		n.open = opened(d.Ranks.Open, d.Ranks.Close, toks, off, opening{what: "the `{`"})
 	}
 	return n
@@ -98,22 +95,9 @@ func declNode(d *Decl, toks []token, off int) node {
 
 // stmtNode returns the node of a statement, for an error at offset off.
 func stmtNode(s *Stmt, toks []token, off int) node {
-	n := node{pos: s.Pos, end: s.EndPos, stmt: s}
-	switch {
-	case s.Timed != nil:
-		n.keyword = s.Timed.Kind
-	case s.Collective != nil:
-		n.keyword = s.Collective.Kind
-	case s.Wait != nil:
-		n.keyword = "wait"
-	case s.Update != nil:
-		n.keyword = "update"
-	case s.Unscale != nil:
-		n.keyword = "unscale"
-	case s.Barrier != nil:
-		n.keyword = "barrier"
-	case s.Group != nil:
-		n.keyword = "group"
+	n := newNode(s.Pos, s.EndPos, toks)
+	n.stmt = s
+	if s.Group != nil {
 		n.open = opened(s.Group.Open, s.Group.Close, toks, off, opening{what: "the group", statements: true})
 		for _, s := range s.Group.Body {
 			n.body = append(n.body, stmtNode(s, toks, off))
