@@ -169,7 +169,7 @@ func syntaxDiagnostic(f *sourceFile, toks []token, ast *File, start, end int, er
 	if d, ok := badRangeAtStart(f, toks, off); ok {
 		return d
 	}
-	if d, ok := shapeSyntax(f, toks, off); ok {
+	if d, ok := shapeSyntax(f, toks, off, cx); ok {
 		return d
 	}
 	if d, ok := declarationInBlock(f, toks, off, cx); ok {

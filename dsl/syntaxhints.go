@@ -82,26 +82,22 @@ func badRangeAtStart(f *sourceFile, toks []token, off int) (Diagnostic, bool) {
 // declaration (`tensor a f32[- 4]`, `f32[4 4]`, `f32[4 * 4]`, `f32[4,]`),
 // where the parser only sees an unexpected token: it says what is wrong
 // with the dimensions, which are positive integers separated by commas.
-func shapeSyntax(f *sourceFile, toks []token, off int) (Diagnostic, bool) {
+func shapeSyntax(f *sourceFile, toks []token, off int, cx syntaxContext) (Diagnostic, bool) {
 	at, ok := tokenAt(toks, off)
-	if !ok || toks[at].Type == tokKeyword {
+	n := cx.node
+	if !ok || toks[at].Type == tokKeyword || n == nil || n.decl == nil || n.decl.Tensor == nil || n.decl.Tensor.DType == nil {
 		// A keyword: the shape was left open (`f32[4` and a new line),
 		// which the end-of-declaration explanation says.
 		return Diagnostic{}, false
 	}
-	if d, ok := shapeInBrackets(f, toks, at); ok {
-		return d, true
-	}
-	open := -1
-	for i := at - 1; i >= 0 && toks[i].Type != tokKeyword && toks[i].Value != "]" && toks[i].Value != "{" && toks[i].Value != "}"; i-- {
-		if toks[i].Value == "[" {
-			open = i
-			break
-		}
-	}
-	// `tensor NAME DTYPE [`: the `[` opens a tensor's shape.
-	if open < 3 || !isTensorKeyword(toks[open-3]) || toks[open-1].Type != tokWord {
+	// `tensor NAME DTYPE [`: the `[` opens the tensor's shape.
+	open := tokenIndex(toks, n.decl.Tensor.DType.EndPos.Offset)
+	if open >= at || toks[open].Value != "[" {
 		return Diagnostic{}, false
+	}
+	if n.end.Line > 0 {
+		// The tensor is complete: a second pair of brackets, or not a shape error.
+		return shapeInBrackets(f, toks, at, open)
 	}
 	t, prev := toks[at], toks[at-1]
 	example := "e.g. `" + toks[open-1].Value + "[64, 3, 7, 7]`"
@@ -149,16 +145,10 @@ func shapeSyntax(f *sourceFile, toks []token, off int) (Diagnostic, bool) {
 
 // shapeInBrackets explains a shape written in brackets per dimension, as
 // in C (`tensor a f32[4][4]`): the second `[`, toks[at], right after the
-// shape of a tensor declaration. A shape is one pair of brackets.
-func shapeInBrackets(f *sourceFile, toks []token, at int) (Diagnostic, bool) {
-	if at < 1 || toks[at].Value != "[" || toks[at-1].Value != "]" || toks[at-1].end() != toks[at].Pos.Offset {
-		return Diagnostic{}, false
-	}
-	open := at - 2
-	for open >= 0 && toks[open].Value != "[" {
-		open--
-	}
-	if open < 3 || !isTensorKeyword(toks[open-3]) || toks[open-1].Type != tokWord {
+// shape of a tensor declaration that opens at toks[open]. A shape is one
+// pair of brackets.
+func shapeInBrackets(f *sourceFile, toks []token, at, open int) (Diagnostic, bool) {
+	if toks[at].Value != "[" || toks[at-1].Value != "]" || toks[at-1].end() != toks[at].Pos.Offset {
 		return Diagnostic{}, false
 	}
 	// The dimensions of every pair, up to the last `]` of the line.
