@@ -143,10 +143,12 @@ func declarationStarts(toks []token) []int {
 }
 
 // syntaxDiagnostic converts a participle error into a diagnostic, from
-// the file's significant tokens (no whitespace, no comments). end is
-// where the parsed tokens ended: an unexpected end of a declaration parsed
-// on its own is an unexpected start of the next one (or the real end of
-// the file).
+// what participle knows where it stopped: ast, the partial tree it
+// returned with err for the tokens from offset start on, and the file's
+// significant tokens (no whitespace, no comments). end is where the
+// parsed tokens ended: an unexpected end of a declaration parsed on its
+// own is an unexpected start of the next one (or the real end of the
+// file).
 func syntaxDiagnostic(f *sourceFile, toks []token, ast *File, start, end int, err error) Diagnostic {
 	off := 0
 	var ute *participle.UnexpectedTokenError
@@ -313,7 +315,7 @@ var allKeywords = append(append([]string{"frozen", "priority", "cap", "first", "
 	"from", "to", "steps", "warmup", "check", "every", "off", "ready"}, topKeywords...), statementKeywords...)
 
 // explainSyntaxError says what is wrong at offset off of a file that does
-// not parse, from the tokens around it: which construct it is in, how that
+// not parse, in the context cx: which construct it is in, how that
 // construct is written, and what a misspelt keyword may have meant.
 func explainSyntaxError(toks []token, off int, cx syntaxContext) (string, string) {
 	at := tokenIndex(toks, off)

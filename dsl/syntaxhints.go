@@ -11,11 +11,12 @@ import (
 	"github.com/syncgen/syncgen/ir"
 )
 
-// Precise explanations of common syntax errors, found from the tokens
-// around the place where the parser gave up: a tensor declaration that
-// lacks its name or dtype, a missing comma between a collective's targets
-// or a bucket's patterns,
-// an unexpected end of file, and misspelt or abbreviated keywords.
+// Precise explanations of common syntax errors, from where participle
+// stopped (syntaxContext: the partial tree it returned and the tokens
+// there): a tensor declaration that lacks its name or dtype, a shape
+// written otherwise, a missing comma between a collective's targets or a
+// bucket's patterns, a block or pattern list left open, an unknown
+// option, an unexpected end of file, and misspelt or abbreviated keywords.
 
 // dtypeList is how messages list the dtypes.
 const dtypeList = "f64 f32 f16 bf16 i64 i32 i8 u8"
