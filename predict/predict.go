@@ -98,7 +98,8 @@ func ranksText(n int) string {
 	return fmt.Sprintf("%d ranks", n)
 }
 
-// JSONRow is one bucket of the prediction in JSON (microseconds, GB/s).
+// JSONRow is one bucket of the prediction in JSON, in the units its field
+// names end with, as the run's own JSON.
 type JSONRow struct {
 	Bucket     string  `json:"bucket"`
 	Stream     string  `json:"stream"`

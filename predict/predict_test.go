@@ -21,7 +21,9 @@ func check(t *testing.T, src string) *ir.Program {
 	return prog
 }
 
-// prof: allreduce 10 us + bytes/(1 GB/s bus); allgather 20 us + bytes/(1 GB/s bus).
+// prof is a profile whose costs are easy to compute by hand: one segment
+// per collective, alphas of 10 and 20 and a bus bandwidth of 1, in the
+// profile's units (Segment's AlphaUs and BusGBs).
 var prof = &costmodel.Profile{Format: costmodel.Format, Ranks: 2, MemGBs: 1, Curves: []costmodel.Curve{
 	{Collective: "allreduce", Segments: []costmodel.Segment{{AlphaUs: 10, BusGBs: 1}}},
 	{Collective: "allgather", Segments: []costmodel.Segment{{AlphaUs: 20, BusGBs: 1}}},

@@ -14,10 +14,10 @@ import (
 )
 
 // clusterMaxBytesPerRank bounds the buffers of an example run on the
-// emulated cluster: its 4 ranks share one CI machine's 2 cores, and a
+// emulated cluster: its ranks share the CI machine's few cores, and a
 // plan of more than this a rank (bert_large, zero, gpt2_xl) moves its
-// gigabytes over the bridge's TCP on those same cores, far beyond the
-// suite's budget for this test.
+// gigabytes over the bridge's TCP on those same cores, beyond the suite's
+// time budget for this test.
 // Those run on one host in TestExamples where they fit there (else on the
 // GPU machine) and are named, with their size, in this test's log.
 const clusterMaxBytesPerRank = 512 << 20
