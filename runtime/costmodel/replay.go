@@ -66,7 +66,7 @@ type replay struct {
 	ready, synced []time.Duration
 	// fabric are the spans in which the bandwidth that all streams share
 	// is taken, sorted and disjoint.
-	fabric []interval
+	fabric []Interval
 	notes  map[string]bool
 }
 
@@ -76,31 +76,31 @@ type replay struct {
 // first, and two at once share it (what one leaves idle the other uses),
 // though the one issued first keeps its spans.
 func (r *replay) transfer(t, d time.Duration) time.Duration {
-	var taken []interval
+	var taken []Interval
 	cur, left := t, d
 	for _, busy := range r.fabric {
 		if left <= 0 {
 			break
 		}
-		if busy.b <= cur {
+		if busy.B <= cur {
 			continue
 		}
-		if gap := busy.a - cur; gap > 0 {
+		if gap := busy.A - cur; gap > 0 {
 			use := min(gap, left)
-			taken = append(taken, interval{cur, cur + use})
+			taken = append(taken, Interval{cur, cur + use})
 			left -= use
 			cur += use
 			if left <= 0 {
 				break
 			}
 		}
-		cur = max(cur, busy.b)
+		cur = max(cur, busy.B)
 	}
 	if left > 0 {
-		taken = append(taken, interval{cur, cur + left})
+		taken = append(taken, Interval{cur, cur + left})
 		cur += left
 	}
-	r.fabric = union(append(r.fabric, taken...))
+	r.fabric = Union(append(r.fabric, taken...))
 	return cur
 }
 
@@ -134,18 +134,18 @@ func Replay(s *Schedule, p *Profile) (*Prediction, error) {
 	}
 	pr := r.pred
 	pr.Step = end
-	var comp, comm []interval
+	var comp, comm []Interval
 	for _, sp := range pr.Spans {
 		switch sp.Kind {
 		case OpBackward, OpCompute:
-			comp = append(comp, interval{sp.Start, sp.End})
+			comp = append(comp, Interval{sp.Start, sp.End})
 		case OpCollective:
-			comm = append(comm, interval{sp.Start, sp.End})
+			comm = append(comm, Interval{sp.Start, sp.End})
 		}
 	}
-	comp, comm = union(comp), union(comm)
-	pr.Compute, pr.Comm = length(comp), length(comm)
-	pr.Hidden = length(intersect(comp, comm))
+	comp, comm = Union(comp), Union(comm)
+	pr.Compute, pr.Comm = Length(comp), Length(comm)
+	pr.Hidden = Length(Intersect(nil, comp, comm))
 	pr.Exposed = max(pr.Step-pr.Compute, 0)
 	if pr.Comm > 0 {
 		pr.Overlap = 100 * float64(pr.Hidden) / float64(pr.Comm)
@@ -452,58 +452,4 @@ func (r *replay) train(o *Op) error {
 	}
 	r.free[o.Stream] = t
 	return nil
-}
-
-// interval is a span of time within a step.
-type interval struct{ a, b time.Duration }
-
-// union merges overlapping intervals, sorted.
-func union(in []interval) []interval {
-	slices.SortFunc(in, func(x, y interval) int {
-		if x.a < y.a {
-			return -1
-		}
-		if x.a > y.a {
-			return 1
-		}
-		return 0
-	})
-	var out []interval
-	for _, v := range in {
-		if v.b <= v.a {
-			continue
-		}
-		if n := len(out); n > 0 && v.a <= out[n-1].b {
-			out[n-1].b = max(out[n-1].b, v.b)
-			continue
-		}
-		out = append(out, v)
-	}
-	return out
-}
-
-// intersect returns the overlap of two sorted disjoint interval lists.
-func intersect(x, y []interval) []interval {
-	var out []interval
-	i, j := 0, 0
-	for i < len(x) && j < len(y) {
-		a, b := max(x[i].a, y[j].a), min(x[i].b, y[j].b)
-		if a < b {
-			out = append(out, interval{a, b})
-		}
-		if x[i].b < y[j].b {
-			i++
-		} else {
-			j++
-		}
-	}
-	return out
-}
-
-func length(in []interval) time.Duration {
-	var d time.Duration
-	for _, v := range in {
-		d += v.b - v.a
-	}
-	return d
 }

@@ -4,13 +4,13 @@ package engine
 // timing, model update and check that follow every step.
 
 import (
-	"cmp"
 	"fmt"
 	"os"
 	goruntime "runtime"
 	"slices"
 	"time"
 
+	"github.com/syncgen/syncgen/runtime/costmodel"
 	"github.com/syncgen/syncgen/runtime/internal/backend"
 	"github.com/syncgen/syncgen/runtime/internal/elem"
 	"github.com/syncgen/syncgen/runtime/internal/plan"
@@ -423,8 +423,8 @@ func (e *Engine) collect() ([]result.Record, error) {
 
 // intervalScratch is the memory of stepStatsOf, reused from step to step.
 type intervalScratch struct {
-	comp, comm, both []interval
-	upd, unscale     []interval
+	comp, comm, both []costmodel.Interval
+	upd, unscale     []costmodel.Interval
 	flag             time.Duration
 }
 
@@ -435,77 +435,31 @@ func (sc *intervalScratch) stepStatsOf(recs []result.Record, step time.Duration)
 	for _, r := range recs {
 		switch r.Kind {
 		case result.Backward, result.Compute:
-			comp = append(comp, interval{r.T0, r.T1})
+			comp = append(comp, costmodel.Interval{A: r.T0, B: r.T1})
 		case result.Collective:
-			comm = append(comm, interval{r.T0, r.T1})
+			comm = append(comm, costmodel.Interval{A: r.T0, B: r.T1})
 		case result.Update:
-			sc.upd = append(sc.upd, interval{r.T0, r.T1})
+			sc.upd = append(sc.upd, costmodel.Interval{A: r.T0, B: r.T1})
 		case result.Unscale, result.Flag:
-			sc.unscale = append(sc.unscale, interval{r.T0, r.T1})
+			sc.unscale = append(sc.unscale, costmodel.Interval{A: r.T0, B: r.T1})
 			if r.Kind == result.Flag {
 				sc.flag += r.T1 - r.T0
 			}
 		}
 	}
-	comp, comm = union(comp), union(comm)
-	both := intersect(sc.both[:0], comp, comm)
+	comp, comm = costmodel.Union(comp), costmodel.Union(comm)
+	both := costmodel.Intersect(sc.both[:0], comp, comm)
 	sc.comp, sc.comm, sc.both = comp, comm, both
-	st := result.StepStats{Step: step, Compute: length(comp), Comm: length(comm), Hidden: length(both)}
+	st := result.StepStats{Step: step, Compute: costmodel.Length(comp), Comm: costmodel.Length(comm), Hidden: costmodel.Length(both)}
 	var train result.TrainStepStats
 	if len(sc.upd) > 0 || len(sc.unscale) > 0 {
-		upd := union(sc.upd)
-		train.Update, train.Unscale, train.Flag = length(upd), length(union(sc.unscale)), sc.flag
+		upd := costmodel.Union(sc.upd)
+		train.Update, train.Unscale, train.Flag = costmodel.Length(upd), costmodel.Length(costmodel.Union(sc.unscale)), sc.flag
 		// The update's share that ran while communication did.
-		train.UpdateHidden = length(intersect(sc.both[len(sc.both):], upd, comm))
+		train.UpdateHidden = costmodel.Length(costmodel.Intersect(sc.both[len(sc.both):], upd, comm))
 		sc.upd, sc.unscale, sc.flag = sc.upd[:0], sc.unscale[:0], 0
 	}
 	return st, train
-}
-
-// interval is a span of time within a step.
-type interval struct{ a, b time.Duration }
-
-// union merges overlapping intervals, sorted, in place.
-func union(in []interval) []interval {
-	slices.SortFunc(in, func(x, y interval) int { return cmp.Compare(x.a, y.a) })
-	out := in[:0]
-	for _, v := range in {
-		if v.b <= v.a {
-			continue
-		}
-		if n := len(out); n > 0 && v.a <= out[n-1].b {
-			out[n-1].b = max(out[n-1].b, v.b)
-			continue
-		}
-		out = append(out, v)
-	}
-	return out
-}
-
-// intersect appends the overlap of two sorted disjoint interval lists to
-// out.
-func intersect(out, x, y []interval) []interval {
-	i, j := 0, 0
-	for i < len(x) && j < len(y) {
-		a, b := max(x[i].a, y[j].a), min(x[i].b, y[j].b)
-		if a < b {
-			out = append(out, interval{a, b})
-		}
-		if x[i].b < y[j].b {
-			i++
-		} else {
-			j++
-		}
-	}
-	return out
-}
-
-func length(in []interval) time.Duration {
-	var d time.Duration
-	for _, v := range in {
-		d += v.b - v.a
-	}
-	return d
 }
 
 // checkStep verifies every bucket that a collective of the step touched.
