@@ -26,7 +26,9 @@ const (
 // ahead says whether averages are divided ahead, for localRanks ranks on
 // this host and cpus processors this process may run on: always or never
 // when the user chose, else when every rank of the host has a processor
-// to spare for its divider.
+// to spare for its divider and one is still left over: with exactly two
+// processors a rank, the dividers' spinning takes the processors that MPI's
+// progress and the system need, and dividing ahead costs more than inline.
 func (d divideChoice) ahead(localRanks, cpus int) bool {
 	switch d {
 	case divideInline:
@@ -34,5 +36,5 @@ func (d divideChoice) ahead(localRanks, cpus int) bool {
 	case divideAhead:
 		return true
 	}
-	return localRanks > 0 && 2*localRanks <= cpus
+	return localRanks > 0 && 2*localRanks < cpus
 }

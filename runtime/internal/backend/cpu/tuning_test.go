@@ -98,3 +98,27 @@ func captureStderr(t *testing.T, fn func()) string {
 	b, _ := io.ReadAll(r)
 	return string(b)
 }
+
+// TestDivideAheadNeedsSpareProcessors pins auto's rule: ahead only when
+// every rank has a processor for its divider and one is left over.
+func TestDivideAheadNeedsSpareProcessors(t *testing.T) {
+	cases := []struct {
+		choice           divideChoice
+		localRanks, cpus int
+		want             bool
+	}{
+		{divideAuto, 2, 16, true},
+		{divideAuto, 4, 16, true},
+		{divideAuto, 7, 16, true},
+		{divideAuto, 8, 16, false}, // twice: the dividers crowd out MPI's progress
+		{divideAuto, 16, 16, false},
+		{divideAuto, 0, 16, false},
+		{divideInline, 2, 16, false},
+		{divideAhead, 16, 16, true},
+	}
+	for _, c := range cases {
+		if got := c.choice.ahead(c.localRanks, c.cpus); got != c.want {
+			t.Errorf("choice %d, %d ranks on %d processors: ahead = %v, want %v", c.choice, c.localRanks, c.cpus, got, c.want)
+		}
+	}
+}
