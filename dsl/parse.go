@@ -165,23 +165,12 @@ func syntaxDiagnostic(f *sourceFile, toks []token, ast *File, start, end int, er
 		off = o
 	}
 	cx := syntaxContextAt(ast, toks, start, tokenIndex(toks, off))
-	if d, ok := missingTensorPart(f, toks, off); ok {
-		return d
-	}
-	if d, ok := badRangeAtStart(f, toks, off); ok {
-		return d
-	}
-	if d, ok := shapeSyntax(f, toks, off, cx); ok {
-		return d
-	}
-	if d, ok := declarationInBlock(f, toks, off, cx); ok {
-		return d
-	}
-	if d, ok := unknownOption(f, toks, off, cx); ok {
-		return d
-	}
-	if d, ok := missingComma(f, toks, off, cx); ok {
-		return d
+	if at, ok := tokenAt(toks, off); ok {
+		for _, explain := range tokenExplainers {
+			if d, ok := explain(f, toks, at, cx); ok {
+				return d
+			}
+		}
 	}
 	if o, ok := endOfContent(toks, off); ok {
 		// An unexpected end of file is shown at the end of the last line
@@ -195,6 +184,13 @@ func syntaxDiagnostic(f *sourceFile, toks []token, ast *File, start, end int, er
 	}
 	msg, hint := explainSyntaxError(toks, off, cx)
 	return f.errorAt(off, off+length, msg, hint)
+}
+
+// tokenExplainers explain a syntax error at a token, toks[at], that
+// participle's message would leave unclear, in the order they are tried:
+// the first one that knows the case gives the diagnostic.
+var tokenExplainers = []func(f *sourceFile, toks []token, at int, cx syntaxContext) (Diagnostic, bool){
+	missingTensorPart, badRangeAtStart, shapeSyntax, declarationInBlock, unknownOption, missingComma,
 }
 
 // errorInside finds, when the syntax error at offset off is reported at

@@ -29,9 +29,8 @@ const tensorForm = "a tensor is declared as `tensor NAME DTYPE[DIMS]`"
 // for the name), its dtype (`tensor a [4]`) or both (`tensor [4]`). The
 // caret is where the missing part goes: on the dtype that should follow
 // the name, or on the `[` that should follow the dtype.
-func missingTensorPart(f *sourceFile, toks []token, off int) (Diagnostic, bool) {
-	at, ok := tokenAt(toks, off)
-	if !ok || at < 1 || toks[at].Value != "[" {
+func missingTensorPart(f *sourceFile, toks []token, at int, _ syntaxContext) (Diagnostic, bool) {
+	if at < 1 || toks[at].Value != "[" {
 		return Diagnostic{}, false
 	}
 	open := toks[at]
@@ -63,9 +62,8 @@ func missingTensorPart(f *sourceFile, toks []token, off int) (Diagnostic, bool) 
 // lexer takes a valid range there as the start of a word, an invalid one
 // not. Braces inside a name are part of its word, and the checker's
 // (badRangeError).
-func badRangeAtStart(f *sourceFile, toks []token, off int) (Diagnostic, bool) {
-	at, ok := tokenAt(toks, off)
-	if !ok || toks[at].Value != "{" || at+2 >= len(toks) {
+func badRangeAtStart(f *sourceFile, toks []token, at int, _ syntaxContext) (Diagnostic, bool) {
+	if toks[at].Value != "{" || at+2 >= len(toks) {
 		return Diagnostic{}, false
 	}
 	inner, closing := toks[at+1], toks[at+2]
@@ -83,10 +81,9 @@ func badRangeAtStart(f *sourceFile, toks []token, off int) (Diagnostic, bool) {
 // declaration (`tensor a f32[- 4]`, `f32[4 4]`, `f32[4 * 4]`, `f32[4,]`),
 // where the parser only sees an unexpected token: it says what is wrong
 // with the dimensions, which are positive integers separated by commas.
-func shapeSyntax(f *sourceFile, toks []token, off int, cx syntaxContext) (Diagnostic, bool) {
-	at, ok := tokenAt(toks, off)
+func shapeSyntax(f *sourceFile, toks []token, at int, cx syntaxContext) (Diagnostic, bool) {
 	n := cx.node
-	if !ok || toks[at].Type == tokKeyword || n == nil || n.decl == nil || n.decl.Tensor == nil || n.decl.Tensor.DType == nil {
+	if toks[at].Type == tokKeyword || n == nil || n.decl == nil || n.decl.Tensor == nil || n.decl.Tensor.DType == nil {
 		// A keyword: the shape was left open (`f32[4` and a new line),
 		// which the end-of-declaration explanation says.
 		return Diagnostic{}, false
@@ -239,9 +236,8 @@ func shortText(s string) string {
 // not closed, unless a tensor has that name. A word that looks like a
 // misspelt option or statement keyword (`allreduce g aftr ready`) is left
 // to explainSyntaxError, unless a tensor or bucket has that name.
-func missingComma(f *sourceFile, toks []token, off int, cx syntaxContext) (Diagnostic, bool) {
-	at, ok := tokenAt(toks, off)
-	if !ok || at == 0 || cx.node == nil {
+func missingComma(f *sourceFile, toks []token, at int, cx syntaxContext) (Diagnostic, bool) {
+	if at == 0 || cx.node == nil {
 		return Diagnostic{}, false
 	}
 	t, prev, n := toks[at], toks[at-1], cx.node
@@ -474,16 +470,12 @@ func uniqueCandidate(candidates []string, match func(string) bool) string {
 // starts a line inside a block or group (participle stops there expecting
 // the block's `}`): the block opened before it is not closed, when no `}`
 // closes it later, or else the declaration is inside it.
-func declarationInBlock(f *sourceFile, toks []token, off int, cx syntaxContext) (Diagnostic, bool) {
-	at, ok := tokenAt(toks, off)
-	if !ok || at == 0 || toks[at-1].Pos.Line == toks[at].Pos.Line {
+func declarationInBlock(f *sourceFile, toks []token, at int, cx syntaxContext) (Diagnostic, bool) {
+	if at == 0 || toks[at-1].Pos.Line == toks[at].Pos.Line {
 		return Diagnostic{}, false
 	}
 	t := toks[at]
-	if !(t.Type == tokKeyword && slices.Contains(topKeywords, t.Value) || startsTemplate(t, toks[at-1])) {
-		return Diagnostic{}, false
-	}
-	if !cx.inStatements {
+	if !cx.inStatements || !(t.Type == tokKeyword && slices.Contains(topKeywords, t.Value) || startsTemplate(t, toks[at-1])) {
 		return Diagnostic{}, false
 	}
 	open := cx.opens[len(cx.opens)-1]
@@ -515,9 +507,8 @@ var optionSynonyms = map[string]string{
 // it would send the user the wrong way: it is an unknown option, named
 // with the option it likely stands for and the options the construct
 // takes. A misspelt option (`aftr ready`) is left to explainSyntaxError.
-func unknownOption(f *sourceFile, toks []token, off int, cx syntaxContext) (Diagnostic, bool) {
-	at, ok := tokenAt(toks, off)
-	if !ok || at+1 >= len(toks) || toks[at].Type != tokWord || toks[at+1].Type != tokWord || toks[at+1].Pos.Line != toks[at].Pos.Line {
+func unknownOption(f *sourceFile, toks []token, at int, cx syntaxContext) (Diagnostic, bool) {
+	if at+1 >= len(toks) || toks[at].Type != tokWord || toks[at+1].Type != tokWord || toks[at+1].Pos.Line != toks[at].Pos.Line {
 		return Diagnostic{}, false
 	}
 	t, value := toks[at], toks[at+1]
