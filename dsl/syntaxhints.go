@@ -411,43 +411,31 @@ func expectedKeywords(construct, prev string) []string {
 }
 
 // suggestKeyword returns the keyword a misspelt or abbreviated word most
-// likely stands for: the closest of the keywords expected there, else
-// the only one it is the start of (`prio` for `priority`), else the only
-// long one two edits away (`evr` for `every`), else the closest of all
-// keywords; "" when none is close.
+// likely stands for: the likeliest of the keywords expected there (see
+// expectedKeyword), else the closest of all keywords; "" when none is
+// close.
 func suggestKeyword(word string, expected []string) string {
-	if k := suggest(word, expected); k != "" {
-		return k
-	}
-	if k := uniquePrefixOf(word, expected); k != "" {
-		return k
-	}
-	if k := uniqueNear(word, expected); k != "" {
+	if k := expectedKeyword(word, expected); k != "" {
 		return k
 	}
 	return suggest(word, allKeywords)
 }
 
-// uniqueNear returns the only candidate of at least five letters that is
-// at most two edits from word (at least three letters), or "". suggest
-// allows one edit for words this short; where a keyword is expected, two
-// are still a likely typo.
-func uniqueNear(word string, candidates []string) string {
-	w := strings.ToLower(word)
-	if len(w) < 3 {
-		return ""
+// expectedKeyword returns the keyword of expected that a misspelt or
+// abbreviated word most likely stands for, or "": the closest one, else
+// the only one it is the start of (`prio` for `priority`; two letters at
+// least), else the only long one two edits away (`evr` for `every`; three
+// letters at least). suggest allows one edit for words this short; where
+// a keyword is expected, two are still a likely typo.
+func expectedKeyword(word string, expected []string) string {
+	if k := suggest(word, expected); k != "" {
+		return k
 	}
-	return uniqueCandidate(candidates, func(c string) bool { return len(c) >= 5 && editDistance(w, c) <= 2 })
-}
-
-// uniquePrefixOf returns the only candidate that starts with word (at
-// least two letters, any case), or "".
-func uniquePrefixOf(word string, candidates []string) string {
 	w := strings.ToLower(word)
-	if len(w) < 2 {
-		return ""
+	if k := uniqueCandidate(expected, func(c string) bool { return len(w) >= 2 && c != w && strings.HasPrefix(c, w) }); k != "" {
+		return k
 	}
-	return uniqueCandidate(candidates, func(c string) bool { return c != w && strings.HasPrefix(c, w) })
+	return uniqueCandidate(expected, func(c string) bool { return len(w) >= 3 && len(c) >= 5 && editDistance(w, c) <= 2 })
 }
 
 // uniqueCandidate returns the one candidate (repeats aside) for which
@@ -517,7 +505,7 @@ func unknownOption(f *sourceFile, toks []token, at int, cx syntaxContext) (Diagn
 	// Not inside a bucket's pattern list, where words are patterns.
 	inList := len(cx.opens) > 0 && (!cx.inStatements || cx.at < cx.opens[len(cx.opens)-1].at)
 	if !cx.complete || inList || construct == "run" || len(opts) == 0 || cx.line != t.Pos.Line || isDeclared(toks, t.Value) ||
-		suggest(t.Value, opts) != "" || uniquePrefixOf(t.Value, opts) != "" || uniqueNear(t.Value, opts) != "" {
+		expectedKeyword(t.Value, opts) != "" {
 		return Diagnostic{}, false
 	}
 	var takes []string
