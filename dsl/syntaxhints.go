@@ -374,9 +374,16 @@ func explainEOF(toks []token, cx syntaxContext, hint string) (string, string) {
 	return msg, hint
 }
 
-// collectiveOptions are the option keywords each statement (and the
-// scaler) takes.
-var collectiveOptions = map[string][]string{
+// constructOptions are the option keywords each construct takes: a
+// tensor's, stream's and bucket's, a statement's, the scaler's and run's
+// (after run's `check`, see expectedKeywords).
+var constructOptions = map[string][]string{
+	"tensor":        {"frozen"},
+	"stream":        {"priority"},
+	"bucket":        {"cap", "first", "order", "wire", "divide"},
+	"run":           {"steps", "warmup", "check"},
+	"backward":      {"on", "after"},
+	"compute":       {"on", "after"},
 	"allreduce":     {"op", "into", "on", "after"},
 	"broadcast":     {"from", "into", "on", "after"},
 	"reduce":        {"to", "op", "into", "on", "after"},
@@ -390,24 +397,12 @@ var collectiveOptions = map[string][]string{
 
 // expectedKeywords returns the keywords that may come next in a construct
 // (the keyword that starts it, "" when unknown), after the token prev:
-// the options of a stream, tensor, bucket, statement or run.
+// its options, or what follows run's `check`.
 func expectedKeywords(construct, prev string) []string {
-	switch construct {
-	case "tensor":
-		return []string{"frozen"}
-	case "stream":
-		return []string{"priority"}
-	case "bucket":
-		return []string{"cap", "first", "order", "wire", "divide"}
-	case "backward", "compute":
-		return []string{"on", "after"}
-	case "run":
-		if prev == "check" {
-			return []string{"every", "off"}
-		}
-		return []string{"steps", "warmup", "check"}
+	if construct == "run" && prev == "check" {
+		return []string{"every", "off"}
 	}
-	return slices.Clone(collectiveOptions[construct])
+	return slices.Clone(constructOptions[construct])
 }
 
 // suggestKeyword returns the keyword a misspelt or abbreviated word most
