@@ -415,32 +415,34 @@ func misspeltKeyword(toks []token, at int, cx syntaxContext, startsLine bool) st
 }
 
 // explainMissingValue explains the option toks[opt] without its value, for
-// a syntax error at toks[at] (the option or the token after it). A keyword
-// or a string after the option was likely meant as its value, so is named.
+// a syntax error at toks[at] (the option or the token after it) or at the
+// end of the file (at is len(toks)). A keyword or a string after the
+// option was likely meant as its value, so is named.
 func explainMissingValue(toks []token, at, opt int, hint string) (string, string) {
-	t := toks[at]
-	msg := ""
-	if opt != at {
-		msg = "unexpected " + tokenText(t) + ": "
+	o, next := toks[opt], token{}
+	if opt+1 < len(toks) {
+		next = toks[opt+1]
 	}
-	o := toks[opt]
-	msg += code(o.Value)
-	if o.Pos.Line != t.Pos.Line {
-		msg += fmt.Sprintf(" on line %d", o.Pos.Line)
+	unexpected, line := "", o.Pos.Line
+	switch {
+	case at == len(toks):
+		unexpected = "unexpected end of file: "
+	case opt != at:
+		unexpected, line = "unexpected "+tokenText(toks[at])+": ", toks[at].Pos.Line
 	}
-	msg += " needs a value after it"
-	value := optionValues[o.Value]
-	if opt+1 < len(toks) && toks[opt+1].Type == tokKeyword && toks[opt+1].Pos.Line == o.Pos.Line {
-		// `on step`: a reserved word is never a value.
-		msg = fmt.Sprintf("%s needs a value, and %s is a keyword", code(o.Value), code(toks[opt+1].Value))
-		if opt != at {
-			msg = "unexpected " + tokenText(t) + ": " + msg
-		}
-	}
-	if opt+1 < len(toks) && toks[opt+1].Type == tokString {
+	msg, value := unexpected+code(o.Value), optionValues[o.Value]
+	switch {
+	case next.Type == tokString:
 		// `on "comm"`: values are words, never quoted.
 		msg = fmt.Sprintf("%s takes a value without quotes", code(o.Value))
-		value = strings.Trim(toks[opt+1].Value, `"`)
+		value = strings.Trim(next.Value, `"`)
+	case next.Type == tokKeyword && next.Pos.Line == o.Pos.Line:
+		// `on step`: a reserved word is never a value.
+		msg += fmt.Sprintf(" needs a value, and %s is a keyword", code(next.Value))
+	case o.Pos.Line != line:
+		msg += fmt.Sprintf(" on line %d needs a value after it", o.Pos.Line)
+	default:
+		msg += " needs a value after it"
 	}
 	if write := "`" + o.Value + " " + value + "`"; !strings.Contains(hint, write) {
 		hint = "write " + write + "; " + hint

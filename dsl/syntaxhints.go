@@ -329,11 +329,7 @@ func endOfContent(toks []token, off int) (int, bool) {
 func explainEOF(toks []token, cx syntaxContext, hint string) (string, string) {
 	const msg = "unexpected end of file"
 	if opt, ok := optionWithoutValue(toks, len(toks), cx.construct); ok && len(cx.opens) == 0 && cx.bracket < 0 {
-		o := toks[opt]
-		if write := "`" + o.Value + " " + optionValues[o.Value] + "`"; !strings.Contains(hint, write) {
-			hint = "write " + write + "; " + hint
-		}
-		return fmt.Sprintf("%s: %s needs a value after it", msg, code(o.Value)), hint
+		return explainMissingValue(toks, len(toks), opt, hint)
 	}
 	opens := cx.opens
 	switch {
