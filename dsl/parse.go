@@ -164,25 +164,23 @@ func syntaxDiagnostic(f *sourceFile, toks []token, ast *File, start, end int, er
 	if o, ok := errorInside(ast, toks, start, off); ok {
 		off = o
 	}
-	cx := syntaxContextAt(ast, toks, start, tokenIndex(toks, off))
-	if at, ok := tokenAt(toks, off); ok {
+	at, onToken := tokenAt(toks, off)
+	cx := syntaxContextAt(ast, toks, start, at)
+	length := 0
+	switch {
+	case onToken:
 		for _, explain := range tokenExplainers {
 			if d, ok := explain(f, toks, at, cx); ok {
 				return d
 			}
 		}
-	}
-	if o, ok := endOfContent(toks, off); ok {
+		length = len(toks[at].Value)
+	case at == len(toks) && at > 0:
 		// An unexpected end of file is shown at the end of the last line
 		// with content, so that the snippet shows that line.
-		off = o
+		off = toks[at-1].end()
 	}
-	length := 0
-	at := tokenIndex(toks, off)
-	if at < len(toks) && toks[at].Pos.Offset == off && toks[at].Type != tokWhitespace {
-		length = len(toks[at].Value)
-	}
-	msg, hint := explainSyntaxError(toks, off, cx)
+	msg, hint := explainSyntaxError(toks, at, cx)
 	return f.errorAt(off, off+length, msg, hint)
 }
 
@@ -310,11 +308,11 @@ var statementKeywords = []string{"backward", "compute", "allreduce", "broadcast"
 var allKeywords = append(append([]string{"frozen", "priority", "cap", "first", "order", "wire", "op", "on", "after",
 	"from", "to", "steps", "warmup", "check", "every", "off", "ready"}, topKeywords...), statementKeywords...)
 
-// explainSyntaxError says what is wrong at offset off of a file that does
-// not parse, in the context cx: which construct it is in, how that
-// construct is written, and what a misspelt keyword may have meant.
-func explainSyntaxError(toks []token, off int, cx syntaxContext) (string, string) {
-	at := tokenIndex(toks, off)
+// explainSyntaxError says what is wrong at toks[at] (at the end of the
+// file when at is len(toks)) of a file that does not parse, in the
+// context cx: which construct it is in, how that construct is written,
+// and what a misspelt keyword may have meant.
+func explainSyntaxError(toks []token, at int, cx syntaxContext) (string, string) {
 	hint := constructSyntax[cx.construct]
 	if at >= len(toks) {
 		return explainEOF(toks, cx, hint)

@@ -311,17 +311,6 @@ func isDeclared(toks []token, name string) bool {
 	return false
 }
 
-// endOfContent returns, when the syntax error at offset off is at the end
-// of the file (no token but whitespace and comments from off on), the end
-// of the last token before it, so that the error points at the end of the
-// last line with content instead of after the final newline.
-func endOfContent(toks []token, off int) (int, bool) {
-	if len(toks) == 0 || toks[len(toks)-1].Pos.Offset >= off {
-		return 0, false
-	}
-	return toks[len(toks)-1].end(), true
-}
-
 // explainEOF says what is missing at an unexpected end of file: the value
 // of an option that ends the file outside any brackets, the `]` of an open
 // `[`, the `}` of the innermost open block, or the rest of an incomplete
