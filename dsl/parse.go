@@ -322,7 +322,11 @@ func explainSyntaxError(toks []token, at int, cx syntaxContext) (string, string)
 	}
 	t := toks[at]
 	startsLine := at == 0 || toks[at-1].Pos.Line != t.Pos.Line
-	keyword := misspeltKeyword(toks, at, cx, startsLine)
+	keyword := ""
+	if t.Type == tokWord && !slices.Contains(allKeywords, t.Value) {
+		// Most likely a misspelt or abbreviated keyword.
+		keyword = suggestKeyword(t.Value, keywordsAt(toks, at, cx))
+	}
 	msg, construct, stray := "unexpected "+tokenText(t), cx.construct, ""
 	if startsLine && keyword != "" {
 		// Most likely a misspelt keyword starting a new line: an option
@@ -392,24 +396,19 @@ func missingOperand(toks []token, at int, construct string, inStatements bool, h
 	return "", "", false
 }
 
-// misspeltKeyword returns the keyword that the word toks[at] most likely
-// stands for, or "". The keywords expected there come first: the construct's
-// options and, at the start of a line, those that start a new one.
-func misspeltKeyword(toks []token, at int, cx syntaxContext, startsLine bool) string {
-	t := toks[at]
-	if t.Type != tokWord || slices.Contains(allKeywords, t.Value) {
-		return ""
-	}
+// keywordsAt returns the keywords expected at toks[at], the likeliest
+// first: the options of the construct cx is in and, at the start of a
+// line, those that start a new statement or declaration.
+func keywordsAt(toks []token, at int, cx syntaxContext) []string {
 	expected := expectedKeywords(cx.construct, toks[max(at-1, 0)].Value)
-	if startsLine {
-		// A new statement or declaration may start here too.
-		if cx.inBraces {
-			expected = append(expected, statementKeywords...)
-		} else {
-			expected = append(expected, topKeywords...)
-		}
+	switch {
+	case at > 0 && toks[at-1].Pos.Line == toks[at].Pos.Line:
+	case cx.inBraces:
+		expected = append(expected, statementKeywords...)
+	default:
+		expected = append(expected, topKeywords...)
 	}
-	return suggestKeyword(t.Value, expected)
+	return expected
 }
 
 // explainMissingValue explains the option toks[opt] without its value, for
@@ -489,14 +488,10 @@ func optionWithoutValue(toks []token, at int, construct string) (int, bool) {
 		if _, ok := optionValues[toks[i].Value]; !ok || toks[i].Type == tokString {
 			return false
 		}
-		prev := ""
-		if i > 0 {
-			prev = toks[i-1].Value
-		}
 		if toks[i].Type == tokKeyword && toks[i].Value == "wait" {
 			return construct == "wait"
 		}
-		return slices.Contains(expectedKeywords(construct, prev), toks[i].Value)
+		return slices.Contains(expectedKeywords(construct, toks[max(i-1, 0)].Value), toks[i].Value)
 	}
 	switch {
 	case at < len(toks) && isOption(at) && (at+1 == len(toks) || toks[at+1].Type != tokWord):

@@ -249,11 +249,7 @@ func missingComma(f *sourceFile, toks []token, at int, cx syntaxContext) (Diagno
 			return Diagnostic{}, false
 		}
 		if t.Type == tokWord && !isDeclared(toks, t.Value) {
-			expected := expectedKeywords(n.keyword, prev.Value)
-			if prev.Pos.Line != t.Pos.Line {
-				expected = append(expected, statementKeywords...)
-			}
-			if slices.Contains(expected, t.Value) || suggestKeyword(t.Value, expected) != "" {
+			if expected := keywordsAt(toks, at, cx); slices.Contains(expected, t.Value) || suggestKeyword(t.Value, expected) != "" {
 				return Diagnostic{}, false
 			}
 		}
