@@ -516,10 +516,8 @@ func spacedUnit(toks []token, at int) (string, bool) {
 		return "", false
 	}
 	num, unit := toks[at-1].Value, toks[at].Value
-	if _, ok := sizeUnits[unit]; ok {
-		return "write " + code(num+unit), true
-	}
-	if _, ok := durationUnits[unit]; ok {
+	_, size := sizeUnits[unit]
+	if _, duration := durationUnits[unit]; size || duration {
 		return "write " + code(num+unit), true
 	}
 	// A size after cap or first, a duration after backward or compute.

@@ -123,12 +123,10 @@ func shapeSyntax(f *sourceFile, toks []token, at int, cx syntaxContext) (Diagnos
 				product, toks[open-1].Value, strings.Join(factors, ", "))
 		}
 	case t.Type == tokWord && isDigits(prev.Value) && isDigits(strings.TrimPrefix(t.Value, "-")):
-		// The dimensions so far, then this one.
+		// The dimensions participle kept, then this one.
 		var dims []string
-		for _, d := range toks[open+1 : at] {
-			if d.Value != "," {
-				dims = append(dims, d.Value)
-			}
+		for _, d := range n.decl.Tensor.Dims {
+			dims = append(dims, d.Text)
 		}
 		msg = fmt.Sprintf("dimensions are separated by commas: `%s[%s, %s]`", toks[open-1].Value, shortText(strings.Join(dims, ", ")), t.Value)
 		if len(t.Value) == 3 {
