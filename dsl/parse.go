@@ -43,7 +43,7 @@ func parseFile(f *sourceFile) (*File, Diagnostics) {
 	if diags := lexErrors(f, toks); len(diags) > 0 {
 		return nil, diags
 	}
-	ast, err := parseTokens(toks, eofAt(f, toks, len(f.src)))
+	ast, err := parseTokens(toks, eofAt(f, toks, len(toks)))
 	if err == nil {
 		return ast, nil
 	}
@@ -51,18 +51,11 @@ func parseFile(f *sourceFile) (*File, Diagnostics) {
 	// per error, so that a large broken file costs one copy.
 	sig := significantTokens(toks)
 	var diags Diagnostics
-	starts := declarationStarts(toks)
-	for i, start := range starts {
-		end := len(toks)
-		if i+1 < len(starts) {
-			end = starts[i+1]
-		}
-		endOff := len(f.src)
-		if end < len(toks) {
-			endOff = toks[end].Pos.Offset
-		}
-		if part, err := parseTokens(toks[start:end], eofAt(f, toks, endOff)); err != nil {
-			diags = append(diags, syntaxDiagnostic(f, sig, part, toks[start].Pos.Offset, endOff, err))
+	starts := append(declarationStarts(toks), len(toks))
+	for i, start := range starts[:len(starts)-1] {
+		end := starts[i+1]
+		if part, err := parseTokens(toks[start:end], eofAt(f, toks, end)); err != nil {
+			diags = append(diags, syntaxDiagnostic(f, sig, part, toks[start].Pos.Offset, err))
 			if len(diags) == maxSyntaxErrors {
 				break
 			}
@@ -71,7 +64,7 @@ func parseFile(f *sourceFile) (*File, Diagnostics) {
 	if len(diags) == 0 {
 		// Each declaration parses alone but not together: report the
 		// error of the whole file.
-		diags = append(diags, syntaxDiagnostic(f, sig, ast, 0, len(f.src), err))
+		diags = append(diags, syntaxDiagnostic(f, sig, ast, 0, err))
 	}
 	return nil, diags
 }
@@ -101,9 +94,10 @@ func parseTokens(toks []token, eof lexer.Token) (*File, error) {
 	return parser.ParseFromLexer(pl)
 }
 
-// eofAt returns an end-of-input token at offset off of the file.
-func eofAt(f *sourceFile, toks []token, off int) lexer.Token {
-	i := tokenIndex(toks, off)
+// eofAt returns an end-of-input token where toks[i] starts, or after the
+// last token when i is len(toks). A declaration parsed on its own ends
+// where the next one starts, so an unexpected end of it is shown there.
+func eofAt(f *sourceFile, toks []token, i int) lexer.Token {
 	if i < len(toks) {
 		return lexer.EOFToken(toks[i].Pos)
 	}
@@ -145,20 +139,11 @@ func declarationStarts(toks []token) []int {
 // syntaxDiagnostic converts a participle error into a diagnostic, from
 // what participle knows where it stopped: ast, the partial tree it
 // returned with err for the tokens from offset start on, and the file's
-// significant tokens (no whitespace, no comments). end is where the
-// parsed tokens ended: an unexpected end of a declaration parsed on its
-// own is an unexpected start of the next one (or the real end of the
-// file).
-func syntaxDiagnostic(f *sourceFile, toks []token, ast *File, start, end int, err error) Diagnostic {
+// significant tokens (no whitespace, no comments).
+func syntaxDiagnostic(f *sourceFile, toks []token, ast *File, start int, err error) Diagnostic {
 	off := 0
-	var ute *participle.UnexpectedTokenError
 	var perr participle.Error
-	switch {
-	case errors.As(err, &ute) && ute.Unexpected.EOF():
-		off = end
-	case errors.As(err, &ute):
-		off = ute.Unexpected.Pos.Offset
-	case errors.As(err, &perr):
+	if errors.As(err, &perr) {
 		off = perr.Position().Offset
 	}
 	if o, ok := errorInside(ast, toks, start, off); ok {
