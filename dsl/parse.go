@@ -320,9 +320,9 @@ func explainSyntaxError(toks []token, at int, cx syntaxContext) (string, string)
 		if !slices.Contains(expectedKeywords(construct, toks[max(at-1, 0)].Value), keyword) {
 			construct = ""
 		}
-	} else if opt, ok := optionWithoutValue(toks, at, construct); ok {
+	} else if m, h, ok := missingValue(toks, at, construct, hint); ok {
 		// `allreduce g op }`: the option is there, its value is not.
-		msg, hint = explainMissingValue(toks, at, opt, hint)
+		msg, hint = m, h
 	} else if t.Value == "[" && at > 0 && at+1 < len(toks) && toks[at+1].Type != tokWord && (toks[at-1].Type == tokWord || toks[at-1].Type == tokString) {
 		// `allreduce g[step]`, `g[]`: participle backs out of the whole
 		// index and reports its `[`.
@@ -396,42 +396,6 @@ func keywordsAt(toks []token, at int, cx syntaxContext) []string {
 	return expected
 }
 
-// explainMissingValue explains the option toks[opt] without its value, for
-// a syntax error at toks[at] (the option or the token after it) or at the
-// end of the file (at is len(toks)). A keyword or a string after the
-// option was likely meant as its value, so is named.
-func explainMissingValue(toks []token, at, opt int, hint string) (string, string) {
-	o, next := toks[opt], token{}
-	if opt+1 < len(toks) {
-		next = toks[opt+1]
-	}
-	unexpected, line := "", o.Pos.Line
-	switch {
-	case at == len(toks):
-		unexpected = "unexpected end of file: "
-	case opt != at:
-		unexpected, line = "unexpected "+tokenText(toks[at])+": ", toks[at].Pos.Line
-	}
-	msg, value := unexpected+code(o.Value), optionValues[o.Value]
-	switch {
-	case next.Type == tokString:
-		// `on "comm"`: values are words, never quoted.
-		msg = fmt.Sprintf("%s takes a value without quotes", code(o.Value))
-		value = strings.Trim(next.Value, `"`)
-	case next.Type == tokKeyword && next.Pos.Line == o.Pos.Line:
-		// `on step`: a reserved word is never a value.
-		msg += fmt.Sprintf(" needs a value, and %s is a keyword", code(next.Value))
-	case o.Pos.Line != line:
-		msg += fmt.Sprintf(" on line %d needs a value after it", o.Pos.Line)
-	default:
-		msg += " needs a value after it"
-	}
-	if write := "`" + o.Value + " " + value + "`"; !strings.Contains(hint, write) {
-		hint = "write " + write + "; " + hint
-	}
-	return msg, hint
-}
-
 // finishSyntaxHint completes a syntax error's hint: outside any construct,
 // what starts a statement (in braces) or a declaration; led by the likeliest
 // fixes, a suggested keyword and then removing the stray token (or "").
@@ -464,11 +428,12 @@ var optionValues = map[string]string{
 	"init": "SCALE", "growth": "NUMBER", "backoff": "NUMBER", "interval": "N", "hysteresis": "N", "min": "NUMBER", "max": "NUMBER",
 }
 
-// optionWithoutValue reports whether the syntax error at toks[at] is an
-// option of the construct that lacks its value: the option itself when
-// no word follows it (participle gives up on the option as a whole), or
-// the token after it. It returns the option's index.
-func optionWithoutValue(toks []token, at int, construct string) (int, bool) {
+// missingValue explains a syntax error at toks[at] (at the end of the
+// file when at is len(toks)) that is an option of the construct without
+// its value: at the option itself when no word follows it (participle
+// gives up on the option as a whole), or at the token after it. A keyword
+// or a string after the option was likely meant as its value, so is named.
+func missingValue(toks []token, at int, construct, hint string) (string, string, bool) {
 	isOption := func(i int) bool {
 		if _, ok := optionValues[toks[i].Value]; !ok || toks[i].Type == tokString {
 			return false
@@ -478,13 +443,43 @@ func optionWithoutValue(toks []token, at int, construct string) (int, bool) {
 		}
 		return slices.Contains(expectedKeywords(construct, toks[max(i-1, 0)].Value), toks[i].Value)
 	}
+	opt := at
 	switch {
 	case at < len(toks) && isOption(at) && (at+1 == len(toks) || toks[at+1].Type != tokWord):
-		return at, true
 	case at > 0 && isOption(at-1) && (at == len(toks) || toks[at].Type != tokWord):
-		return at - 1, true
+		opt = at - 1
+	default:
+		return "", "", false
 	}
-	return 0, false
+	o, next := toks[opt], token{}
+	if opt+1 < len(toks) {
+		next = toks[opt+1]
+	}
+	unexpected, line := "", o.Pos.Line
+	switch {
+	case at == len(toks):
+		unexpected = "unexpected end of file: "
+	case opt != at:
+		unexpected, line = "unexpected "+tokenText(toks[at])+": ", toks[at].Pos.Line
+	}
+	msg, value := unexpected+code(o.Value), optionValues[o.Value]
+	switch {
+	case next.Type == tokString:
+		// `on "comm"`: values are words, never quoted.
+		msg = fmt.Sprintf("%s takes a value without quotes", code(o.Value))
+		value = strings.Trim(next.Value, `"`)
+	case next.Type == tokKeyword && next.Pos.Line == o.Pos.Line:
+		// `on step`: a reserved word is never a value.
+		msg += fmt.Sprintf(" needs a value, and %s is a keyword", code(next.Value))
+	case o.Pos.Line != line:
+		msg += fmt.Sprintf(" on line %d needs a value after it", o.Pos.Line)
+	default:
+		msg += " needs a value after it"
+	}
+	if write := "`" + o.Value + " " + value + "`"; !strings.Contains(hint, write) {
+		hint = "write " + write + "; " + hint
+	}
+	return msg, hint, true
 }
 
 // spacedUnit reports whether toks[at] is a size or duration unit written

@@ -311,8 +311,8 @@ func isDeclared(toks []token, name string) bool {
 // construct.
 func explainEOF(toks []token, cx syntaxContext, hint string) (string, string) {
 	const msg = "unexpected end of file"
-	if opt, ok := optionWithoutValue(toks, len(toks), cx.construct); ok && len(cx.opens) == 0 && cx.bracket < 0 {
-		return explainMissingValue(toks, len(toks), opt, hint)
+	if m, h, ok := missingValue(toks, len(toks), cx.construct, hint); ok && len(cx.opens) == 0 && cx.bracket < 0 {
+		return m, h
 	}
 	opens := cx.opens
 	switch {
