@@ -42,6 +42,9 @@ type opening struct {
 	template   bool // a template's declarations
 }
 
+// blocks name the constructs whose body is statements, by keyword.
+var blocks = map[string]string{"init": "the `init` block", "step": "the `step` block", "group": "the group"}
+
 // node is a declaration or statement of the partial tree: its keyword (""
 // for a `;`), where it starts and ends (Line 0 when participle did not
 // finish it), its `{` when that is open at the error, and its body.
@@ -78,7 +81,7 @@ func declNode(d *Decl, toks []token, off int) node {
 			n.open = &opening{what: "the pattern list of bucket " + code(shortText(toks[i-1].Value)), at: i}
 		}
 	case d.Block != nil:
-		n.open = opened(d.Block.Open, d.Block.Close, toks, off, opening{what: describeBlock(d.Block.Kind), statements: true})
+		n.open = opened(d.Block.Open, d.Block.Close, toks, off, opening{what: blocks[d.Block.Kind], statements: true})
 		for _, s := range d.Block.Body {
 			n.body = append(n.body, stmtNode(s, toks, off))
 		}
@@ -98,7 +101,7 @@ func stmtNode(s *Stmt, toks []token, off int) node {
 	n := newNode(s.Pos, s.EndPos, toks)
 	n.stmt = s
 	if s.Group != nil {
-		n.open = opened(s.Group.Open, s.Group.Close, toks, off, opening{what: "the group", statements: true})
+		n.open = opened(s.Group.Open, s.Group.Close, toks, off, opening{what: blocks["group"], statements: true})
 		for _, s := range s.Group.Body {
 			n.body = append(n.body, stmtNode(s, toks, off))
 		}
@@ -174,7 +177,7 @@ func syntaxContextAt(ast *File, toks []token, start, at int) syntaxContext {
 	if n := len(cx.opens); n > 0 {
 		cx.inStatements, cx.inTemplate = cx.opens[n-1].statements, cx.opens[n-1].template
 	}
-	cx.isBlock = cx.construct == "init" || cx.construct == "step" || cx.construct == "group"
+	_, cx.isBlock = blocks[cx.construct]
 	cx.inBraces = len(cx.opens) > 0 && !cx.inTemplate
 	return cx
 }
@@ -188,8 +191,8 @@ func (cx *syntaxContext) readPast(toks []token, from, at int) {
 		switch t.Value {
 		case "{":
 			o := opening{what: "the `{`", at: i}
-			if k := toks[max(i-1, 0)]; k.Type == tokKeyword && (k.Value == "init" || k.Value == "step" || k.Value == "group") {
-				o = opening{what: describeBlock(k.Value), at: i, statements: true}
+			if k := toks[max(i-1, 0)]; k.Type == tokKeyword && blocks[k.Value] != "" {
+				o = opening{what: blocks[k.Value], at: i, statements: true}
 				cx.construct = ""
 			}
 			cx.opens = append(cx.opens, o)
@@ -229,12 +232,4 @@ func startsConstruct(toks []token, i int) bool {
 	_, value := optionValues[prev.Value]
 	named := prev.Type == tokKeyword && (prev.Value == "tensor" || prev.Value == "stream" || prev.Value == "bucket")
 	return !(value && prev.Pos.Line == toks[i].Pos.Line) && prev.Value != "," && !named
-}
-
-// describeBlock names a block or group opened by keyword.
-func describeBlock(keyword string) string {
-	if keyword == "group" {
-		return "the group"
-	}
-	return "the " + code(keyword) + " block"
 }
