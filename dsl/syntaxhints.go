@@ -433,16 +433,13 @@ func uniqueCandidate(candidates []string, match func(string) bool) string {
 // the block's `}`): the block opened before it is not closed, when no `}`
 // closes it later, or else the declaration is inside it.
 func declarationInBlock(f *sourceFile, toks []token, at int, cx syntaxContext) (Diagnostic, bool) {
-	if at == 0 || toks[at-1].Pos.Line == toks[at].Pos.Line {
-		return Diagnostic{}, false
-	}
 	t := toks[at]
-	if !cx.inStatements || !(t.Type == tokKeyword && slices.Contains(topKeywords, t.Value) || startsTemplate(t, toks[at-1])) {
+	if !cx.inStatements || at == 0 || toks[at-1].Pos.Line == t.Pos.Line ||
+		!(t.Type == tokKeyword && slices.Contains(topKeywords, t.Value) || startsTemplate(t, toks[at-1])) {
 		return Diagnostic{}, false
 	}
 	open := cx.opens[len(cx.opens)-1]
-	what := open.what
-	msg := fmt.Sprintf("unexpected %s: %s opened on line %d is not closed", tokenText(t), what, toks[open.at].Pos.Line)
+	msg := fmt.Sprintf("unexpected %s: %s opened on line %d is not closed", tokenText(t), open.what, toks[open.at].Pos.Line)
 	hint := fmt.Sprintf("add `}` before line %d to close it", t.Pos.Line)
 	depth := len(cx.opens)
 	for i := at; i < len(toks) && depth > 0; i++ {
@@ -450,7 +447,7 @@ func declarationInBlock(f *sourceFile, toks []token, at int, cx syntaxContext) (
 	}
 	if depth == 0 {
 		// A `}` later closes the block: the declaration is inside it.
-		msg = fmt.Sprintf("unexpected %s inside %s opened on line %d: a declaration starts outside any block", tokenText(t), what, toks[open.at].Pos.Line)
+		msg = fmt.Sprintf("unexpected %s inside %s opened on line %d: a declaration starts outside any block", tokenText(t), open.what, toks[open.at].Pos.Line)
 		hint = "move it before or after the block; a statement starts with one of: " + strings.Join(statementKeywords, ", ")
 	}
 	return f.errorAt(t.Pos.Offset, t.end(), msg, hint), true
