@@ -173,7 +173,7 @@ func syntaxDiagnostic(f *sourceFile, toks []token, ast *File, start int, err err
 // participle's message would leave unclear, in the order they are tried:
 // the first one that knows the case gives the diagnostic.
 var tokenExplainers = []func(f *sourceFile, toks []token, at int, cx syntaxContext) (Diagnostic, bool){
-	missingTensorPart, badRangeAtStart, shapeSyntax, declarationInBlock, unknownOption, missingComma,
+	missingTensorPart, badRangeAtStart, shapeSyntax, declarationInBlock, unknownOption, missingComma, missingOperand,
 }
 
 // errorInside finds, when the syntax error at offset off is reported at
@@ -302,9 +302,6 @@ func explainSyntaxError(toks []token, at int, cx syntaxContext) (string, string)
 	if at >= len(toks) {
 		return explainEOF(toks, cx, hint)
 	}
-	if msg, hint, ok := missingOperand(toks, at, cx.construct, cx.inStatements, hint); ok {
-		return msg, hint
-	}
 	t := toks[at]
 	startsLine := at == 0 || toks[at-1].Pos.Line != t.Pos.Line
 	keyword := ""
@@ -359,7 +356,7 @@ func explainSyntaxError(toks []token, at int, cx syntaxContext) (string, string)
 // missingOperand explains a collective whose first target is missing or
 // is a keyword, and a backward or compute without its duration: the parser
 // reports the keyword or the statement's keyword, so both are tried.
-func missingOperand(toks []token, at int, construct string, inStatements bool, hint string) (string, string, bool) {
+func missingOperand(f *sourceFile, toks []token, at int, cx syntaxContext) (Diagnostic, bool) {
 	t := toks[at]
 	kw, next := "", ""
 	if _, ok := collectiveKinds[t.Value]; ok && at+1 < len(toks) {
@@ -367,18 +364,18 @@ func missingOperand(toks []token, at int, construct string, inStatements bool, h
 	} else if at > 0 {
 		kw, next = toks[at-1].Value, t.Value
 	}
-	if _, ok := collectiveKinds[kw]; ok && (slices.Contains(reservedWords, next) || inStatements && (next == "}" || next == ";")) {
+	if _, ok := collectiveKinds[kw]; ok && (slices.Contains(reservedWords, next) || cx.inStatements && (next == "}" || next == ";")) {
 		hint := "targets are buckets, pieces like grads[0], tensors and patterns; quote a tensor named like a keyword: \"" + next + "\""
 		if next == "}" || next == ";" {
 			hint = "targets are buckets, pieces like grads[0], tensors and patterns, e.g. `" + kw + " grads`"
 		}
-		return fmt.Sprintf("%s needs a target before %s", kw, code(next)), hint, true
+		return f.errorAt(t.Pos.Offset, t.end(), fmt.Sprintf("%s needs a target before %s", kw, code(next)), hint), true
 	}
-	if (kw == "backward" || kw == "compute") && kw == construct && next == "on" && t.Value == "on" {
+	if (kw == "backward" || kw == "compute") && kw == cx.construct && t.Value == "on" {
 		// `backward on comm`: the duration is what is missing.
-		return fmt.Sprintf("%s needs a duration before %s", code(kw), code("on")), hint, true
+		return f.errorAt(t.Pos.Offset, t.end(), fmt.Sprintf("%s needs a duration before %s", code(kw), code("on")), constructSyntax[kw]), true
 	}
-	return "", "", false
+	return Diagnostic{}, false
 }
 
 // keywordsAt returns the keywords expected at toks[at], the likeliest
