@@ -147,21 +147,19 @@ func syntaxContextAt(ast *File, toks []token, start, at int) syntaxContext {
 	// the entries of ranks are no constructs: there, the bucket or the
 	// ranks is).
 	from, last := tokenIndex(toks, start), lastNode(nodes, off)
-	for last != nil && last.open != nil {
+	for last != nil && last.open != nil && last.keyword != "bucket" && last.keyword != "ranks" {
 		cx.opens = append(cx.opens, *last.open)
 		from = last.open.at + 1
-		if last.keyword == "bucket" || last.keyword == "ranks" {
-			cx.node, cx.construct, cx.line, cx.at = last, last.keyword, last.pos.Line, tokenIndex(toks, last.pos.Offset)
-			last = nil
-			break
-		}
 		last = lastNode(last.body, off)
 	}
-	if last != nil {
-		cx.node = last
-	}
+	cx.node = last
 	switch {
 	case last == nil:
+	case last.open != nil:
+		// In a bucket's pattern list or the entries of ranks.
+		cx.opens = append(cx.opens, *last.open)
+		cx.construct, cx.line, cx.at = last.keyword, last.pos.Line, tokenIndex(toks, last.pos.Offset)
+		from = last.open.at + 1
 	case last.end.Line == 0:
 		// Participle stopped in it.
 		cx.construct, cx.line, cx.at = last.keyword, last.pos.Line, tokenIndex(toks, last.pos.Offset)
