@@ -146,9 +146,7 @@ func syntaxDiagnostic(f *sourceFile, toks []token, ast *File, start int, err err
 	if errors.As(err, &perr) {
 		off = perr.Position().Offset
 	}
-	if o, ok := errorInside(ast, toks, start, off); ok {
-		off = o
-	}
+	off = errorInside(ast, toks, start, off)
 	at, onToken := tokenAt(toks, off)
 	cx := syntaxContextAt(ast, toks, start, at)
 	length := 0
@@ -176,18 +174,18 @@ var tokenExplainers = []func(f *sourceFile, toks []token, at int, cx syntaxConte
 	missingTensorPart, badRangeAtStart, shapeSyntax, declarationInBlock, unknownOption, missingComma, missingOperand,
 }
 
-// errorInside finds, when the syntax error at offset off is reported at
-// the keyword of a statement or group in a block (participle backs out of
-// a statement as a whole when a value in it is a keyword, `wait step`,
-// `compute wait`, and of a group when a statement in it fails, `group {
-// allreduce }`), the token inside it where it goes wrong: the statement's
-// line, or the group's body, is parsed alone in a block, and the error
-// found in a group's body is looked into in turn.
-func errorInside(ast *File, toks []token, start, off int) (int, bool) {
+// errorInside returns the offset of the syntax error at offset off, moved
+// inside the statement or group of a block when participle reports it at
+// its keyword (participle backs out of a statement as a whole when a value
+// in it is a keyword, `wait step`, `compute wait`, and of a group when a
+// statement in it fails, `group { allreduce }`): the statement's line, or
+// the group's body, is parsed alone in a block, and the error found in a
+// group's body is looked into in turn.
+func errorInside(ast *File, toks []token, start, off int) int {
 	at, ok := tokenAt(toks, off)
 	// `compute` is a statement keyword but not a reserved word.
 	if !ok || toks[at].Type == tokString || !slices.Contains(statementKeywords, toks[at].Value) || !syntaxContextAt(ast, toks, start, at).inStatements {
-		return 0, false
+		return off
 	}
 	first, end := at, at+1
 	if toks[at].Value == "group" {
@@ -205,18 +203,17 @@ func errorInside(ast *File, toks []token, start, off int) (int, bool) {
 	var ute *participle.UnexpectedTokenError
 	switch {
 	case !errors.As(err, &ute):
+	case ute.Unexpected.Pos.Offset > off && first > at:
+		// In a group, maybe at a statement's keyword: inside that statement.
+		return errorInside(ast, toks, start, ute.Unexpected.Pos.Offset)
 	case ute.Unexpected.Pos.Offset > off:
-		// In a group, at a statement's keyword: inside that statement.
-		if o, ok := errorInside(ast, toks, start, ute.Unexpected.Pos.Offset); ok && first > at {
-			return o, true
-		}
-		return ute.Unexpected.Pos.Offset, true
+		return ute.Unexpected.Pos.Offset
 	case ute.Unexpected.Pos.Offset < 0 && end < len(toks):
 		// The statement ends too early (`wait` alone): the error is
 		// where the next line starts, which says it is incomplete.
-		return toks[end].Pos.Offset, true
+		return toks[end].Pos.Offset
 	}
-	return 0, false
+	return off
 }
 
 // braceDelta is how a token changes the depth of braces.
