@@ -115,14 +115,13 @@ func eofAt(f *sourceFile, toks []token, i int) lexer.Token {
 // token of its line and outside braces.
 func declarationStarts(toks []token) []int {
 	starts := []int{0}
-	depth, line := 0, 0
-	var prev token
+	depth := 0
+	var prev token // the significant token before t
 	for i, t := range toks {
 		if t.Type == tokWhitespace || t.Type == tokComment {
 			continue
 		}
-		first := t.Pos.Line != line
-		line = t.Pos.Line
+		first := t.Pos.Line != prev.Pos.Line
 		switch {
 		case t.Value == "{":
 			depth++
