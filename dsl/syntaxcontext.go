@@ -61,10 +61,8 @@ type node struct {
 // token, when that is a construct's.
 func newNode(pos, end lexer.Position, toks []token) node {
 	n := node{pos: pos, end: end}
-	if i := tokenIndex(toks, pos.Offset); pos.Line > 0 && i < len(toks) {
-		if _, ok := constructSyntax[toks[i].Value]; ok {
-			n.keyword = toks[i].Value
-		}
+	if i := tokenIndex(toks, pos.Offset); pos.Line > 0 && i < len(toks) && constructSyntax[toks[i].Value] != "" {
+		n.keyword = toks[i].Value
 	}
 	return n
 }

@@ -206,10 +206,7 @@ func isDTypeWord(w string) bool {
 // shapeText returns the shape starting at the `[` toks[at] as written,
 // when it is closed on the same line and short, or else "[DIMS]".
 func shapeText(f *sourceFile, toks []token, at int) string {
-	for i := at + 1; i < len(toks) && i < at+16; i++ {
-		if toks[i].Pos.Line != toks[at].Pos.Line {
-			break
-		}
+	for i := at + 1; i < len(toks) && i < at+16 && toks[i].Pos.Line == toks[at].Pos.Line; i++ {
 		if toks[i].Value == "]" {
 			if s := f.text(toks[at].Pos.Offset, toks[i].end()); len(s) <= 40 {
 				return s
