@@ -403,26 +403,20 @@ func expectedKeyword(word string, expected []string) string {
 		return k
 	}
 	w := strings.ToLower(word)
-	if k := uniqueCandidate(expected, func(c string) bool { return len(w) >= 2 && c != w && strings.HasPrefix(c, w) }); k != "" {
-		return k
-	}
-	return uniqueCandidate(expected, func(c string) bool { return len(w) >= 3 && len(c) >= 5 && editDistance(w, c) <= 2 })
-}
-
-// uniqueCandidate returns the one candidate (repeats aside) for which
-// match holds, or "" when none or several do.
-func uniqueCandidate(candidates []string, match func(string) bool) string {
-	found := ""
-	for _, c := range candidates {
-		if c == found || !match(c) {
-			continue
+	prefix := func(c string) bool { return len(w) >= 2 && c != w && strings.HasPrefix(c, w) }
+	near := func(c string) bool { return len(w) >= 3 && len(c) >= 5 && editDistance(w, c) <= 2 }
+	for _, match := range []func(string) bool{prefix, near} {
+		var found []string // each keyword once: expected may repeat one
+		for _, c := range expected {
+			if match(c) && !slices.Contains(found, c) {
+				found = append(found, c)
+			}
 		}
-		if found != "" {
-			return ""
+		if len(found) == 1 {
+			return found[0]
 		}
-		found = c
 	}
-	return found
+	return ""
 }
 
 // declarationInBlock explains a syntax error at a top-level keyword that
