@@ -30,9 +30,7 @@
 #   sh bench/allreduce.sh                 # 2 and 4 ranks, 4 KiB .. 256 MiB
 #   NPS="2" SIZES="1M 64M" ROUNDS=5 sh bench/allreduce.sh
 #
-# Every contender gets 5 warm-up calls (steps): the runtime sizes the
-# pieces of large collectives before the last two of them (with fewer it
-# keeps 4 MiB pieces; runtime/internal/backend/cpu/pieces.go).
+# Every contender gets 5 warm-up calls (steps).
 #
 # Both sides time the same thing: after a barrier, one in-place f32 sum
 # allreduce; the time is the maximum over ranks of each rank's mean over the

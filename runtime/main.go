@@ -213,17 +213,11 @@ func (r *runner) run() int {
 	}
 	r.phase.Enter("")
 	r.runSteps(e, res)
-	// The warm-up may have resized the pieces of large collectives: the
-	// JSON file shows the size the measured steps used.
-	info.Versions = r.be.Versions()
 	if err := r.net.Err(); err != nil {
 		info.Warn(fmt.Sprintf("bytes across hosts not counted: %v", err))
 		if r.h.Rank == 0 {
 			fmt.Fprintf(os.Stderr, "%s: warning: bytes across hosts not counted: %v\n", proc.Name(), err)
 		}
-	}
-	if ps, ok := r.be.(backend.PieceSizer); ok {
-		rep.PieceNote = ps.PieceNote()
 	}
 	r.phase.Enter("gathering and writing the results")
 	wrong, outErrs := r.writeResults(rep, res, info)

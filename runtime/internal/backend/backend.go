@@ -329,23 +329,6 @@ func Register(f Factory) {
 	backends = append(backends, f)
 }
 
-// PieceSizer is implemented by backends that split large collectives into
-// pieces and size them from the warm-up (the CPU backend). The engine calls
-// TimePieces before step 1 and SizePieces before step SizingStep(warmup),
-// on every rank, with every stream idle.
-type PieceSizer interface {
-	// SizingStep is the step (counted from 0, warm-up included) before
-	// which the pieces are sized, or -1 for never.
-	SizingStep(warmup int) int
-	// TimePieces starts timing the pieces.
-	TimePieces()
-	// SizePieces ends the timing and sets the size (collective).
-	SizePieces() error
-	// PieceNote says what the warm-up made of the pieces' size, for the
-	// report; "" when it timed none.
-	PieceNote() string
-}
-
 // PhaseTimer is implemented by backends that run hierarchical allreduces
 // in phases and time each (the CPU backend). Phases returns the times that
 // end, the completed event recorded after such an allreduce on its

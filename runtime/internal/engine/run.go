@@ -143,9 +143,6 @@ func (e *Engine) runInit(res *result.Results) error {
 // when the step is checked.
 func (e *Engine) runStep(res *result.Results, i, total int) error {
 	e.seedStep, e.stepNo, e.cursor = uint32(i), i, 0
-	if err := e.sizePieces(i); err != nil {
-		return err
-	}
 	if i == e.cfg.Warmup {
 		if err := e.settleBeforeMeasuring(); err != nil {
 			return err
@@ -254,34 +251,6 @@ func (e *Engine) settleBeforeMeasuring() error {
 	e.hostAt.set("")
 	watchIdle(e)
 	settle(e.cfg.Settle)
-	return nil
-}
-
-// sizePieces runs before step i: a backend that sizes the pieces of large
-// collectives from the warm-up (backend.PieceSizer) starts timing them
-// before step 1 and sizes them before its SizingStep.
-func (e *Engine) sizePieces(i int) error {
-	ps, ok := e.be.(backend.PieceSizer)
-	if !ok {
-		return nil
-	}
-	at := ps.SizingStep(e.cfg.Warmup)
-	if at < 0 {
-		return nil
-	}
-	if i == 1 {
-		ps.TimePieces()
-	}
-	if i != at {
-		return nil
-	}
-	watchStep(e)
-	e.hostAt.set("sizing the pieces of large collectives after the warm-up")
-	if err := ps.SizePieces(); err != nil {
-		return fmt.Errorf("sizing the pieces of large collectives: %w", err)
-	}
-	e.hostAt.set("")
-	watchIdle(e)
 	return nil
 }
 

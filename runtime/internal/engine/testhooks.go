@@ -20,8 +20,6 @@ package engine
 //	    of STEP, or before issuing the step's statement number STMT (0-based,
 //	    groups expanded), so the other ranks wait until --timeout. STEP -1
 //	    stops it during set-up, before its buffers are allocated.
-//	SYNCGEN_TEST_PIECE_TIME=DUR  (backend/cpu) the warm-up's time of a
-//	    piece, in place of the measured one.
 //	SYNCGEN_TEST_ALLOCS=1  every rank prints how many heap allocations the
 //	    measured steps made (the steps should make none: cpuEvent.record).
 

@@ -399,9 +399,6 @@ func Print(w io.Writer, run *Run, rep *Report) {
 		if hier {
 			fmt.Fprintf(w, "# (h): algo hierarchical (the header says how it ran)\n")
 		}
-		if run.PieceNote != "" {
-			fmt.Fprintf(w, "# %s\n", run.PieceNote)
-		}
 	}
 	if !run.Quiet {
 		printPhases(w, run, rep)

@@ -39,9 +39,6 @@ type Run struct {
 	Tracing   bool
 	Trace     string
 	TracePipe *os.File
-	// PieceNote is the backend's word on the pieces of large collectives
-	// (backend.PieceSizer), or "".
-	PieceNote string
 	// Comm gathers every rank's figures and events.
 	Comm Comm
 	// Predicted is the prediction of a run given --profile, nil without.

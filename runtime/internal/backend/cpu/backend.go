@@ -28,12 +28,6 @@ type cpuBackend struct {
 	prog *progressThread
 	// clock converts the clock readings of batches (batch.go).
 	clock monoClock
-	// timingPieces: the streams time the pieces of large collectives
-	// (pieces.go), until pieceTime, the slowest rank's quickest piece, sets
-	// their size (0 while unset).
-	timingPieces bool
-	pieceTime    time.Duration
-	piecesSized  bool
 	// divideAhead: averages are divided on the divider thread (divide.go).
 	divideAhead bool
 }
@@ -43,9 +37,8 @@ type Tuning struct {
 	// chunkBytes splits allreduce, broadcast and reduce into pieces of at
 	// most this many bytes, run one after another.
 	chunkBytes int64
-	// autoChunk: SYNCGEN_CPU_CHUNK is not set, and the warm-up sizes the
-	// pieces (pieces.go).
-	autoChunk bool
+	// chunkSet: SYNCGEN_CPU_CHUNK chose chunkBytes.
+	chunkSet bool
 	// nonblocking selects the progress-thread mode (nb.go); inflight
 	// is how many pieces of one collective it keeps in flight.
 	nonblocking bool
@@ -64,10 +57,10 @@ func (t Tuning) String() string {
 	switch {
 	case t.chunkBytes == math.MaxInt64:
 		s = "collectives not split"
-	case t.autoChunk:
-		s = "pieces of " + text.Bytes(t.chunkBytes)
-	default:
+	case t.chunkSet:
 		s = "pieces of " + text.Bytes(t.chunkBytes) + " (SYNCGEN_CPU_CHUNK)"
+	default:
+		s = "pieces of " + text.Bytes(t.chunkBytes)
 	}
 	if t.nonblocking {
 		s += fmt.Sprintf(", %d in flight", t.inflight)
@@ -114,23 +107,10 @@ func (b *cpuBackend) describe() string {
 		return "nonblocking MPI calls driven by a progress thread, " + b.tune.String()
 	}
 	s := "blocking MPI calls in issue order, " + b.tune.String()
-	if b.tune.autoChunk && b.prog == nil && !b.piecesSized {
-		s += fmt.Sprintf(" (up to %s if the warm-up's are quick)", text.Bytes(maxPiece))
-	}
 	if b.divideAhead {
 		s += ", averages divided on a thread of their own"
 	}
 	return s
-}
-
-// PieceNote says what the warm-up made of the pieces' size, for the
-// report; "" when it did not time any.
-func (b *cpuBackend) PieceNote() string {
-	if b.pieceTime <= 0 {
-		return ""
-	}
-	return fmt.Sprintf("pieces of large collectives: %s in the measured steps (a %s piece took %s in the warm-up, the quickest on the slowest rank; SYNCGEN_CPU_CHUNK fixes the size)",
-		text.Bytes(b.tune.chunkBytes), text.Bytes(defaultCPUChunk), text.Dur(b.pieceTime))
 }
 
 func (b *cpuBackend) NewStream(index int, name string, prio plan.Priority) (backend.Stream, error) {

@@ -46,14 +46,9 @@ func batchable(c plan.Coll) bool {
 // operation it did not run.
 func (s *cpuStream) runBatch(ops []cpuOp, first int) int {
 	s.batch.Reset()
-	// A batch that starts inside a collective runs one whole piece and at
-	// most clock reads after it: the warm-up times these (pieces.go).
-	lead := &ops[first]
-	timed := s.b.timingPieces && lead.kind == opColl && lead.off > 0 &&
-		lead.coll.Buf.N-lead.off >= s.b.tune.chunkElems(lead.coll.Buf.DType)
 	s.hierCmd = -1
 	end, turns, partial := s.fillBatch(ops, first)
-	done, err := s.runFilled(ops, first, turns, timed)
+	done, err := s.runFilled(ops, first, turns)
 	if s.hierCmd >= 0 && done > s.hierCmd {
 		s.addPhases(s.batch.Phases(s.hierCmd))
 	}
@@ -118,21 +113,13 @@ loop:
 	return end, next - firstTicket, partial
 }
 
-// runFilled runs the batch in its turn, holding the MPI lock, timing it
-// when it is a whole piece of a collective (timed). It returns how many of
-// its operations succeeded, and the error of the next.
-func (s *cpuStream) runFilled(ops []cpuOp, first int, turns uint64, timed bool) (int, error) {
+// runFilled runs the batch in its turn, holding the MPI lock. It returns
+// how many of its operations succeeded, and the error of the next.
+func (s *cpuStream) runFilled(ops []cpuOp, first int, turns uint64) (int, error) {
 	b := s.b
 	b.seq.wait(ops[first].ticket)
 	b.h.Lock()
-	var t0 time.Time
-	if timed {
-		t0 = time.Now()
-	}
 	done, err := s.batch.Run()
-	if timed {
-		s.samplePiece(time.Since(t0))
-	}
 	b.h.Unlock()
 	if err != nil {
 		// The turns up to the failed call are used; the job is about to

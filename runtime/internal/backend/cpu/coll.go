@@ -28,9 +28,12 @@ package cpu
 // maps, page-faults and unmaps its scratch
 // (bench/results/2026-12-runtime-comments.md, "The glibc cliff"). Large
 // allreduce, broadcast and reduce calls are therefore split into pieces of
-// chunkBytes (SYNCGEN_CPU_CHUNK, default 4 MiB), run back to back, so the
-// scratch buffers stay in glibc's heap; 4 MiB rather than 16 because a
-// piece must also end well within 10 ms (yieldEvery says why). allgather
+// chunkBytes (SYNCGEN_CPU_CHUNK, default 1 MiB), run back to back, so the
+// scratch buffers stay in glibc's heap. A piece must also end well within
+// 10 ms (yieldEvery says why), and a piece whose buffer and scratch fit in
+// a core's L2 cache is reduced faster per byte than a larger one, so much
+// that many 1 MiB calls beat fewer 4 or 16 MiB ones (defaultCPUChunk).
+// allgather
 // and reducescatter are split the same way, a piece being the same
 // elements of every rank's block (chunkBytes in all): an allgather piece
 // is one MPI_Allgather with a datatype whose extent is a whole block, a

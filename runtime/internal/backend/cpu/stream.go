@@ -45,8 +45,6 @@ type cpuStream struct {
 	// (into.go); the host creates them as it queues the collectives.
 	stages map[stageKey]backend.Buffer
 	batch  mpi.Batch // see batch.go
-	// pieceTimes are the warm-up's piece times (pieces.go).
-	pieceTimes []time.Duration
 	// hierCmd is the batch's command index of a hierarchical allreduce's
 	// piece (-1: none); phases sums the phase times of the pieces of the
 	// hierarchical allreduce in progress, phased says it has some (hier.go).

@@ -6,10 +6,8 @@ package cpu
 // check compares them across ranks. Open MPI's mpirun passes the launching
 // shell's environment to the ranks on one host; across hosts, use -x.
 //
-//	SYNCGEN_CPU_CHUNK   piece size of the CPU backend's allreduce, broadcast
-//	                    and reduce (default: 4MiB, grown to 8 or 16MiB after
-//	                    the warm-up where pieces are quick, pieces.go;
-//	                    0 or off: no splitting).
+//	SYNCGEN_CPU_CHUNK   piece size of the CPU backend's collectives
+//	                    (default 1MiB; 0 or off: no splitting).
 //	SYNCGEN_CPU_MODE    blocking (default) or nonblocking: how the CPU
 //	                    backend runs collectives (coll.go, nb.go).
 //	SYNCGEN_CPU_INFLIGHT  pieces of one collective in flight in the
@@ -29,11 +27,16 @@ import (
 	"github.com/syncgen/syncgen/runtime/internal/proc"
 )
 
-const defaultCPUChunk = 4 << 20
+// defaultCPUChunk is the piece size when SYNCGEN_CPU_CHUNK is not set:
+// small enough that a piece, its scratch and the peer's piece stay in a
+// core's L2 cache while MPI reduces them, large enough that the calls'
+// own cost stays small. Measured against 512 KiB to 16 MiB pieces at 2 to
+// 8 ranks (docs/performance.md, "Pieces of large collectives").
+const defaultCPUChunk = 1 << 20
 
 // TuningFromEnv reads the CPU backend's knobs.
 func TuningFromEnv() Tuning {
-	t := Tuning{chunkBytes: defaultCPUChunk, autoChunk: true, inflight: 2}
+	t := Tuning{chunkBytes: defaultCPUChunk, inflight: 2}
 	switch v := os.Getenv("SYNCGEN_CPU_MODE"); v {
 	case "", "blocking":
 	case "nonblocking":
@@ -64,9 +67,9 @@ func TuningFromEnv() Tuning {
 		case err != nil:
 			proc.WarnEnv("SYNCGEN_CPU_CHUNK=%q: %v", v, err)
 		case n == 0:
-			t.chunkBytes, t.autoChunk = math.MaxInt64, false
+			t.chunkBytes, t.chunkSet = math.MaxInt64, true
 		default:
-			t.chunkBytes, t.autoChunk = n, false
+			t.chunkBytes, t.chunkSet = n, true
 		}
 	}
 	return t
@@ -112,11 +115,15 @@ func parseSize(s string) (int64, error) {
 
 // Signature describes the knobs for the comparison between ranks, which
 // must agree on them (they decide how collectives are split, and MPI
-// matches the pieces); it fits in 80 bytes.
+// matches the pieces); it fits in 80 bytes. It names the values, not
+// where they came from: SYNCGEN_CPU_CHUNK=1MiB on one rank and the
+// default on another split alike.
 func (t Tuning) Signature() string {
 	mode := "blocking"
 	if t.nonblocking {
 		mode = "nonblocking"
 	}
-	return mode + ", " + t.String()
+	plain := t
+	plain.chunkSet = false
+	return mode + ", " + plain.String()
 }

@@ -6,36 +6,7 @@ import (
 	"os"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/syncgen/syncgen/runtime/internal/text"
 )
-
-// The pieces grow from 4 MiB while a piece is expected to take at most
-// pieceTarget, and never beyond 16 MiB (glibc's mmap threshold).
-func TestPieceBytes(t *testing.T) {
-	const mib = 1 << 20
-	for _, c := range []struct {
-		took time.Duration
-		want int64
-	}{
-		{100 * time.Microsecond, 16 * mib},
-		{750 * time.Microsecond, 16 * mib},
-		{760 * time.Microsecond, 8 * mib},
-		{1500 * time.Microsecond, 8 * mib},
-		{1510 * time.Microsecond, 4 * mib},
-		{10 * time.Millisecond, 4 * mib},
-	} {
-		if got := pieceBytes(4*mib, c.took); got != c.want {
-			t.Errorf("pieceBytes(4 MiB, %v) = %s, want %s", c.took, text.Bytes(got), text.Bytes(c.want))
-		}
-	}
-	for w, want := range map[int]int{0: -1, 1: -1, 2: -1, 3: -1, 4: 2, 5: 3, 10: 8} {
-		if got := sizingStep(w); got != want {
-			t.Errorf("sizingStep(%d) = %d, want %d", w, got, want)
-		}
-	}
-}
 
 // parseSize takes binary units in any case, saturates what int64 cannot
 // hold (no split) and refuses what is not a size: NaN and Inf once became
@@ -120,5 +91,24 @@ func TestDivideAheadNeedsSpareProcessors(t *testing.T) {
 		if got := c.choice.ahead(c.localRanks, c.cpus); got != c.want {
 			t.Errorf("choice %d, %d ranks on %d processors: ahead = %v, want %v", c.choice, c.localRanks, c.cpus, got, c.want)
 		}
+	}
+}
+
+// Ranks compare the knobs' values, not where they came from: the default
+// and SYNCGEN_CPU_CHUNK set to the same size split alike, so they match.
+func TestSignatureComparesValues(t *testing.T) {
+	t.Setenv("SYNCGEN_CPU_CHUNK", "")
+	def := TuningFromEnv()
+	t.Setenv("SYNCGEN_CPU_CHUNK", "1MiB")
+	set := TuningFromEnv()
+	if def.Signature() != set.Signature() {
+		t.Errorf("default %q and SYNCGEN_CPU_CHUNK=1MiB %q differ", def.Signature(), set.Signature())
+	}
+	if !strings.Contains(set.String(), "(SYNCGEN_CPU_CHUNK)") {
+		t.Errorf("the header's %q does not say the size was set", set.String())
+	}
+	t.Setenv("SYNCGEN_CPU_CHUNK", "2MiB")
+	if other := TuningFromEnv(); other.Signature() == def.Signature() {
+		t.Errorf("2 MiB and the default both read %q", def.Signature())
 	}
 }
