@@ -1071,9 +1071,10 @@ func TestSettle(t *testing.T) {
 // why that matters): markers are reused, queued operations carry their
 // operands instead of closures, and the engine reuses its buffers. Go's
 // count of heap allocations is updated in batches, and the Go runtime
-// itself allocates now and then (a goroutine's first park, say), so the
-// test allows 20 allocations plus one per 10 steps; before, every step made
-// several, each backward's tensor at least one.
+// itself allocates now and then (a goroutine's first park, say, more of
+// them on a loaded machine), so the test allows 30 allocations plus one per
+// 10 steps, still fewer than one a step for every plan here; before, every
+// step made several, each backward's tensor at least one.
 func TestStepsAllocateNothing(t *testing.T) {
 	line := regexp.MustCompile(`rank (\d+): (\d+) heap allocations in (\d+) measured steps`)
 	for _, c := range []struct {
@@ -1097,8 +1098,8 @@ func TestStepsAllocateNothing(t *testing.T) {
 				t.Fatalf("want one allocation count per rank, got %d:\n%s", len(found), r.out)
 			}
 			for _, m := range found {
-				if n, _ := strconv.Atoi(m[2]); n > 20+c.steps/10 || m[3] != fmt.Sprint(c.steps) {
-					t.Errorf("rank %s: %s allocations in %s steps, want at most %d", m[1], m[2], m[3], 20+c.steps/10)
+				if n, _ := strconv.Atoi(m[2]); n > 30+c.steps/10 || m[3] != fmt.Sprint(c.steps) {
+					t.Errorf("rank %s: %s allocations in %s steps, want at most %d", m[1], m[2], m[3], 30+c.steps/10)
 				}
 			}
 		})
