@@ -10,7 +10,8 @@ import (
 
 // BenchmarkAvgDivide measures the C division of an average (avg_divide) on
 // buffers of the sizes bench/avg.sh uses, at a power-of-two world size (a
-// multiply by the reciprocal) and at 3 (a division), in GB/s of the buffer.
+// multiply by the reciprocal) and at 3 (a division); the throughput counts
+// the buffer's bytes once (b.SetBytes).
 func BenchmarkAvgDivide(b *testing.B) {
 	for _, c := range []struct {
 		name string
