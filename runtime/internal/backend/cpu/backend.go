@@ -51,16 +51,19 @@ type Tuning struct {
 	hier bool
 }
 
-// String describes the knobs as the header and the plan check show them.
-func (t Tuning) String() string {
-	var s string
-	switch {
-	case t.chunkBytes == math.MaxInt64:
-		s = "collectives not split"
-	case t.chunkSet:
-		s = "pieces of " + text.Bytes(t.chunkBytes) + " (SYNCGEN_CPU_CHUNK)"
-	default:
+// String describes the knobs as the header shows them, naming
+// SYNCGEN_CPU_CHUNK when it set the piece size.
+func (t Tuning) String() string { return t.summary(t.chunkSet) }
+
+// summary describes the knobs' values, and names SYNCGEN_CPU_CHUNK after
+// the piece size when named is set.
+func (t Tuning) summary(named bool) string {
+	s := "collectives not split"
+	if t.chunkBytes != math.MaxInt64 {
 		s = "pieces of " + text.Bytes(t.chunkBytes)
+		if named {
+			s += " (SYNCGEN_CPU_CHUNK)"
+		}
 	}
 	if t.nonblocking {
 		s += fmt.Sprintf(", %d in flight", t.inflight)

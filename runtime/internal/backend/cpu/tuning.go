@@ -123,7 +123,5 @@ func (t Tuning) Signature() string {
 	if t.nonblocking {
 		mode = "nonblocking"
 	}
-	plain := t
-	plain.chunkSet = false
-	return mode + ", " + plain.String()
+	return mode + ", " + t.summary(false)
 }
