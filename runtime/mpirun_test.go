@@ -275,6 +275,17 @@ func TestAvgDividedAhead(t *testing.T) {
 	}
 }
 
+// At two ranks MPI's operator itself divides a float average of one piece
+// (runtime/mpi's avg2_op), and the header says so; every element is what
+// the checker expects (sum, then division), with the divider on or off
+// (it must not matter which: the ranks may differ in it).
+func TestAvgOfTwoRanksInsideTheOperator(t *testing.T) {
+	r := mpirun(t, 2, []string{"SYNCGEN_CPU_DIVIDE=ahead"}, 90*time.Second, "allreduce:1MiB:avg:bf16", "--steps", "2", "--warmup", "0", "--check", "1")
+	if r.code != 0 || !strings.Contains(r.out, "# 0 wrong") || !strings.Contains(r.out, "float averages of one piece divided inside MPI's operator") {
+		t.Fatalf("exit %d; output:\n%s", r.code, r.out)
+	}
+}
+
 // A bucket larger than the CPU backend's chunk, split into many pieces.
 func TestChunkedLargeBuckets(t *testing.T) {
 	r := mpirun(t, 2, []string{"SYNCGEN_CPU_CHUNK=256KiB"}, 90*time.Second, "big:1000003", "--steps", "2", "--warmup", "0")

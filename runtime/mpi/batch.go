@@ -116,6 +116,12 @@ const (
 	// went ahead: the two threads split it, and the command ends once
 	// every division handed over is done.
 	DivideLast Divide = C.SG_AVG_LAST
+	// DivideInOperator divides inside MPI's operator, which adds and then
+	// divides each block as MPI reduces it: exact only where MPI applies
+	// the operator once to each element, a Comm of two ranks, so the
+	// batch does so for float averages over two ranks and divides inline
+	// otherwise. Both ranks must choose it for the same collective.
+	DivideInOperator Divide = C.SG_AVG_OP
 )
 
 // Allreduce appends an in-place allreduce.

@@ -636,6 +636,20 @@ func ReduceHalf(dt elem.DType, o Op, in, inout unsafe.Pointer, n int) error {
 	return nil
 }
 
+// AvgOfTwo applies the operator with which the batch executor averages
+// two ranks' floats of dtype dt to n elements: inout[i] = (in[i] +
+// inout[i]) / 2, MPI's sum then the division, in the dtype's arithmetic
+// (exported for tests).
+func AvgOfTwo(dt elem.DType, in, inout unsafe.Pointer, n int) error {
+	if n < 0 || n > math.MaxInt32 {
+		return fmt.Errorf("mpi: %d elements exceed MPI's int count", n)
+	}
+	if C.sg_avg2_reduce(C.int(dt), in, inout, C.int(n)) != 0 {
+		return fmt.Errorf("mpi: no two-rank average for dtype %d", dt)
+	}
+	return nil
+}
+
 // AvgDivide divides the n elements of dtype dt at p by size, with the C
 // code that divides an average's pieces (exported for tests, which compare
 // it with package elem's AvgDivide, the checker's).

@@ -168,14 +168,21 @@ func testBatch(t *testing.T, c Comm) {
 		for i := range want {
 			want[i] = dt.from(dt.to(h[i]) / 2)
 		}
-		b.Reset()
-		b.Allreduce(Coll{Comm: c, Buf: p, Count: n, Chunk: 4, DType: dt.code, Op: Avg, Size: 2})
-		if _, err := b.Run(); err != nil {
-			t.Fatal(err)
-		}
-		for i := range h {
-			if h[i] != want[i] {
-				t.Errorf("%s element %d: %#04x after avg, want %#04x", dt.dtypeStr, i, h[i], want[i])
+		// In the operator asks for what MPI's operator cannot do on one
+		// rank: the batch divides inline instead.
+		for _, divide := range []Divide{DivideInline, DivideInOperator} {
+			for i := range h {
+				h[i] = dt.from(float32(i)*1.37 + 0.01)
+			}
+			b.Reset()
+			b.Allreduce(Coll{Comm: c, Buf: p, Count: n, Chunk: 4, DType: dt.code, Op: Avg, Size: 2, Divide: divide})
+			if _, err := b.Run(); err != nil {
+				t.Fatal(err)
+			}
+			for i := range h {
+				if h[i] != want[i] {
+					t.Errorf("%s element %d, divide %d: %#04x after avg, want %#04x", dt.dtypeStr, i, divide, h[i], want[i])
+				}
 			}
 		}
 	}

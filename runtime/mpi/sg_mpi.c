@@ -364,6 +364,74 @@ static void avg_divide(void *buf, int dtype, int64_t n, int size) {
 
 void sg_avg_divide(void *buf, int dtype, int64_t n, int size) { avg_divide(buf, dtype, n, size); }
 
+// Averages of two ranks: the division inside MPI's operator.
+//
+// An allreduce or reduce of two ranks applies its operator exactly once
+// to each element, whatever algorithm MPI picks: an MPI operator has no
+// identity, so two operands take one application. So an average of two
+// ranks can divide inside the operator (SG_AVG_OP), on the block MPI has
+// just reduced and still holds in cache, instead of in a pass over the
+// whole buffer after the call, whose first touch reads it back from
+// memory: package cpu asks for it where no divider thread can overlap
+// that pass with the next piece, a collective of one piece. The
+// values are the same: MPI's sum (the same float addition, or the same
+// 16-bit operator), then avg_divide by 2. Integers keep the pass after
+// the call: C's signed overflow is not MPI's.
+SG_CLONES static void sum_f64(const double *restrict a, double *restrict b, int n) {
+	for (int i = 0; i < n; i++) b[i] = a[i] + b[i];
+}
+
+SG_CLONES static void sum_f32(const float *restrict a, float *restrict b, int n) {
+	for (int i = 0; i < n; i++) b[i] = a[i] + b[i];
+}
+
+static void sg_avg2_f64(void *in, void *inout, int *len, MPI_Datatype *dt) {
+	(void)dt;
+	sum_f64(in, inout, *len);
+	divide_f64(inout, *len, 2);
+}
+
+static void sg_avg2_f32(void *in, void *inout, int *len, MPI_Datatype *dt) {
+	(void)dt;
+	sum_f32(in, inout, *len);
+	divide_f32(inout, *len, 2);
+}
+
+static void sg_avg2_f16(void *in, void *inout, int *len, MPI_Datatype *dt) {
+	sg_f16_sum(in, inout, len, dt);
+	divide_f16(inout, *len, 2);
+}
+
+static void sg_avg2_bf16(void *in, void *inout, int *len, MPI_Datatype *dt) {
+	sg_bf16_sum(in, inout, len, dt);
+	divide_bf16(inout, *len, 2);
+}
+
+// avg2_fns lists the two-rank average operators by dtype (SG_F64 to SG_BF16).
+static MPI_User_function *avg2_fns[] = {0, sg_avg2_f64, sg_avg2_f32, sg_avg2_f16, sg_avg2_bf16};
+static MPI_Op avg2_ops[5]; // created on first use
+static int avg2_ops_made[5];
+
+static int has_avg2(int dtype) { return dtype >= SG_F64 && dtype <= SG_BF16; }
+
+// avg2_op returns the two-rank average operator of dtype (has_avg2).
+static MPI_Op avg2_op(int dtype, int *rc) {
+	*rc = MPI_SUCCESS;
+	if (!avg2_ops_made[dtype]) {
+		*rc = MPI_Op_create(avg2_fns[dtype], 1, &avg2_ops[dtype]);
+		if (*rc != MPI_SUCCESS) return MPI_OP_NULL;
+		avg2_ops_made[dtype] = 1;
+	}
+	return avg2_ops[dtype];
+}
+
+int sg_avg2_reduce(int dtype, const void *in, void *inout, int n) {
+	if (!has_avg2(dtype)) return -1;
+	MPI_Datatype dt = sg_datatype(dtype);
+	avg2_fns[dtype]((void *)in, inout, &n, &dt);
+	return 0;
+}
+
 static int elem_size(int dtype) {
 	switch (dtype) {
 	case SG_F64: case SG_I64: return 8;
@@ -505,7 +573,10 @@ void sg_divide_wait(void) {
 static void divide_piece(sg_cmd *c, void *p, int64_t n, int final) {
 	int how = c->avg == SG_AVG_LAST && !final ? SG_AVG_POST : c->avg;
 	switch (how) {
-	case SG_AVG_INLINE: avg_divide(p, c->dtype, n, c->size); break;
+	case SG_AVG_INLINE:
+	case SG_AVG_OP: // where the operator could not divide
+		avg_divide(p, c->dtype, n, c->size);
+		break;
 	case SG_AVG_POST: div_post(p, c->dtype, n, c->size); break;
 	case SG_AVG_LAST: {
 		// Split only with the divider awake, and above split_bytes: below,
@@ -561,13 +632,21 @@ static int run_coll(sg_cmd *c) {
 	if (t == MPI_DATATYPE_NULL) return MPI_ERR_TYPE;
 	int rc = MPI_SUCCESS;
 	MPI_Op op = MPI_OP_NULL;
+	// SG_AVG_OP divides inside the operator (avg2_op) where that is
+	// exact, a float average by two over a comm of two ranks, else inline.
+	int divided = c->avg == SG_AVG_OP && c->size == 2 && (c->kind == SG_CMD_ALLREDUCE || c->kind == SG_CMD_REDUCE) &&
+	              has_avg2(c->dtype);
+	if (divided) {
+		int comm_size = 0;
+		divided = MPI_Comm_size(c->comm, &comm_size) == MPI_SUCCESS && comm_size == 2;
+	}
 	if (c->kind != SG_CMD_BCAST) {
-		op = sg_op(c->dtype, c->op, &rc);
+		op = divided ? avg2_op(c->dtype, &rc) : sg_op(c->dtype, c->op, &rc);
 		if (rc != MPI_SUCCESS) return rc;
 	}
 	int64_t chunk = c->chunk > 0 && c->chunk <= 0x7fffffff ? c->chunk : 0x7fffffff;
 	int esz = elem_size(c->dtype);
-	if (c->avg == SG_AVG_POST || c->avg == SG_AVG_LAST) div_wake(); // awake by the time the piece is done
+	if (!divided && (c->avg == SG_AVG_POST || c->avg == SG_AVG_LAST)) div_wake(); // awake by the time the piece is done
 	c->phase_ns[0] = c->phase_ns[1] = c->phase_ns[2] = 0;
 	for (int64_t off = 0; off < c->count; off += chunk) {
 		int n = (int)(c->count - off < chunk ? c->count - off : chunk);
@@ -589,7 +668,7 @@ static int run_coll(sg_cmd *c) {
 			break;
 		}
 		if (rc != MPI_SUCCESS) return rc;
-		if (c->avg && (c->kind == SG_CMD_ALLREDUCE || c->kind == SG_CMD_ALLREDUCE_HIER || c->rank == c->root)) divide_piece(c, p, n, off + n >= c->count);
+		if (c->avg && !divided && (c->kind == SG_CMD_ALLREDUCE || c->kind == SG_CMD_ALLREDUCE_HIER || c->rank == c->root)) divide_piece(c, p, n, off + n >= c->count);
 	}
 	return MPI_SUCCESS;
 }

@@ -10,7 +10,8 @@
 // Dtype codes, the same numbers as package runtime's DType.
 enum { SG_F64 = 1, SG_F32, SG_F16, SG_BF16, SG_I64, SG_I32, SG_I8, SG_U8 };
 // Reduction codes, the same numbers as package runtime's RedOp (avg is a
-// sum here; the runtime divides afterwards).
+// sum here; the runtime divides afterwards, or inside the operator:
+// SG_AVG_OP).
 enum { SG_SUM = 1, SG_AVG, SG_MIN, SG_MAX, SG_PROD };
 
 MPI_Comm sg_comm_world(void);
@@ -51,14 +52,20 @@ int sg_half_reduce(int dtype, int op, const void *in, void *inout, int n);
 // divided; exported for tests.
 void sg_avg_divide(void *buf, int dtype, int64_t n, int size);
 
+// sg_avg2_reduce runs the operator of a two-rank average of dtype on n
+// elements, inout[i] = (in[i] + inout[i]) / 2, as MPI would; -1 if dtype
+// has none (integers); exported for tests.
+int sg_avg2_reduce(int dtype, const void *in, void *inout, int n);
+
 // A batch (batch.go): MPI calls and clock reads that run in one call from
 // Go, in order, stopping at the first failure.
 enum { SG_CMD_BARRIER = 1, SG_CMD_STAMP, SG_CMD_ALLREDUCE, SG_CMD_BCAST, SG_CMD_REDUCE, SG_CMD_ALLREDUCE_HIER };
 
 // How a command divides an average's pieces: on the MPI thread; on the
 // divider thread, overlapped with what follows; or, the last piece of a
-// collective, split between the two, waiting for every division posted.
-enum { SG_AVG_INLINE = 1, SG_AVG_POST, SG_AVG_LAST };
+// collective, split between the two, waiting for every division posted;
+// or inside MPI's operator (floats over two ranks; else inline).
+enum { SG_AVG_INLINE = 1, SG_AVG_POST, SG_AVG_LAST, SG_AVG_OP };
 
 typedef struct {
 	int32_t kind, dtype, op, root;

@@ -113,6 +113,9 @@ func (b *cpuBackend) describe() string {
 	if b.divideAhead {
 		s += ", averages divided on a thread of their own"
 	}
+	if b.h.Size == 2 {
+		s += ", float averages of one piece divided inside MPI's operator"
+	}
 	return s
 }
 

@@ -187,10 +187,18 @@ func (s *cpuStream) addPiece(op *cpuOp) (last bool) {
 		Rank:  s.b.h.Rank,
 		Size:  s.b.h.Size,
 	}
-	// A collective of one piece is divided inline even with the divider
+	// A collective of one piece is not divided ahead even with the divider
 	// on: there is no next piece to overlap, and the half the divider
-	// would take must come back from its core's cache.
-	if c.Op == plan.Avg && s.b.divideAhead && !(op.off == 0 && last) {
+	// would take must come back from its core's cache. At two ranks MPI's
+	// operator divides it instead; both ranks choose so, since they agree
+	// on the plan, the world and the piece size (and MPI needs the same
+	// operator on both), where SYNCGEN_CPU_DIVIDE may differ.
+	onePiece := op.off == 0 && last
+	switch {
+	case c.Op != plan.Avg:
+	case onePiece && s.b.h.Size == 2:
+		x.Divide = mpi.DivideInOperator
+	case s.b.divideAhead && !onePiece:
 		x.Divide = mpi.DivideAhead
 		if last {
 			x.Divide = mpi.DivideLast
