@@ -276,13 +276,36 @@ func TestAvgDividedAhead(t *testing.T) {
 }
 
 // At two ranks MPI's operator itself divides a float average of one piece
-// (runtime/mpi's avg2_op), and the header says so; every element is what
-// the checker expects (sum, then division), with the divider on or off
-// (it must not matter which: the ranks may differ in it).
+// (runtime/mpi's avg2_op), and the header says so. MPI needs the same
+// operator on both ranks, so the choice must not follow SYNCGEN_CPU_DIVIDE,
+// in which ranks may differ: here rank 0 divides ahead and rank 1 inline,
+// on every collective, operator and dtype, in one piece (the operator) and
+// in pieces of 24 bytes (MPI's sum, then each rank's own division), and on
+// a bucket that MPI reduces half on each rank, where ranks passing
+// different operators would get different halves: every element is what
+// the checker expects.
 func TestAvgOfTwoRanksInsideTheOperator(t *testing.T) {
-	r := mpirun(t, 2, []string{"SYNCGEN_CPU_DIVIDE=ahead"}, 90*time.Second, "allreduce:1MiB:avg:bf16", "--steps", "2", "--warmup", "0", "--check", "1")
-	if r.code != 0 || !strings.Contains(r.out, "# 0 wrong") || !strings.Contains(r.out, "float averages of one piece divided inside MPI's operator") {
-		t.Fatalf("exit %d; output:\n%s", r.code, r.out)
+	needMPI(t)
+	for _, c := range []struct{ chunk, plan string }{
+		{"1MiB", "matrix"},
+		{"24B", "matrix"},
+		{"1MiB", "allreduce:1MiB:avg:bf16"}, // large enough for a ring: each rank reduces half
+	} {
+		t.Run(c.chunk+"/"+c.plan, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			defer cancel()
+			argv := []string{"mpirun", "--oversubscribe", "--bind-to", "none"}
+			if os.Geteuid() == 0 {
+				argv = append(argv, "--allow-run-as-root")
+			}
+			args := []string{testprog, c.plan, "--steps", "2", "--warmup", "1"}
+			argv = append(append(argv, "-np", "1", "env", "SYNCGEN_CPU_DIVIDE=ahead"), args...)
+			argv = append(append(argv, ":", "-np", "1", "env", "SYNCGEN_CPU_DIVIDE=inline"), args...)
+			r := run(t, ctx, []string{"SYNCGEN_CPU_CHUNK=" + c.chunk}, argv)
+			if r.code != 0 || !strings.Contains(r.out, "# 0 wrong") || !strings.Contains(r.out, "float averages of one piece divided inside MPI's operator") {
+				t.Fatalf("exit %d; output:\n%s", r.code, r.out)
+			}
+		})
 	}
 }
 
