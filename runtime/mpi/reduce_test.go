@@ -8,8 +8,8 @@ import (
 )
 
 // BenchmarkReduceHalf measures the user-defined 16-bit reduction operators
-// on 4 MiB pieces (the CPU backend's chunk size), per element and in GB/s
-// of one input.
+// (the vector ones where the CPU has their instructions) on 2Mi elements,
+// per element and in bytes a second of one input.
 func BenchmarkReduceHalf(b *testing.B) {
 	const n = 2 << 20
 	for _, c := range []struct {

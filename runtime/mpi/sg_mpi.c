@@ -133,11 +133,94 @@ SG_HALF_OP(sg_bf16_prod, bf16_to_f32, f32_to_bf16, x * y)
 SG_HALF_OP(sg_bf16_min, bf16_to_f32, f32_to_bf16, (x < y || x != x) ? x : y)
 SG_HALF_OP(sg_bf16_max, bf16_to_f32, f32_to_bf16, (x > y || x != x) ? x : y)
 
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 11
+#include <immintrin.h>
+#define SG_X86 1 // GCC on x86-64: target attributes, intrinsics and CPU checks
+
+static int have_avx2 = -1, have_f16c = -1;
+
+static int cpu_avx2(void) {
+	if (have_avx2 < 0) have_avx2 = __builtin_cpu_supports("avx2");
+	return have_avx2;
+}
+
+static int cpu_f16c(void) {
+	if (have_f16c < 0) have_f16c = cpu_avx2() && __builtin_cpu_supports("f16c");
+	return have_f16c;
+}
+
+// f16_load_ps and bf16_load_ps widen 8 16-bit floats to float32 (exact).
+__attribute__((target("avx2,f16c"))) static inline __m256 f16_load_ps(const uint16_t *p) {
+	return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+}
+
+__attribute__((target("avx2"))) static inline __m256 bf16_load_ps(const uint16_t *p) {
+	return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p)), 16));
+}
+
+// f16_round_ps rounds 8 floats to f16 with F16C's conversion, which
+// f32_to_f16 matches bit for bit (both round to nearest even, handle
+// subnormals and infinities alike) except for NaN: a NaN becomes the
+// software's quiet NaN, 0x7e00 with its sign.
+__attribute__((target("avx2,f16c"))) static inline __m128i f16_round_ps(__m256 y) {
+	__m128i h = _mm256_cvtps_ph(y, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+	__m256i nan32 = _mm256_castps_si256(_mm256_cmp_ps(y, y, _CMP_UNORD_Q));
+	__m128i nan16 = _mm_packs_epi32(_mm256_castsi256_si128(nan32), _mm256_extracti128_si256(nan32, 1));
+	__m128i canon = _mm_or_si128(_mm_set1_epi16(0x7e00), _mm_and_si128(h, _mm_set1_epi16((short)0x8000)));
+	return _mm_blendv_epi8(h, canon, nan16);
+}
+
+// bf16_round_ps is f32_to_bf16 on 8 floats in AVX2's integer lanes (which
+// the compiler does not find on its own): the same rounding to nearest
+// even and the same quiet NaN.
+__attribute__((target("avx2"))) static inline __m128i bf16_round_ps(__m256 f) {
+	__m256i y = _mm256_castps_si256(f);
+	__m256i hi = _mm256_srli_epi32(y, 16);
+	__m256i odd = _mm256_and_si256(hi, _mm256_set1_epi32(1));
+	__m256i rne = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(y, _mm256_set1_epi32(0x7fff)), odd), 16);
+	__m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(y, _mm256_set1_epi32(0x7fffffff)), _mm256_set1_epi32(0x7f800000));
+	__m256i o = _mm256_blendv_epi8(rne, _mm256_or_si256(hi, _mm256_set1_epi32(0x40)), nan);
+	return _mm256_castsi256_si128(_mm256_permute4x64_epi64(_mm256_packus_epi32(o, o), 0x08));
+}
+
+// The 16-bit sum and product with vector conversions instead of the
+// software ones, which cost several times more than the arithmetic (F16C's
+// for f16, AVX2's integer lanes for bf16): the same values (f16_round_ps,
+// bf16_round_ps), the tail of fewer than 8 by the software operator.
+#define SG_X86_OP(name, isa, load, round, soft, vop)                                                  \
+	__attribute__((target(isa))) static void name(void *in, void *inout, int *len, MPI_Datatype *dt) { \
+		const uint16_t *a = (const uint16_t *)in;                                                     \
+		uint16_t *b = (uint16_t *)inout;                                                              \
+		int n = *len, i = 0;                                                                          \
+		for (; i + 8 <= n; i += 8) {                                                                  \
+			_mm_storeu_si128((__m128i *)(b + i), round(vop(load(a + i), load(b + i))));               \
+		}                                                                                             \
+		int rest = n - i;                                                                             \
+		soft((void *)(a + i), b + i, &rest, dt);                                                      \
+	}
+
+SG_X86_OP(sg_f16_sum_f16c, "avx2,f16c", f16_load_ps, f16_round_ps, sg_f16_sum, _mm256_add_ps)
+SG_X86_OP(sg_f16_prod_f16c, "avx2,f16c", f16_load_ps, f16_round_ps, sg_f16_prod, _mm256_mul_ps)
+SG_X86_OP(sg_bf16_sum_avx2, "avx2", bf16_load_ps, bf16_round_ps, sg_bf16_sum, _mm256_add_ps)
+SG_X86_OP(sg_bf16_prod_avx2, "avx2", bf16_load_ps, bf16_round_ps, sg_bf16_prod, _mm256_mul_ps)
+#endif
+
 // half_fns lists the operators by [dtype is bf16][op] (avg is a sum).
 static MPI_User_function *half_fns[2][6] = {
 	{0, sg_f16_sum, sg_f16_sum, sg_f16_min, sg_f16_max, sg_f16_prod},
 	{0, sg_bf16_sum, sg_bf16_sum, sg_bf16_min, sg_bf16_max, sg_bf16_prod},
 };
+
+// half_fn returns the operator of (bf16?, op): the vector ones for sum,
+// avg and prod where the CPU has their instructions, else half_fns'.
+static MPI_User_function *half_fn(int bf16, int op) {
+#ifdef SG_X86
+	int sum = op == SG_SUM || op == SG_AVG;
+	if (!bf16 && cpu_f16c() && (sum || op == SG_PROD)) return sum ? sg_f16_sum_f16c : sg_f16_prod_f16c;
+	if (bf16 && cpu_avx2() && (sum || op == SG_PROD)) return sum ? sg_bf16_sum_avx2 : sg_bf16_prod_avx2;
+#endif
+	return half_fns[bf16][op];
+}
 
 static MPI_Op half_ops[2][6]; // [bf16?][op], created on first use
 static int half_ops_made[2][6];
@@ -160,7 +243,7 @@ MPI_Op sg_op(int dtype, int op, int *rc) {
 		return MPI_OP_NULL;
 	}
 	if (!half_ops_made[b][op]) {
-		*rc = MPI_Op_create(half_fns[b][op], 1, &half_ops[b][op]);
+		*rc = MPI_Op_create(half_fn(b, op), 1, &half_ops[b][op]);
 		if (*rc != MPI_SUCCESS) return MPI_OP_NULL;
 		half_ops_made[b][op] = 1;
 	}
@@ -193,7 +276,7 @@ int sg_allgather_strided(void *buf, int count, int64_t stride, int dtype, MPI_Co
 int sg_half_reduce(int dtype, int op, const void *in, void *inout, int n) {
 	if ((dtype != SG_F16 && dtype != SG_BF16) || op < SG_SUM || op > SG_PROD) return -1;
 	MPI_Datatype dt = MPI_UINT16_T;
-	half_fns[dtype == SG_BF16][op]((void *)in, inout, &n, &dt);
+	half_fn(dtype == SG_BF16, op)((void *)in, inout, &n, &dt);
 	return 0;
 }
 
@@ -248,51 +331,30 @@ static void divide_f16_soft(uint16_t *p, int64_t n, int size) {
 	SG_DIVIDE_LOOP(uint16_t, f16_to_f32, f32_to_f16)
 }
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 11
-#include <immintrin.h>
-// divide_f16_f16c is divide_f16_soft with the conversions of F16C, which
-// the software ones match bit for bit (both round to nearest even, handle
-// subnormals and infinities alike) except for NaN: a NaN result becomes
-// the software's quiet NaN, 0x7e00 with its sign.
+#ifdef SG_X86
+// divide_f16_f16c and divide_bf16_avx2 are divide_f16_soft and
+// divide_bf16_soft with vector conversions: the same values (f16_round_ps,
+// bf16_round_ps).
 __attribute__((target("avx2,f16c"))) static void divide_f16_f16c(uint16_t *p, int64_t n, int size) {
 	float d = (float)size, r = 1.0f / d;
 	int pow2 = (size & (size - 1)) == 0;
 	__m256 vd = _mm256_set1_ps(d), vr = _mm256_set1_ps(r);
-	const __m128i qnan = _mm_set1_epi16(0x7e00), sign = _mm_set1_epi16((short)0x8000);
 	int64_t i = 0;
 	for (; i + 8 <= n; i += 8) {
-		__m256 x = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + i)));
-		__m256 y = pow2 ? _mm256_mul_ps(x, vr) : _mm256_div_ps(x, vd);
-		__m128i h = _mm256_cvtps_ph(y, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-		__m256i nan32 = _mm256_castps_si256(_mm256_cmp_ps(y, y, _CMP_UNORD_Q));
-		__m128i nan16 = _mm_packs_epi32(_mm256_castsi256_si128(nan32), _mm256_extracti128_si256(nan32, 1));
-		__m128i canon = _mm_or_si128(qnan, _mm_and_si128(h, sign));
-		_mm_storeu_si128((__m128i *)(p + i), _mm_blendv_epi8(h, canon, nan16));
+		__m256 x = f16_load_ps(p + i);
+		_mm_storeu_si128((__m128i *)(p + i), f16_round_ps(pow2 ? _mm256_mul_ps(x, vr) : _mm256_div_ps(x, vd)));
 	}
 	divide_f16_soft(p + i, n - i, size);
 }
 
-// divide_bf16_avx2 is divide_bf16_soft written with AVX2 intrinsics (which
-// the compiler does not find on its own for the conversions): the same
-// integer rounding to nearest even and the same quiet NaN.
 __attribute__((target("avx2"))) static void divide_bf16_avx2(uint16_t *p, int64_t n, int size) {
 	float d = (float)size, r = 1.0f / d;
 	int pow2 = (size & (size - 1)) == 0;
 	__m256 vd = _mm256_set1_ps(d), vr = _mm256_set1_ps(r);
-	const __m256i one = _mm256_set1_epi32(1), half = _mm256_set1_epi32(0x7fff);
-	const __m256i abs = _mm256_set1_epi32(0x7fffffff), inf = _mm256_set1_epi32(0x7f800000);
-	const __m256i quiet = _mm256_set1_epi32(0x40);
 	int64_t i = 0;
 	for (; i + 8 <= n; i += 8) {
-		__m256i w = _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(p + i))), 16);
-		__m256 x = _mm256_castsi256_ps(w);
-		__m256i y = _mm256_castps_si256(pow2 ? _mm256_mul_ps(x, vr) : _mm256_div_ps(x, vd));
-		__m256i hi = _mm256_srli_epi32(y, 16);
-		__m256i rne = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(y, half), _mm256_and_si256(hi, one)), 16);
-		__m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(y, abs), inf);
-		__m256i o = _mm256_blendv_epi8(rne, _mm256_or_si256(hi, quiet), nan);
-		__m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(o, o), 0x08);
-		_mm_storeu_si128((__m128i *)(p + i), _mm256_castsi256_si128(packed));
+		__m256 x = bf16_load_ps(p + i);
+		_mm_storeu_si128((__m128i *)(p + i), bf16_round_ps(pow2 ? _mm256_mul_ps(x, vr) : _mm256_div_ps(x, vd)));
 	}
 	divide_bf16_soft(p + i, n - i, size);
 }
@@ -324,21 +386,17 @@ __attribute__((target("avx2"))) static void divide_half_pow2(uint16_t *p, int64_
 	slow(p + i, n - i, size);
 }
 
-static int have_avx2 = -1, have_f16c = -1;
-
 static int pow2_above_1(int size) { return size > 1 && (size & (size - 1)) == 0; }
 
 static void divide_f16(uint16_t *p, int64_t n, int size) {
-	if (have_f16c < 0) have_f16c = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
-	if (have_f16c && pow2_above_1(size)) divide_half_pow2(p, n, size, 10, divide_f16_f16c);
-	else if (have_f16c) divide_f16_f16c(p, n, size);
+	if (cpu_f16c() && pow2_above_1(size)) divide_half_pow2(p, n, size, 10, divide_f16_f16c);
+	else if (cpu_f16c()) divide_f16_f16c(p, n, size);
 	else divide_f16_soft(p, n, size);
 }
 
 static void divide_bf16(uint16_t *p, int64_t n, int size) {
-	if (have_avx2 < 0) have_avx2 = __builtin_cpu_supports("avx2");
-	if (have_avx2 && pow2_above_1(size)) divide_half_pow2(p, n, size, 7, divide_bf16_avx2);
-	else if (have_avx2) divide_bf16_avx2(p, n, size);
+	if (cpu_avx2() && pow2_above_1(size)) divide_half_pow2(p, n, size, 7, divide_bf16_avx2);
+	else if (cpu_avx2()) divide_bf16_avx2(p, n, size);
 	else divide_bf16_soft(p, n, size);
 }
 #else
@@ -398,12 +456,12 @@ static void sg_avg2_f32(void *in, void *inout, int *len, MPI_Datatype *dt) {
 }
 
 static void sg_avg2_f16(void *in, void *inout, int *len, MPI_Datatype *dt) {
-	sg_f16_sum(in, inout, len, dt);
+	half_fn(0, SG_SUM)(in, inout, len, dt);
 	divide_f16(inout, *len, 2);
 }
 
 static void sg_avg2_bf16(void *in, void *inout, int *len, MPI_Datatype *dt) {
-	sg_bf16_sum(in, inout, len, dt);
+	half_fn(1, SG_SUM)(in, inout, len, dt);
 	divide_bf16(inout, *len, 2);
 }
 
