@@ -133,7 +133,8 @@ func TestReduceHalfMatchesGo(t *testing.T) {
 // of two, F16C conversions where the CPU has them) gives exactly what the
 // checker's elem.AvgDivide gives, on every 16-bit value, infinities and
 // subnormals included, and on float32 and float64 values of every
-// magnitude, for world sizes that are and are not powers of two. A NaN
+// magnitude, and on random integers of every width (truncated toward
+// zero), for world sizes that are and are not powers of two. A NaN
 // must stay a NaN; its sign and payload are not the checker's concern
 // (the C and Go conversions already differ there).
 func TestAvgDivideMatchesGo(t *testing.T) {
@@ -153,6 +154,8 @@ func TestAvgDivideMatchesGo(t *testing.T) {
 		f64[i] = math.Float64frombits(rng.Uint64())
 	}
 	f32[0], f32[1], f64[0] = math.SmallestNonzeroFloat32, -1e-45, math.SmallestNonzeroFloat64
+	ints := make([]byte, 8*100003) // random bits for the integer dtypes, truncating division
+	rng.Read(ints)
 	bytesOf := func(p unsafe.Pointer, n int) []byte { return unsafe.Slice((*byte)(p), n) }
 	for _, size := range []int{1, 2, 3, 4, 5, 7, 8, 64, 1000} {
 		for _, c := range []struct {
@@ -165,6 +168,10 @@ func TestAvgDivideMatchesGo(t *testing.T) {
 			{elem.BF16, bytesOf(unsafe.Pointer(&shuffled16[0]), 2*len(shuffled16))},
 			{elem.F32, bytesOf(unsafe.Pointer(&f32[0]), 4*len(f32))},
 			{elem.F64, bytesOf(unsafe.Pointer(&f64[0]), 8*len(f64))},
+			{elem.I64, ints},
+			{elem.I32, ints},
+			{elem.I8, ints},
+			{elem.U8, ints},
 		} {
 			want := append([]byte(nil), c.buf...)
 			elem.AvgDivide(want, c.dt, size)

@@ -651,8 +651,9 @@ func AvgOfTwo(dt elem.DType, in, inout unsafe.Pointer, n int) error {
 }
 
 // AvgDivide divides the n elements of dtype dt at p by size, with the C
-// code that divides an average's pieces (exported for tests, which compare
-// it with package elem's AvgDivide, the checker's).
+// code that divides an average's pieces in a batch: the CPU backend's
+// other divisions call it too, and tests compare it with package elem's
+// AvgDivide, the checker's.
 func AvgDivide(p unsafe.Pointer, dt elem.DType, n int64, size int) {
 	C.sg_avg_divide(p, C.int(dt), C.int64_t(n), C.int(size))
 }

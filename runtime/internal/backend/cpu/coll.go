@@ -49,7 +49,6 @@ import (
 	"unsafe"
 
 	"github.com/syncgen/syncgen/runtime/internal/backend"
-	"github.com/syncgen/syncgen/runtime/internal/elem"
 	"github.com/syncgen/syncgen/runtime/internal/plan"
 	"github.com/syncgen/syncgen/runtime/mpi"
 )
@@ -193,7 +192,7 @@ func (b *cpuBackend) run(s *cpuStream, op *backend.CollOp) error {
 	}
 	if op.Coll == plan.CollReduceScatter && op.Op == plan.Avg {
 		mine := unsafe.Slice((*byte)(unsafe.Add(base, int64(b.h.Rank)*per*esz)), per*esz)
-		elem.AvgDivide(mine, dt, b.h.Size)
+		divideAvg(mine, dt, b.h.Size)
 	}
 	return nil
 }
@@ -222,7 +221,7 @@ func (b *cpuBackend) blocks(s *cpuStream, op *backend.CollOp, base unsafe.Pointe
 		copy(mine, unsafe.Slice((*byte)(base), per*esz))
 	}
 	if op.Op == plan.Avg {
-		elem.AvgDivide(mine, dt, b.h.Size)
+		divideAvg(mine, dt, b.h.Size)
 	}
 	return nil
 }

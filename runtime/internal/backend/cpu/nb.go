@@ -21,7 +21,6 @@ import (
 	"unsafe"
 
 	"github.com/syncgen/syncgen/runtime/internal/backend"
-	"github.com/syncgen/syncgen/runtime/internal/elem"
 	"github.com/syncgen/syncgen/runtime/internal/mpihost"
 	"github.com/syncgen/syncgen/runtime/internal/plan"
 	"github.com/syncgen/syncgen/runtime/mpi"
@@ -270,11 +269,11 @@ func (p *progressThread) finish(j *nbJob) {
 			copy(mine, all[:per])
 		}
 		if op.Op == plan.Avg {
-			elem.AvgDivide(mine, op.Buf.DType, size)
+			divideAvg(mine, op.Buf.DType, size)
 		}
 	case plan.CollAllReduce, plan.CollReduce:
 		if op.Op == plan.Avg && (op.Coll == plan.CollAllReduce || rank == op.Root) {
-			elem.AvgDivide(all, op.Buf.DType, size)
+			divideAvg(all, op.Buf.DType, size)
 		}
 	}
 	j.fin <- nil

@@ -110,7 +110,7 @@ func runTrain(kind opKind, op *trainOp) {
 			elem.StoreAll(op.buf[i:i+size], op.dtype, one[:])
 		}
 	case opDivide:
-		elem.AvgDivide(op.buf, op.dtype, int(op.factor))
+		divideAvg(op.buf, op.dtype, int(op.factor))
 	case opUpdate:
 		if flagSet(op.flag) {
 			return
