@@ -241,6 +241,59 @@ func TestAvgOfTwoMatchesSumThenDivide(t *testing.T) {
 	}
 }
 
+// The casts between f32 and the 16-bit floats (a bucket's wire) give what
+// package elem's CastBytes gives: every 16-bit value widened, and narrowed
+// from random bits, every 16-bit value, and the midpoints between
+// neighbours (ties), with a tail shorter than a vector; a NaN stays a NaN.
+func TestCastMatchesGo(t *testing.T) {
+	rng := rand.New(rand.NewSource(5))
+	const n16 = 1<<16 + 3
+	halves := make([]byte, 2*n16)
+	for i := 0; i < n16; i++ {
+		binary.LittleEndian.PutUint16(halves[2*i:], uint16(i))
+	}
+	for _, dt := range []elem.DType{elem.F16, elem.BF16} {
+		load := elem.F16ToF32
+		if dt == elem.BF16 {
+			load = elem.BF16ToF32
+		}
+		var f32 []float32
+		for i := 0; i < 1<<16; i++ {
+			v, next := load(uint16(i)), load(uint16(i+1))
+			f32 = append(f32, v, v+(next-v)/2, math.Float32frombits(rng.Uint32()))
+		}
+		f32 = append(f32, 1, 2, 3) // the tail
+		wide := unsafe.Slice((*byte)(unsafe.Pointer(&f32[0])), 4*len(f32))
+		for _, c := range []struct {
+			name     string
+			src      []byte
+			sdt, ddt elem.DType
+		}{
+			{dt.String() + "->f32", halves, dt, elem.F32},
+			{"f32->" + dt.String(), wide, elem.F32, dt},
+		} {
+			n := len(c.src) / int(c.sdt.Size())
+			want := make([]byte, n*int(c.ddt.Size()))
+			got := make([]byte, len(want))
+			elem.CastBytes(want, c.ddt, c.src, c.sdt)
+			if !Cast(unsafe.Pointer(&got[0]), c.ddt, unsafe.Pointer(&c.src[0]), c.sdt, int64(n)) {
+				t.Fatalf("%s: no cast", c.name)
+			}
+			size := int(c.ddt.Size())
+			for i := 0; i < len(got); i += size {
+				w, g := want[i:i+size], got[i:i+size]
+				if string(w) != string(g) && !(isNaN(c.ddt, w) && isNaN(c.ddt, g)) {
+					t.Fatalf("%s element %d (bits %x): C %x, Go %x", c.name, i/size, c.src[i/size*int(c.sdt.Size()):][:c.sdt.Size()], g, w)
+				}
+			}
+		}
+	}
+	var x [8]byte
+	if Cast(unsafe.Pointer(&x[0]), elem.F64, unsafe.Pointer(&x[0]), elem.F32, 1) {
+		t.Errorf("Cast accepted f32 to f64")
+	}
+}
+
 // isNaN says whether the element b of dtype dt is a NaN.
 func isNaN(dt elem.DType, b []byte) bool {
 	switch dt {

@@ -650,6 +650,14 @@ func AvgOfTwo(dt elem.DType, in, inout unsafe.Pointer, n int) error {
 	return nil
 }
 
+// Cast converts n elements of dtype sdt at src into dtype ddt at dst, for
+// f32 to and from f16 and bf16, with vector conversions where the CPU has
+// them, to the values of package elem's CastBytes; it reports false for
+// any other pair of dtypes, and converts nothing then.
+func Cast(dst unsafe.Pointer, ddt elem.DType, src unsafe.Pointer, sdt elem.DType, n int64) bool {
+	return C.sg_cast(dst, C.int(ddt), src, C.int(sdt), C.int64_t(n)) == 0
+}
+
 // AvgDivide divides the n elements of dtype dt at p by size, with the C
 // code that divides an average's pieces in a batch: the CPU backend's
 // other divisions call it too, and tests compare it with package elem's

@@ -203,6 +203,33 @@ SG_X86_OP(sg_f16_sum_f16c, "avx2,f16c", f16_load_ps, f16_round_ps, sg_f16_sum, _
 SG_X86_OP(sg_f16_prod_f16c, "avx2,f16c", f16_load_ps, f16_round_ps, sg_f16_prod, _mm256_mul_ps)
 SG_X86_OP(sg_bf16_sum_avx2, "avx2", bf16_load_ps, bf16_round_ps, sg_bf16_sum, _mm256_add_ps)
 SG_X86_OP(sg_bf16_prod_avx2, "avx2", bf16_load_ps, bf16_round_ps, sg_bf16_prod, _mm256_mul_ps)
+
+// The vector casts between float32 and the 16-bit floats convert the
+// elements below n rounded down to 8 and return that count (sg_cast does
+// the rest).
+__attribute__((target("avx2,f16c"))) static int64_t cast_f32_f16(uint16_t *d, const float *s, int64_t n) {
+	int64_t i = 0;
+	for (; i + 8 <= n; i += 8) _mm_storeu_si128((__m128i *)(d + i), f16_round_ps(_mm256_loadu_ps(s + i)));
+	return i;
+}
+
+__attribute__((target("avx2,f16c"))) static int64_t cast_f16_f32(float *d, const uint16_t *s, int64_t n) {
+	int64_t i = 0;
+	for (; i + 8 <= n; i += 8) _mm256_storeu_ps(d + i, f16_load_ps(s + i));
+	return i;
+}
+
+__attribute__((target("avx2"))) static int64_t cast_f32_bf16(uint16_t *d, const float *s, int64_t n) {
+	int64_t i = 0;
+	for (; i + 8 <= n; i += 8) _mm_storeu_si128((__m128i *)(d + i), bf16_round_ps(_mm256_loadu_ps(s + i)));
+	return i;
+}
+
+__attribute__((target("avx2"))) static int64_t cast_bf16_f32(float *d, const uint16_t *s, int64_t n) {
+	int64_t i = 0;
+	for (; i + 8 <= n; i += 8) _mm256_storeu_ps(d + i, bf16_load_ps(s + i));
+	return i;
+}
 #endif
 
 // half_fns lists the operators by [dtype is bf16][op] (avg is a sum).
@@ -277,6 +304,41 @@ int sg_half_reduce(int dtype, int op, const void *in, void *inout, int n) {
 	if ((dtype != SG_F16 && dtype != SG_BF16) || op < SG_SUM || op > SG_PROD) return -1;
 	MPI_Datatype dt = MPI_UINT16_T;
 	half_fn(dtype == SG_BF16, op)((void *)in, inout, &n, &dt);
+	return 0;
+}
+
+// Casts between float32 and the 16-bit floats (a bucket's wire dtype):
+// vector conversions where the CPU has them (F16C for f16, AVX2 integer
+// lanes for bf16), else the software ones; the same values either way, and
+// the same as package elem's CastBytes (TestCastMatchesGo).
+#define SG_CAST_LOOP(D, S, conv) \
+	for (int64_t i = start; i < n; i++) ((D *)dst)[i] = conv(((const S *)src)[i])
+
+int sg_cast(void *dst, int ddt, const void *src, int sdt, int64_t n) {
+	int64_t start = 0;
+	if (sdt == SG_F32 && ddt == SG_F16) {
+#ifdef SG_X86
+		if (cpu_f16c()) start = cast_f32_f16(dst, src, n);
+#endif
+		SG_CAST_LOOP(uint16_t, float, f32_to_f16);
+	} else if (sdt == SG_F16 && ddt == SG_F32) {
+#ifdef SG_X86
+		if (cpu_f16c()) start = cast_f16_f32(dst, src, n);
+#endif
+		SG_CAST_LOOP(float, uint16_t, f16_to_f32);
+	} else if (sdt == SG_F32 && ddt == SG_BF16) {
+#ifdef SG_X86
+		if (cpu_avx2()) start = cast_f32_bf16(dst, src, n);
+#endif
+		SG_CAST_LOOP(uint16_t, float, f32_to_bf16);
+	} else if (sdt == SG_BF16 && ddt == SG_F32) {
+#ifdef SG_X86
+		if (cpu_avx2()) start = cast_bf16_f32(dst, src, n);
+#endif
+		SG_CAST_LOOP(float, uint16_t, bf16_to_f32);
+	} else {
+		return -1;
+	}
 	return 0;
 }
 

@@ -48,6 +48,11 @@ uint16_t sg_f32_to_bf16(float f);
 // elements, inout[i] = in[i] op inout[i], as MPI would; -1 if there is none.
 int sg_half_reduce(int dtype, int op, const void *in, void *inout, int n);
 
+// sg_cast converts n elements of dtype sdt at src into dtype ddt at dst,
+// rounding to nearest even, for f32 to and from f16 and bf16; -1 for any
+// other pair.
+int sg_cast(void *dst, int ddt, const void *src, int sdt, int64_t n);
+
 // sg_avg_divide divides n elements by size as an average's pieces are
 // divided; exported for tests.
 void sg_avg_divide(void *buf, int dtype, int64_t n, int size);
