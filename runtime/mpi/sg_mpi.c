@@ -207,29 +207,25 @@ SG_X86_OP(sg_bf16_prod_avx2, "avx2", bf16_load_ps, bf16_round_ps, sg_bf16_prod, 
 // The vector casts between float32 and the 16-bit floats convert the
 // elements below n rounded down to 8 and return that count (sg_cast does
 // the rest).
-__attribute__((target("avx2,f16c"))) static int64_t cast_f32_f16(uint16_t *d, const float *s, int64_t n) {
-	int64_t i = 0;
-	for (; i + 8 <= n; i += 8) _mm_storeu_si128((__m128i *)(d + i), f16_round_ps(_mm256_loadu_ps(s + i)));
-	return i;
-}
+#define SG_NARROW(name, isa, round)                                                            \
+	__attribute__((target(isa))) static int64_t name(uint16_t *d, const float *s, int64_t n) { \
+		int64_t i = 0;                                                                         \
+		for (; i + 8 <= n; i += 8) {                                                           \
+			_mm_storeu_si128((__m128i *)(d + i), round(_mm256_loadu_ps(s + i)));               \
+		}                                                                                      \
+		return i;                                                                              \
+	}
+#define SG_WIDEN(name, isa, load)                                                              \
+	__attribute__((target(isa))) static int64_t name(float *d, const uint16_t *s, int64_t n) { \
+		int64_t i = 0;                                                                         \
+		for (; i + 8 <= n; i += 8) _mm256_storeu_ps(d + i, load(s + i));                       \
+		return i;                                                                              \
+	}
 
-__attribute__((target("avx2,f16c"))) static int64_t cast_f16_f32(float *d, const uint16_t *s, int64_t n) {
-	int64_t i = 0;
-	for (; i + 8 <= n; i += 8) _mm256_storeu_ps(d + i, f16_load_ps(s + i));
-	return i;
-}
-
-__attribute__((target("avx2"))) static int64_t cast_f32_bf16(uint16_t *d, const float *s, int64_t n) {
-	int64_t i = 0;
-	for (; i + 8 <= n; i += 8) _mm_storeu_si128((__m128i *)(d + i), bf16_round_ps(_mm256_loadu_ps(s + i)));
-	return i;
-}
-
-__attribute__((target("avx2"))) static int64_t cast_bf16_f32(float *d, const uint16_t *s, int64_t n) {
-	int64_t i = 0;
-	for (; i + 8 <= n; i += 8) _mm256_storeu_ps(d + i, bf16_load_ps(s + i));
-	return i;
-}
+SG_NARROW(cast_f32_f16, "avx2,f16c", f16_round_ps)
+SG_NARROW(cast_f32_bf16, "avx2", bf16_round_ps)
+SG_WIDEN(cast_f16_f32, "avx2,f16c", f16_load_ps)
+SG_WIDEN(cast_bf16_f32, "avx2", bf16_load_ps)
 #endif
 
 // half_fns lists the operators by [dtype is bf16][op] (avg is a sum).
@@ -313,28 +309,26 @@ int sg_half_reduce(int dtype, int op, const void *in, void *inout, int n) {
 // the same as package elem's CastBytes (TestCastMatchesGo).
 #define SG_CAST_LOOP(D, S, conv) \
 	for (int64_t i = start; i < n; i++) ((D *)dst)[i] = conv(((const S *)src)[i])
+// SG_VECTOR runs a vector cast where the CPU can and says how far it got.
+#ifdef SG_X86
+#define SG_VECTOR(can, cast) ((can) ? (cast) : 0)
+#else
+#define SG_VECTOR(can, cast) 0
+#endif
 
 int sg_cast(void *dst, int ddt, const void *src, int sdt, int64_t n) {
-	int64_t start = 0;
+	int64_t start;
 	if (sdt == SG_F32 && ddt == SG_F16) {
-#ifdef SG_X86
-		if (cpu_f16c()) start = cast_f32_f16(dst, src, n);
-#endif
+		start = SG_VECTOR(cpu_f16c(), cast_f32_f16(dst, src, n));
 		SG_CAST_LOOP(uint16_t, float, f32_to_f16);
 	} else if (sdt == SG_F16 && ddt == SG_F32) {
-#ifdef SG_X86
-		if (cpu_f16c()) start = cast_f16_f32(dst, src, n);
-#endif
+		start = SG_VECTOR(cpu_f16c(), cast_f16_f32(dst, src, n));
 		SG_CAST_LOOP(float, uint16_t, f16_to_f32);
 	} else if (sdt == SG_F32 && ddt == SG_BF16) {
-#ifdef SG_X86
-		if (cpu_avx2()) start = cast_f32_bf16(dst, src, n);
-#endif
+		start = SG_VECTOR(cpu_avx2(), cast_f32_bf16(dst, src, n));
 		SG_CAST_LOOP(uint16_t, float, f32_to_bf16);
 	} else if (sdt == SG_BF16 && ddt == SG_F32) {
-#ifdef SG_X86
-		if (cpu_avx2()) start = cast_bf16_f32(dst, src, n);
-#endif
+		start = SG_VECTOR(cpu_avx2(), cast_bf16_f32(dst, src, n));
 		SG_CAST_LOOP(float, uint16_t, bf16_to_f32);
 	} else {
 		return -1;
