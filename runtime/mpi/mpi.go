@@ -1,11 +1,3 @@
-// Package mpi is a small cgo layer over Open MPI: just what the syncgen
-// runtime needs, with every return code checked and turned into an error
-// carrying MPI_Error_string.
-//
-// Calls must never overlap: the caller serialises them (package runtime
-// holds one lock around every call, whichever thread makes it), except
-// Abort, which may be called at any time. Buffers passed to the collectives must be C memory: nonblocking
-// collectives keep using them after the call returns.
 package mpi
 
 /*

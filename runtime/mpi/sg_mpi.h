@@ -54,7 +54,7 @@ int sg_half_reduce(int dtype, int op, const void *in, void *inout, int n);
 int sg_cast(void *dst, int ddt, const void *src, int sdt, int64_t n);
 
 // sg_avg_divide divides n elements by size as an average's pieces are
-// divided; exported for tests.
+// divided; for package cpu's other divisions and for tests.
 void sg_avg_divide(void *buf, int dtype, int64_t n, int size);
 
 // sg_avg2_reduce runs the operator of a two-rank average of dtype on n
