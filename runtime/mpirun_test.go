@@ -62,6 +62,16 @@ type result struct {
 	took time.Duration
 }
 
+// mpirunArgv is mpirun with the options every test run takes: as many
+// ranks as asked for on CI's few cores, unbound, and root allowed.
+func mpirunArgv() []string {
+	argv := []string{"mpirun", "--oversubscribe", "--bind-to", "none"}
+	if os.Geteuid() == 0 {
+		argv = append(argv, "--allow-run-as-root")
+	}
+	return argv
+}
+
 // mpirun runs testprog with np ranks (np 0: without mpirun) and the given
 // arguments and extra environment, killing it after limit.
 func mpirun(t *testing.T, np int, env []string, limit time.Duration, args ...string) result {
@@ -71,10 +81,7 @@ func mpirun(t *testing.T, np int, env []string, limit time.Duration, args ...str
 	defer cancel()
 	var argv []string
 	if np > 0 {
-		argv = append(argv, "mpirun", "-np", fmt.Sprint(np), "--oversubscribe", "--bind-to", "none")
-		if os.Geteuid() == 0 {
-			argv = append(argv, "--allow-run-as-root")
-		}
+		argv = append(mpirunArgv(), "-np", fmt.Sprint(np))
 		for _, kv := range env {
 			k, _, _ := strings.Cut(kv, "=")
 			argv = append(argv, "-x", k)
@@ -83,6 +90,17 @@ func mpirun(t *testing.T, np int, env []string, limit time.Duration, args ...str
 	argv = append(argv, testprog)
 	argv = append(argv, args...)
 	return run(t, ctx, env, argv)
+}
+
+// mpmd runs mpirun's A : B form, killing it after limit: apps is what
+// follows mpirun's options, "-np N [-x VAR=VALUE] testprog ARGS" for each
+// app, the apps separated by ":".
+func mpmd(t *testing.T, limit time.Duration, apps ...string) result {
+	t.Helper()
+	needMPI(t)
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	return run(t, ctx, nil, append(mpirunArgv(), apps...))
 }
 
 func run(t *testing.T, ctx context.Context, env []string, argv []string) result {
@@ -292,16 +310,10 @@ func TestAvgOfTwoRanksInsideTheOperator(t *testing.T) {
 		{"1MiB", "allreduce:1MiB:avg:bf16"}, // large enough for a ring: each rank reduces half
 	} {
 		t.Run(c.chunk+"/"+c.plan, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-			defer cancel()
-			argv := []string{"mpirun", "--oversubscribe", "--bind-to", "none"}
-			if os.Geteuid() == 0 {
-				argv = append(argv, "--allow-run-as-root")
-			}
-			args := []string{testprog, c.plan, "--steps", "2", "--warmup", "1"}
-			argv = append(append(argv, "-np", "1", "env", "SYNCGEN_CPU_DIVIDE=ahead"), args...)
-			argv = append(append(argv, ":", "-np", "1", "env", "SYNCGEN_CPU_DIVIDE=inline"), args...)
-			r := run(t, ctx, []string{"SYNCGEN_CPU_CHUNK=" + c.chunk}, argv)
+			chunk := "SYNCGEN_CPU_CHUNK=" + c.chunk
+			r := mpmd(t, 90*time.Second,
+				"-np", "1", "-x", chunk, "-x", "SYNCGEN_CPU_DIVIDE=ahead", testprog, c.plan, "--steps", "2", "--warmup", "1", ":",
+				"-np", "1", "-x", chunk, "-x", "SYNCGEN_CPU_DIVIDE=inline", testprog, c.plan, "--steps", "2", "--warmup", "1")
 			if r.code != 0 || !strings.Contains(r.out, "# 0 wrong") || !strings.Contains(r.out, "float averages of one piece divided inside MPI's operator") {
 				t.Fatalf("exit %d; output:\n%s", r.code, r.out)
 			}
@@ -560,15 +572,7 @@ func TestBackwardLastsWhatThePlanSays(t *testing.T) {
 }
 
 func TestPlanMismatchNamesRanks(t *testing.T) {
-	needMPI(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	argv := []string{"mpirun", "--oversubscribe"}
-	if os.Geteuid() == 0 {
-		argv = append(argv, "--allow-run-as-root")
-	}
-	argv = append(argv, "-np", "1", testprog, "basic", ":", "-np", "2", testprog, "other", ":", "-np", "1", testprog, "basic")
-	r := run(t, ctx, nil, argv)
+	r := mpmd(t, 60*time.Second, "-np", "1", testprog, "basic", ":", "-np", "2", testprog, "other", ":", "-np", "1", testprog, "basic")
 	if r.code == 0 {
 		t.Fatalf("different plans ran; output:\n%s", r.out)
 	}
@@ -579,7 +583,6 @@ func TestPlanMismatchNamesRanks(t *testing.T) {
 // would hang in a collective or report the other's data as wrong: the plan
 // comparison names them instead, before the first step.
 func TestFlagMismatchNamesRanks(t *testing.T) {
-	needMPI(t)
 	for _, c := range []struct {
 		name       string
 		a, b, want []string
@@ -589,17 +592,8 @@ func TestFlagMismatchNamesRanks(t *testing.T) {
 		{"speed", []string{"--speed", "1=0.5"}, nil, []string{"rank 0 runs --steps 3 --warmup 1 --check 1 --backend auto --speed 1=0.5\n", "rank 1 runs --steps 3 --warmup 1 --check 1 --backend auto\n"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
-			argv := []string{"mpirun", "--oversubscribe"}
-			if os.Geteuid() == 0 {
-				argv = append(argv, "--allow-run-as-root")
-			}
-			argv = append(argv, "-np", "1", testprog, "basic")
-			argv = append(argv, c.a...)
-			argv = append(argv, ":", "-np", "1", testprog, "basic")
-			argv = append(argv, c.b...)
-			r := run(t, ctx, nil, argv)
+			apps := append(append([]string{"-np", "1", testprog, "basic"}, c.a...), ":", "-np", "1", testprog, "basic")
+			r := mpmd(t, 60*time.Second, append(apps, c.b...)...)
 			if r.code == 0 || r.took > 30*time.Second {
 				t.Fatalf("exit %d after %v; output:\n%s", r.code, r.took, r.out)
 			}
@@ -608,32 +602,21 @@ func TestFlagMismatchNamesRanks(t *testing.T) {
 	}
 }
 
-// A root outside the world, with rank counts the plan's author did not
-// think of: one message from rank 0 before anything runs, naming the
-// statement, the bucket and the rank count to run with; exit 1, no abort.
 // Ranks launched with different flags (mpirun's A : B form): a bad flag on
 // some ranks is printed once and names them; --trace given only to rank 0
 // (only rank 0 writes it) traces every rank, where rank 0 waited for the
 // others' events for good.
 func TestFlagsOfSomeRanks(t *testing.T) {
-	needMPI(t)
-	mpmd := func(a, b []string) result {
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		argv := []string{"mpirun", "--oversubscribe"}
-		if os.Geteuid() == 0 {
-			argv = append(argv, "--allow-run-as-root")
-		}
-		argv = append(append(argv, "-np", "1", testprog, "basic"), a...)
-		argv = append(append(argv, ":", "-np", "2", testprog, "basic"), b...)
-		return run(t, ctx, nil, argv)
+	oneAndTwo := func(a, b []string) result {
+		apps := append(append([]string{"-np", "1", testprog, "basic"}, a...), ":", "-np", "2", testprog, "basic")
+		return mpmd(t, 60*time.Second, append(apps, b...)...)
 	}
-	r := mpmd([]string{"--steps", "2"}, []string{"--steps", "two"})
+	r := oneAndTwo([]string{"--steps", "2"}, []string{"--steps", "two"})
 	if r.code != 2 || strings.Count(r.out, `testprog: ranks 1, 2: error: invalid value "two" for flag --steps`) != 1 {
 		t.Errorf("a bad flag on ranks 1 and 2: exit %d:\n%s", r.code, r.out)
 	}
 	trace := filepath.Join(t.TempDir(), "t.json")
-	r = mpmd([]string{"--steps", "2", "--quiet", "--trace", trace}, []string{"--steps", "2", "--quiet"})
+	r = oneAndTwo([]string{"--steps", "2", "--quiet", "--trace", trace}, []string{"--steps", "2", "--quiet"})
 	if r.code != 0 || r.took > 30*time.Second {
 		t.Fatalf("--trace on rank 0 only: exit %d after %v:\n%s", r.code, r.took, r.out)
 	}
@@ -664,10 +647,7 @@ func TestOutputToStdout(t *testing.T) {
 	needMPI(t)
 	for _, flag := range []string{"--json", "--trace"} {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		argv := []string{"mpirun", "-np", "2", "--oversubscribe"}
-		if os.Geteuid() == 0 {
-			argv = append(argv, "--allow-run-as-root")
-		}
+		argv := append(mpirunArgv(), "-np", "2")
 		cmd := exec.CommandContext(ctx, argv[0], append(argv[1:], testprog, "basic", "--steps", "2", flag, "-")...)
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -722,6 +702,9 @@ func TestOutputToNamedPipe(t *testing.T) {
 	}
 }
 
+// A root outside the world, with rank counts the plan's author did not
+// think of: one message from rank 0 before anything runs, naming the
+// statement, the bucket and the rank count to run with; exit 1, no abort.
 func TestRootOutsideWorld(t *testing.T) {
 	for _, np := range []int{0, 1, 3} {
 		world := max(np, 1)
@@ -959,15 +942,7 @@ func TestNonblockingMode(t *testing.T) {
 // Ranks with different tuning would split collectives differently: caught
 // before anything runs.
 func TestTuningMismatch(t *testing.T) {
-	needMPI(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	argv := []string{"mpirun", "--oversubscribe"}
-	if os.Geteuid() == 0 {
-		argv = append(argv, "--allow-run-as-root")
-	}
-	argv = append(argv, "-np", "1", "-x", "SYNCGEN_CPU_CHUNK=2MiB", testprog, "basic", ":", "-np", "1", "-x", "SYNCGEN_CPU_CHUNK=1MiB", testprog, "basic")
-	r := run(t, ctx, nil, argv)
+	r := mpmd(t, 60*time.Second, "-np", "1", "-x", "SYNCGEN_CPU_CHUNK=2MiB", testprog, "basic", ":", "-np", "1", "-x", "SYNCGEN_CPU_CHUNK=1MiB", testprog, "basic")
 	if r.code == 0 {
 		t.Fatalf("ranks with different chunk sizes ran:\n%s", r.out)
 	}
