@@ -245,8 +245,25 @@ static MPI_User_function *half_fn(int bf16, int op) {
 	return half_fns[bf16][op];
 }
 
-static MPI_Op half_ops[2][6]; // [bf16?][op], created on first use
-static int half_ops_made[2][6];
+// user_op is a user-defined operator created on first use.
+typedef struct {
+	MPI_Op op;
+	int made;
+} user_op;
+
+// user_op_get returns u's operator, creating it from fn (commutative) the
+// first time; MPI_OP_NULL with *rc set when MPI refuses.
+static MPI_Op user_op_get(user_op *u, MPI_User_function *fn, int *rc) {
+	*rc = MPI_SUCCESS;
+	if (!u->made) {
+		*rc = MPI_Op_create(fn, 1, &u->op);
+		if (*rc != MPI_SUCCESS) return MPI_OP_NULL;
+		u->made = 1;
+	}
+	return u->op;
+}
+
+static user_op half_ops[2][6]; // [bf16?][op]
 
 MPI_Op sg_op(int dtype, int op, int *rc) {
 	*rc = MPI_SUCCESS;
@@ -265,12 +282,7 @@ MPI_Op sg_op(int dtype, int op, int *rc) {
 		*rc = MPI_ERR_OP;
 		return MPI_OP_NULL;
 	}
-	if (!half_ops_made[b][op]) {
-		*rc = MPI_Op_create(half_fn(b, op), 1, &half_ops[b][op]);
-		if (*rc != MPI_SUCCESS) return MPI_OP_NULL;
-		half_ops_made[b][op] = 1;
-	}
-	return half_ops[b][op];
+	return user_op_get(&half_ops[b][op], half_fn(b, op), rc);
 }
 
 sg_op_result sg_op_value(int dtype, int op) {
@@ -523,21 +535,12 @@ static void sg_avg2_bf16(void *in, void *inout, int *len, MPI_Datatype *dt) {
 
 // avg2_fns lists the two-rank average operators by dtype (SG_F64 to SG_BF16).
 static MPI_User_function *avg2_fns[] = {0, sg_avg2_f64, sg_avg2_f32, sg_avg2_f16, sg_avg2_bf16};
-static MPI_Op avg2_ops[5]; // created on first use
-static int avg2_ops_made[5];
+static user_op avg2_ops[5]; // by dtype
 
 static int has_avg2(int dtype) { return dtype >= SG_F64 && dtype <= SG_BF16; }
 
 // avg2_op returns the two-rank average operator of dtype (has_avg2).
-static MPI_Op avg2_op(int dtype, int *rc) {
-	*rc = MPI_SUCCESS;
-	if (!avg2_ops_made[dtype]) {
-		*rc = MPI_Op_create(avg2_fns[dtype], 1, &avg2_ops[dtype]);
-		if (*rc != MPI_SUCCESS) return MPI_OP_NULL;
-		avg2_ops_made[dtype] = 1;
-	}
-	return avg2_ops[dtype];
-}
+static MPI_Op avg2_op(int dtype, int *rc) { return user_op_get(&avg2_ops[dtype], avg2_fns[dtype], rc); }
 
 int sg_avg2_reduce(int dtype, const void *in, void *inout, int n) {
 	if (!has_avg2(dtype)) return -1;
