@@ -33,8 +33,7 @@ package cpu
 // 10 ms (yieldEvery says why), and a piece whose buffer and scratch fit in
 // a core's L2 cache is reduced faster per byte than a larger one, so much
 // that many 1 MiB calls beat fewer 4 or 16 MiB ones (defaultCPUChunk).
-// allgather
-// and reducescatter are split the same way, a piece being the same
+// allgather and reducescatter are split the same way, a piece being the same
 // elements of every rank's block (chunkBytes in all): an allgather piece
 // is one MPI_Allgather with a datatype whose extent is a whole block, a
 // reducescatter piece one MPI_Reduce_scatter_block on the pieces copied

@@ -15,10 +15,11 @@ import (
 // the pass adds to the collective's time. Ahead, a divider thread of the
 // C layer divides piece k while the MPI thread runs piece k+1, and the two
 // split the last piece, so that only half of the last piece's division is
-// left on the critical path (runtime/mpi's sg_mpi.c). A collective of one
-// piece is divided inline either way (batch.go's addPiece). That needs a core to
-// spare for each rank: on a host with as many ranks as cores, the divider
-// would take the core of a rank that is still reducing. The values are the
+// left on the critical path (runtime/mpi's sg_mpi.c). That needs a core
+// to spare for each rank: on a host with as many ranks as cores, the
+// divider would take the core of a rank that is still reducing. A
+// collective of one piece is divided inline either way, or at two ranks
+// inside MPI's operator (batch.go's addPiece). The values are the
 // same either way: the division is the same code on the same elements.
 
 // divideChoice is SYNCGEN_CPU_DIVIDE.
