@@ -7,13 +7,21 @@
 //
 //   mpicc -O2 -o mpi_allreduce mpi_allreduce.c
 //   mpirun -np 4 ./mpi_allreduce [-b 4K] [-e 256M] [-f 2] [-n iters] [-w warmup]
-//          [-m blocking|nonblocking|chunked|chunked-blocking] [-c chunk] [-k inflight]
+//          [-m blocking|nonblocking|chunked|chunked-blocking|avg|avg2] [-c chunk] [-k inflight]
 //
-// The modes other than the default are there to find where Open MPI's
-// algorithms fall off a cliff: nonblocking is MPI_Iallreduce + MPI_Wait,
-// chunked splits each call into pieces of -c bytes with -k in flight
-// (MPI_Iallreduce + MPI_Testsome), chunked-blocking calls MPI_Allreduce on
-// the pieces one after another.
+// nonblocking, chunked and chunked-blocking are there to find where Open
+// MPI's algorithms fall off a cliff: nonblocking is MPI_Iallreduce +
+// MPI_Wait, chunked splits each call into pieces of -c bytes with -k in
+// flight (MPI_Iallreduce + MPI_Testsome), chunked-blocking calls
+// MPI_Allreduce on the pieces one after another.
+//
+// avg and avg2 are what an average costs a C program, the floor of
+// bench/avg.sh's runtime figures (MPI has no average operator): avg is
+// MPI_SUM and then a division of every element, multiplying by 1/size
+// where size is a power of two (the same value); avg2, with two ranks only,
+// is a user-defined operator that adds and halves (applied once to each
+// element of two ranks). Build with -O3 -march=native so that the division
+// is vectorised, as the runtime's is.
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +41,26 @@ static long parse_size(const char *s) {
 static int cmp_double(const void *a, const void *b) {
 	double x = *(const double *)a, y = *(const double *)b;
 	return (x > y) - (x < y);
+}
+
+// avg2_op adds and halves: the average of two ranks in one operator.
+static void avg2_op(void *in, void *inout, int *len, MPI_Datatype *dt) {
+	(void)dt;
+	const float *a = in;
+	float *b = inout;
+	for (int i = 0; i < *len; i++) b[i] = a[i] + b[i];
+	for (int i = 0; i < *len; i++) b[i] *= 0.5f;
+}
+
+// divide divides count floats by size, as an average's sum is divided.
+static void divide(float *buf, long count, int size) {
+	if ((size & (size - 1)) == 0) {
+		float r = 1.0f / (float)size;
+		for (long i = 0; i < count; i++) buf[i] *= r;
+	} else {
+		float d = (float)size;
+		for (long i = 0; i < count; i++) buf[i] /= d;
+	}
 }
 
 static void run_chunked(float *buf, long count, long chunk, int inflight) {
@@ -74,6 +102,14 @@ int main(int argc, char **argv) {
 		else if (!strcmp(argv[i], "-c")) chunk = parse_size(argv[i + 1]);
 		else if (!strcmp(argv[i], "-k")) inflight = atoi(argv[i + 1]);
 	}
+	MPI_Op avg2 = MPI_OP_NULL;
+	if (!strcmp(mode, "avg2")) {
+		if (size != 2) {
+			if (rank == 0) fprintf(stderr, "mpi_allreduce: -m avg2 needs 2 ranks, not %d\n", size);
+			MPI_Abort(MPI_COMM_WORLD, 2);
+		}
+		MPI_Op_create(avg2_op, 1, &avg2);
+	}
 	if (inflight < 1) inflight = 1;
 	if (inflight > 64) inflight = 64;
 	float *buf = NULL;
@@ -106,6 +142,11 @@ int main(int argc, char **argv) {
 					long m = count - off < chunk / 4 ? count - off : chunk / 4;
 					MPI_Allreduce(MPI_IN_PLACE, buf + off, (int)m, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
 				}
+			} else if (!strcmp(mode, "avg")) {
+				MPI_Allreduce(MPI_IN_PLACE, buf, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+				divide(buf, count, size);
+			} else if (!strcmp(mode, "avg2")) {
+				MPI_Allreduce(MPI_IN_PLACE, buf, (int)count, MPI_FLOAT, avg2, MPI_COMM_WORLD);
 			} else {
 				MPI_Allreduce(MPI_IN_PLACE, buf, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
 			}
@@ -136,6 +177,7 @@ int main(int argc, char **argv) {
 		fflush(stdout);
 	}
 	free(buf);
+	if (avg2 != MPI_OP_NULL) MPI_Op_free(&avg2);
 	MPI_Finalize();
 	return 0;
 }
