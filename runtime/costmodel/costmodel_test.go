@@ -120,7 +120,7 @@ func TestValidate(t *testing.T) {
 		`{"format":"x","collectives":[]}`:                                                      "format",
 		strings.Replace(good, "allreduce", "alltoall", 1):                                      "unknown collective",
 		strings.Replace(good, `"from_bytes":0`, `"from_bytes":5`, 1):                           "first segment must start at 0",
-		strings.Replace(good, `"alpha_us":3`, `"alpha_us":-3`, 1):                              "not negative",
+		strings.Replace(good, `"alpha_us":3`, `"alpha_us":-3`, 1):                              "segment 0: alpha_us -3: want a finite time",
 		strings.Replace(good, `"ranks":2`, `"rank":2`, 1):                                      "unknown field",
 		`{"format":"syncgen-profile/1","ranks":2,"collectives":[]}`:                            "no collectives",
 		strings.Replace(good, `"segments"`, `"segments":[],"x"`, 1):                            "unknown field",
@@ -130,6 +130,87 @@ func TestValidate(t *testing.T) {
 		if _, err := ParseProfile([]byte(in)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: got %v, want an error with %q", in, err, want)
 		}
+	}
+}
+
+// TestValidateBounds: figures that no machine has are refused with an
+// error that names the curve, the segment (or point) and the field; the
+// bounds themselves are accepted.
+func TestValidateBounds(t *testing.T) {
+	two := `{"format":"syncgen-profile/1","ranks":2,"mem_gbs":MEM,"collectives":[{"collective":"allreduce","segments":[` +
+		`{"from_bytes":0,"alpha_us":3,"busbw_gbs":1},{"from_bytes":1024,"alpha_us":ALPHA,"step_us":STEP,"busbw_gbs":BW}],"points":[{"bytes":4,"us":US}]}]}`
+	profile := func(field, v string) string {
+		r := map[string]string{"MEM": "0", "ALPHA": "5", "STEP": "0", "BW": "2", "US": "4"}
+		r[field] = v
+		out := two
+		for k, v := range r {
+			out = strings.Replace(out, k, v, 1)
+		}
+		return out
+	}
+	for _, c := range []struct {
+		field, value string
+		want         string // "" accepts it
+	}{
+		{"ALPHA", "1e308", "collectives[0] (allreduce): segment 1: alpha_us 1e+308: more than an hour"},
+		{"ALPHA", "3600000001", "segment 1: alpha_us 3.600000001e+09: more than an hour"},
+		{"ALPHA", "3.6e9", ""},
+		{"STEP", "1e10", "segment 1: step_us 1e+10: more than an hour"},
+		{"BW", "1e-300", "segment 1: busbw_gbs 1e-300: below one byte a second"},
+		{"BW", "1e-9", ""},
+		{"BW", "0", ""},
+		{"BW", "1e6", ""},
+		{"BW", "1.5e6", "segment 1: busbw_gbs 1.5e+06: above a petabyte a second"},
+		{"MEM", "1e-12", "mem_gbs 1e-12: below one byte a second"},
+		{"MEM", "1e300", "mem_gbs 1e+300: above a petabyte a second"},
+		{"US", "1e20", "point 0: us 1e+20: more than an hour"},
+	} {
+		_, err := ParseProfile([]byte(profile(c.field, c.value)))
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s %s: %v; want it accepted", c.field, c.value, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s %s: got %v, want an error with %q", c.field, c.value, err, c.want)
+		}
+	}
+}
+
+// TestReplaySaturates: a profile that is valid but slow at these sizes
+// and ranks, whose times pass what a time.Duration holds, gives an error,
+// never a negative or wrapped time; the conversion itself saturates.
+func TestReplaySaturates(t *testing.T) {
+	for _, c := range []struct {
+		v    float64
+		want time.Duration
+	}{{1e308, Never}, {math.Inf(1), Never}, {math.NaN(), Never}, {-1e308, -Never}, {9.3e15, Never}, {1.5, 1500}} {
+		if got := us(c.v); got != c.want {
+			t.Errorf("us(%v) = %v, want %v", c.v, got, c.want)
+		}
+	}
+	if add(Never, 1) != Never || add(Never-1, Never) != Never || add(-Never, -5) != -Never || add(2, 3) != 5 {
+		t.Error("add does not saturate")
+	}
+	// 1 TiB at a byte a second is 35,000 years.
+	slow := &Profile{Format: Format, Curves: []Curve{{Collective: "allreduce", Segments: []Segment{{AlphaUs: MaxLatencyUs, BusGBs: MinGBs}}}}}
+	if err := slow.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	s := sched([]string{"compute", "comm"}, [][2]int64{{1 << 40, 0}}, []int64{1 << 40},
+		Op{Kind: OpBackward, Stream: 0, Dur: ms(10)},
+		Op{Kind: OpCollective, Stream: 1, Collective: "allreduce", After: AfterReady, Buckets: []int{0}},
+		Op{Kind: OpCompute, Stream: 0, Dur: ms(1), After: AfterStream, AfterStream: 1})
+	if pr, err := Replay(s, slow); err == nil || !strings.Contains(err.Error(), "does not end within 292 years") {
+		t.Errorf("got %+v, %v; want an error", pr, err)
+	}
+	// The bounds at a size that fits: an hour of latency and a second a
+	// byte for a megabyte, 11.6 days, positive.
+	s.Tensors[0].Bytes, s.Buckets[0].Bytes = 1_000_000, 1_000_000
+	pr, err := Replay(s, slow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := ms(10) + us(MaxLatencyUs) + time.Duration(1e15); pr.Rows[0].End != want {
+		t.Errorf("row ends at %v, want %v", pr.Rows[0].End, want)
 	}
 }
 

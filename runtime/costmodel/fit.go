@@ -95,8 +95,10 @@ func Fit(coll string, n int, points []Point) ([]Segment, error) {
 		if s > 0 {
 			seg.FromBytes = pts[bounds[s]].Bytes
 		}
-		if pc.b > 0 {
-			seg.BusGBs = f / (pc.b * 1e3)
+		// A bandwidth above MaxGBs is a slope too small to tell from
+		// none (noise on sizes that cost alike): no bandwidth term.
+		if bw := f / (pc.b * 1e3); pc.b > 0 && bw <= MaxGBs {
+			seg.BusGBs = bw
 		}
 		segs = append(segs, seg)
 	}

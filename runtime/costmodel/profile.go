@@ -112,8 +112,49 @@ func ParseProfile(data []byte) (*Profile, error) {
 // finite says whether v is a usable figure: finite and not negative.
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) && v >= 0 }
 
+// The bounds of a profile's figures. A figure outside them is one that no
+// machine has (a typing slip, a unit mistaken, a broken fit), and it would
+// turn a prediction into a time no step takes, so Validate refuses it.
+const (
+	// MaxLatencyUs bounds alpha_us, step_us and a point's us: one hour,
+	// in microseconds.
+	MaxLatencyUs = 3.6e9
+	// MinGBs and MaxGBs bound busbw_gbs and mem_gbs other than 0 (which
+	// means no bandwidth term): one byte a second, and a petabyte a
+	// second.
+	MinGBs = 1e-9
+	MaxGBs = 1e6
+)
+
+// checkLatency returns an error naming field when v, a time in
+// microseconds, is not finite, negative or longer than MaxLatencyUs.
+func checkLatency(field string, v float64) error {
+	switch {
+	case !finite(v):
+		return fmt.Errorf("%s %v: want a finite time in microseconds, 0 or more", field, v)
+	case v > MaxLatencyUs:
+		return fmt.Errorf("%s %g: more than an hour (%g us), which no collective takes; a profile from syncgen calibrate has the measured figure", field, v, float64(MaxLatencyUs))
+	}
+	return nil
+}
+
+// checkBandwidth returns an error naming field when v, a bandwidth in
+// GB/s, is neither 0 nor between MinGBs and MaxGBs.
+func checkBandwidth(field string, v float64) error {
+	switch {
+	case !finite(v):
+		return fmt.Errorf("%s %v: want a finite bandwidth in GB/s, 0 or more", field, v)
+	case v != 0 && v < MinGBs:
+		return fmt.Errorf("%s %g: below one byte a second (%g GB/s), which no machine moves; 0 means no bandwidth term", field, v, MinGBs)
+	case v > MaxGBs:
+		return fmt.Errorf("%s %g: above a petabyte a second (%g GB/s), which no machine moves; a profile from syncgen calibrate has the measured figure", field, v, float64(MaxGBs))
+	}
+	return nil
+}
+
 // Validate checks that the profile can be used: its format, known
-// collectives, and finite, non-negative figures in size order.
+// collectives, figures within the bounds above (MaxLatencyUs, MinGBs,
+// MaxGBs), segments in size order.
 func (p *Profile) Validate() error {
 	if p.Format != Format {
 		return fmt.Errorf("format %q: want %q (a file written by `syncgen calibrate`)", p.Format, Format)
@@ -121,8 +162,8 @@ func (p *Profile) Validate() error {
 	if p.Ranks < 0 {
 		return fmt.Errorf("ranks %d: want 0 (any) or more", p.Ranks)
 	}
-	if !finite(p.MemGBs) {
-		return fmt.Errorf("mem_gbs %v: want a finite number, 0 or more", p.MemGBs)
+	if err := checkBandwidth("mem_gbs", p.MemGBs); err != nil {
+		return err
 	}
 	if len(p.Curves) == 0 {
 		return fmt.Errorf("no collectives: a profile needs at least one curve")
@@ -141,8 +182,13 @@ func (p *Profile) Validate() error {
 			return fmt.Errorf("%s: no segments", where)
 		}
 		for j, s := range c.Segments {
-			if s.FromBytes < 0 || !finite(s.AlphaUs) || !finite(s.StepUs) || !finite(s.BusGBs) {
-				return fmt.Errorf("%s: segment %d: sizes and figures must be finite and not negative", where, j)
+			if s.FromBytes < 0 {
+				return fmt.Errorf("%s: segment %d: from_bytes %d: want 0 or more", where, j, s.FromBytes)
+			}
+			for _, err := range []error{checkLatency("alpha_us", s.AlphaUs), checkLatency("step_us", s.StepUs), checkBandwidth("busbw_gbs", s.BusGBs)} {
+				if err != nil {
+					return fmt.Errorf("%s: segment %d: %w", where, j, err)
+				}
 			}
 			if j == 0 && s.FromBytes != 0 {
 				return fmt.Errorf("%s: the first segment must start at 0 bytes, not %d", where, s.FromBytes)
@@ -152,8 +198,11 @@ func (p *Profile) Validate() error {
 			}
 		}
 		for j, pt := range c.Points {
-			if pt.Bytes < 0 || !finite(pt.Us) {
-				return fmt.Errorf("%s: point %d: bytes and time must be finite and not negative", where, j)
+			if pt.Bytes < 0 {
+				return fmt.Errorf("%s: point %d: bytes %d: want 0 or more", where, j, pt.Bytes)
+			}
+			if err := checkLatency("us", pt.Us); err != nil {
+				return fmt.Errorf("%s: point %d: %w", where, j, err)
 			}
 		}
 	}

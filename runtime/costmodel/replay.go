@@ -87,9 +87,9 @@ func (r *replay) transfer(t, d time.Duration) time.Duration {
 		}
 		if gap := busy.A - cur; gap > 0 {
 			use := min(gap, left)
-			taken = append(taken, Interval{cur, cur + use})
+			taken = append(taken, Interval{cur, add(cur, use)})
 			left -= use
-			cur += use
+			cur = add(cur, use)
 			if left <= 0 {
 				break
 			}
@@ -97,8 +97,8 @@ func (r *replay) transfer(t, d time.Duration) time.Duration {
 		cur = max(cur, busy.B)
 	}
 	if left > 0 {
-		taken = append(taken, Interval{cur, cur + left})
-		cur += left
+		taken = append(taken, Interval{cur, add(cur, left)})
+		cur = add(cur, left)
 	}
 	r.fabric = Union(append(r.fabric, taken...))
 	return cur
@@ -132,6 +132,10 @@ func Replay(s *Schedule, p *Profile) (*Prediction, error) {
 	for _, f := range r.free {
 		end = max(end, f)
 	}
+	if end >= Never {
+		return nil, fmt.Errorf("the predicted step does not end within %.0f years, the longest time a prediction holds: the profile's latencies (alpha_us, step_us) and bandwidths (busbw_gbs, mem_gbs) give work longer than any step at these sizes and %d ranks; check them, or calibrate on the cluster (syncgen calibrate)",
+			Never.Hours()/24/365, s.Ranks)
+	}
 	pr := r.pred
 	pr.Step = end
 	var comp, comm []Interval
@@ -157,7 +161,35 @@ func Replay(s *Schedule, p *Profile) (*Prediction, error) {
 	return pr, nil
 }
 
-func us(v float64) time.Duration { return time.Duration(math.Round(v * 1e3)) }
+// Never is the longest time a prediction holds: the conversions and sums
+// of the replay saturate at it instead of wrapping around to a negative
+// time, and a step that reaches it is an error (Replay).
+const Never = time.Duration(math.MaxInt64)
+
+// us converts microseconds to a duration, saturating at Never (and at
+// -Never below it; NaN is Never).
+func us(v float64) time.Duration {
+	ns := math.Round(v * 1e3)
+	switch {
+	case !(ns < float64(Never)): // also NaN
+		return Never
+	case ns <= -float64(Never):
+		return -Never
+	}
+	return time.Duration(ns)
+}
+
+// add returns a+b, saturating at Never and -Never.
+func add(a, b time.Duration) time.Duration {
+	s := a + b
+	switch {
+	case b > 0 && s < a:
+		return Never
+	case b < 0 && s > a:
+		return -Never
+	}
+	return s
+}
 
 func (r *replay) checkStream(i int) error {
 	if i < 0 || i >= len(r.free) {
@@ -194,12 +226,12 @@ func (r *replay) op(o *Op) error {
 		if o.Kind == OpBackward {
 			r.backward(start, o.Dur, o.Tensors)
 		}
-		r.free[o.Stream] = start + o.Dur
+		r.free[o.Stream] = add(start, o.Dur)
 		name := "compute"
 		if o.Kind == OpBackward {
 			name = "backward"
 		}
-		r.pred.Spans = append(r.pred.Spans, Span{Kind: o.Kind, Stream: o.Stream, Name: name, Start: start, End: start + o.Dur})
+		r.pred.Spans = append(r.pred.Spans, Span{Kind: o.Kind, Stream: o.Stream, Name: name, Start: start, End: add(start, o.Dur)})
 	case OpWait:
 		r.host = max(r.host, r.free[o.Stream])
 	case OpCollective:
@@ -264,7 +296,7 @@ func (r *replay) backward(start, d time.Duration, tensors []int) {
 			continue
 		}
 		cum += t.Bytes
-		at := start + time.Duration(float64(d)*float64(cum)/float64(max(total, 1)))
+		at := add(start, time.Duration(float64(d)*float64(cum)/float64(max(total, 1))))
 		if t.Bucket >= 0 && t.Bucket < len(r.ready) {
 			if tensors == nil {
 				r.ready[t.Bucket] = at // the last one written wins
@@ -320,7 +352,7 @@ func (r *replay) group(items []item, grouped bool) error {
 			case AfterStream:
 				t = max(t, it.dep)
 			}
-			t += r.mem(r.s.Buckets[b].CastBytes, "casts between a tensor's dtype and its bucket's wire dtype")
+			t = add(t, r.mem(r.s.Buckets[b].CastBytes, "casts between a tensor's dtype and its bucket's wire dtype"))
 		}
 		start, cur := t, t
 		first := len(r.pred.Rows)
@@ -340,7 +372,7 @@ func (r *replay) group(items []item, grouped bool) error {
 				lat, _ := c.split(it.bytes(r.s), r.s.Ranks)
 				most = max(most, lat)
 			}
-			cur += us(most)
+			cur = add(cur, us(most))
 		}
 		for _, it := range items {
 			if it.op.Stream != si {
@@ -354,7 +386,7 @@ func (r *replay) group(items []item, grouped bool) error {
 			}
 			lat, bw := c.split(n, r.s.Ranks)
 			if !grouped {
-				cur += us(lat)
+				cur = add(cur, us(lat))
 			}
 			if bw > 0 {
 				cur = r.transfer(cur, us(bw))
@@ -375,7 +407,7 @@ func (r *replay) group(items []item, grouped bool) error {
 		}
 		for _, it := range items {
 			if it.op.Stream == si {
-				cur += r.mem(r.s.Buckets[it.bucket()].CastBytes, "casts between a tensor's dtype and its bucket's wire dtype")
+				cur = add(cur, r.mem(r.s.Buckets[it.bucket()].CastBytes, "casts between a tensor's dtype and its bucket's wire dtype"))
 			}
 		}
 		r.free[si] = cur
@@ -439,13 +471,13 @@ func (r *replay) train(o *Op) error {
 			n = 2 * r.s.Buckets[b].Bytes
 		}
 		start := t
-		t += r.mem(n, what)
+		t = add(t, r.mem(n, what))
 		r.pred.Spans = append(r.pred.Spans, Span{Kind: o.Kind, Stream: o.Stream, Name: r.s.Buckets[b].Name, Start: start, End: t})
 	}
 	if o.Kind == OpUnscale && o.Agree {
 		if c, err := r.p.Curve("allreduce", "max", "i32"); err == nil {
 			lat, bw := c.split(4, r.s.Ranks)
-			t += us(lat + bw)
+			t = add(t, us(lat+bw))
 		} else {
 			r.notes["the overflow flag's allreduce: not modelled (the profile has no allreduce)"] = true
 		}
