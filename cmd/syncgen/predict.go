@@ -31,12 +31,15 @@ Examples:
    syncgen calibrate --np 4 -o cpu4.json && syncgen predict --np 4 --profile cpu4.json examples/bert_large.sync`,
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "np", Value: 2, Usage: "number of ranks to predict for"},
-			&cli.StringFlag{Name: "profile", Usage: "profile `FILE` (from syncgen calibrate) or built-in NAME", Required: true},
+			profileFlag(),
 			&cli.StringFlag{Name: "json", Usage: "also write the prediction as JSON to `FILE` (- for standard output, instead of the table)"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return cli.Exit("predict: give exactly one .sync file; usage: syncgen predict --np N --profile FILE|NAME FILE.sync", 2)
+			}
+			if err := needProfile(c); err != nil {
+				return err
 			}
 			res, err := predictPlan(c, c.Args().First(), c.Int("np"), c.String("profile"))
 			if err != nil {
@@ -53,6 +56,25 @@ Examples:
 			return res.Write(c.App.Writer)
 		},
 	}
+}
+
+// profileFlag is predict's and tune's --profile. It is not marked
+// Required: urfave/cli answers a missing required flag by showing the help
+// with the command's arguments as its topic, which lands in
+// CommandNotFound ("unknown command FILE.sync") or prints the whole help
+// with exit status 1. needProfile checks it instead.
+func profileFlag() cli.Flag {
+	return &cli.StringFlag{Name: "profile", Usage: "profile `FILE` (from syncgen calibrate) or built-in NAME (required)"}
+}
+
+// needProfile returns a usage error (status 2) when --profile is not
+// given, saying what it takes.
+func needProfile(c *cli.Context) error {
+	if c.String("profile") != "" {
+		return nil
+	}
+	return cli.Exit(fmt.Sprintf("%s: --profile is needed: a profile from syncgen calibrate (--profile FILE) or a built-in fabric (--profile NAME: %s)",
+		c.Command.Name, strings.Join(costmodel.BuiltinNames(), ", ")), 2)
 }
 
 // predictPlan loads the plan at path and predicts it at np ranks with the

@@ -132,3 +132,28 @@ func TestTuneStreamsByBackend(t *testing.T) {
 		}
 	}
 }
+
+// TestPredictTuneNeedProfile: predict and tune without --profile are
+// usage errors (status 2) that say what --profile takes, whether or not
+// the plan's file is given, never "unknown command FILE.sync".
+func TestPredictTuneNeedProfile(t *testing.T) {
+	dir := t.TempDir()
+	plan := writeFile(t, dir, "hello.sync", helloPlan)
+	var cases []cliCase
+	for _, cmd := range []string{"predict", "tune"} {
+		need := cmd + ": --profile is needed: a profile from syncgen calibrate (--profile FILE) or a built-in fabric (--profile NAME: ib-hdr, "
+		cases = append(cases,
+			cliCase{args: []string{cmd, "--np", "2", plan}, code: 2, stderr: need},
+			cliCase{args: []string{cmd, plan, "--np", "2"}, code: 2, stderr: need},
+			cliCase{args: []string{cmd, "--profile=", plan}, code: 2, stderr: need},
+			cliCase{args: []string{cmd}, code: 2, stderr: cmd + ": give exactly one .sync file"},
+		)
+	}
+	checkCLI(t, "", cases)
+	for _, cmd := range []string{"predict", "tune"} {
+		code, out, errOut := syncgen(t, cmd, "--np", "2", plan)
+		if strings.Contains(errOut, "unknown command") || strings.Contains(out, "USAGE:") {
+			t.Errorf("%s without --profile: exit %d, stdout %q, stderr %q; want one line about --profile", cmd, code, out, errOut)
+		}
+	}
+}

@@ -47,7 +47,7 @@ Examples:
    syncgen tune --np 4 --profile cpu4.json --run 3 --out tuned.sync --plot caps.svg examples/bert_large.sync`,
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "np", Value: 2, Usage: "number of ranks"},
-			&cli.StringFlag{Name: "profile", Usage: "profile `FILE` (from syncgen calibrate) or built-in NAME", Required: true},
+			profileFlag(),
 			&cli.StringFlag{Name: "bucket", Usage: "tune the bucket declaration `NAME` (default: the one with the most bytes)"},
 			&cli.StringFlag{Name: "caps", Value: "1M,2M,4M,8M,16M,25M,32M,64M,128M,256M,none", Usage: "caps to try, comma-separated `SIZES` (none: no cap)"},
 			&cli.StringFlag{Name: "firsts", Value: "none,1M", Usage: "first-bucket caps to try, comma-separated `SIZES` (none: no first)"},
@@ -64,6 +64,9 @@ Examples:
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return cli.Exit("tune: give exactly one .sync file; usage: syncgen tune --np N --profile FILE|NAME FILE.sync", 2)
+			}
+			if err := needProfile(c); err != nil {
+				return err
 			}
 			path := c.Args().First()
 			if path == "-" {
