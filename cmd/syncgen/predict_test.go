@@ -157,3 +157,58 @@ func TestPredictTuneNeedProfile(t *testing.T) {
 		}
 	}
 }
+
+// TestTuneTargets: --out and --plot are checked before any candidate is
+// predicted or run, and never name the plan, a file it imports (by any
+// spelling or link), a directory, a device or each other's file; each
+// refusal is a usage error that names the flag given.
+func TestTuneTargets(t *testing.T) {
+	dir := t.TempDir()
+	module := writeFile(t, dir, "gpt2.sync", "tensor h.{0..3}.w f32[1024, 64]\n")
+	plan := writeFile(t, dir, "docplan.sync", `import "gpt2.sync"
+stream compute
+stream comm priority high
+bucket grads { * } cap 25MiB order reverse
+step {
+    backward 60ms on compute
+    allreduce grads op avg on comm after ready
+    wait comm
+}
+`)
+	link := filepath.Join(dir, "link.sync")
+	if err := os.Symlink(module, link); err != nil {
+		t.Fatal(err)
+	}
+	sub := filepath.Join(dir, "somedir")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	file := writeFile(t, dir, "afile", "")
+	svg := filepath.Join(dir, "caps.svg")
+	// --run 1 with a launcher that does not exist: a target checked only
+	// after the candidates would fail on the launcher first.
+	tune := func(args ...string) []string {
+		return append(append([]string{"tune", "--np", "2", "--profile", "ib-hdr", "--run", "1", "--mpirun", filepath.Join(dir, "no-mpirun")}, args...), plan)
+	}
+	checkCLI(t, "", []cliCase{
+		{args: tune("--out", module), code: 2, stderr: "tune: --out " + module + ": is a file the plan imports: the winning plan would overwrite it"},
+		{args: tune("--out", link), code: 2, stderr: "tune: --out " + link + ": is a file the plan imports (" + module + ")"},
+		{args: tune("--plot", module), code: 2, stderr: "tune: --plot " + module + ": is a file the plan imports: the plot would overwrite it"},
+		{args: tune("--out", plan), code: 2, stderr: "tune: --out " + plan + ": is the plan's own file"},
+		{args: tune("--out", filepath.Join(dir, ".", "docplan.sync")), code: 2, stderr: "is the plan's own file"},
+		{args: tune("--out", sub), code: 2, stderr: "tune: --out " + sub + ": is a directory; give --out the path of a file in it, such as " + filepath.Join(sub, "tuned.sync")},
+		{args: tune("--plot", sub), code: 2, stderr: "tune: --plot " + sub + ": is a directory"},
+		{args: tune("--out", os.DevNull), code: 2, stderr: "tune: --out /dev/null: is a device, not a regular file"},
+		{args: tune("--out", filepath.Join(file, "x", "tuned.sync")), code: 2, stderr: file + " is a file, not a directory"},
+		{args: tune("--out", svg, "--plot", svg), code: 2, stderr: "tune: --plot " + svg + ": is also --out's file"},
+	})
+	if data, err := os.ReadFile(module); err != nil || string(data) != "tensor h.{0..3}.w f32[1024, 64]\n" {
+		t.Errorf("the module: %q, %v", data, err)
+	}
+	// A target that can be written: the table, the winner and the plot.
+	out := filepath.Join(dir, "tuned.sync")
+	code, stdout, errOut := syncgen(t, "tune", "--np", "2", "--profile", "ib-hdr", "--caps", "1M,none", "--out", out, "--plot", svg, plan)
+	if code != 0 || !strings.Contains(stdout, "wrote "+out) || !strings.Contains(stdout, "wrote "+svg) {
+		t.Errorf("tune --out --plot: exit %d\n%s%s", code, stdout, errOut)
+	}
+}

@@ -3,12 +3,15 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -40,7 +43,8 @@ predicted step time, the plan as written among them.
 eligible, and the winner is the fastest measured p50. Without --run the
 winner is the best predicted. --out writes the winner as a formatted .sync
 file; --plot an SVG of the predicted (and measured) step time against the
-cap.
+cap. Both are checked before anything runs, and never write over the plan
+or a file it imports.
 
 Examples:
    syncgen tune --np 8 --profile nvlink-h100 examples/resnet50.sync
@@ -80,7 +84,13 @@ Examples:
 			if err != nil {
 				return cli.Exit("tune: "+err.Error(), 2)
 			}
-			if _, err := loadOrReport(c, path); err != nil {
+			prog, err := loadOrReport(c, path)
+			if err != nil {
+				return err
+			}
+			// Before anything runs: a target that cannot be written
+			// would otherwise fail after every candidate ran.
+			if err := checkTuneTargets(c, path, prog.Imports); err != nil {
 				return err
 			}
 			src, err := os.ReadFile(path)
@@ -120,9 +130,6 @@ Examples:
 			}
 			fmt.Fprintf(c.App.Writer, "# winner (%s): %s, predicted step %.3f ms\n", how, label, float64(winner.Step)/1e6)
 			if out := c.String("out"); out != "" {
-				if err := checkOutputNotPlan("tune", path, nil, out, out); err != nil {
-					return err
-				}
 				if err := writeAtomic(out, winner.Src); err != nil {
 					return cli.Exit(fmt.Sprintf("tune: --out: %v", err), 1)
 				}
@@ -141,6 +148,111 @@ Examples:
 			return nil
 		},
 	}
+}
+
+// checkTuneTargets checks --out and --plot, where given, before any
+// candidate is predicted or run: each must name a file that can be
+// written (not a directory, a device or a pipe; its directory there or
+// creatable), and neither the plan's own file nor a file it imports
+// (imports, as the loader lists them), however spelt or linked: the
+// winner would overwrite the plan or a module, such as one from syncgen
+// import, that other plans share. --out and --plot must differ. Each
+// refusal is a usage error (status 2) that names the flag.
+func checkTuneTargets(c *cli.Context, plan string, imports []string) error {
+	var seen []string
+	for _, flag := range []string{"out", "plot"} {
+		target := c.String(flag)
+		if target == "" {
+			continue
+		}
+		where := "--" + flag + " " + target
+		refuse := func(format string, args ...any) error {
+			return cli.Exit(fmt.Sprintf("tune: %s: %s", where, fmt.Sprintf(format, args...)), 2)
+		}
+		fi, err := os.Stat(target)
+		switch {
+		case err == nil && fi.IsDir():
+			return refuse("is a directory; give --%s the path of a file in it, such as %s", flag, filepath.Join(target, tuneDefaultName[flag]))
+		case err == nil && !fi.Mode().IsRegular():
+			return refuse("is %s, not a regular file: writing would replace it; give --%s the path of a file", fileKind(fi.Mode()), flag)
+		case err == nil:
+			files := append([]string{plan}, imports...)
+			for i, f := range files {
+				if ff, err := os.Stat(f); err == nil && os.SameFile(fi, ff) {
+					what := "the plan's own file"
+					if i > 0 {
+						what = "a file the plan imports"
+					}
+					if filepath.Clean(f) != filepath.Clean(target) {
+						what += " (" + f + ")"
+					}
+					return refuse("is %s: %s would overwrite it; give --%s another path", what, tuneWhat[flag], flag)
+				}
+			}
+			for _, other := range seen {
+				if fo, err := os.Stat(c.String(other)); err == nil && os.SameFile(fi, fo) {
+					return refuse("is also --%s's file; give them different paths", other)
+				}
+			}
+		default:
+			if err := checkCreatable(filepath.Dir(target)); err != nil {
+				return refuse("%v", err)
+			}
+			if !notThere(err) {
+				return refuse("%v", unwrapPathError(err))
+			}
+			for _, other := range seen {
+				if filepath.Clean(c.String(other)) == filepath.Clean(target) {
+					return refuse("is also --%s's file; give them different paths", other)
+				}
+			}
+		}
+		seen = append(seen, flag)
+	}
+	return nil
+}
+
+// tuneDefaultName is the file name that tune's messages suggest for a
+// flag given a directory.
+var tuneDefaultName = map[string]string{"out": "tuned.sync", "plot": "caps.svg"}
+
+// tuneWhat names what each flag writes, for messages.
+var tuneWhat = map[string]string{"out": "the winning plan", "plot": "the plot"}
+
+// checkCreatable returns an error unless dir is a directory or can be
+// created: its nearest existing ancestor must be a directory.
+func checkCreatable(dir string) error {
+	for d := dir; ; d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		if err == nil {
+			if !fi.IsDir() {
+				return fmt.Errorf("%s is %s, not a directory, so the file cannot be written under it", d, describeKind(fi.Mode()))
+			}
+			return nil
+		}
+		if !notThere(err) {
+			return fmt.Errorf("%s: %v", d, unwrapPathError(err))
+		}
+		if parent := filepath.Dir(d); parent == d {
+			return nil
+		}
+	}
+}
+
+// notThere reports whether err, from os.Stat, says that nothing is at the
+// path: it does not exist, or a file stands where a directory of it would
+// be (which checkCreatable then names).
+func notThere(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
+}
+
+// describeKind names a file's kind for messages: "a regular file", or
+// fileKind's.
+func describeKind(m os.FileMode) string {
+	if m.IsRegular() {
+		return "a file"
+	}
+	return fileKind(m)
 }
 
 // defaultStreams is --streams when it is not given: 1 and 2 streams, but
