@@ -103,10 +103,7 @@ func SweepPlan(kinds []Kind, sizes []int64, ranks, reps int) ([]byte, error) {
 			return nil, err
 		}
 		for i, bytes := range sizes {
-			elems := max(bytes/size, 1)
-			if kind.Collective == "allgather" || kind.Collective == "reducescatter" {
-				elems = (elems + int64(ranks) - 1) / int64(ranks) * int64(ranks)
-			}
+			elems := sweepElems(kind, size, bytes, ranks)
 			name := fmt.Sprintf("k%d_s%d", k, i)
 			fmt.Fprintf(&b, "tensor %s %s[%d]\n", name, kind.DType, elems)
 			fmt.Fprintf(&step, "    %s\n    wait comm\n", statement(kind, "b"+name))
@@ -127,6 +124,34 @@ func SweepPlan(kinds []Kind, sizes []int64, ranks, reps int) ([]byte, error) {
 	fmt.Fprintf(&b, "\nstep {\n    backward 1us on compute\n    wait compute\n    allreduce %s on comm after ready\n    wait comm\n%s}\n\nrun steps %d warmup 2 check every %d\n",
 		warmName, step.String(), reps, reps)
 	return []byte(b.String()), nil
+}
+
+// sweepElems is the elements of the sweep's tensor of kind k (elements
+// of size bytes) for a size of bytes at ranks ranks: whole elements, at
+// least one, and for allgather and reducescatter a multiple of the ranks.
+func sweepElems(k Kind, size, bytes int64, ranks int) int64 {
+	elems := max(bytes/size, 1)
+	if k.Collective == "allgather" || k.Collective == "reducescatter" {
+		elems = (elems + int64(ranks) - 1) / int64(ranks) * int64(ranks)
+	}
+	return elems
+}
+
+// SweepBytes returns the bytes that the sweep's collectives of kind k
+// move at each of sizes at ranks ranks, as its run's report gives them
+// (SweepPlan's tensors: whole elements, padded for allgather and
+// reducescatter), so that a report can be compared with the sweep that
+// flags ask for.
+func SweepBytes(k Kind, sizes []int64, ranks int) ([]int64, error) {
+	size, err := dtypeSize(k.DType)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]int64, len(sizes))
+	for i, b := range sizes {
+		out[i] = sweepElems(k, size, b, ranks) * size
+	}
+	return out, nil
 }
 
 // warmName names the tensor and bucket of the sweep's untimed first

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -35,6 +36,12 @@ the fitted pieces) for 'syncgen predict', 'syncgen tune' and a run's
 The default sweep is 4 B to 64 MiB in steps of 4; --full sweeps 4 B to
 256 MiB in steps of 2.
 
+On a machine without Go, --emit writes the sweep's plan to build where Go
+is, and --program runs the program built from it. The program measures
+the sweep it was emitted with: leave --plan, --max and --full out to take
+it as it is; given, they must match it, else no profile is written. The
+profile's source says what was measured.
+
 Examples:
    syncgen calibrate --np 4 -o cpu4.json
    syncgen calibrate --np 8 --plan examples/bert_large.sync --full -o h200x8.json`,
@@ -48,7 +55,7 @@ Examples:
 			&cli.StringFlag{Name: "backend", Value: "auto", Usage: "the program's --backend: auto, cpu or nccl"},
 			&cli.StringFlag{Name: "mpirun", Value: "mpirun", Usage: "the MPI launcher `PATH`"},
 			&cli.StringFlag{Name: "emit", Usage: "write the sweep's plan to `FILE.sync` and stop (to build it where Go is, for --program)"},
-			&cli.StringFlag{Name: "program", Usage: "run this sweep program `PATH`, built from --emit with the same flags, instead of building one (a machine without Go)"},
+			&cli.StringFlag{Name: "program", Usage: "run this sweep program `PATH`, built from --emit, instead of building one (a machine without Go); it measures the sweep it was emitted with"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 0 {
@@ -79,7 +86,8 @@ Examples:
 				}
 				maxBytes = v
 			}
-			src, err := calibrate.SweepPlan(calibrate.Kinds(prog), calibrate.Sizes(maxBytes, factor), np, c.Int("reps"))
+			kinds, sizes := calibrate.Kinds(prog), calibrate.Sizes(maxBytes, factor)
+			src, err := calibrate.SweepPlan(kinds, sizes, np, c.Int("reps"))
 			if err != nil {
 				return cli.Exit("calibrate: "+err.Error(), 2)
 			}
@@ -101,7 +109,13 @@ Examples:
 			defer os.RemoveAll(dir)
 			var report []byte
 			if prog := c.String("program"); prog != "" {
-				report, err = runProgram(c, launcher, prog, filepath.Join(dir, "sweep.json"), np, "--backend", c.String("backend"))
+				extra := []string{"--backend", c.String("backend")}
+				if c.IsSet("reps") {
+					// The program's run line has the --reps it was
+					// emitted with; --steps replaces it.
+					extra = append(extra, "--steps", strconv.Itoa(c.Int("reps")))
+				}
+				report, err = runProgram(c, launcher, prog, filepath.Join(dir, "sweep.json"), np, extra...)
 			} else {
 				report, err = runSweep(c, launcher, dir, src, np, "--backend", c.String("backend"))
 			}
@@ -109,7 +123,7 @@ Examples:
 				return err
 			}
 			source := fmt.Sprintf("syncgen calibrate --np %d", np)
-			for _, f := range []string{"plan", "max", "reps", "backend"} {
+			for _, f := range []string{"plan", "max", "reps", "backend", "program"} {
 				if c.IsSet(f) {
 					source += fmt.Sprintf(" --%s %s", f, c.String(f))
 				}
@@ -117,10 +131,19 @@ Examples:
 			if c.Bool("full") {
 				source += " --full"
 			}
-			prof, err := calibrate.FromRun(report, source+" (syncgen "+version+")")
+			prof, err := calibrate.FromRun(report, source)
 			if err != nil {
 				return cli.Exit("calibrate: "+err.Error(), 1)
 			}
+			if c.String("program") != "" {
+				if err := checkProgramSweep(c, prof, kinds, sizes, np); err != nil {
+					return err
+				}
+			}
+			// The flags describe the sweep that calibrate built; with
+			// --program the program's own was measured: the source says
+			// which sizes were.
+			prof.Source = fmt.Sprintf("%s (measured: %s; syncgen %s)", source, measuredSweep(prof), version)
 			if prof.Backend == "cpu" {
 				// The CPU backend's casts and updates run on the host.
 				prof.MemGBs = math.Round(calibrate.MemBandwidth(64<<20, 5)*10) / 10
@@ -137,6 +160,106 @@ Examples:
 			return nil
 		},
 	}
+}
+
+// measuredSweep describes what a profile's points measured: "allreduce
+// sum f32 at 8 sizes, 4 B to 64.0 KiB", a curve after another.
+func measuredSweep(p *costmodel.Profile) string {
+	var parts []string
+	for i := range p.Curves {
+		cv := &p.Curves[i]
+		parts = append(parts, cv.Key()+" at "+sizeRange(pointBytes(cv)))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// pointBytes lists a curve's measured sizes in bytes.
+func pointBytes(cv *costmodel.Curve) []int64 {
+	out := make([]int64, len(cv.Points))
+	for i, pt := range cv.Points {
+		out[i] = pt.Bytes
+	}
+	return out
+}
+
+// sizeRange describes a list of sizes: "8 sizes, 4 B to 64.0 KiB".
+func sizeRange(sizes []int64) string {
+	switch len(sizes) {
+	case 0:
+		return "no sizes"
+	case 1:
+		return "1 size, " + humanBytes(sizes[0])
+	}
+	return fmt.Sprintf("%d sizes, %s to %s", len(sizes), humanBytes(slices.Min(sizes)), humanBytes(slices.Max(sizes)))
+}
+
+// checkProgramSweep compares what the sweep program of --program measured
+// with the sweep that the flags describing one ask for: --plan (its
+// collectives, operators and wire dtypes) and --max and --full (the
+// sizes). A program carries the sweep it was emitted with, whatever the
+// flags say now, so a flag that disagrees is a usage error and no profile
+// is written: one labelled with the flags would describe sizes that were
+// not measured. Flags left out take the program's sweep as it is.
+func checkProgramSweep(c *cli.Context, p *costmodel.Profile, kinds []calibrate.Kind, sizes []int64, np int) error {
+	var given []string
+	if c.IsSet("plan") {
+		given = append(given, "--plan "+c.String("plan"))
+	}
+	if c.IsSet("max") {
+		given = append(given, "--max "+c.String("max"))
+	}
+	if c.IsSet("full") {
+		given = append(given, "--full")
+	}
+	if len(given) == 0 {
+		return nil
+	}
+	got := map[calibrate.Kind][]int64{}
+	var gotKinds []string
+	for i := range p.Curves {
+		cv := &p.Curves[i]
+		k := calibrate.Kind{Collective: cv.Collective, Op: cv.Op, DType: cv.DType}
+		got[k] = pointBytes(cv)
+		gotKinds = append(gotKinds, k.String())
+	}
+	var wantKinds []string
+	for _, k := range kinds {
+		wantKinds = append(wantKinds, k.String())
+	}
+	slices.Sort(gotKinds)
+	slices.Sort(wantKinds)
+	same := !c.IsSet("plan") || slices.Equal(gotKinds, wantKinds)
+	if c.IsSet("max") || c.IsSet("full") {
+		for k, b := range got {
+			want, err := calibrate.SweepBytes(k, sizes, np)
+			switch {
+			case err != nil || len(want) != len(b):
+				same = false
+			case k.Collective == "allgather" || k.Collective == "reducescatter":
+				// Padded to the ranks the program was emitted for, which
+				// the report does not say: the count of sizes is
+				// compared, and the sizes themselves on the other
+				// collectives, which a sweep measures at the same ones.
+			case !slices.Equal(want, b):
+				same = false
+			}
+		}
+	}
+	if same {
+		return nil
+	}
+	asked := "each collective"
+	if c.IsSet("plan") {
+		asked = strings.Join(wantKinds, ", ")
+	}
+	if c.IsSet("max") || c.IsSet("full") {
+		asked += " at " + sizeRange(sizes)
+	} else {
+		asked += " at the program's sizes"
+	}
+	return cli.Exit(fmt.Sprintf("calibrate: %s: the program %s measured %s, but %s asks for %s: a sweep program measures the sweep it was emitted with (--emit). "+
+		"Emit and build the sweep again with these flags, or leave %s out to take the program's sweep as it is; no profile written",
+		strings.Join(given, " "), c.String("program"), measuredSweep(p), strings.Join(given, " "), asked, strings.Join(given, " ")), 2)
 }
 
 // runSweep writes the plan src into dir, builds it, runs it at np ranks

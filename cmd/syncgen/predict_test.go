@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -210,5 +211,117 @@ step {
 	code, stdout, errOut := syncgen(t, "tune", "--np", "2", "--profile", "ib-hdr", "--caps", "1M,none", "--out", out, "--plot", svg, plan)
 	if code != 0 || !strings.Contains(stdout, "wrote "+out) || !strings.Contains(stdout, "wrote "+svg) {
 		t.Errorf("tune --out --plot: exit %d\n%s%s", code, stdout, errOut)
+	}
+}
+
+// fakeLauncher writes a launcher that, instead of running the program,
+// copies the report at report to the program's --json file and appends
+// its arguments to the file it returns.
+func fakeLauncher(t *testing.T, dir, report string) (launcher, argsFile string) {
+	t.Helper()
+	argsFile = filepath.Join(dir, "launcher.args")
+	launcher = writeFile(t, dir, "fake-mpirun", `#!/bin/sh
+echo "$@" >> '`+argsFile+`'
+while [ $# -gt 0 ]; do
+	if [ "$1" = --json ]; then cp '`+report+`' "$2"; fi
+	shift
+done
+`)
+	if err := os.Chmod(launcher, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return launcher, argsFile
+}
+
+// sweepReport is the JSON report of a sweep program's run at 2 ranks that
+// measured an f32 sum allreduce at each of sizes.
+func sweepReport(sizes ...int64) string {
+	rows := []string{`{"bucket":"warm","bytes":4,"wire":"f32","collective":"allreduce","op":"sum","time_median_us":50}`}
+	for i, b := range sizes {
+		rows = append(rows, fmt.Sprintf(`{"bucket":"bk0_s%d","bytes":%d,"wire":"f32","collective":"allreduce","op":"sum","time_median_us":%g}`, i, b, 2+float64(b)/1e3))
+	}
+	return `{"ranks":2,"hosts":["h"],"backend":"nccl","buckets":[` + strings.Join(rows, ",") + `],"summary":{"wrong":0}}`
+}
+
+// TestCalibrateProgramSweep: with --program the profile's source says
+// what the program measured, and a --max, --full or --plan that disagrees
+// with the program's sweep is a usage error that writes no profile;
+// --reps becomes the program's --steps.
+func TestCalibrateProgramSweep(t *testing.T) {
+	dir := t.TempDir()
+	report := writeFile(t, dir, "report.json", sweepReport(4, 16, 64, 256, 1024, 4096))
+	launcher, argsFile := fakeLauncher(t, dir, report)
+	plan := writeFile(t, dir, "bcast.sync", `tensor a f32[8]
+stream compute
+stream comm
+bucket x { a }
+step {
+    backward 1ms on compute
+    broadcast x from 0 on comm after ready
+    wait comm
+}
+`)
+	for _, c := range []struct {
+		flags  []string
+		code   int
+		stderr string // the error, for code 2
+	}{
+		{nil, 0, ""},
+		{[]string{"--max", "4K"}, 0, ""},
+		{[]string{"--max", "4096"}, 0, ""},
+		{[]string{"--max", "64K"}, 2, "calibrate: --max 64K: the program ./sweep_sync measured allreduce sum f32 at 6 sizes, 4 B to 4.0 KiB, but --max 64K asks for each collective at 8 sizes, 4 B to 64.0 KiB"},
+		{[]string{"--full"}, 2, "--full asks for each collective at 27 sizes, 4 B to 256.0 MiB"},
+		{[]string{"--max", "4K", "--full"}, 2, "at 11 sizes, 4 B to 4.0 KiB"},
+		{[]string{"--plan", plan}, 2, "--plan " + plan + ": the program ./sweep_sync measured allreduce sum f32 at 6 sizes, 4 B to 4.0 KiB, but --plan " + plan + " asks for broadcast f32 at the program's sizes"},
+	} {
+		out := filepath.Join(dir, "p.json")
+		os.Remove(out)
+		args := append([]string{"calibrate", "--np", "2", "--mpirun", launcher, "--program", "./sweep_sync", "-o", out}, c.flags...)
+		code, stdout, errOut := syncgen(t, args...)
+		if code != c.code || !strings.Contains(errOut, c.stderr) {
+			t.Errorf("%v: exit %d, stderr %q; want %d, %q", c.flags, code, errOut, c.code, c.stderr)
+			continue
+		}
+		p, err := costmodel.ReadProfile(out)
+		if c.code != 0 {
+			if err == nil {
+				t.Errorf("%v: a profile was written", c.flags)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%v: %v\n%s", c.flags, err, stdout)
+			continue
+		}
+		if want := "--program ./sweep_sync (measured: allreduce sum f32 at 6 sizes, 4 B to 4.0 KiB; syncgen "; !strings.Contains(p.Source, want) {
+			t.Errorf("%v: source %q; want it to contain %q", c.flags, p.Source, want)
+		}
+	}
+	// An allgather's buffers are padded to the ranks the program was
+	// emitted for (3 here), which the report does not say: its sizes
+	// count, not its padded bytes.
+	gather := strings.NewReplacer(`"collective":"allreduce","op":"sum"`, `"collective":"allgather"`, `"bytes":4,`, `"bytes":12,`,
+		`"bytes":16,`, `"bytes":24,`, `"bytes":64,`, `"bytes":72,`).Replace(sweepReport(4, 16, 64))
+	if err := os.WriteFile(report, []byte(gather), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		max  string
+		code int
+	}{{"64", 0}, {"256", 2}} {
+		code, _, errOut := syncgen(t, "calibrate", "--np", "2", "--mpirun", launcher, "--program", "./sweep_sync", "--max", c.max, "-o", filepath.Join(dir, "g.json"))
+		if code != c.code {
+			t.Errorf("an allgather's sweep, --max %s: exit %d, want %d\n%s", c.max, code, c.code, errOut)
+		}
+	}
+	if err := os.WriteFile(report, []byte(sweepReport(4, 16, 64)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(argsFile)
+	if code, _, errOut := syncgen(t, "calibrate", "--np", "2", "--mpirun", launcher, "--program", "./sweep_sync", "--reps", "3", "-o", filepath.Join(dir, "r.json")); code != 0 {
+		t.Fatalf("--reps 3: exit %d\n%s", code, errOut)
+	}
+	if args, err := os.ReadFile(argsFile); err != nil || !strings.Contains(string(args), "./sweep_sync --quiet --json") || !strings.HasSuffix(strings.TrimSpace(string(args)), "--steps 3") {
+		t.Errorf("the program's arguments: %q, %v; want --steps 3", args, err)
 	}
 }
