@@ -50,7 +50,7 @@ Examples:
 			&cli.StringFlag{Name: "o", Usage: "write the profile to `FILE` (required, but with --emit)"},
 			&cli.StringFlag{Name: "plan", Usage: "measure the collectives, operators and wire dtypes that the plan `FILE.sync` uses"},
 			&cli.BoolFlag{Name: "full", Usage: "sweep 4 B to 256 MiB in steps of 2 (slower)"},
-			&cli.StringFlag{Name: "max", Usage: "the sweep's largest `SIZE` in bytes (suffixes K, M, G: binary)"},
+			&cli.StringFlag{Name: "max", Usage: "the sweep's largest `SIZE` in bytes (suffixes K, M, G: binary), at least the second size: 16, or 8 with --full"},
 			&cli.IntFlag{Name: "reps", Value: 10, Usage: "measured steps: each size's time is the median over them"},
 			&cli.StringFlag{Name: "backend", Value: "auto", Usage: "the program's --backend: auto, cpu or nccl"},
 			&cli.StringFlag{Name: "mpirun", Value: "mpirun", Usage: "the MPI launcher `PATH`"},
@@ -68,12 +68,10 @@ Examples:
 			if c.String("o") == "" && c.String("emit") == "" {
 				return cli.Exit("calibrate: no -o FILE: give the file to write the profile to", 2)
 			}
-			var prog *ir.Program
-			if path := c.String("plan"); path != "" {
-				var err error
-				if prog, err = loadOrReport(c, path); err != nil {
-					return err
-				}
+			switch b := c.String("backend"); b {
+			case "auto", "cpu", "nccl":
+			default:
+				return cli.Exit(fmt.Sprintf("calibrate: --backend %q: want auto, cpu or nccl (the program's --backend)", b), 2)
 			}
 			maxBytes, factor := int64(64<<20), int64(4)
 			if c.Bool("full") {
@@ -81,10 +79,30 @@ Examples:
 			}
 			if s := c.String("max"); s != "" {
 				v, err := parseByteSize(s)
-				if err != nil || v < 4 {
-					return cli.Exit(fmt.Sprintf("calibrate: --max %s: want a size of at least 4 bytes such as 64M", s), 2)
+				// The fit needs two sizes: 4 B and the next step's.
+				if least := 4 * factor; err != nil || v < least {
+					return cli.Exit(fmt.Sprintf("calibrate: --max %s: want a size of at least %d bytes, such as 64M: the sweep goes from 4 B in steps of %d, and the fit needs at least 2 sizes",
+						s, least, factor), 2)
 				}
 				maxBytes = v
+			}
+			var prog *ir.Program
+			var imports []string
+			if path := c.String("plan"); path != "" {
+				var err error
+				if prog, err = loadOrReport(c, path); err != nil {
+					return err
+				}
+				imports = prog.Imports
+			}
+			// Before the sweep is built and run: the profile is written
+			// only at the end.
+			out := target{"-o", c.String("o"), "the profile", "profile.json"}
+			if c.String("emit") != "" {
+				out = target{"--emit", c.String("emit"), "the sweep's plan", "sweep.sync"}
+			}
+			if err := checkTargets("calibrate", c.String("plan"), imports, out); err != nil {
+				return err
 			}
 			kinds, sizes := calibrate.Kinds(prog), calibrate.Sizes(maxBytes, factor)
 			src, err := calibrate.SweepPlan(kinds, sizes, np, c.Int("reps"))

@@ -325,3 +325,41 @@ step {
 		t.Errorf("the program's arguments: %q, %v; want --steps 3", args, err)
 	}
 }
+
+// TestTuneCalibrateFlagErrors: flags that cannot work are usage errors
+// (status 2) before anything is built or run; the launcher given does not
+// exist, so a check that came later would fail on it instead.
+func TestTuneCalibrateFlagErrors(t *testing.T) {
+	dir := t.TempDir()
+	plan := writeFile(t, dir, "plan.sync", tunePlan)
+	sub := filepath.Join(dir, "somedir")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	none := filepath.Join(dir, "no-mpirun")
+	tune := func(args ...string) []string {
+		return append(append([]string{"tune", "--np", "2", "--profile", "ib-hdr", "--mpirun", none}, args...), plan)
+	}
+	cal := func(args ...string) []string {
+		return append([]string{"calibrate", "--np", "2", "--mpirun", none}, args...)
+	}
+	p := filepath.Join(dir, "p.json")
+	checkCLI(t, "", []cliCase{
+		{args: tune("--wire", "keep,f8"), code: 2, stderr: `tune: --wire: "f8": want keep or a dtype: f64, f32, f16, bf16, i64, i32, i8, u8`},
+		{args: tune("--wire", "bf16", "--run", "1"), code: 1, stderr: "no-mpirun not found"},
+		{args: tune("--run=-1"), code: 2, stderr: "tune: --run -1: want the number of best candidates to run, 0 (none, the default) or more"},
+		{args: cal("--max", "5", "-o", p), code: 2, stderr: "calibrate: --max 5: want a size of at least 16 bytes, such as 64M: the sweep goes from 4 B in steps of 4, and the fit needs at least 2 sizes"},
+		{args: cal("--max", "15", "-o", p), code: 2, stderr: "at least 16 bytes"},
+		{args: cal("--max", "16", "-o", p), code: 1, stderr: "no-mpirun not found"},
+		{args: cal("--full", "--max", "7", "-o", p), code: 2, stderr: "at least 8 bytes, such as 64M: the sweep goes from 4 B in steps of 2"},
+		{args: cal("--full", "--max", "8", "-o", p), code: 1, stderr: "no-mpirun not found"},
+		{args: cal("--backend", "foo", "-o", p), code: 2, stderr: `calibrate: --backend "foo": want auto, cpu or nccl`},
+		{args: cal("--program", "./sweep_sync", "--backend", "gpu", "-o", p), code: 2, stderr: `--backend "gpu"`},
+		{args: cal("-o", sub), code: 2, stderr: "calibrate: -o " + sub + ": is a directory; give -o the path of a file in it"},
+		{args: cal("--plan", plan, "-o", plan), code: 2, stderr: "calibrate: -o " + plan + ": is the plan's own file: the profile would overwrite it"},
+		{args: cal("--plan", plan, "--emit", plan), code: 2, stderr: "calibrate: --emit " + plan + ": is the plan's own file: the sweep's plan would overwrite it"},
+	})
+	if data, err := os.ReadFile(plan); err != nil || string(data) != tunePlan {
+		t.Errorf("the plan: %q, %v", data, err)
+	}
+}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/syncgen/syncgen/ir"
 	"github.com/syncgen/syncgen/runtime/costmodel"
 	"github.com/syncgen/syncgen/tune"
 )
@@ -79,6 +80,9 @@ Examples:
 			np := c.Int("np")
 			if np < 1 {
 				return cli.Exit(fmt.Sprintf("tune: --np %d: need at least one rank", np), 2)
+			}
+			if k := c.Int("run"); k < 0 {
+				return cli.Exit(fmt.Sprintf("tune: --run %d: want the number of best candidates to run, 0 (none, the default) or more", k), 2)
 			}
 			grid, err := tuneGrid(c)
 			if err != nil {
@@ -151,73 +155,88 @@ Examples:
 }
 
 // checkTuneTargets checks --out and --plot, where given, before any
-// candidate is predicted or run: each must name a file that can be
-// written (not a directory, a device or a pipe; its directory there or
-// creatable), and neither the plan's own file nor a file it imports
-// (imports, as the loader lists them), however spelt or linked: the
-// winner would overwrite the plan or a module, such as one from syncgen
-// import, that other plans share. --out and --plot must differ. Each
-// refusal is a usage error (status 2) that names the flag.
+// candidate is predicted or run (checkTargets): the winner must not
+// overwrite the plan or a module, such as one from syncgen import, that
+// other plans share.
 func checkTuneTargets(c *cli.Context, plan string, imports []string) error {
-	var seen []string
-	for _, flag := range []string{"out", "plot"} {
-		target := c.String(flag)
-		if target == "" {
+	return checkTargets("tune", plan, imports,
+		target{"--out", c.String("out"), "the winning plan", "tuned.sync"},
+		target{"--plot", c.String("plot"), "the plot", "caps.svg"})
+}
+
+// target is a file that a command writes, as a flag names it.
+type target struct {
+	flag    string // "--out", "-o"
+	path    string // "" when the flag is not given
+	what    string // what is written: "the winning plan"
+	example string // a file name to suggest when path is a directory
+}
+
+// checkTargets checks, before anything runs, that each target can be
+// written: not a directory, a device or a pipe, its directory there or
+// creatable; and that it is neither the plan's own file nor a file it
+// imports (imports, as the loader lists them; plan "" for none), however
+// spelt or linked (os.SameFile), nor another target's file. A command
+// that checked only when it writes would fail after its work is done.
+// Each refusal is a usage error (status 2) that names the flag.
+func checkTargets(cmd, plan string, imports []string, targets ...target) error {
+	var files []string
+	if plan != "" && plan != "-" {
+		files = append([]string{plan}, imports...)
+	}
+	for i, t := range targets {
+		if t.path == "" {
 			continue
 		}
-		where := "--" + flag + " " + target
 		refuse := func(format string, args ...any) error {
-			return cli.Exit(fmt.Sprintf("tune: %s: %s", where, fmt.Sprintf(format, args...)), 2)
+			return cli.Exit(fmt.Sprintf("%s: %s %s: %s", cmd, t.flag, t.path, fmt.Sprintf(format, args...)), 2)
 		}
-		fi, err := os.Stat(target)
+		var earlier []target
+		for _, o := range targets[:i] {
+			if o.path != "" {
+				earlier = append(earlier, o)
+			}
+		}
+		fi, err := os.Stat(t.path)
 		switch {
 		case err == nil && fi.IsDir():
-			return refuse("is a directory; give --%s the path of a file in it, such as %s", flag, filepath.Join(target, tuneDefaultName[flag]))
+			return refuse("is a directory; give %s the path of a file in it, such as %s", t.flag, filepath.Join(t.path, t.example))
 		case err == nil && !fi.Mode().IsRegular():
-			return refuse("is %s, not a regular file: writing would replace it; give --%s the path of a file", fileKind(fi.Mode()), flag)
+			return refuse("is %s, not a regular file: writing would replace it; give %s the path of a file", fileKind(fi.Mode()), t.flag)
 		case err == nil:
-			files := append([]string{plan}, imports...)
-			for i, f := range files {
+			for j, f := range files {
 				if ff, err := os.Stat(f); err == nil && os.SameFile(fi, ff) {
 					what := "the plan's own file"
-					if i > 0 {
+					if j > 0 {
 						what = "a file the plan imports"
 					}
-					if filepath.Clean(f) != filepath.Clean(target) {
+					if filepath.Clean(f) != filepath.Clean(t.path) {
 						what += " (" + f + ")"
 					}
-					return refuse("is %s: %s would overwrite it; give --%s another path", what, tuneWhat[flag], flag)
+					return refuse("is %s: %s would overwrite it; give %s another path", what, t.what, t.flag)
 				}
 			}
-			for _, other := range seen {
-				if fo, err := os.Stat(c.String(other)); err == nil && os.SameFile(fi, fo) {
-					return refuse("is also --%s's file; give them different paths", other)
+			for _, o := range earlier {
+				if fo, err := os.Stat(o.path); err == nil && os.SameFile(fi, fo) {
+					return refuse("is also %s's file; give them different paths", o.flag)
 				}
 			}
 		default:
-			if err := checkCreatable(filepath.Dir(target)); err != nil {
+			if err := checkCreatable(filepath.Dir(t.path)); err != nil {
 				return refuse("%v", err)
 			}
 			if !notThere(err) {
 				return refuse("%v", unwrapPathError(err))
 			}
-			for _, other := range seen {
-				if filepath.Clean(c.String(other)) == filepath.Clean(target) {
-					return refuse("is also --%s's file; give them different paths", other)
+			for _, o := range earlier {
+				if filepath.Clean(o.path) == filepath.Clean(t.path) {
+					return refuse("is also %s's file; give them different paths", o.flag)
 				}
 			}
 		}
-		seen = append(seen, flag)
 	}
 	return nil
 }
-
-// tuneDefaultName is the file name that tune's messages suggest for a
-// flag given a directory.
-var tuneDefaultName = map[string]string{"out": "tuned.sync", "plot": "caps.svg"}
-
-// tuneWhat names what each flag writes, for messages.
-var tuneWhat = map[string]string{"out": "the winning plan", "plot": "the plot"}
 
 // checkCreatable returns an error unless dir is a directory or can be
 // created: its nearest existing ancestor must be a directory.
@@ -317,10 +336,23 @@ func tuneGrid(c *cli.Context) (tune.Grid, error) {
 		w = strings.TrimSpace(w)
 		if w == "keep" {
 			w = ""
+		} else if _, ok := ir.ParseDType(w); !ok {
+			return g, fmt.Errorf("--wire: %q: want keep or a dtype: %s", w, strings.Join(dtypeNames(), ", "))
 		}
 		g.Wires = append(g.Wires, w)
 	}
 	return g, nil
+}
+
+// dtypeNames lists the language's dtypes in ir's order: "f64", "f32", ...
+func dtypeNames() []string {
+	var out []string
+	for d := ir.DType(1); ; d++ {
+		if got, ok := ir.ParseDType(d.String()); !ok || got != d {
+			return out
+		}
+		out = append(out, d.String())
+	}
 }
 
 // runCandidates builds and runs the best k candidates and the plan as
