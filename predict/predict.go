@@ -54,11 +54,7 @@ func ms(d time.Duration) string { return fmt.Sprintf("%.3f ms", float64(d)/1e6) 
 // Write prints the prediction as the table a run prints.
 func (r *Result) Write(w io.Writer) error {
 	p := r.Prog
-	name := r.Profile.Name
-	if name == "" {
-		name = r.Profile.Machine
-	}
-	fmt.Fprintf(w, "# predicted: %s at %d rank(s), profile %s (%s, measured at %s)\n", p.Name, r.Ranks, name, orDash(r.Profile.Backend), ranksText(r.Profile.Ranks))
+	fmt.Fprintf(w, "# predicted: %s at %d rank(s), profile %s (%s, measured at %s)\n", p.Name, r.Ranks, orDash(r.ProfileName()), orDash(r.Profile.Backend), ranksText(r.Profile.Ranks))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "bucket\tstream\tcollective\tbytes\twire\tstart(us)\ttime(us)\talgbw(GB/s)\tbusbw(GB/s)\tgroup\t")
 	for i := range r.Rows {
@@ -82,6 +78,16 @@ func (r *Result) Write(w io.Writer) error {
 	}
 	_, err := fmt.Fprintf(w, "# source: %s\n", orDash(r.Profile.Source))
 	return err
+}
+
+// ProfileName names the prediction's profile, in the table and the JSON
+// alike: a built-in profile's name, else the machine a calibrated one was
+// measured on ("" when it says neither).
+func (r *Result) ProfileName() string {
+	if r.Profile.Name != "" {
+		return r.Profile.Name
+	}
+	return r.Profile.Machine
 }
 
 func orDash(s string) string {
@@ -129,7 +135,7 @@ type JSON struct {
 // JSON returns the prediction's JSON record.
 func (r *Result) JSON() *JSON {
 	msf := func(d time.Duration) float64 { return float64(d) / 1e6 }
-	j := &JSON{Program: r.Prog.Name, Ranks: r.Ranks, Profile: r.Profile.Name, Buckets: []JSONRow{}, StepMs: msf(r.Step), ComputeMs: msf(r.Compute),
+	j := &JSON{Program: r.Prog.Name, Ranks: r.Ranks, Profile: r.ProfileName(), Buckets: []JSONRow{}, StepMs: msf(r.Step), ComputeMs: msf(r.Compute),
 		CommMs: msf(r.Comm), ExposedMs: msf(r.Exposed), OverlapPct: r.Overlap, Notes: r.Notes}
 	for i := range r.Rows {
 		row := &r.Rows[i]

@@ -363,3 +363,25 @@ func TestTuneCalibrateFlagErrors(t *testing.T) {
 		t.Errorf("the plan: %q, %v", data, err)
 	}
 }
+
+// TestPredictJSONProfileName: the JSON names the profile as the table
+// does: a built-in one by its name, a calibrated one by its machine.
+func TestPredictJSONProfileName(t *testing.T) {
+	dir := t.TempDir()
+	plan := writeFile(t, dir, "plan.sync", tunePlan)
+	vm := writeFile(t, dir, "vm.json", `{"format": "syncgen-profile/1", "machine": "vm", "backend": "cpu", "ranks": 2,
+  "collectives": [{"collective": "allreduce", "segments": [{"from_bytes": 0, "alpha_us": 5, "busbw_gbs": 2}]}]}`)
+	for _, c := range []struct{ profile, name string }{{vm, "vm"}, {"ib-hdr", "ib-hdr"}} {
+		code, out, errOut := syncgen(t, "predict", "--np", "2", "--profile", c.profile, plan)
+		if code != 0 || !strings.Contains(out, ", profile "+c.name+" (") {
+			t.Errorf("%s: the table: exit %d\n%s%s", c.profile, code, out, errOut)
+		}
+		code, out, errOut = syncgen(t, "predict", "--np", "2", "--profile", c.profile, "--json", "-", plan)
+		var j struct {
+			Profile string `json:"profile"`
+		}
+		if err := json.Unmarshal([]byte(out), &j); code != 0 || err != nil || j.Profile != c.name {
+			t.Errorf("%s: the JSON's profile %q (exit %d, %v), want %q\n%s", c.profile, j.Profile, code, err, c.name, errOut)
+		}
+	}
+}
