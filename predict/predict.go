@@ -38,11 +38,8 @@ func bandwidths(r *costmodel.Row, ranks int) (alg, bus float64) {
 	if t := r.Time(); t > 0 {
 		alg = float64(r.Bytes) / t.Seconds() / 1e9
 	}
-	bus = alg
-	if ranks > 1 {
-		bus = alg * costmodel.BusFactor(r.Collective, ranks)
-	}
-	return alg, bus
+	// The runtime's rule: busbw 0 for a one-rank allreduce.
+	return alg, alg * costmodel.BusFactor(r.Collective, ranks)
 }
 
 // us formats a duration in microseconds with one decimal.

@@ -385,3 +385,28 @@ func TestPredictJSONProfileName(t *testing.T) {
 		}
 	}
 }
+
+// TestPredictOneRankBusBW: at one rank an allreduce's busbw is 0, as the
+// runtime's own table prints it, while its algbw is not.
+func TestPredictOneRankBusBW(t *testing.T) {
+	dir := t.TempDir()
+	plan := writeFile(t, dir, "plan.sync", tunePlan)
+	for _, np := range []string{"1", "2", "4"} {
+		code, out, errOut := syncgen(t, "predict", "--np", np, "--profile", "ib-hdr", "--json", "-", plan)
+		var j struct {
+			Buckets []struct {
+				AlgBW float64 `json:"algbw_gbs"`
+				BusBW float64 `json:"busbw_gbs"`
+			} `json:"buckets"`
+		}
+		if err := json.Unmarshal([]byte(out), &j); code != 0 || err != nil || len(j.Buckets) == 0 {
+			t.Fatalf("--np %s: exit %d, %v\n%s%s", np, code, err, out, errOut)
+		}
+		for _, b := range j.Buckets {
+			want := b.AlgBW * costmodel.BusFactor("allreduce", map[string]int{"1": 1, "2": 2, "4": 4}[np])
+			if b.AlgBW <= 0 || b.BusBW != want || (np == "1" && b.BusBW != 0) {
+				t.Errorf("--np %s: algbw %v, busbw %v; want busbw %v", np, b.AlgBW, b.BusBW, want)
+			}
+		}
+	}
+}

@@ -3,11 +3,13 @@ package costmodel
 // BusFactor is nccl-tests' factor from algorithm bandwidth (bytes over
 // time) to bus bandwidth for collective coll on n ranks: 2(n-1)/n for
 // allreduce, (n-1)/n for allgather and reducescatter, 1 for broadcast and
-// reduce. One rank moves nothing over a bus; it gets 1 so that a profile
-// measured at one rank keeps its bandwidth as the copy's.
+// reduce. It is the rule of the runtime's report (plan.CollInfo's
+// BusFactor; a test holds them equal), so that a predicted busbw reads
+// like a measured one: at one rank, 0 for allreduce, allgather and
+// reducescatter, which move nothing between ranks. (0 for n < 1.)
 func BusFactor(coll string, n int) float64 {
-	if n <= 1 {
-		return 1
+	if n < 1 {
+		return 0
 	}
 	switch coll {
 	case "allreduce":
@@ -16,6 +18,17 @@ func BusFactor(coll string, n int) float64 {
 		return float64(n-1) / float64(n)
 	}
 	return 1
+}
+
+// costFactor is the bus factor of the cost model: BusFactor, but 1 at one
+// rank, where a collective is a copy of its bytes, so that a profile
+// measured at one rank keeps its bandwidth as the copy's and a one-rank
+// prediction still pays for the bytes.
+func costFactor(coll string, n int) float64 {
+	if n <= 1 {
+		return 1
+	}
+	return BusFactor(coll, n)
 }
 
 // Steps is the number of a ring algorithm's steps for collective coll on
@@ -39,7 +52,7 @@ func Steps(coll string, n int) int {
 func (s *Segment) Us(coll string, bytes int64, n int) float64 {
 	t := s.AlphaUs + s.StepUs*float64(Steps(coll, n))
 	if s.BusGBs > 0 {
-		t += float64(bytes) * BusFactor(coll, n) / (s.BusGBs * 1e3)
+		t += float64(bytes) * costFactor(coll, n) / (s.BusGBs * 1e3)
 	}
 	return t
 }

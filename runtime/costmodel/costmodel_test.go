@@ -421,3 +421,13 @@ func TestReplayAccumulate(t *testing.T) {
 		t.Errorf("rows %+v, step %v, compute %v; want the allreduce from 30 ms, a step of 31.01 ms", pr.Rows, pr.Step, pr.Compute)
 	}
 }
+
+// TestOneRankCost: at one rank a collective is a copy: the cost model
+// still pays its bytes at the profile's bandwidth (bus factor 1), though
+// the bus bandwidth reported for it is 0 (BusFactor).
+func TestOneRankCost(t *testing.T) {
+	p := profile1()
+	if got, err := p.CollectiveUs("allreduce", "sum", "f32", 1_000_000, 1); err != nil || !near(got, 1010, 1e-9) {
+		t.Errorf("1 MB on one rank: %v us, %v; want 1010", got, err)
+	}
+}

@@ -87,7 +87,7 @@ func Fit(coll string, n int, points []Point) ([]Segment, error) {
 		j = i
 	}
 	bounds = append(bounds, np)
-	f := BusFactor(coll, n)
+	f := costFactor(coll, n)
 	var segs []Segment
 	for s := 0; s+1 < len(bounds); s++ {
 		pc := one(bounds[s], bounds[s+1])

@@ -426,7 +426,7 @@ func (c *Curve) split(bytes int64, n int) (lat, bw float64) {
 	}
 	lat = seg.AlphaUs + seg.StepUs*float64(Steps(c.Collective, n))
 	if seg.BusGBs > 0 {
-		bw = float64(bytes) * BusFactor(c.Collective, n) / (seg.BusGBs * 1e3)
+		bw = float64(bytes) * costFactor(c.Collective, n) / (seg.BusGBs * 1e3)
 	}
 	return lat, bw
 }
