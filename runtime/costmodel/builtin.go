@@ -105,8 +105,33 @@ func Resolve(arg string, n int) (p *Profile, warning string, err error) {
 		return nil, "", err
 	}
 	if p.Ranks > 0 && p.Ranks != n {
-		warning = fmt.Sprintf("profile %s was measured at %d ranks and is used for %d: its latencies and bandwidths are scaled by the ring's steps and bus factor, an estimate; calibrate at %d ranks for a measured one",
-			arg, p.Ranks, n, n)
+		warning = otherRanksWarning(arg, p, n)
 	}
 	return p, warning, nil
+}
+
+// otherRanksWarning says what a prediction for n ranks takes from profile
+// p (named arg), measured at another number of ranks: the bus bandwidths
+// as measured, the bytes weighted by the bus factor at n ranks; the
+// latencies scaled only by their term per ring step (step_us), which a
+// calibrated profile does not have, so its latencies are used as
+// measured. A profile measured at one rank has a copy's figures, not the
+// network's.
+func otherRanksWarning(arg string, p *Profile, n int) string {
+	if p.Ranks == 1 {
+		return fmt.Sprintf("profile %s was measured at 1 rank and is used for %d: at one rank a collective moves nothing between ranks, so its latencies and bandwidths are a memory copy's, not the network's; calibrate at %d ranks for figures of the network",
+			arg, n, n)
+	}
+	steps := false
+	for _, c := range p.Curves {
+		for _, s := range c.Segments {
+			steps = steps || s.StepUs > 0
+		}
+	}
+	lat := fmt.Sprintf("its latencies (alpha_us) are used as measured at %d ranks, unscaled (it has no latency per ring step, step_us, to scale them by)", p.Ranks)
+	if steps {
+		lat = fmt.Sprintf("its latencies grow with the ring's steps at %d ranks (step_us)", n)
+	}
+	return fmt.Sprintf("profile %s was measured at %d ranks and is used for %d: %s, and its bus bandwidths are used as measured, the bytes weighted by the bus factor at %d ranks: an estimate; calibrate at %d ranks for a measured one",
+		arg, p.Ranks, n, lat, n, n)
 }

@@ -2,6 +2,8 @@ package costmodel
 
 import (
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -429,5 +431,48 @@ func TestOneRankCost(t *testing.T) {
 	p := profile1()
 	if got, err := p.CollectiveUs("allreduce", "sum", "f32", 1_000_000, 1); err != nil || !near(got, 1010, 1e-9) {
 		t.Errorf("1 MB on one rank: %v us, %v; want 1010", got, err)
+	}
+}
+
+// TestResolveOtherRanksWarning: a profile measured at another number of
+// ranks is used with a warning that says what happens to its figures: a
+// calibrated profile (no step_us) keeps its latencies as measured, one
+// with step_us scales them, one measured at one rank has a copy's figures.
+func TestResolveOtherRanksWarning(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, ranks int, step float64) string {
+		p := &Profile{Format: Format, Ranks: ranks, Curves: []Curve{{Collective: "allreduce", Segments: []Segment{{AlphaUs: 5, StepUs: step, BusGBs: 2}}}}}
+		data, err := p.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	for _, c := range []struct {
+		name      string
+		ranks, n  int
+		step      float64
+		want, not string
+	}{
+		{"cal2.json", 2, 8, 0, "measured at 2 ranks and is used for 8: its latencies (alpha_us) are used as measured at 2 ranks, unscaled (it has no latency per ring step, step_us, to scale them by), and its bus bandwidths are used as measured, the bytes weighted by the bus factor at 8 ranks", "grow"},
+		{"cal1e9.json", 1_000_000_000, 8, 0, "used as measured at 1000000000 ranks, unscaled", "grow"},
+		{"steps.json", 2, 8, 3.4, "its latencies grow with the ring's steps at 8 ranks (step_us)", "unscaled"},
+		{"one.json", 1, 4, 0, "measured at 1 rank and is used for 4: at one rank a collective moves nothing between ranks, so its latencies and bandwidths are a memory copy's, not the network's", "unscaled"},
+		{"same.json", 8, 8, 0, "", ""},
+		{"any.json", 0, 8, 0, "", ""},
+	} {
+		path := write(c.name, c.ranks, c.step)
+		_, warning, err := Resolve(path, c.n)
+		if err != nil {
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		if c.want == "" && warning != "" || !strings.Contains(warning, c.want) || (c.not != "" && strings.Contains(warning, c.not)) {
+			t.Errorf("%s: warning %q; want %q without %q", c.name, warning, c.want, c.not)
+		}
 	}
 }
