@@ -50,6 +50,9 @@ func (t *Tuning) WriteTable(w io.Writer) error {
 	for _, s := range t.Invalid {
 		fmt.Fprintf(w, "# left out, the checker refused it: %s\n", s)
 	}
+	for _, s := range t.Unsplit {
+		fmt.Fprintf(w, "# left out, the step rewriter cannot rewrite this step for %s\n", s)
+	}
 	return nil
 }
 
@@ -69,6 +72,7 @@ func (t *Tuning) WriteSVG(w io.Writer) error {
 	seenCap := map[int64]bool{}
 	var hi time.Duration
 	lo := time.Duration(math.MaxInt64)
+	ran := false // a ring was drawn: the legend says what rings are
 	for _, c := range t.Candidates {
 		if c.Current() {
 			continue
@@ -81,6 +85,7 @@ func (t *Tuning) WriteSVG(w io.Writer) error {
 			series[o][c.Cap] = c.Step
 		}
 		if c.Ran && c.Wrong == 0 {
+			ran = true
 			if v, ok := measured[o][c.Cap]; !ok || c.Measured < v {
 				measured[o][c.Cap] = c.Measured
 			}
@@ -188,7 +193,9 @@ func (t *Tuning) WriteSVG(w io.Writer) error {
 		fmt.Fprintf(&b, "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"%s\" stroke-width=\"2\"/>\n", left+pw+12, ly-4, left+pw+30, ly-4, col)
 		fmt.Fprintf(&b, "<text x=\"%.0f\" y=\"%.0f\">%s</text>\n", left+pw+34, ly, xmlEscape(name))
 	}
-	fmt.Fprintf(&b, "<text x=\"%.0f\" y=\"%.0f\">ring: measured</text>\n", left+pw+12, top+16+18*float64(len(orders)))
+	if ran {
+		fmt.Fprintf(&b, "<text x=\"%.0f\" y=\"%.0f\">ring: measured</text>\n", left+pw+12, top+16+18*float64(len(orders)))
+	}
 	b.WriteString("</svg>\n")
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -2,6 +2,7 @@ package tune
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -127,6 +128,12 @@ type Tuning struct {
 	// same as an earlier one's; Invalid lists those the checker refused.
 	Duplicates int
 	Invalid    []string
+	// Unsplit says, once for each reason, which --streams and
+	// --group-below the step rewriter (dsl.SplitCollective) could not
+	// apply to the plan's step: "streams 2, streams 2 group below 1MiB:
+	// the step has no `wait comm` ...". The step's shape is the same for
+	// every candidate, so each reason is said once.
+	Unsplit []string
 }
 
 // Tune searches grid g for the plan src (file filename) at ranks ranks
@@ -157,6 +164,19 @@ func Tune(filename string, src []byte, ranks int, prof *costmodel.Profile, g Gri
 		if msg := c.Label() + ": " + why; !invalid[msg] {
 			invalid[msg] = true
 			t.Invalid = append(t.Invalid, msg)
+		}
+	}
+	// unsplit gathers, per reason the step rewriter gave, the streams and
+	// groups it refused, in grid order.
+	var reasons []string
+	unsplit := map[string][]string{}
+	refuseSplit := func(ns int, gb int64, why string) {
+		what := strings.TrimPrefix((&Candidate{Streams: ns, GroupBelow: gb}).Label(), "no cap ")
+		if _, ok := unsplit[why]; !ok {
+			reasons = append(reasons, why)
+		}
+		if !slices.Contains(unsplit[why], what) {
+			unsplit[why] = append(unsplit[why], what)
 		}
 	}
 	streams, groups := g.Streams, g.GroupBelow
@@ -202,7 +222,7 @@ func Tune(filename string, src []byte, ranks int, prof *costmodel.Profile, g Gri
 								if c.Src, err = dsl.SplitCollective(filename, base, bucket, n, ns, small); err != nil {
 									// The step's shape, the same for every
 									// candidate: said once.
-									refuse(&Candidate{Index: -1, Streams: ns, GroupBelow: gb}, err.Error())
+									refuseSplit(ns, gb, err.Error())
 									continue
 								}
 								var d dsl.Diagnostics
@@ -227,6 +247,9 @@ func Tune(filename string, src []byte, ranks int, prof *costmodel.Profile, g Gri
 				}
 			}
 		}
+	}
+	for _, why := range reasons {
+		t.Unsplit = append(t.Unsplit, strings.Join(unsplit[why], ", ")+": "+why)
 	}
 	sort.SliceStable(t.Candidates, func(i, j int) bool { return t.Candidates[i].Step < t.Candidates[j].Step })
 	return t, nil

@@ -171,3 +171,62 @@ func TestTuneStreamsAndGroups(t *testing.T) {
 		t.Errorf("grouped: %v, want %v ns", grouped.Step, want)
 	}
 }
+
+// TestTuneUnsplitSaidOnce: a step the rewriter cannot deal over streams
+// (its collective names no stream) is said once in the notes, with the
+// streams and groups left out, as the rewriter's refusal, not the
+// checker's; groups on the one stream are still searched.
+func TestTuneUnsplitSaidOnce(t *testing.T) {
+	src := strings.Replace(plan, "allreduce grads on comm after ready", "allreduce grads after ready", 1)
+	g := grid()
+	g.Streams, g.GroupBelow = []int{1, 2}, []int64{0, 2 * mib}
+	tu, err := Tune("p.sync", []byte(src), 2, prof, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "streams 2, streams 2 group below 2MiB: the collective of bucket grads names no declared stream"
+	if len(tu.Unsplit) != 1 || !strings.HasPrefix(tu.Unsplit[0], want) || len(tu.Invalid) != 0 {
+		t.Fatalf("unsplit %q, invalid %q; want one note %q...", tu.Unsplit, tu.Invalid, want)
+	}
+	grouped := false
+	for _, c := range tu.Candidates {
+		grouped = grouped || c.GroupBelow > 0
+	}
+	if !grouped {
+		t.Error("no grouped candidate: groups on one stream need no second stream")
+	}
+	var buf bytes.Buffer
+	if err := tu.WriteTable(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if out := buf.String(); strings.Count(out, "# left out, the step rewriter cannot rewrite this step for "+want) != 1 || strings.Contains(out, "checker") {
+		t.Errorf("the table's notes:\n%s", out)
+	}
+}
+
+// TestTuneSVGLegend: the legend explains rings only when some were drawn.
+func TestTuneSVGLegend(t *testing.T) {
+	tu, err := Tune("p.sync", []byte(plan), 2, prof, grid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	svg := func() string {
+		var buf bytes.Buffer
+		if err := tu.WriteSVG(&buf); err != nil {
+			t.Fatal(err)
+		}
+		return buf.String()
+	}
+	if out := svg(); strings.Contains(out, "ring: measured") || strings.Contains(out, `r="6"`) {
+		t.Error("nothing measured, but the legend explains rings")
+	}
+	for _, c := range tu.Candidates {
+		if !c.Current() {
+			c.Ran, c.Measured = true, c.Step
+			break
+		}
+	}
+	if out := svg(); !strings.Contains(out, "ring: measured") || !strings.Contains(out, `r="6"`) {
+		t.Error("a candidate measured, but no ring or no legend for it")
+	}
+}

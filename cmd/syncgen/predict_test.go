@@ -410,3 +410,21 @@ func TestPredictOneRankBusBW(t *testing.T) {
 		}
 	}
 }
+
+// TestTuneRunLabels: tune --run names the plan as written as such in its
+// progress lines, not by the grid's options ("no cap" of a plan with a
+// cap). The launcher is a stand-in that writes a report.
+func TestTuneRunLabels(t *testing.T) {
+	needToolchain(t)
+	dir := t.TempDir()
+	t.Setenv("SYNCGEN_CACHE", filepath.Join(dir, "cache"))
+	plan := writeFile(t, dir, "plan.sync", strings.Replace(tunePlan, "cap 128KiB", "cap 2KiB", 1))
+	report := writeFile(t, dir, "report.json", `{"summary": {"step_p50_ms": 2.5, "wrong": 0}}`)
+	launcher, _ := fakeLauncher(t, dir, report)
+	code, out, errOut := syncgen(t, "tune", "--np", "2", "--profile", "ib-hdr", "--caps", "none", "--firsts", "none", "--orders", "reverse",
+		"--streams", "1", "--group-below", "none", "--run", "2", "--mpirun", launcher, plan)
+	if code != 0 || strings.Count(errOut, "tune: running candidate") != 2 || !strings.Contains(errOut, " (the plan as written)\n") ||
+		!strings.Contains(errOut, " (no cap order reverse)\n") || strings.Contains(errOut, " (no cap)\n") {
+		t.Fatalf("exit %d; want one progress line for the grid's candidate, one for the plan as written\n%s%s", code, out, errOut)
+	}
+}

@@ -128,11 +128,7 @@ Examples:
 			if c.Int("run") > 0 {
 				how = "fastest measured with 0 wrong"
 			}
-			label := winner.Label()
-			if winner.Current() {
-				label = "the plan as written"
-			}
-			fmt.Fprintf(c.App.Writer, "# winner (%s): %s, predicted step %.3f ms\n", how, label, float64(winner.Step)/1e6)
+			fmt.Fprintf(c.App.Writer, "# winner (%s): %s, predicted step %.3f ms\n", how, candidateLabel(winner), float64(winner.Step)/1e6)
 			if out := c.String("out"); out != "" {
 				if err := writeAtomic(out, winner.Src); err != nil {
 					return cli.Exit(fmt.Sprintf("tune: --out: %v", err), 1)
@@ -344,6 +340,16 @@ func tuneGrid(c *cli.Context) (tune.Grid, error) {
 	return g, nil
 }
 
+// candidateLabel names a candidate in tune's messages: its grid options,
+// or "the plan as written", whose options are the plan's (Label would
+// say "no cap" of a plan with a cap).
+func candidateLabel(c *tune.Candidate) string {
+	if c.Current() {
+		return "the plan as written"
+	}
+	return c.Label()
+}
+
 // dtypeNames lists the language's dtypes in ir's order: "f64", "f32", ...
 func dtypeNames() []string {
 	var out []string
@@ -385,7 +391,7 @@ func runCandidates(c *cli.Context, t *tune.Tuning, path string, np, k int) (*tun
 		if err := os.WriteFile(plan, cand.Src, 0o644); err != nil {
 			return nil, cli.Exit("tune: "+err.Error(), 1)
 		}
-		fmt.Fprintf(c.App.ErrWriter, "tune: running candidate %d (%s)\n", i+1, cand.Label())
+		fmt.Fprintf(c.App.ErrWriter, "tune: running candidate %d (%s)\n", i+1, candidateLabel(cand))
 		report, err := buildAndRun(c, launcher, plan, filepath.Join(cdir, "cand_sync"), np, append(extra, "--profile", c.String("profile"))...)
 		os.Remove(plan)
 		if err != nil {
