@@ -127,11 +127,7 @@ func SplitCollective(filename string, src []byte, decl string, n, streams int, s
 		}
 		opts = append(opts, o)
 	}
-	type edit struct {
-		start, end int
-		text       string
-	}
-	var edits []edit
+	var edits []rewriteEdit
 	names := []string{stream}
 	if streams > 1 {
 		sd := streamDecls[stream]
@@ -162,7 +158,8 @@ func SplitCollective(filename string, src []byte, decl string, n, streams int, s
 			decls += "\n" + strings.Replace(declText, "stream "+stream, "stream "+name, 1)
 			waits += "\nwait " + name
 		}
-		edits = append(edits, edit{sd.Pos.Offset, sd.EndPos.Offset, decls}, edit{wait.Pos.Offset, wait.EndPos.Offset, waits})
+		edits = append(edits, keepComment(src, sd.Pos.Offset, sd.EndPos.Offset, decls, 0),
+			keepComment(src, wait.Pos.Offset, wait.EndPos.Offset, waits, 0))
 	}
 	var stmts []string
 	issue := func(pieces []int, on string, group bool) {
@@ -206,7 +203,14 @@ func SplitCollective(filename string, src []byte, decl string, n, streams int, s
 		}
 		issue(plain, names[j], false)
 	}
-	edits = append(edits, edit{stmt.Pos.Offset, stmt.EndPos.Offset, strings.Join(stmts, "\n")})
+	// The statement's comment stays on its first collective, which
+	// the first of stmts holds on its first line or, as a group, on its
+	// second.
+	first := 0
+	if strings.HasPrefix(stmts[0], "group {") {
+		first = 1
+	}
+	edits = append(edits, keepComment(src, stmt.Pos.Offset, stmt.EndPos.Offset, strings.Join(stmts, "\n"), first))
 	sort.Slice(edits, func(a, b int) bool { return edits[a].start > edits[b].start })
 	out := append([]byte{}, src...)
 	for _, e := range edits {
@@ -220,6 +224,42 @@ func SplitCollective(filename string, src []byte, decl string, n, streams int, s
 		return nil, fmt.Errorf("splitting the collective of %s: %v", decl, fd)
 	}
 	return formatted, nil
+}
+
+// rewriteEdit replaces src[start:end] with text.
+type rewriteEdit struct {
+	start, end int
+	text       string
+}
+
+// keepComment returns the edit that replaces src[start:end], a statement
+// or declaration, with text, and keeps the comment that ends the
+// statement's line (`// ...`, or `/* ... */` closed on it) at the end of
+// text's line line: the line that the statement's own content opens.
+// Replaced alone, the comment would follow text's last line, another
+// statement (`} // the sync` after a group).
+func keepComment(src []byte, start, end int, text string, line int) rewriteEdit {
+	e := rewriteEdit{start, end, text}
+	if start < 0 || end > len(src) || start > end {
+		return e // SplitCollective reports the range
+	}
+	i := end
+	for i < len(src) && (src[i] == ' ' || src[i] == '\t') {
+		i++
+	}
+	eol := i + strings.IndexAny(string(src[i:]), "\r\n")
+	if eol < i {
+		eol = len(src)
+	}
+	comment := strings.TrimRight(string(src[i:eol]), " \t")
+	block := strings.HasPrefix(comment, "/*") && strings.HasSuffix(comment, "*/") && len(comment) >= 4 && strings.Index(comment, "*/") == len(comment)-2
+	if !strings.HasPrefix(comment, "//") && !block {
+		return e
+	}
+	lines := strings.Split(text, "\n")
+	line = min(max(line, 0), len(lines)-1)
+	lines[line] += " " + comment
+	return rewriteEdit{start, i + len(comment), strings.Join(lines, "\n")}
 }
 
 // wasComment returns rest, the source after a rewritten declaration, with

@@ -55,6 +55,7 @@ step {
 }
 `
 	// Pieces 0..4 over two streams: comm gets 0, 2, 4; comm_2 gets 1, 3.
+	// The statement's comment stays on its first collective.
 	// Pieces 2 and 4 are small and consecutive on comm: a group.
 	out, err := SplitCollective("p.sync", []byte(src), "grads", 5, 2, []bool{false, true, true, true, true})
 	if err != nil {
@@ -67,13 +68,13 @@ stream comm_2 priority high
 bucket grads { * } cap 4KiB
 step {
     backward 1ms on compute
-    allreduce grads[0] op avg on comm after ready
+    allreduce grads[0] op avg on comm after ready // the sync
     group {
         allreduce grads[2], grads[4] op avg on comm after ready
     }
     group {
         allreduce grads[1], grads[3] op avg on comm_2 after ready
-    } // the sync
+    }
     wait comm
     wait comm_2
 }
@@ -84,6 +85,78 @@ step {
 	if _, diags := Check("p.sync", out); diags.HasErrors() {
 		t.Errorf("the split plan does not check: %v", diags)
 	}
+	if _, err := SplitCollective("p.sync", []byte(src), "other", 5, 2, make([]bool, 5)); err == nil {
+		t.Error("split a bucket the step does not name")
+	}
+}
+
+// TestSplitCollectiveKeepsComments: the comment that ends a rewritten
+// line stays on the line of what it was written about: the collective's
+// on its first collective (inside a group when the first piece is
+// grouped), the stream's and the wait's on the original's, never moving
+// to a group's closing brace or to a new stream's wait.
+func TestSplitCollectiveKeepsComments(t *testing.T) {
+	src := `tensor t{0..7} f32[1024]
+stream compute
+stream comm priority high /* the comms */
+bucket grads { * } cap 4KiB // small pieces
+step {
+    backward 1ms on compute
+    allreduce grads op avg on comm after ready // the sync
+    wait comm // done
+}
+`
+	for _, c := range []struct {
+		streams int
+		small   []bool
+		want    string
+	}{
+		{2, []bool{true, true, true, true, true, true, true, true}, `tensor t{0..7} f32[1024]
+stream compute
+stream comm priority high /* the comms */
+stream comm_2 priority high
+bucket grads { * } cap 4KiB // small pieces
+step {
+    backward 1ms on compute
+    group {
+        allreduce grads[0], grads[2], grads[4], grads[6] op avg on comm after ready // the sync
+    }
+    group {
+        allreduce grads[1], grads[3], grads[5], grads[7] op avg on comm_2 after ready
+    }
+    wait comm // done
+    wait comm_2
+}
+`},
+		{1, []bool{false, true, true, true, true, true, true, true}, `tensor t{0..7} f32[1024]
+stream compute
+stream comm priority high   /* the comms */
+bucket grads { * } cap 4KiB // small pieces
+step {
+    backward 1ms on compute
+    allreduce grads[0] op avg on comm after ready // the sync
+    group {
+        allreduce grads[1], grads[2], grads[3], grads[4], grads[5], grads[6], grads[7] op avg on comm after ready
+    }
+    wait comm // done
+}
+`},
+	} {
+		out, err := SplitCollective("p.sync", []byte(src), "grads", 8, c.streams, c.small)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(out) != c.want {
+			t.Errorf("%d streams: got:\n%s\nwant:\n%s", c.streams, out, c.want)
+		}
+		if _, diags := Check("p.sync", out); diags.HasErrors() {
+			t.Errorf("%d streams: the split plan does not check: %v", c.streams, diags)
+		}
+	}
+}
+
+func TestSplitCollectiveOtherBucket(t *testing.T) {
+	src := "tensor t f32[4]\nstream comm\nbucket grads { * }\nstep {\n    allreduce grads on comm\n    wait comm\n}\n"
 	if _, err := SplitCollective("p.sync", []byte(src), "other", 5, 2, make([]bool, 5)); err == nil {
 		t.Error("split a bucket the step does not name")
 	}
