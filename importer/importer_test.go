@@ -131,6 +131,11 @@ func TestReadIndex(t *testing.T) {
 	if len(m.Params) != 3 || m.Params[0].Name != "h.0.w" || m.TotalSize != 28 || StatsOf(m.Params).Total != 28 {
 		t.Fatalf("model: %+v", m)
 	}
+	// Every file read is listed, so that the CLI can refuse to write over one.
+	if got := strings.Join(m.Files, " "); got != strings.Join([]string{filepath.Join(dir, "model.safetensors.index.json"),
+		filepath.Join(dir, "model-00001-of-00002.safetensors"), filepath.Join(dir, "model-00002-of-00002.safetensors")}, " ") {
+		t.Errorf("files: %s", got)
+	}
 	bad := map[string]string{"h.0.w": "model-00001-of-00002.safetensors", "h.1.w": "model-00002-of-00002.safetensors"}
 	missing := map[string]string{"x": "model-00009.safetensors"}
 	lacks := map[string]string{"h.0.w": "model-00001-of-00002.safetensors", "ghost": "model-00001-of-00002.safetensors",

@@ -41,6 +41,10 @@ type Model struct {
 	// FileOrder: the reader's order is the model's own (registration
 	// order, from a parameter list), not a file layout's.
 	FileOrder bool
+	// Files are the files the reader read (an index, its shards, a
+	// safetensors file or a parameter list), so that a caller can refuse to
+	// write over one of them.
+	Files []string
 }
 
 // dtypeSizes are the element sizes of the dtypes safetensors knows.

@@ -28,7 +28,7 @@ func Read(path string) (*Model, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &Model{Params: params}, nil
+		return &Model{Params: params, Files: []string{path}}, nil
 	case strings.HasSuffix(path, ".json"):
 		data, err := os.ReadFile(path)
 		if err != nil {
@@ -38,13 +38,22 @@ func Read(path string) (*Model, error) {
 		if err := json.Unmarshal(data, &probe); err != nil {
 			return nil, fmt.Errorf("%s: not a JSON object: %v", path, err)
 		}
-		if _, ok := probe["weight_map"]; ok {
-			return readIndex(path, data)
+		_, isIndex := probe["weight_map"]
+		_, isList := probe["parameters"]
+		var m *Model
+		switch {
+		case isIndex:
+			m, err = readIndex(path, data)
+		case isList:
+			m, err = ParseParamList(path, data)
+		default:
+			return nil, fmt.Errorf("%s: neither a safetensors index (no \"weight_map\") nor a parameter list of scripts/dump-params.py (no \"parameters\")", path)
 		}
-		if _, ok := probe["parameters"]; ok {
-			return ParseParamList(path, data)
+		if err != nil {
+			return nil, err
 		}
-		return nil, fmt.Errorf("%s: neither a safetensors index (no \"weight_map\") nor a parameter list of scripts/dump-params.py (no \"parameters\")", path)
+		m.Files = append([]string{path}, m.Files...)
+		return m, nil
 	}
 	return nil, fmt.Errorf("%s: want a .safetensors file, a directory holding one or an index, an .index.json or a parameter list (.json)", path)
 }
@@ -133,6 +142,7 @@ func readIndex(path string, data []byte) (*Model, error) {
 			}
 		}
 		m.Params = append(m.Params, params...)
+		m.Files = append(m.Files, file)
 	}
 	if s := idx.Metadata.TotalSize.String(); s != "" {
 		if _, err := fmt.Sscan(s, &m.TotalSize); err != nil || m.TotalSize < 0 {

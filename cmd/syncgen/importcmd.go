@@ -42,7 +42,8 @@ check against the index's total size, and tied weights that appear once.
 Exit status: 0; 1 when the input cannot be read or is not valid (the error
 names the file and the byte offset or the tensor), or the module cannot be
 written (nothing is left half-written: it is written to a temporary name and
-renamed); 2 for a usage error.
+renamed); 2 for a usage error, such as an -o that names a file the import
+reads (the safetensors file, the index or a shard, the parameter list).
 
 Examples:
    syncgen import gpt2/model.safetensors -o models/gpt2.sync
@@ -80,6 +81,12 @@ func runImport(c *cli.Context) error {
 	if err != nil {
 		return cli.Exit("import: "+err.Error(), 1)
 	}
+	out := c.String("o")
+	if out != "" && out != "-" {
+		if err := checkOutputNotInput(out, m.Files); err != nil {
+			return err
+		}
+	}
 	tensors, err := importer.Prepare(m, opts)
 	if err != nil {
 		return cli.Exit(fmt.Sprintf("import: %s: %v", in, err), 1)
@@ -89,7 +96,6 @@ func runImport(c *cli.Context) error {
 		return cli.Exit(fmt.Sprintf("import: %s: %v", in, err), 1)
 	}
 	printImportSummary(c, m, tensors)
-	out := c.String("o")
 	if out == "" || out == "-" {
 		_, err := fmt.Fprint(c.App.Writer, text)
 		return err
@@ -98,6 +104,29 @@ func runImport(c *cli.Context) error {
 		return cli.Exit("import: "+err.Error(), 1)
 	}
 	fmt.Fprintf(c.App.ErrWriter, "wrote %s\n", out)
+	return nil
+}
+
+// checkOutputNotInput refuses an -o that names a file the import read
+// (the safetensors file, the index or one of its shards, the parameter
+// list): the module would replace the checkpoint. The files are compared
+// with os.SameFile, so another spelling of the path, a symbolic link and a
+// hard link are refused too. The exit status is 2, as for build's -o over
+// its plan.
+func checkOutputNotInput(out string, files []string) error {
+	outInfo, err := os.Stat(out)
+	if err != nil {
+		return nil // nothing there yet, so no input to overwrite
+	}
+	for _, file := range files {
+		if fi, err := os.Stat(file); err == nil && os.SameFile(outInfo, fi) {
+			what := "a file this import reads"
+			if filepath.Clean(file) != filepath.Clean(out) {
+				what += " (" + file + ")"
+			}
+			return cli.Exit(fmt.Sprintf("import: -o %s is %s: the module would overwrite it; give -o another path, such as model.sync", out, what), 2)
+		}
+	}
 	return nil
 }
 

@@ -236,3 +236,51 @@ func TestImportTiedAndFrozen(t *testing.T) {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)
 	}
 }
+
+// -o that names a file the import reads (the safetensors file, a shard or
+// the index of a directory, the parameter list), spelled otherwise or
+// linked, is refused with exit 2 and leaves the file as it was.
+func TestImportRefusesOutputOverInput(t *testing.T) {
+	dir := t.TempDir()
+	single := filepath.Join(dir, "v.safetensors")
+	writeSafetensors(t, single, map[string][]int64{"w": {4}})
+	hf := filepath.Join(dir, "hf")
+	if err := os.Mkdir(hf, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	shard1, shard2 := filepath.Join(hf, "model-00001-of-00002.safetensors"), filepath.Join(hf, "model-00002-of-00002.safetensors")
+	writeSafetensors(t, shard1, map[string][]int64{"a.w": {2}})
+	writeSafetensors(t, shard2, map[string][]int64{"b.w": {3}})
+	index := writeFile(t, hf, "model.safetensors.index.json",
+		`{"metadata": {"total_size": 20}, "weight_map": {"a.w": "model-00001-of-00002.safetensors", "b.w": "model-00002-of-00002.safetensors"}}`)
+	list := writeFile(t, dir, "p.json", `{"parameters": [{"name": "w", "dtype": "torch.float32", "shape": [4]}]}`)
+	link := filepath.Join(dir, "link.sync")
+	if err := os.Symlink(shard2, link); err != nil {
+		t.Fatal(err)
+	}
+	hard := filepath.Join(dir, "hard.sync")
+	if err := os.Link(single, hard); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		in, out, victim string
+	}{
+		{single, single, single},
+		{single, filepath.Join(dir, ".", "v.safetensors"), single},
+		{single, hard, single},
+		{hf, shard1, shard1},
+		{hf, link, shard2},
+		{hf, index, index},
+		{index, shard2, shard2},
+		{list, list, list},
+	} {
+		before, _ := os.ReadFile(c.victim)
+		code, _, errOut := syncgen(t, "import", c.in, "-o", c.out)
+		if code != 2 || !strings.Contains(errOut, "-o "+c.out+" is a file this import reads") || !strings.Contains(errOut, "give -o another path") {
+			t.Errorf("import %s -o %s: exit %d: %s", c.in, c.out, code, errOut)
+		}
+		if after, _ := os.ReadFile(c.victim); string(after) != string(before) {
+			t.Errorf("import %s -o %s changed %s", c.in, c.out, c.victim)
+		}
+	}
+}
