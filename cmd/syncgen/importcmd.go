@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -42,8 +43,9 @@ check against the index's total size, and tied weights that appear once.
 Exit status: 0; 1 when the input cannot be read or is not valid (the error
 names the file and the byte offset or the tensor), or the module cannot be
 written (nothing is left half-written: it is written to a temporary name and
-renamed); 2 for a usage error, such as an -o that names a file the import
-reads (the safetensors file, the index or a shard, the parameter list).
+renamed; missing directories are created); 2 for a usage error, such as an
+-o that is a directory or names a file the import reads (the safetensors
+file, the index or a shard, the parameter list).
 
 Examples:
    syncgen import gpt2/model.safetensors -o models/gpt2.sync
@@ -77,11 +79,20 @@ func runImport(c *cli.Context) error {
 		}
 		opts.Cast[strings.ToUpper(from)] = to
 	}
+	out := c.String("o")
+	if out != "" && out != "-" {
+		if why := notAFile(out); why != "" {
+			fix := "give -o the path of a file, or leave it out for standard output"
+			if fi, err := os.Stat(out); err == nil && fi.IsDir() || os.IsPathSeparator(out[len(out)-1]) {
+				fix = "give -o the path of the module's file, such as " + filepath.Join(out, "model.sync")
+			}
+			return cli.Exit(fmt.Sprintf("import: -o %s %s: %s", out, why, fix), 2)
+		}
+	}
 	m, err := importer.Read(in)
 	if err != nil {
 		return cli.Exit("import: "+err.Error(), 1)
 	}
-	out := c.String("o")
 	if out != "" && out != "-" {
 		if err := checkOutputNotInput(out, m.Files); err != nil {
 			return err
@@ -175,27 +186,65 @@ func printImportSummary(c *cli.Context, m *importer.Model, tensors []importer.Te
 }
 
 // writeAtomic writes data to path through a temporary file in the same
-// directory, renamed over path once complete: a failed import leaves no
-// half-written module.
+// directory, renamed over path once complete: a failed write leaves no
+// half-written file. Missing directories of path are created. A path that
+// is not a file to write (a directory, a device, a named pipe, a path
+// ending in /) is refused, since the rename would fail or replace it.
+// Errors name path, never the temporary file.
 func writeAtomic(path string, data []byte) error {
+	if why := notAFile(path); why != "" {
+		return fmt.Errorf("%s %s: give the path of a file to write", path, why)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("%s: creating its directory: %v", path, err)
+	}
+	fail := func(err error) error {
+		// The temporary file's name means nothing to the user: keep the
+		// operating system's reason only.
+		var pe *os.PathError
+		var le *os.LinkError
+		switch {
+		case errors.As(err, &pe):
+			err = pe.Err
+		case errors.As(err, &le):
+			err = le.Err
+		}
+		return fmt.Errorf("writing %s: %v", path, err)
+	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
-		return err
+		return fail(err)
 	}
 	defer os.Remove(tmp.Name())
 	if _, err := tmp.Write(data); err != nil {
 		tmp.Close()
-		return err
+		return fail(err)
 	}
 	if err := tmp.Sync(); err != nil {
 		tmp.Close()
-		return err
+		return fail(err)
 	}
 	if err := tmp.Close(); err != nil {
-		return err
+		return fail(err)
 	}
 	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return err
+		return fail(err)
 	}
-	return os.Rename(tmp.Name(), path)
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fail(err)
+	}
+	return nil
+}
+
+// notAFile says why path cannot be written as a file, or "": it ends in
+// a separator, or something other than a regular file is there (following
+// symbolic links).
+func notAFile(path string) string {
+	if path == "" || os.IsPathSeparator(path[len(path)-1]) {
+		return "names a directory"
+	}
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		return "is " + fileKind(fi.Mode()) + ", not a file"
+	}
+	return ""
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/syncgen/syncgen/dsl"
@@ -281,6 +282,75 @@ func TestImportRefusesOutputOverInput(t *testing.T) {
 		}
 		if after, _ := os.ReadFile(c.victim); string(after) != string(before) {
 			t.Errorf("import %s -o %s changed %s", c.in, c.out, c.victim)
+		}
+	}
+}
+
+// writeAtomic (import's -o, and tune's, calibrate's and predict's files)
+// creates missing directories, refuses what is not a file to write, and
+// names the user's path in its errors, never the temporary file.
+func TestWriteAtomic(t *testing.T) {
+	dir := t.TempDir()
+	existing := filepath.Join(dir, "odir")
+	if err := os.Mkdir(existing, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	plain := writeFile(t, dir, "plain", "x")
+	// A named pipe in the test's directory stands for the special files
+	// (never /dev/null: a writer that renames over it would replace it).
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		path string
+		want string // "" for success
+	}{
+		{filepath.Join(dir, "new", "sub", "x.sync"), ""},
+		{plain, ""},
+		{existing, existing + " is a directory, not a file: give the path of a file to write"},
+		{filepath.Join(dir, "nodir") + "/", filepath.Join(dir, "nodir") + "/ names a directory"},
+		{filepath.Join(plain, "x.sync"), filepath.Join(plain, "x.sync") + ": creating its directory"},
+		{fifo, fifo + " is a named pipe, not a file"},
+	} {
+		err := writeAtomic(c.path, []byte("data\n"))
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v", c.path, err)
+		case c.want == "":
+			if b, _ := os.ReadFile(c.path); string(b) != "data\n" {
+				t.Errorf("%s holds %q", c.path, b)
+			}
+		case err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "/."+filepath.Base(c.path)+"."):
+			t.Errorf("%s: error %v, want one with %q that names no temporary file", c.path, err, c.want)
+		}
+	}
+	if leftovers, _ := filepath.Glob(filepath.Join(dir, ".*")); len(leftovers) > 0 {
+		t.Errorf("temporary files left: %v", leftovers)
+	}
+}
+
+// import -o creates missing directories, and refuses a directory (exit 2)
+// before reading anything.
+func TestImportOutputPaths(t *testing.T) {
+	dir := t.TempDir()
+	st := filepath.Join(dir, "v.safetensors")
+	writeSafetensors(t, st, map[string][]int64{"w": {4}})
+	deep := filepath.Join(dir, "newdir", "sub", "x.sync")
+	if code, _, errOut := syncgen(t, "import", st, "-o", deep); code != 0 {
+		t.Fatalf("-o %s: exit %d: %s", deep, code, errOut)
+	}
+	if b, _ := os.ReadFile(deep); !strings.Contains(string(b), "tensor w f32[4]") {
+		t.Errorf("%s: %q", deep, b)
+	}
+	odir := filepath.Join(dir, "odir")
+	if err := os.Mkdir(odir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, out := range []string{odir, odir + "/"} {
+		code, _, errOut := syncgen(t, "import", st, "-o", out)
+		if code != 2 || !strings.Contains(errOut, "import: -o "+out+" ") || !strings.Contains(errOut, "such as "+filepath.Join(odir, "model.sync")) {
+			t.Errorf("-o %s: exit %d: %s", out, code, errOut)
 		}
 	}
 }
