@@ -171,16 +171,16 @@ func TestOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := names(nat); got != "emb layers.2.b layers.2.w layers.10.w" {
+	if got := names(nat.Tensors); got != "emb layers.2.b layers.2.w layers.10.w" {
 		t.Errorf("natural: %s", got)
 	}
 	file, _ := Prepare(m, Options{Order: "file"})
-	if got := names(file); got != "layers.10.w layers.2.w layers.2.b emb" {
+	if got := names(file.Tensors); got != "layers.10.w layers.2.w layers.2.b emb" {
 		t.Errorf("file: %s", got)
 	}
 	m.FileOrder = true
-	if got, _ := Prepare(m, Options{}); names(got) != names(file) {
-		t.Errorf("a parameter list's order: %s", names(got))
+	if got, _ := Prepare(m, Options{}); names(got.Tensors) != names(file.Tensors) {
+		t.Errorf("a parameter list's order: %s", names(got.Tensors))
 	}
 }
 
@@ -191,10 +191,11 @@ func TestPrepareOptions(t *testing.T) {
 	if _, err := Prepare(m, Options{}); err == nil || !strings.Contains(err.Error(), `tensor "mask": dtype BOOL has no counterpart`) || !strings.Contains(err.Error(), "--cast BOOL=u8") {
 		t.Errorf("BOOL: %v", err)
 	}
-	ts, err := Prepare(m, Options{Cast: map[string]string{"BOOL": "u8", "I16": "i32"}, Frozen: []string{"pos.*"}, Exclude: []string{"mask"}})
+	prep, err := Prepare(m, Options{Cast: map[string]string{"BOOL": "u8", "I16": "i32"}, Frozen: []string{"pos.*"}, Exclude: []string{"mask"}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	ts := prep.Tensors
 	if len(ts) != 2 || ts[1].DType != "i32" || !ts[1].Frozen || ts[0].Frozen {
 		t.Errorf("tensors: %+v", ts)
 	}
@@ -216,6 +217,16 @@ func TestParamList(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(m.Params) != 2 || m.Params[0].DType != "F32" || m.Params[1].DType != "BF16" || !m.Params[1].Frozen || !m.FileOrder || len(m.Tied) != 1 {
+		t.Fatalf("model: %+v", m)
+	}
+	// An entry without a shape is a scalar; one with a dimension 0 is read
+	// (Prepare leaves it out).
+	m, err = ParseParamList("p.json", []byte(`{"parameters": [{"name": "logit_scale", "dtype": "torch.float32"},
+		{"name": "e", "dtype": "torch.float32", "shape": [0, 4]}, {"name": "n", "dtype": "torch.int64", "shape": null}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Params) != 3 || len(m.Params[0].Shape) != 0 || m.Params[0].Elems() != 1 || m.Params[1].Elems() != 0 || len(m.Params[2].Shape) != 0 {
 		t.Fatalf("model: %+v", m)
 	}
 	for _, bad := range []string{`{"parameters": [{"name": "", "dtype": "torch.float32"}]}`, `{"parameters": [{"name": "a", "dtype": "torch.complex64"}]}`, `{"parameters": []}`,
@@ -270,6 +281,77 @@ tensor pad.08.w f32[1]
 	}
 }
 
+// A scalar (shape []) is declared as shape [1], the language having no
+// scalars; a tensor without elements (a dimension 0) is left out and
+// named, whatever its dtype or name; an --exclude or --frozen pattern
+// that takes only such tensors still matches.
+func TestPrepareScalarsAndEmpty(t *testing.T) {
+	m := &Model{FileOrder: true, Params: []Param{
+		{Name: "bn.num_batches_tracked", DType: "I64", Shape: []int64{}},
+		{Name: "logit_scale", DType: "F32"},
+		{Name: "w", DType: "F32", Shape: []int64{2, 3}},
+		{Name: "empty", DType: "F32", Shape: []int64{0}},
+		{Name: "mask", DType: "BOOL", Shape: []int64{4, 0}},
+		{Name: "odd\tname", DType: "F16", Shape: []int64{0, 0}},
+		{Name: "gone", DType: "F32", Shape: []int64{0}},
+	}}
+	prep, err := Prepare(m, Options{Exclude: []string{"gone"}, Frozen: []string{"empty"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, x := range prep.Tensors {
+		got = append(got, x.Name+x.DType+fmt.Sprint(x.Shape))
+	}
+	if strings.Join(got, " ") != "bn.num_batches_trackedi64[1] logit_scalef32[1] wf32[2 3]" {
+		t.Errorf("tensors: %v", got)
+	}
+	if fmt.Sprint(prep.Empty) != "[empty mask odd\tname]" || fmt.Sprint(prep.Excluded) != "[gone]" {
+		t.Errorf("empty %q, excluded %q", prep.Empty, prep.Excluded)
+	}
+	if st := StatsOf(m.Params); st.Params != 8 || st.Total != 8+4+24 {
+		t.Errorf("stats: %+v", st)
+	}
+	none := &Model{Params: []Param{{Name: "e", DType: "F32", Shape: []int64{0}}}}
+	if _, err := Prepare(none, Options{}); err == nil || !strings.Contains(err.Error(), "the 1 tensor without elements") {
+		t.Errorf("only empty tensors: %v", err)
+	}
+}
+
+// A tensor without elements may stand anywhere inside the data: at the
+// start of another tensor's bytes (sorted before it, as the reference
+// implementation sorts by begin then end), inside them, or at the end.
+func TestSafetensorsEmptyRanges(t *testing.T) {
+	dir := t.TempDir()
+	file := func(name, header string, data int) string {
+		b := append(binary.LittleEndian.AppendUint64(nil, uint64(len(header))), header...)
+		return writeFile(t, dir, name, append(b, make([]byte, data)...))
+	}
+	p := file("e.safetensors", `{"b": {"dtype": "F32", "shape": [2], "data_offsets": [8, 16]},
+		"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},
+		"at_b": {"dtype": "F32", "shape": [0], "data_offsets": [8, 8]},
+		"inside_a": {"dtype": "U8", "shape": [0, 5], "data_offsets": [4, 4]},
+		"at_end": {"dtype": "BF16", "shape": [3, 0], "data_offsets": [16, 16]},
+		"at_start": {"dtype": "F32", "shape": [0], "data_offsets": [0, 0]}}`, 16)
+	params, err := ReadSafetensors(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, x := range params {
+		got = append(got, x.Name)
+	}
+	if strings.Join(got, " ") != "at_start a inside_a at_b b at_end" {
+		t.Errorf("order: %v", got)
+	}
+	// An empty range beyond the data is still an error.
+	beyond := file("beyond.safetensors", `{"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},
+		"far": {"dtype": "F32", "shape": [0], "data_offsets": [9, 9]}}`, 8)
+	if _, err := ReadSafetensors(beyond); err == nil || !strings.Contains(err.Error(), `tensor "far": data_offsets [9, 9] reach beyond`) {
+		t.Errorf("beyond: %v", err)
+	}
+}
+
 // FuzzHeader: no header makes the reader panic, and what it accepts tiles
 // the data exactly.
 func FuzzHeader(f *testing.F) {
@@ -303,11 +385,11 @@ func BenchmarkImport10k(b *testing.B) {
 	}
 	m := &Model{Params: params}
 	for b.Loop() {
-		ts, err := Prepare(m, Options{})
+		prep, err := Prepare(m, Options{})
 		if err != nil {
 			b.Fatal(err)
 		}
-		if len(Module(ts, "bench")) == 0 {
+		if len(Module(prep.Tensors, "bench")) == 0 {
 			b.Fatal("empty module")
 		}
 	}

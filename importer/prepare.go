@@ -30,12 +30,25 @@ func (t *Tensor) decl() string {
 	return s
 }
 
+// Prepared is what Prepare makes of a model: the tensors to declare, in
+// order, and the names it left out.
+type Prepared struct {
+	Tensors []Tensor
+	// Excluded are the tensors --exclude left out, in the reader's order.
+	Excluded []string
+	// Empty are the tensors without elements (a dimension 0), left out:
+	// they have no gradient bytes, and a dimension of the language is at
+	// least 1. In the reader's order.
+	Empty []string
+}
+
 // Prepare applies opts to m's parameters: it leaves out the excluded
-// ones, marks the frozen ones, maps the dtypes to the language's (with
-// the casts asked for) and orders them. A dtype the language lacks, a
-// name it cannot hold, or a pattern that matches nothing is an error
-// naming the tensor or the pattern.
-func Prepare(m *Model, opts Options) ([]Tensor, error) {
+// ones and those without elements, marks the frozen ones, maps the dtypes
+// to the language's (with the casts asked for), declares a scalar (shape
+// []) as shape [1], the language having no scalars, and orders them. A
+// dtype the language lacks, a name it cannot hold, or a pattern that
+// matches nothing is an error naming the tensor or the pattern.
+func Prepare(m *Model, opts Options) (*Prepared, error) {
 	for _, pats := range [][]string{opts.Exclude, opts.Frozen} {
 		for _, p := range pats {
 			if _, err := path.Match(p, ""); err != nil {
@@ -44,13 +57,18 @@ func Prepare(m *Model, opts Options) ([]Tensor, error) {
 		}
 	}
 	used := map[string]bool{}
-	var out []Tensor
+	out := &Prepared{}
 	var params []Param
 	for _, p := range m.Params {
-		if matchAny(opts.Exclude, p.Name, used) {
-			continue
+		switch {
+		case matchAny(opts.Exclude, p.Name, used):
+			out.Excluded = append(out.Excluded, p.Name)
+		case p.Elems() == 0:
+			matchAny(opts.Frozen, p.Name, used) // a pattern that takes only these matches still
+			out.Empty = append(out.Empty, p.Name)
+		default:
+			params = append(params, p)
 		}
-		params = append(params, p)
 	}
 	order := opts.Order
 	if order == "" {
@@ -78,7 +96,11 @@ func Prepare(m *Model, opts Options) ([]Tensor, error) {
 		if why := nameProblem(p.Name); why != "" {
 			return nil, fmt.Errorf("tensor %q: %s; leave it out (--exclude %q)", p.Name, why, p.Name)
 		}
-		out = append(out, Tensor{Name: p.Name, DType: dt, Shape: p.Shape, Frozen: p.Frozen || matchAny(opts.Frozen, p.Name, used)})
+		shape := p.Shape
+		if len(shape) == 0 {
+			shape = []int64{1} // a scalar: the language's shapes have a dimension at least
+		}
+		out.Tensors = append(out.Tensors, Tensor{Name: p.Name, DType: dt, Shape: shape, Frozen: p.Frozen || matchAny(opts.Frozen, p.Name, used)})
 	}
 	for _, pats := range [][]string{opts.Exclude, opts.Frozen} {
 		for _, p := range pats {
@@ -87,10 +109,21 @@ func Prepare(m *Model, opts Options) ([]Tensor, error) {
 			}
 		}
 	}
-	if len(out) == 0 {
+	if len(out.Tensors) == 0 {
+		if len(out.Empty) > 0 {
+			return nil, fmt.Errorf("no tensor is left to declare: the %s without elements cannot be declared", count(len(out.Empty), "tensor"))
+		}
 		return nil, fmt.Errorf("no tensor is left to declare")
 	}
 	return out, nil
+}
+
+// count writes n and noun, plural unless n is 1: "1 tensor", "2 tensors".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // suggestCast is the language dtype that holds dt's values.

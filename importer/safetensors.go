@@ -79,7 +79,8 @@ type headerEntry struct {
 // ParseHeader parses a safetensors JSON header whose file has dataBytes
 // bytes of tensor data after it, and checks that the tensors tile the
 // data exactly: every tensor's byte range matches its shape and dtype,
-// and the ranges neither overlap nor leave gaps. Positions in errors are
+// and the ranges neither overlap nor leave gaps (the empty range of a
+// tensor without elements may stand anywhere in the data). Positions in errors are
 // byte offsets in the file (the header starts at byte 8; the data at
 // 8+len(header)).
 func ParseHeader(header []byte, dataBytes int64) ([]Param, error) {
@@ -166,20 +167,27 @@ func checkEntry(name string, e headerEntry, dataBytes int64) (Param, [2]int64, e
 	return Param{Name: name, DType: e.DType, Shape: append([]int64{}, e.Shape...)}, [2]int64{b, end}, nil
 }
 
-// checkTiling sorts params by their data's offset and checks that the
-// ranges cover the data exactly once; dataAt is the data's first byte in
-// the file, for the messages.
+// checkTiling sorts params by their data's byte range, begin then end,
+// as the reference implementation does, and checks that the ranges that
+// hold bytes cover the data exactly once. An empty range (a tensor without
+// elements) holds no byte, so it may stand anywhere inside the data. dataAt
+// is the data's first byte in the file, for the messages.
 func checkTiling(params []Param, offsets [][2]int64, dataBytes, dataAt int64) error {
 	idx := make([]int, len(params))
 	for i := range idx {
 		idx[i] = i
 	}
-	sort.SliceStable(idx, func(a, b int) bool { return offsets[idx[a]][0] < offsets[idx[b]][0] })
+	sort.SliceStable(idx, func(a, b int) bool {
+		x, y := offsets[idx[a]], offsets[idx[b]]
+		return x[0] < y[0] || x[0] == y[0] && x[1] < y[1]
+	})
 	var pos int64
 	prev := ""
 	for _, i := range idx {
 		b, e := offsets[i][0], offsets[i][1]
 		switch {
+		case b == e:
+			continue // no bytes: nothing to overlap, no gap to leave
 		case b < pos:
 			return fmt.Errorf("tensor %q (bytes %d-%d of the file) overlaps tensor %q", params[i].Name, dataAt+b, dataAt+e, prev)
 		case b > pos:

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -36,6 +37,10 @@ Order matters: declaration order is the reverse of the backward's. A parameter
 list is in registration order and kept so. safetensors writers sort tensors by
 dtype and name, so by default their names are ordered with numbers compared as
 numbers (layers.2 before layers.10); --order file keeps the file's order.
+
+The language has no scalars: a tensor of shape [] is declared as shape [1]. A
+tensor without elements (a dimension 0) has no gradient bytes and is left out,
+with a note on standard error that names it.
 
 A summary goes to standard error: tensors, parameters, bytes by dtype, the
 check against the index's total size, and tied weights that appear once.
@@ -98,15 +103,15 @@ func runImport(c *cli.Context) error {
 			return err
 		}
 	}
-	tensors, err := importer.Prepare(m, opts)
+	prep, err := importer.Prepare(m, opts)
 	if err != nil {
 		return cli.Exit(fmt.Sprintf("import: %s: %v", in, err), 1)
 	}
-	text := importer.Module(tensors, opts.Source)
-	if err := checkModule(text, tensors); err != nil {
+	text := importer.Module(prep.Tensors, opts.Source)
+	if err := checkModule(text, prep.Tensors); err != nil {
 		return cli.Exit(fmt.Sprintf("import: %s: %v", in, err), 1)
 	}
-	printImportSummary(c, m, tensors)
+	printImportSummary(c, m, prep)
 	if out == "" || out == "-" {
 		_, err := fmt.Fprint(c.App.Writer, text)
 		return err
@@ -164,12 +169,32 @@ func checkModule(text string, want []importer.Tensor) error {
 }
 
 // printImportSummary prints the summary on standard error.
-func printImportSummary(c *cli.Context, m *importer.Model, tensors []importer.Tensor) {
+func printImportSummary(c *cli.Context, m *importer.Model, prep *importer.Prepared) {
 	w := c.App.ErrWriter
 	st := importer.StatsOf(m.Params)
 	fmt.Fprintf(w, "read %s\n", st)
-	if len(tensors) != len(m.Params) {
-		fmt.Fprintf(w, "declared %d of them (--exclude left %d out)\n", len(tensors), len(m.Params)-len(tensors))
+	if n := len(prep.Empty); n > 0 {
+		names := prep.Empty
+		more := ""
+		if len(names) > 10 {
+			names, more = names[:10], fmt.Sprintf(" and %d more", n-10)
+		}
+		quoted := make([]string, len(names))
+		for i, name := range names {
+			quoted[i] = strconv.Quote(name)
+		}
+		fmt.Fprintf(w, "note: left out %s without elements (a dimension 0, so no gradient bytes; the language's dimensions are at least 1): %s%s\n",
+			tensorCount(n), strings.Join(quoted, ", "), more)
+	}
+	if len(prep.Tensors) != len(m.Params) {
+		var why []string
+		if n := len(prep.Excluded); n > 0 {
+			why = append(why, fmt.Sprintf("--exclude left %d out", n))
+		}
+		if n := len(prep.Empty); n > 0 {
+			why = append(why, fmt.Sprintf("%d without elements left out", n))
+		}
+		fmt.Fprintf(w, "declared %d of them (%s)\n", len(prep.Tensors), strings.Join(why, ", "))
 	}
 	if m.TotalSize > 0 {
 		if m.TotalSize == st.Total {
@@ -183,6 +208,14 @@ func printImportSummary(c *cli.Context, m *importer.Model, tensors []importer.Te
 			fmt.Fprintf(w, "tied: %s share the storage of %s, declared once\n", strings.Join(group[1:], ", "), group[0])
 		}
 	}
+}
+
+// tensorCount writes n tensors, singular for one: "1 tensor", "2 tensors".
+func tensorCount(n int) string {
+	if n == 1 {
+		return "1 tensor"
+	}
+	return fmt.Sprintf("%d tensors", n)
 }
 
 // writeAtomic writes data to path through a temporary file in the same

@@ -354,3 +354,47 @@ func TestImportOutputPaths(t *testing.T) {
 		}
 	}
 }
+
+// Scalars (BatchNorm's num_batches_tracked, CLIP's logit_scale) are
+// declared as shape [1]; tensors without elements are left out with a
+// note naming them; from safetensors and from a parameter list alike.
+func TestImportScalarsAndEmpty(t *testing.T) {
+	dir := t.TempDir()
+	st := filepath.Join(dir, "m.safetensors")
+	header := `{"__metadata__": {"format": "pt"},
+		"bn.num_batches_tracked": {"dtype": "I64", "shape": [], "data_offsets": [0, 8]},
+		"bn.running_mean": {"dtype": "F32", "shape": [0], "data_offsets": [8, 8]},
+		"conv.weight": {"dtype": "F32", "shape": [2, 2], "data_offsets": [8, 24]},
+		"logit_scale": {"dtype": "F32", "shape": [], "data_offsets": [24, 28]}}`
+	data := append(binary.LittleEndian.AppendUint64(nil, uint64(len(header))), header...)
+	if err := os.WriteFile(st, append(data, make([]byte, 28)...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	list := writeFile(t, dir, "p.json", `{"parameters": [{"name": "logit_scale", "dtype": "torch.float32"},
+		{"name": "proj.weight", "dtype": "torch.float32", "shape": [4, 0]},
+		{"name": "bn.num_batches_tracked", "dtype": "torch.int64", "shape": [], "requires_grad": false},
+		{"name": "conv.weight", "dtype": "torch.float32", "shape": [2, 2]}]}`)
+	for _, c := range []struct {
+		in, module, note string
+	}{
+		{st, "tensor bn.num_batches_tracked i64[1]\ntensor conv.weight f32[2, 2]\ntensor logit_scale f32[1]\n", `"bn.running_mean"`},
+		{list, "tensor logit_scale f32[1]\ntensor bn.num_batches_tracked i64[1] frozen\ntensor conv.weight f32[2, 2]\n", `"proj.weight"`},
+	} {
+		out := filepath.Join(dir, "out.sync")
+		code, _, errOut := syncgen(t, "import", c.in, "-o", out)
+		if code != 0 {
+			t.Fatalf("import %s: exit %d: %s", c.in, code, errOut)
+		}
+		if !strings.Contains(errOut, "note: left out 1 tensor without elements (a dimension 0, so no gradient bytes; the language's dimensions are at least 1): "+c.note+"\n") ||
+			!strings.Contains(errOut, "declared 3 of them (1 without elements left out)") || !strings.Contains(errOut, "read 4 tensors") {
+			t.Errorf("import %s: summary:\n%s", c.in, errOut)
+		}
+		text, _ := os.ReadFile(out)
+		if !strings.HasSuffix(string(text), "\n\n"+c.module) {
+			t.Errorf("import %s: module:\n%s", c.in, text)
+		}
+		if prog, diags := dsl.Load(out); diags.HasErrors() || len(prog.Tensors) != 3 {
+			t.Errorf("import %s: the module: %v", c.in, diags)
+		}
+	}
+}
