@@ -31,7 +31,8 @@ func safetensorsBytes(t testing.TB, tensors []st, extra int) []byte {
 		for _, d := range x.shape {
 			n *= d
 		}
-		b, e := pos, pos+n*dtypeSizes[x.dtype]
+		size, _ := tensorBytes(x.dtype, n)
+		b, e := pos, pos+size
 		if x.begin >= 0 && x.end >= 0 && (x.begin != 0 || x.end != 0) {
 			b, e = x.begin, x.end
 		}
@@ -352,6 +353,42 @@ func TestSafetensorsEmptyRanges(t *testing.T) {
 	}
 }
 
+// The FP4 and FP6 formats take 4 and 6 bits an element, packed, as in the
+// reference implementation; a count of elements whose bits are not a
+// whole number of bytes is an error.
+func TestSafetensorsSubByteDTypes(t *testing.T) {
+	dir := t.TempDir()
+	header := func(h string, data int) []byte {
+		b := append(binary.LittleEndian.AppendUint64(nil, uint64(len(h))), h...)
+		return append(b, make([]byte, data)...)
+	}
+	for _, c := range []struct {
+		name, header string
+		data         int
+		want         string // "" for valid
+	}{
+		{"f4", `{"w": {"dtype": "F4", "shape": [4, 8], "data_offsets": [0, 16]}}`, 16, ""},
+		{"f6", `{"a": {"dtype": "F6_E2M3", "shape": [4], "data_offsets": [0, 3]}, "b": {"dtype": "F6_E3M2", "shape": [8], "data_offsets": [3, 9]}}`, 9, ""},
+		{"mixed", `{"s": {"dtype": "F8_E8M0", "shape": [2], "data_offsets": [0, 2]}, "w": {"dtype": "F4", "shape": [2], "data_offsets": [2, 3]}}`, 3, ""},
+		{"f4 as bytes", `{"w": {"dtype": "F4", "shape": [4], "data_offsets": [0, 4]}}`, 4, "F4[4] is 2 bytes, but its data_offsets [0, 4] hold 4"},
+		{"odd f4", `{"w": {"dtype": "F4", "shape": [3], "data_offsets": [0, 2]}}`, 2, "F4[3] is 3 elements of 4 bits, which is not a whole number of bytes"},
+		{"f6 of 2", `{"w": {"dtype": "F6_E3M2", "shape": [2], "data_offsets": [0, 2]}}`, 2, "F6_E3M2[2] is 2 elements of 6 bits"},
+	} {
+		p := writeFile(t, dir, c.name+".safetensors", header(c.header, c.data))
+		params, err := ReadSafetensors(p)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v", c.name, err)
+		case c.want == "":
+			if st := StatsOf(params); st.Total != int64(c.data) {
+				t.Errorf("%s: %d bytes in the summary, want %d", c.name, st.Total, c.data)
+			}
+		case err == nil || !strings.Contains(err.Error(), c.want):
+			t.Errorf("%s: error %v, want %q", c.name, err, c.want)
+		}
+	}
+}
+
 // FuzzHeader: no header makes the reader panic, and what it accepts tiles
 // the data exactly.
 func FuzzHeader(f *testing.F) {
@@ -360,6 +397,8 @@ func FuzzHeader(f *testing.F) {
 	f.Add([]byte(`{"a": {"dtype": "F32", "shape": [1, -1], "data_offsets": [0, 0]}}`), int64(0))
 	f.Add([]byte(`[1, 2]`), int64(0))
 	f.Add([]byte(`{"a": {"dtype": "U8", "shape": [9223372036854775807, 2], "data_offsets": [0, 0]}}`), int64(0))
+	f.Add([]byte(`{"a": {"dtype": "F4", "shape": [3, 5], "data_offsets": [0, 8]}}`), int64(8))
+	f.Add([]byte(`{"a": {"dtype": "F6_E2M3", "shape": [4], "data_offsets": [0, 3]}, "z": {"dtype": "F32", "shape": [0], "data_offsets": [0, 0]}}`), int64(3))
 	f.Fuzz(func(t *testing.T, header []byte, data int64) {
 		params, err := ParseHeader(header, data)
 		if err != nil {
@@ -367,7 +406,11 @@ func FuzzHeader(f *testing.F) {
 		}
 		var sum int64
 		for i := range params {
-			sum += params[i].Elems() * dtypeSizes[params[i].DType]
+			size, whole := tensorBytes(params[i].DType, params[i].Elems())
+			if !whole {
+				t.Fatalf("accepted %s%v, not a whole number of bytes", params[i].DType, params[i].Shape)
+			}
+			sum += size
 		}
 		if sum != data {
 			t.Fatalf("accepted tensors of %d bytes in %d bytes of data", sum, data)

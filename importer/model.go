@@ -2,6 +2,7 @@ package importer
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 )
@@ -47,10 +48,26 @@ type Model struct {
 	Files []string
 }
 
-// dtypeSizes are the element sizes of the dtypes safetensors knows.
-var dtypeSizes = map[string]int64{
-	"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1,
-	"U16": 2, "U32": 4, "U64": 8, "BOOL": 1, "F8_E4M3": 1, "F8_E5M2": 1, "F8_E8M0": 1, "F4": 1, "F6_E2M3": 1, "F6_E3M2": 1, "C64": 8,
+// dtypeBits are the element sizes, in bits, of the dtypes safetensors
+// knows: the reference implementation's, where the FP4 and FP6 formats
+// take 4 and 6 bits an element, packed.
+var dtypeBits = map[string]int64{
+	"F64": 64, "F32": 32, "F16": 16, "BF16": 16, "I64": 64, "I32": 32, "I16": 16, "I8": 8, "U8": 8,
+	"U16": 16, "U32": 32, "U64": 64, "BOOL": 8, "F8_E4M3": 8, "F8_E5M2": 8, "F8_E8M0": 8,
+	"F4": 4, "F6_E2M3": 6, "F6_E3M2": 6, "C64": 64,
+}
+
+// maxElems bounds a tensor's element count so that its size in bits
+// fits in an int64, whatever its dtype.
+const maxElems = math.MaxInt64 / 64
+
+// tensorBytes is the size in bytes of elems elements of dtype, and false
+// when their bits do not make a whole number of bytes (an odd count of
+// F4 elements), which the format does not allow. elems is at most
+// maxElems.
+func tensorBytes(dtype string, elems int64) (int64, bool) {
+	bits := elems * dtypeBits[dtype]
+	return bits / 8, bits%8 == 0
 }
 
 // languageDTypes maps the dtypes the language has.
@@ -101,7 +118,7 @@ func StatsOf(params []Param) Stats {
 			s.Frozen++
 		}
 		s.Params += p.Elems()
-		b := p.Elems() * dtypeSizes[p.DType]
+		b, _ := tensorBytes(p.DType, p.Elems())
 		by[p.DType] += b
 		s.Total += b
 	}

@@ -189,7 +189,7 @@ func ParseParamList(path string, data []byte) (*Model, error) {
 			return nil, fmt.Errorf("%s: parameter %d has no name", path, i)
 		case seen[p.Name]:
 			return nil, fmt.Errorf("%s: parameter %q appears twice", path, p.Name)
-		case dtypeSizes[dt] == 0:
+		case dtypeBits[dt] == 0:
 			return nil, fmt.Errorf("%s: parameter %q: unknown dtype %q", path, p.Name, p.DType)
 		}
 		for _, d := range p.Shape {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"sort"
 )
@@ -136,7 +135,7 @@ func ParseHeader(header []byte, dataBytes int64) ([]Param, error) {
 
 // checkEntry checks one tensor's dtype, shape and byte range.
 func checkEntry(name string, e headerEntry, dataBytes int64) (Param, [2]int64, error) {
-	size, ok := dtypeSizes[e.DType]
+	_, ok := dtypeBits[e.DType]
 	switch {
 	case name == "":
 		return Param{}, [2]int64{}, fmt.Errorf("a tensor with an empty name")
@@ -150,10 +149,14 @@ func checkEntry(name string, e headerEntry, dataBytes int64) (Param, [2]int64, e
 		if d < 0 {
 			return Param{}, [2]int64{}, fmt.Errorf("tensor %q: negative dimension in shape %v", name, e.Shape)
 		}
-		if d > 0 && elems > math.MaxInt64/8/d {
+		if d > 0 && elems > maxElems/d {
 			return Param{}, [2]int64{}, fmt.Errorf("tensor %q: shape %v is too large", name, e.Shape)
 		}
 		elems *= d
+	}
+	size, whole := tensorBytes(e.DType, elems)
+	if !whole {
+		return Param{}, [2]int64{}, fmt.Errorf("tensor %q: %s%v is %d elements of %d bits, which is not a whole number of bytes", name, e.DType, e.Shape, elems, dtypeBits[e.DType])
 	}
 	b, end := e.DataOffsets[0], e.DataOffsets[1]
 	switch {
@@ -161,8 +164,8 @@ func checkEntry(name string, e headerEntry, dataBytes int64) (Param, [2]int64, e
 		return Param{}, [2]int64{}, fmt.Errorf("tensor %q: data_offsets [%d, %d] do not make a range", name, b, end)
 	case end > dataBytes:
 		return Param{}, [2]int64{}, fmt.Errorf("tensor %q: data_offsets [%d, %d] reach beyond the file's %d bytes of data: the file is truncated", name, b, end, dataBytes)
-	case end-b != elems*size:
-		return Param{}, [2]int64{}, fmt.Errorf("tensor %q: %s%v is %d bytes, but its data_offsets [%d, %d] hold %d", name, e.DType, e.Shape, elems*size, b, end, end-b)
+	case end-b != size:
+		return Param{}, [2]int64{}, fmt.Errorf("tensor %q: %s%v is %d bytes, but its data_offsets [%d, %d] hold %d", name, e.DType, e.Shape, size, b, end, end-b)
 	}
 	return Param{Name: name, DType: e.DType, Shape: append([]int64{}, e.Shape...)}, [2]int64{b, end}, nil
 }

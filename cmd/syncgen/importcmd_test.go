@@ -398,3 +398,18 @@ func TestImportScalarsAndEmpty(t *testing.T) {
 		}
 	}
 }
+
+// An FP4 checkpoint (4 bits an element) imports, cast to a dtype of the
+// language, and the summary counts its packed bytes.
+func TestImportFP4(t *testing.T) {
+	st := filepath.Join(t.TempDir(), "q.safetensors")
+	header := `{"w": {"dtype": "F4", "shape": [4, 8], "data_offsets": [0, 16]}, "scale": {"dtype": "F8_E8M0", "shape": [4], "data_offsets": [16, 20]}}`
+	data := append(binary.LittleEndian.AppendUint64(nil, uint64(len(header))), header...)
+	if err := os.WriteFile(st, append(data, make([]byte, 20)...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := syncgen(t, "import", st, "--cast", "F4=bf16", "--cast", "F8_E8M0=u8")
+	if code != 0 || !strings.Contains(out, "tensor w bf16[4, 8]") || !strings.Contains(errOut, "20 B (F4 16 B, F8_E8M0 4 B)") {
+		t.Errorf("exit %d\n%s%s", code, out, errOut)
+	}
+}
