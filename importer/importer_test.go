@@ -230,10 +230,19 @@ func TestParamList(t *testing.T) {
 	if len(m.Params) != 3 || len(m.Params[0].Shape) != 0 || m.Params[0].Elems() != 1 || m.Params[1].Elems() != 0 || len(m.Params[2].Shape) != 0 {
 		t.Fatalf("model: %+v", m)
 	}
-	for _, bad := range []string{`{"parameters": [{"name": "", "dtype": "torch.float32"}]}`, `{"parameters": [{"name": "a", "dtype": "torch.complex64"}]}`, `{"parameters": []}`,
-		`{"parameters": [{"name": "a", "dtype": "F32"}, {"name": "a", "dtype": "F32"}]}`} {
-		if _, err := ParseParamList("p.json", []byte(bad)); err == nil {
-			t.Errorf("%s: no error", bad)
+	for _, c := range []struct{ list, want string }{
+		{`{"parameters": [{"name": "", "dtype": "torch.float32"}]}`, "parameter 0 has no name"},
+		{`{"parameters": [{"name": "a", "dtype": "torch.complex64"}]}`, `unknown dtype "torch.complex64"`},
+		{`{"parameters": []}`, "the list has no parameters"},
+		{`{"parameters": [{"name": "a", "dtype": "F32"}, {"name": "a", "dtype": "F32"}]}`, `parameter "a" appears twice`},
+		{`{"parameters": [{"name": "a", "dtype": "F32", "shape": [2, -1]}]}`, `parameter "a": negative dimension in shape [2 -1]`},
+		{`{"parameters": [{"name": "a", "dtype": "F32", "shape": [4611686018427387904, 4]}]}`, `parameter "a": shape [4611686018427387904 4] is too large`},
+		{`{"parameters": [{"name": "a", "dtype": "U8", "shape": [9223372036854775807, 9223372036854775807, 0]}]}`, "is too large"},
+		{`{"parameters": [{"name": "a", "dtype": "F4", "shape": [3]}]}`, "F4[3] is 3 elements of 4 bits, which is not a whole number of bytes"},
+	} {
+		_, err := ParseParamList("p.json", []byte(c.list))
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "p.json: ") {
+			t.Errorf("%s: error %v, want %q", c.list, err, c.want)
 		}
 	}
 }

@@ -192,10 +192,8 @@ func ParseParamList(path string, data []byte) (*Model, error) {
 		case dtypeBits[dt] == 0:
 			return nil, fmt.Errorf("%s: parameter %q: unknown dtype %q", path, p.Name, p.DType)
 		}
-		for _, d := range p.Shape {
-			if d < 0 {
-				return nil, fmt.Errorf("%s: parameter %q: negative dimension in shape %v", path, p.Name, p.Shape)
-			}
+		if _, err := shapeBytes(dt, p.Shape); err != nil {
+			return nil, fmt.Errorf("%s: parameter %q: %w", path, p.Name, err)
 		}
 		seen[p.Name] = true
 		m.Params = append(m.Params, Param{Name: p.Name, DType: dt, Shape: p.Shape, Frozen: p.RequiresGrad != nil && !*p.RequiresGrad, Source: path})

@@ -133,6 +133,28 @@ func ParseHeader(header []byte, dataBytes int64) ([]Param, error) {
 	return params, nil
 }
 
+// shapeBytes is the size in bytes of a tensor of dtype (a known one) and
+// shape, or why no file can hold it: a negative dimension, an element
+// count beyond maxElems, or elements whose bits are not a whole number of
+// bytes.
+func shapeBytes(dtype string, shape []int64) (int64, error) {
+	elems := int64(1)
+	for _, d := range shape {
+		if d < 0 {
+			return 0, fmt.Errorf("negative dimension in shape %v", shape)
+		}
+		if d > 0 && elems > maxElems/d {
+			return 0, fmt.Errorf("shape %v is too large", shape)
+		}
+		elems *= d
+	}
+	size, whole := tensorBytes(dtype, elems)
+	if !whole {
+		return 0, fmt.Errorf("%s%v is %d elements of %d bits, which is not a whole number of bytes", dtype, shape, elems, dtypeBits[dtype])
+	}
+	return size, nil
+}
+
 // checkEntry checks one tensor's dtype, shape and byte range.
 func checkEntry(name string, e headerEntry, dataBytes int64) (Param, [2]int64, error) {
 	_, ok := dtypeBits[e.DType]
@@ -144,19 +166,9 @@ func checkEntry(name string, e headerEntry, dataBytes int64) (Param, [2]int64, e
 	case len(e.DataOffsets) != 2:
 		return Param{}, [2]int64{}, fmt.Errorf("tensor %q: data_offsets must be [begin, end], got %v", name, e.DataOffsets)
 	}
-	elems := int64(1)
-	for _, d := range e.Shape {
-		if d < 0 {
-			return Param{}, [2]int64{}, fmt.Errorf("tensor %q: negative dimension in shape %v", name, e.Shape)
-		}
-		if d > 0 && elems > maxElems/d {
-			return Param{}, [2]int64{}, fmt.Errorf("tensor %q: shape %v is too large", name, e.Shape)
-		}
-		elems *= d
-	}
-	size, whole := tensorBytes(e.DType, elems)
-	if !whole {
-		return Param{}, [2]int64{}, fmt.Errorf("tensor %q: %s%v is %d elements of %d bits, which is not a whole number of bytes", name, e.DType, e.Shape, elems, dtypeBits[e.DType])
+	size, err := shapeBytes(e.DType, e.Shape)
+	if err != nil {
+		return Param{}, [2]int64{}, fmt.Errorf("tensor %q: %w", name, err)
 	}
 	b, end := e.DataOffsets[0], e.DataOffsets[1]
 	switch {

@@ -413,3 +413,13 @@ func TestImportFP4(t *testing.T) {
 		t.Errorf("exit %d\n%s%s", code, out, errOut)
 	}
 }
+
+// A parameter list whose shape is too large for any tensor is an error
+// about the list (exit 1), not a module that does not check.
+func TestImportParamListTooLarge(t *testing.T) {
+	list := writeFile(t, t.TempDir(), "p.json", `{"parameters": [{"name": "w", "dtype": "torch.float32", "shape": [4611686018427387904, 4]}]}`)
+	code, _, errOut := syncgen(t, "import", list)
+	if code != 1 || !strings.Contains(errOut, `p.json: parameter "w": shape [4611686018427387904 4] is too large`) || strings.Contains(errOut, "a bug") {
+		t.Errorf("exit %d: %s", code, errOut)
+	}
+}
