@@ -75,6 +75,23 @@ func TestReadSafetensors(t *testing.T) {
 	}
 }
 
+// The header may be padded with whitespace after its JSON object (writers
+// pad it with spaces so that the data is aligned), and __metadata__ may be
+// null.
+func TestSafetensorsPadding(t *testing.T) {
+	for _, h := range []string{
+		`{"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}      `,
+		"{\"a\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [0, 4]}}\n\t\r ",
+		`{"__metadata__": null, "a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}`,
+		`{"__metadata__": {}, "a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}`,
+		"{\"é\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [0, 4]}}",
+	} {
+		if params, err := ParseHeader([]byte(h), 4); err != nil || len(params) != 1 {
+			t.Errorf("%q: %v", h, err)
+		}
+	}
+}
+
 // Every kind of broken file is an error naming the file and where.
 func TestSafetensorsErrors(t *testing.T) {
 	dir := t.TempDir()
@@ -102,6 +119,14 @@ func TestSafetensorsErrors(t *testing.T) {
 		{"gap", safetensorsBytes(t, []st{{name: "a", dtype: "F32", shape: []int64{2}, begin: 8, end: 16}}, 0), "a gap of 8 bytes"},
 		{"trailing", safetensorsBytes(t, good, 5), "5 bytes at byte"},
 		{"twice", header(`{"a": {"dtype": "U8", "shape": [0], "data_offsets": [0, 0]}, "a": {"dtype": "U8", "shape": [0], "data_offsets": [0, 0]}}`), `tensor "a" appears twice`},
+		{"after json", header(`{"a": {"dtype": "U8", "shape": [0], "data_offsets": [0, 0]}}  x`), `header byte 70: "x" after the header's JSON object`},
+		{"second object", header(`{"a": {"dtype": "U8", "shape": [0], "data_offsets": [0, 0]}}{}`), `header byte 68: "{}" after the header's JSON object`},
+		{"nul padding", header("{}\x00\x00"), `header byte 10: "\x00\x00" after the header's JSON object`},
+		{"name not utf-8", header("{\"a\xff\": {\"dtype\": \"U8\", \"shape\": [0], \"data_offsets\": [0, 0]}}"), "header byte 11 is not UTF-8"},
+		{"metadata not utf-8", header("{\"__metadata__\": {\"x\": \"\xc3\"}}"), "header byte 32 is not UTF-8"},
+		{"metadata number", header(`{"__metadata__": {"format": 1}}`), `__metadata__ must be an object of strings, such as {"format": "pt"}, not "{\"format\": 1}"`},
+		{"metadata array", header(`{"__metadata__": ["pt"]}`), "__metadata__ must be an object of strings"},
+		{"metadata string", header(`{"__metadata__": "pt"}`), "__metadata__ must be an object of strings"},
 	}
 	for _, c := range cases {
 		p := writeFile(t, dir, c.name+".safetensors", c.data)
@@ -407,6 +432,8 @@ func FuzzHeader(f *testing.F) {
 	f.Add([]byte(`[1, 2]`), int64(0))
 	f.Add([]byte(`{"a": {"dtype": "U8", "shape": [9223372036854775807, 2], "data_offsets": [0, 0]}}`), int64(0))
 	f.Add([]byte(`{"a": {"dtype": "F4", "shape": [3, 5], "data_offsets": [0, 8]}}`), int64(8))
+	f.Add([]byte("{\"a\xff\": {}}  \x00"), int64(0))
+	f.Add([]byte(`{"__metadata__": {"a": 1}}`), int64(0))
 	f.Add([]byte(`{"a": {"dtype": "F6_E2M3", "shape": [4], "data_offsets": [0, 3]}, "z": {"dtype": "F32", "shape": [0], "data_offsets": [0, 0]}}`), int64(3))
 	f.Fuzz(func(t *testing.T, header []byte, data int64) {
 		params, err := ParseHeader(header, data)

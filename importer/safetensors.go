@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strconv"
+	"unicode/utf8"
 )
 
 // maxHeaderBytes bounds a safetensors header: the format's own limit
@@ -83,6 +85,18 @@ type headerEntry struct {
 // byte offsets in the file (the header starts at byte 8; the data at
 // 8+len(header)).
 func ParseHeader(header []byte, dataBytes int64) ([]Param, error) {
+	if !utf8.Valid(header) {
+		// encoding/json would replace the bytes and read another name.
+		at := 0
+		for at < len(header) {
+			r, n := utf8.DecodeRune(header[at:])
+			if r == utf8.RuneError && n == 1 {
+				break
+			}
+			at += n
+		}
+		return nil, fmt.Errorf("header byte %d is not UTF-8: a safetensors header is UTF-8 JSON, tensor names included; the file is corrupt, or its writer is broken", 8+at)
+	}
 	dec := json.NewDecoder(bytes.NewReader(header))
 	dec.UseNumber()
 	tok, err := dec.Token()
@@ -107,6 +121,12 @@ func ParseHeader(header []byte, dataBytes int64) ([]Param, error) {
 			return nil, fmt.Errorf("header byte %d: tensor %q: not JSON: %v", at, name, err)
 		}
 		if name == "__metadata__" {
+			// Free-form text, as the reference implementation reads it:
+			// an object of strings, or null.
+			var meta map[string]string
+			if err := json.Unmarshal(raw, &meta); err != nil {
+				return nil, fmt.Errorf("header byte %d: __metadata__ must be an object of strings, such as {\"format\": \"pt\"}, not %s", at, snippet(raw))
+			}
 			continue
 		}
 		if seen[name] {
@@ -126,6 +146,13 @@ func ParseHeader(header []byte, dataBytes int64) ([]Param, error) {
 	}
 	if _, err := dec.Token(); err != nil {
 		return nil, fmt.Errorf("the header (bytes 8-%d) is not JSON: %v", 8+len(header), err)
+	}
+	// After the object only whitespace may follow: the padding (spaces)
+	// that writers add to align the data.
+	for i := dec.InputOffset(); i < int64(len(header)); i++ {
+		if c := header[i]; c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			return nil, fmt.Errorf("header byte %d: %s after the header's JSON object, where only padding (spaces) may follow", 8+i, snippet(header[i:]))
+		}
 	}
 	if err := checkTiling(params, offsets, dataBytes, 8+int64(len(header))); err != nil {
 		return nil, err
@@ -153,6 +180,19 @@ func shapeBytes(dtype string, shape []int64) (int64, error) {
 		return 0, fmt.Errorf("%s%v is %d elements of %d bits, which is not a whole number of bytes", dtype, shape, elems, dtypeBits[dtype])
 	}
 	return size, nil
+}
+
+// snippet quotes the start of b for a message.
+func snippet(b []byte) string {
+	const max = 20
+	if len(b) > max {
+		cut := max
+		for cut > 0 && !utf8.RuneStart(b[cut]) {
+			cut--
+		}
+		return strconv.Quote(string(b[:cut])) + "..."
+	}
+	return strconv.Quote(string(b))
 }
 
 // checkEntry checks one tensor's dtype, shape and byte range.
