@@ -423,6 +423,35 @@ func TestSafetensorsSubByteDTypes(t *testing.T) {
 	}
 }
 
+// A name that holds braces of its own is written quoted, which the
+// language takes literally, and never enters a template, where braces in
+// a quoted name are placeholders; quotes and backslashes are escaped.
+func TestModuleLiteralNames(t *testing.T) {
+	for _, c := range []struct {
+		names []string
+		want  string
+	}{
+		{[]string{"a{b}.w"}, `tensor "a{b}.w" f32[1]` + "\n"},
+		{[]string{"a.{0..3}.w", "b"}, `tensor "a.{0..3}.w" f32[1]` + "\ntensor b f32[1]\n"},
+		{[]string{"x{1}.0.w", "x{1}.1.w", "x{1}.2.w"}, `tensor "x{1}.0.w" f32[1]` + "\n" + `tensor "x{1}.1.w" f32[1]` + "\n" + `tensor "x{1}.2.w" f32[1]` + "\n"},
+		{[]string{"h.0.w", "{i}", "h.1.w", "h.2.w", "h.3.w"}, "tensor h.0.w f32[1]\ntensor \"{i}\" f32[1]\ntensor h.{1..3}.w f32[1]\n"},
+		{[]string{`q"x\y`, "}"}, `tensor "q\"x\\y" f32[1]` + "\n" + `tensor "}" f32[1]` + "\n"},
+	} {
+		var ts []Tensor
+		for _, n := range c.names {
+			ts = append(ts, Tensor{Name: n, DType: "f32", Shape: []int64{1}})
+		}
+		if got := Module(ts, "test"); !strings.HasSuffix(got, "\n\n"+c.want) {
+			t.Errorf("%q: module:\n%s\nwant it to end with:\n%s", c.names, got, c.want)
+		}
+	}
+	// Such names are declarable: Prepare does not refuse them.
+	m := &Model{Params: []Param{{Name: "a{b}.w", DType: "F32", Shape: []int64{1}}, {Name: `q"x\y`, DType: "F32", Shape: []int64{1}}}}
+	if _, err := Prepare(m, Options{}); err != nil {
+		t.Error(err)
+	}
+}
+
 // FuzzHeader: no header makes the reader panic, and what it accepts tiles
 // the data exactly.
 func FuzzHeader(f *testing.F) {

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // Tensor is one declaration of the module: a name and what follows it.
@@ -165,20 +166,32 @@ func nameProblem(name string) string {
 	if strings.ContainsAny(name, "*?") {
 		return "a name with * or ? would be read as a pattern"
 	}
+	if !utf8.ValidString(name) {
+		return "the name is not UTF-8 text"
+	}
 	for _, r := range name {
-		if !unicode.IsPrint(r) || r == '"' || r == '\\' {
-			return fmt.Sprintf("the name holds %q, which a quoted name cannot", r)
+		if unicode.IsControl(r) {
+			return fmt.Sprintf("the name holds the control character %q, which a quoted name cannot", r)
 		}
 	}
 	return ""
 }
 
-// quote writes name as the language reads it: bare when it can be.
+// quote writes a name of the module as the language reads it: bare when
+// it can be (template placeholders and brace ranges included), quoted
+// otherwise.
 func quote(name string) string {
 	if bareName.MatchString(name) || bareName.MatchString(stripBraces(name)) {
 		return name
 	}
-	return `"` + name + `"`
+	return quoted(name)
+}
+
+// quoted writes name as a quoted name, which the language takes
+// literally (outside templates, braces included), with its only escapes
+// \" and \\.
+func quoted(name string) string {
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(name) + `"`
 }
 
 // naturalLess orders names with their runs of digits compared as

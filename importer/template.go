@@ -8,8 +8,11 @@ import (
 // item is one declaration of the module: a tensor, or a `for` template
 // whose body repeats for Lo..Hi.
 type item struct {
-	t      *Tensor // a tensor: its name may hold {var} placeholders
-	name   string
+	t    *Tensor // a tensor: its name may hold {var} placeholders
+	name string
+	// fixed: name is the tensor's own, holding braces that are part of it
+	// (never placeholders), so it is written quoted, and at the top level.
+	fixed  bool
 	v      string // a template's variable
 	lo, hi int64
 	body   []item
@@ -24,6 +27,9 @@ type entry struct {
 	name string
 	decl string
 	t    *Tensor
+	// fixed: the tensor's own name holds braces; it has no number slots,
+	// so it never enters a template, where braces are placeholders.
+	fixed bool
 }
 
 // collapse writes runs of repeated blocks as templates: a run of blocks
@@ -38,7 +44,7 @@ func collapse(es []entry, depth int) []item {
 	for s := 0; s < len(es); {
 		best, bestSlot, bestLen, bestCount := 0, -1, 0, 0
 		if depth < len(vars) {
-			for k := 0; k < numberSlots(es[s].name); k++ {
+			for k := 0; !es[s].fixed && k < numberSlots(es[s].name); k++ {
 				l, c := blockRun(es, s, k)
 				// A loop costs two lines (for and }): worth it when it saves
 				// more, or as a brace range (one tensor a block).
@@ -48,7 +54,7 @@ func collapse(es []entry, depth int) []item {
 			}
 		}
 		if bestSlot < 0 {
-			out = append(out, item{t: es[s].t, name: es[s].name})
+			out = append(out, item{t: es[s].t, name: es[s].name, fixed: es[s].fixed})
 			s++
 			continue
 		}
@@ -77,7 +83,7 @@ func blockRun(es []entry, s, k int) (length, count int) {
 	prefix := slotPrefix(es[s].name, k)
 	l := 0
 	for s+l < len(es) {
-		if v, ok := slotValue(es[s+l].name, k); !ok || v != v0 || slotPrefix(es[s+l].name, k) != prefix {
+		if v, ok := slotValue(es[s+l].name, k); es[s+l].fixed || !ok || v != v0 || slotPrefix(es[s+l].name, k) != prefix {
 			break
 		}
 		l++
@@ -92,7 +98,7 @@ func blockRun(es []entry, s, k int) (length, count int) {
 		for i := 0; i < l && same; i++ {
 			a, b := es[s+i], es[base+i]
 			v, ok := slotValue(b.name, k)
-			same = ok && v == v0+int64(count) && a.decl == b.decl && withSlot(a.name, k, "#") == withSlot(b.name, k, "#")
+			same = ok && !b.fixed && v == v0+int64(count) && a.decl == b.decl && withSlot(a.name, k, "#") == withSlot(b.name, k, "#")
 		}
 		if !same {
 			break

@@ -13,7 +13,7 @@ func Module(tensors []Tensor, source string) string {
 	es := make([]entry, len(tensors))
 	for i := range tensors {
 		t := &tensors[i]
-		es[i] = entry{name: t.Name, decl: t.decl(), t: t}
+		es[i] = entry{name: t.Name, decl: t.decl(), t: t, fixed: strings.ContainsAny(t.Name, "{}")}
 	}
 	items := simplify(collapse(es, 0))
 	var params int64
@@ -54,7 +54,11 @@ func simplify(items []item) []item {
 func write(b *strings.Builder, items []item, indent string) {
 	for _, it := range items {
 		if it.t != nil {
-			fmt.Fprintf(b, "%stensor %s %s\n", indent, quote(it.name), it.t.decl())
+			name := quote(it.name)
+			if it.fixed {
+				name = quoted(it.name)
+			}
+			fmt.Fprintf(b, "%stensor %s %s\n", indent, name, it.t.decl())
 			continue
 		}
 		fmt.Fprintf(b, "%sfor %s in %d..%d {\n", indent, it.v, it.lo, it.hi)

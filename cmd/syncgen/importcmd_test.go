@@ -423,3 +423,38 @@ func TestImportParamListTooLarge(t *testing.T) {
 		t.Errorf("exit %d: %s", code, errOut)
 	}
 }
+
+// Names that hold braces, quotes or backslashes import as exactly those
+// tensors: one each, named literally.
+func TestImportLiteralNames(t *testing.T) {
+	names := []string{"a{b}.w", "a.{0..3}.w", "x{1}.0.w", "x{1}.1.w", "x{1}.2.w", "h.0.w", "h.1.w", "h.2.w", `q"x\y`, "{i}.0", "{i}.1"}
+	type param struct {
+		Name  string  `json:"name"`
+		DType string  `json:"dtype"`
+		Shape []int64 `json:"shape"`
+	}
+	var list struct {
+		Parameters []param `json:"parameters"`
+	}
+	for _, n := range names {
+		list.Parameters = append(list.Parameters, param{n, "torch.float32", []int64{2}})
+	}
+	data, _ := json.Marshal(list)
+	dir := t.TempDir()
+	in := writeFile(t, dir, "p.json", string(data))
+	out := filepath.Join(dir, "m.sync")
+	if code, o, e := syncgen(t, "import", in, "-o", out); code != 0 {
+		t.Fatalf("import: exit %d\n%s%s", code, o, e)
+	}
+	prog, diags := dsl.Load(out)
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	var got []string
+	for _, tn := range prog.Tensors {
+		got = append(got, tn.Name)
+	}
+	if fmt.Sprintf("%q", got) != fmt.Sprintf("%q", names) {
+		t.Errorf("tensors %q, want %q", got, names)
+	}
+}
