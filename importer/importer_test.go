@@ -3,6 +3,7 @@ package importer
 import (
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -210,6 +211,20 @@ func TestOrder(t *testing.T) {
 	}
 }
 
+// testMatch stands for the language's patterns, which the CLI passes in
+// (cmd/syncgen's tests cover those): a name, or a prefix and `*`.
+func testMatch(pattern string, names []string) ([]bool, error) {
+	if strings.Contains(pattern, "[") {
+		return nil, fmt.Errorf("invalid")
+	}
+	hit := make([]bool, len(names))
+	for i, n := range names {
+		pre, star := strings.CutSuffix(pattern, "*")
+		hit[i] = n == pattern || star && strings.HasPrefix(n, pre)
+	}
+	return hit, nil
+}
+
 // Options: dtypes the language lacks, casts, frozen and excluded tensors,
 // names it cannot hold.
 func TestPrepareOptions(t *testing.T) {
@@ -217,7 +232,7 @@ func TestPrepareOptions(t *testing.T) {
 	if _, err := Prepare(m, Options{}); err == nil || !strings.Contains(err.Error(), `tensor "mask": dtype BOOL has no counterpart`) || !strings.Contains(err.Error(), "--cast BOOL=u8") {
 		t.Errorf("BOOL: %v", err)
 	}
-	prep, err := Prepare(m, Options{Cast: map[string]string{"BOOL": "u8", "I16": "i32"}, Frozen: []string{"pos.*"}, Exclude: []string{"mask"}})
+	prep, err := Prepare(m, Options{Cast: map[string]string{"BOOL": "u8", "I16": "i32"}, Frozen: []string{"pos.*"}, Exclude: []string{"mask"}, Match: testMatch})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,8 +240,33 @@ func TestPrepareOptions(t *testing.T) {
 	if len(ts) != 2 || ts[1].DType != "i32" || !ts[1].Frozen || ts[0].Frozen {
 		t.Errorf("tensors: %+v", ts)
 	}
-	if _, err := Prepare(m, Options{Cast: map[string]string{"BOOL": "u8", "I16": "i32"}, Frozen: []string{"nothing.*"}}); err == nil || !strings.Contains(err.Error(), `pattern "nothing.*" matches no tensor`) {
+	if _, err := Prepare(m, Options{Cast: map[string]string{"BOOL": "u8", "I16": "i32"}, Frozen: []string{"nothing.*"}, Match: testMatch}); err == nil || !strings.Contains(err.Error(), `--frozen: pattern "nothing.*" matches no tensor of the 3 tensors read`) {
 		t.Errorf("unused pattern: %v", err)
+	}
+	// An invalid pattern is a *PatternError (a usage error), with the
+	// pattern as a shell takes it back.
+	var pe *PatternError
+	if _, err := Prepare(m, Options{Exclude: []string{"it's[0]"}, Match: testMatch}); !errors.As(err, &pe) || err.Error() != `--exclude 'it'\''s[0]': invalid` {
+		t.Errorf("invalid pattern: %v", err)
+	}
+	if _, err := Prepare(m, Options{Exclude: []string{"w"}}); err == nil || !strings.Contains(err.Error(), "Options.Match is needed") {
+		t.Errorf("no Match: %v", err)
+	}
+	// The hints' --exclude text works when pasted into a shell, and names
+	// the tensor as a pattern.
+	for _, c := range []struct{ name, dtype, want string }{
+		{"mask", "BOOL", `(--exclude 'mask')`},
+		{`a\b`, "BOOL", `(--exclude 'a\b')`},
+		{"it's", "BOOL", `(--exclude 'it'\''s')`},
+		{"t\tb", "BOOL", `(--exclude $'t\tb')`},
+		{"n\nb", "F32", `(--exclude $'n\nb')`},
+		{"a{b}.w", "BOOL", `(--exclude '"a{b}.w"')`},
+		{`"s"`, "BOOL", `(--exclude '"\"s\""')`},
+	} {
+		one := &Model{Params: []Param{{Name: c.name, DType: c.dtype, Shape: []int64{1}}}}
+		if _, err := Prepare(one, Options{}); err == nil || !strings.HasSuffix(err.Error(), c.want) {
+			t.Errorf("%q: error %v, want it to end with %s", c.name, err, c.want)
+		}
 	}
 	star := &Model{Params: []Param{{Name: "a*b", DType: "F32"}}}
 	if _, err := Prepare(star, Options{}); err == nil || !strings.Contains(err.Error(), "read as a pattern") {
@@ -330,7 +370,7 @@ func TestPrepareScalarsAndEmpty(t *testing.T) {
 		{Name: "odd\tname", DType: "F16", Shape: []int64{0, 0}},
 		{Name: "gone", DType: "F32", Shape: []int64{0}},
 	}}
-	prep, err := Prepare(m, Options{Exclude: []string{"gone"}, Frozen: []string{"empty"}})
+	prep, err := Prepare(m, Options{Exclude: []string{"gone"}, Frozen: []string{"empty"}, Match: testMatch})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -83,8 +83,13 @@ type Options struct {
 	// safetensors, whose writers sort by dtype and name).
 	Order string
 	// Frozen marks the tensors matching any of these patterns frozen;
-	// Exclude leaves them out.
+	// Exclude leaves them out. A pattern must match a tensor read.
 	Frozen, Exclude []string
+	// Match reports which of names pattern matches, or why the pattern is
+	// invalid. Prepare needs it when there are patterns. The CLI passes
+	// the language's own bucket patterns, through its checker: this
+	// package imports only the standard library.
+	Match func(pattern string, names []string) ([]bool, error)
 	// Cast maps a file dtype the language lacks (or any) to a language
 	// dtype: {"I16": "i32"}.
 	Cast map[string]string

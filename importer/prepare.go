@@ -2,7 +2,6 @@ package importer
 
 import (
 	"fmt"
-	"path"
 	"regexp"
 	"sort"
 	"strings"
@@ -43,31 +42,50 @@ type Prepared struct {
 	Empty []string
 }
 
+// PatternError is an --exclude or --frozen pattern that is not valid:
+// a usage error.
+type PatternError struct {
+	Flag    string // "exclude" or "frozen"
+	Pattern string
+	Err     error
+}
+
+func (e *PatternError) Error() string {
+	return fmt.Sprintf("--%s %s: %v", e.Flag, ShellQuote(e.Pattern), e.Err)
+}
+
+func (e *PatternError) Unwrap() error { return e.Err }
+
 // Prepare applies opts to m's parameters: it leaves out the excluded
 // ones and those without elements, marks the frozen ones, maps the dtypes
 // to the language's (with the casts asked for), declares a scalar (shape
 // []) as shape [1], the language having no scalars, and orders them. A
 // dtype the language lacks, a name it cannot hold, or a pattern that
-// matches nothing is an error naming the tensor or the pattern.
+// matches no tensor read is an error naming the tensor or the pattern; an
+// invalid pattern is a *PatternError.
 func Prepare(m *Model, opts Options) (*Prepared, error) {
-	for _, pats := range [][]string{opts.Exclude, opts.Frozen} {
-		for _, p := range pats {
-			if _, err := path.Match(p, ""); err != nil {
-				return nil, fmt.Errorf("pattern %q: %v", p, err)
-			}
-		}
+	names := make([]string, len(m.Params))
+	for i := range m.Params {
+		names[i] = m.Params[i].Name
 	}
-	used := map[string]bool{}
+	excluded, err := matchPatterns("exclude", opts.Exclude, names, opts.Match)
+	if err != nil {
+		return nil, err
+	}
+	frozen, err := matchPatterns("frozen", opts.Frozen, names, opts.Match)
+	if err != nil {
+		return nil, err
+	}
 	out := &Prepared{}
 	var params []Param
-	for _, p := range m.Params {
+	for i, p := range m.Params {
 		switch {
-		case matchAny(opts.Exclude, p.Name, used):
+		case excluded[i]:
 			out.Excluded = append(out.Excluded, p.Name)
 		case p.Elems() == 0:
-			matchAny(opts.Frozen, p.Name, used) // a pattern that takes only these matches still
 			out.Empty = append(out.Empty, p.Name)
 		default:
+			p.Frozen = p.Frozen || frozen[i]
 			params = append(params, p)
 		}
 	}
@@ -91,24 +109,17 @@ func Prepare(m *Model, opts Options) (*Prepared, error) {
 			dt, ok = languageDTypes[p.DType]
 		}
 		if !ok {
-			return nil, fmt.Errorf("tensor %q: dtype %s has no counterpart in the language (f64 f32 f16 bf16 i64 i32 i8 u8); cast it (--cast %s=%s) or leave it out (--exclude %q)",
-				p.Name, p.DType, p.DType, suggestCast(p.DType), p.Name)
+			return nil, fmt.Errorf("tensor %q: dtype %s has no counterpart in the language (f64 f32 f16 bf16 i64 i32 i8 u8); cast it (--cast %s=%s) or leave it out (--exclude %s)",
+				p.Name, p.DType, p.DType, suggestCast(p.DType), ShellQuote(NamePattern(p.Name)))
 		}
 		if why := nameProblem(p.Name); why != "" {
-			return nil, fmt.Errorf("tensor %q: %s; leave it out (--exclude %q)", p.Name, why, p.Name)
+			return nil, fmt.Errorf("tensor %q: %s; leave it out (--exclude %s)", p.Name, why, ShellQuote(NamePattern(p.Name)))
 		}
 		shape := p.Shape
 		if len(shape) == 0 {
 			shape = []int64{1} // a scalar: the language's shapes have a dimension at least
 		}
-		out.Tensors = append(out.Tensors, Tensor{Name: p.Name, DType: dt, Shape: shape, Frozen: p.Frozen || matchAny(opts.Frozen, p.Name, used)})
-	}
-	for _, pats := range [][]string{opts.Exclude, opts.Frozen} {
-		for _, p := range pats {
-			if !used[p] {
-				return nil, fmt.Errorf("pattern %q matches no tensor", p)
-			}
-		}
+		out.Tensors = append(out.Tensors, Tensor{Name: p.Name, DType: dt, Shape: shape, Frozen: p.Frozen})
 	}
 	if len(out.Tensors) == 0 {
 		if len(out.Empty) > 0 {
@@ -117,6 +128,89 @@ func Prepare(m *Model, opts Options) (*Prepared, error) {
 		return nil, fmt.Errorf("no tensor is left to declare")
 	}
 	return out, nil
+}
+
+// matchPatterns returns which of names any of pats matches, through
+// match. A pattern that matches none of them is an error; an invalid one
+// a *PatternError.
+func matchPatterns(flag string, pats, names []string, match func(string, []string) ([]bool, error)) ([]bool, error) {
+	hit := make([]bool, len(names))
+	for _, p := range pats {
+		if match == nil {
+			return nil, fmt.Errorf("--%s %s: Options.Match is needed to match patterns", flag, ShellQuote(p))
+		}
+		got, err := match(p, names)
+		if err != nil {
+			return nil, &PatternError{Flag: flag, Pattern: p, Err: err}
+		}
+		matched := false
+		for i, ok := range got {
+			if ok {
+				hit[i], matched = true, true
+			}
+		}
+		if !matched {
+			return nil, fmt.Errorf("--%s: pattern %q matches no tensor of the %s read; patterns match whole names, and `*` matches any run of characters (`h.*`)",
+				flag, p, count(len(names), "tensor"))
+		}
+	}
+	return hit, nil
+}
+
+// NamePattern is a pattern, as --exclude and --frozen read them, that
+// matches name: the name itself, or, when braces in it (or a leading
+// quote) would be read otherwise, the name as a quoted pattern, which
+// is taken literally. A * or ? in a name still matches any run or any
+// one character, as the language has no escape for them.
+func NamePattern(name string) string {
+	if strings.ContainsAny(name, "{}") || strings.HasPrefix(name, `"`) {
+		return QuotedName(name)
+	}
+	return name
+}
+
+// ShellQuote writes s for a POSIX shell, so that a hint's text works
+// when pasted: 'single quoted', or $'...' with escapes when s holds a
+// character that does not print (a tab, a newline, a byte that is not
+// UTF-8), which single quotes would keep but not show.
+func ShellQuote(s string) string {
+	plain := utf8.ValidString(s)
+	for _, r := range s {
+		if !unicode.IsPrint(r) {
+			plain = false
+		}
+	}
+	if plain {
+		return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	}
+	var b strings.Builder
+	b.WriteString("$'")
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r == '\\' || r == '\'':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case unicode.IsPrint(r):
+			b.WriteRune(r)
+		default:
+			// Every byte of the character, escaped.
+			for _, c := range []byte(s[i : i+n]) {
+				fmt.Fprintf(&b, `\x%02x`, c)
+			}
+		}
+		i += n
+	}
+	b.WriteString("'")
+	return b.String()
 }
 
 // count writes n and noun, plural unless n is 1: "1 tensor", "2 tensors".
@@ -140,19 +234,6 @@ func suggestCast(dt string) string {
 		return "f64"
 	}
 	return "bf16"
-}
-
-// matchAny reports whether name matches one of pats, noting which did.
-// The language's `*` (any run, dots included) and `?` are path.Match's
-// for names without '/' (whose `*` stops at a '/').
-func matchAny(pats []string, name string, used map[string]bool) bool {
-	hit := false
-	for _, p := range pats {
-		if ok, _ := path.Match(p, name); ok && !strings.Contains(name, "/") {
-			used[p], hit = true, true
-		}
-	}
-	return hit
 }
 
 // bareName is a name the language takes without quotes.
@@ -184,13 +265,13 @@ func quote(name string) string {
 	if bareName.MatchString(name) || bareName.MatchString(stripBraces(name)) {
 		return name
 	}
-	return quoted(name)
+	return QuotedName(name)
 }
 
-// quoted writes name as a quoted name, which the language takes
-// literally (outside templates, braces included), with its only escapes
-// \" and \\.
-func quoted(name string) string {
+// QuotedName writes name as a quoted name or pattern of the language,
+// which takes it literally (outside templates, braces included; a
+// pattern's * and ? still match), with its only escapes \" and \\.
+func QuotedName(name string) string {
 	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(name) + `"`
 }
 

@@ -56,7 +56,7 @@ func write(b *strings.Builder, items []item, indent string) {
 		if it.t != nil {
 			name := quote(it.name)
 			if it.fixed {
-				name = quoted(it.name)
+				name = QuotedName(it.name)
 			}
 			fmt.Fprintf(b, "%stensor %s %s\n", indent, name, it.t.decl())
 			continue

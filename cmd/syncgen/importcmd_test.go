@@ -7,12 +7,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/syncgen/syncgen/dsl"
+	"github.com/syncgen/syncgen/importer"
 	"github.com/syncgen/syncgen/stdlib"
 )
 
@@ -456,5 +458,112 @@ func TestImportLiteralNames(t *testing.T) {
 	}
 	if fmt.Sprintf("%q", got) != fmt.Sprintf("%q", names) {
 		t.Errorf("tensors %q, want %q", got, names)
+	}
+}
+
+// --exclude and --frozen patterns match as the language's bucket
+// patterns do: `*` over '/' too, brace ranges, and characters a bare
+// pattern lacks taken literally; an invalid one is a usage error in the
+// checker's words (exit 2), and one that matches nothing an error (exit 1).
+func TestImportPatterns(t *testing.T) {
+	dir := t.TempDir()
+	st := filepath.Join(dir, "m.safetensors")
+	writeSafetensors(t, st, map[string][]int64{"h/0/w": {2}, "h/1/w": {2}, "h[0].w": {2}, "l.0.w": {2}, "l.1.w": {2}, "l.2.w": {2},
+		"l.02.w": {2}, "a{b}.w": {2}, "a b": {2}, `q"x\y`: {2}, "emb.weight": {2}})
+	for _, c := range []struct {
+		pattern string
+		frozen  []string // "" for an error
+		code    int
+		errWant string
+	}{
+		{"*", []string{"h/0/w", "h/1/w", "h[0].w", "l.0.w", "l.1.w", "l.2.w", "l.02.w", "a{b}.w", "a b", `q"x\y`, "emb.weight"}, 0, ""},
+		{"h/0/w", []string{"h/0/w"}, 0, ""},
+		{"h/*/w", []string{"h/0/w", "h/1/w"}, 0, ""},
+		{"h[0].w", []string{"h[0].w"}, 0, ""},
+		{"l.{0..1}.w", []string{"l.0.w", "l.1.w"}, 0, ""},
+		{"l.{00..02}.w", []string{"l.02.w"}, 0, ""},
+		{"l.?.w", []string{"l.0.w", "l.1.w", "l.2.w"}, 0, ""},
+		{"a{b}.w", []string{"a{b}.w"}, 0, ""},
+		{`"a{b}.w"`, []string{"a{b}.w"}, 0, ""},
+		{"a b", []string{"a b"}, 0, ""},
+		{`q"x\y`, []string{`q"x\y`}, 0, ""},
+		{`"q\"x\\y"`, []string{`q"x\y`}, 0, ""},
+		{`"emb.*"`, []string{"emb.weight"}, 0, ""},
+		{"emb", nil, 1, `--frozen: pattern "emb" matches no tensor of the 11 tensors read`},
+		{"l.{0..1}", nil, 1, "matches no tensor"},
+		{"l.{2..1}.w", nil, 2, "--frozen 'l.{2..1}.w': range `{2..1}` is descending"},
+		{"l.{a..b}.w", nil, 2, "--frozen 'l.{a..b}.w': invalid brace range `{a..b}`"},
+		{`"a\q"`, nil, 2, "unknown escape"},
+	} {
+		code, out, errOut := syncgen(t, "import", st, "--frozen", c.pattern, "--order", "file")
+		if code != c.code || !strings.Contains(errOut, c.errWant) {
+			t.Errorf("--frozen %s: exit %d, want %d with %q: %s", c.pattern, code, c.code, c.errWant, errOut)
+			continue
+		}
+		if code != 0 {
+			continue
+		}
+		var frozen []string
+		prog, diags := dsl.Check("m.sync", []byte(out))
+		if diags.HasErrors() {
+			t.Fatalf("--frozen %s: %v", c.pattern, diags)
+		}
+		for _, tn := range prog.Tensors {
+			if tn.Frozen {
+				frozen = append(frozen, tn.Name)
+			}
+		}
+		sort.Strings(frozen)
+		want := append([]string{}, c.frozen...)
+		sort.Strings(want)
+		if fmt.Sprintf("%q", frozen) != fmt.Sprintf("%q", want) {
+			t.Errorf("--frozen %s: froze %q, want %q", c.pattern, frozen, want)
+		}
+	}
+	// --exclude takes the same patterns.
+	code, out, errOut := syncgen(t, "import", st, "--exclude", "h/*", "--exclude", "l.{0..2}.w")
+	if code != 0 || strings.Contains(out, "h/") || strings.Contains(out, "l.1.w") || !strings.Contains(out, "l.02.w") || !strings.Contains(errOut, "--exclude left 5 out") {
+		t.Errorf("--exclude: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// matchPattern finds names that no quoted name can hold (control
+// characters, * and ?, bytes that are not UTF-8, and the private-use
+// characters that stand in for them), and the hints' --exclude text,
+// pasted into a shell, names the tensor.
+func TestMatchPatternOddNames(t *testing.T) {
+	names := []string{"n\nb", "t\tb", "a*b", "a?b", "bad\xffname", "bad\xfename", "pua\U000F0000", "a\\b", "it's", "a{b}", `"s"`, "nul\x00"}
+	for i, name := range names {
+		hit, err := matchPattern(importer.NamePattern(name), names)
+		if err != nil {
+			t.Errorf("%q: %v", name, err)
+			continue
+		}
+		for j, ok := range hit {
+			// The * and ? of a*b and a?b are globs: their patterns match
+			// a*b, a?b and a\b.
+			glob := names[i] == "a*b" || names[i] == "a?b"
+			want := i == j || glob && (names[j] == "a*b" || names[j] == "a?b" || names[j] == `a\b`)
+			if ok != want {
+				t.Errorf("pattern for %q: matches %q: %v", name, names[j], ok)
+			}
+		}
+	}
+	if hit, _ := matchPattern("a?b", names); !hit[2] || !hit[3] || hit[0] {
+		t.Errorf("a?b: %v", hit)
+	}
+	if hit, _ := matchPattern("*", names); slices.Contains(hit, false) {
+		t.Errorf("*: %v", hit)
+	}
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash to paste the hints into")
+	}
+	for _, name := range names[:len(names)-1] { // a shell argument cannot hold a NUL
+		quoted := importer.ShellQuote(importer.NamePattern(name))
+		got, err := exec.Command(bash, "-c", "printf %s "+quoted).Output()
+		if err != nil || string(got) != importer.NamePattern(name) {
+			t.Errorf("%q: bash read %s as %q (%v)", name, quoted, got, err)
+		}
 	}
 }
