@@ -492,6 +492,30 @@ func TestModuleLiteralNames(t *testing.T) {
 	}
 }
 
+// The summary and the module's header say "1 tensor" and "1 parameter",
+// and plurals otherwise.
+func TestSingulars(t *testing.T) {
+	for _, c := range []struct {
+		params        []Param
+		stats, header string
+	}{
+		{[]Param{{Name: "w", DType: "F32", Shape: []int64{1}}}, "1 tensor (0 frozen), 1 parameter, 4 B (F32 4 B)", ": 1 tensor, 1 parameter,\n"},
+		{[]Param{{Name: "w", DType: "F32", Shape: []int64{2}}}, "1 tensor (0 frozen), 2 parameters, 8 B (F32 8 B)", ": 1 tensor, 2 parameters,\n"},
+		{[]Param{{Name: "w", DType: "F16", Shape: []int64{1000}}, {Name: "b", DType: "F16", Frozen: true}}, "2 tensors (1 frozen), 1,001 parameters, 2.0 KiB (F16 2.0 KiB)", ": 2 tensors, 1,001 parameters,\n"},
+	} {
+		if got := StatsOf(c.params).String(); got != c.stats {
+			t.Errorf("stats %q, want %q", got, c.stats)
+		}
+		prep, err := Prepare(&Model{Params: c.params}, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := Module(prep.Tensors, "m"); !strings.Contains(got, c.header) {
+			t.Errorf("module header:\n%s\nwant %q", got, c.header)
+		}
+	}
+}
+
 // FuzzHeader: no header makes the reader panic, and what it accepts tiles
 // the data exactly.
 func FuzzHeader(f *testing.F) {

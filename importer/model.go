@@ -140,7 +140,7 @@ func (s Stats) String() string {
 	for _, b := range s.Bytes {
 		parts = append(parts, fmt.Sprintf("%s %s", b.DType, humanBytes(b.Bytes)))
 	}
-	return fmt.Sprintf("%d tensors (%d frozen), %s parameters, %s (%s)", s.Tensors, s.Frozen, groupDigits(s.Params), humanBytes(s.Total), strings.Join(parts, ", "))
+	return fmt.Sprintf("%s (%d frozen), %s, %s (%s)", count(s.Tensors, "tensor"), s.Frozen, paramCount(s.Params), humanBytes(s.Total), strings.Join(parts, ", "))
 }
 
 func humanBytes(n int64) string {
@@ -153,6 +153,15 @@ func humanBytes(n int64) string {
 		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%d B", n)
+}
+
+// paramCount writes n parameters with its digits grouped, singular for
+// one: "1 parameter", "124,439,808 parameters".
+func paramCount(n int64) string {
+	if n == 1 {
+		return "1 parameter"
+	}
+	return groupDigits(n) + " parameters"
 }
 
 func groupDigits(n int64) string {

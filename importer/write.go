@@ -25,7 +25,7 @@ func Module(tensors []Tensor, source string) string {
 		params += n
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "// Tensors of %s, written by `syncgen import`: %d tensors, %s parameters,\n", source, len(tensors), groupDigits(params))
+	fmt.Fprintf(&b, "// Tensors of %s, written by `syncgen import`: %s, %s,\n", source, count(len(tensors), "tensor"), paramCount(params))
 	b.WriteString("// in declaration order (the backward makes their gradients ready in the reverse order).\n\n")
 	write(&b, items, "")
 	return b.String()

@@ -339,7 +339,7 @@ func TestImportOutputPaths(t *testing.T) {
 	st := filepath.Join(dir, "v.safetensors")
 	writeSafetensors(t, st, map[string][]int64{"w": {4}})
 	deep := filepath.Join(dir, "newdir", "sub", "x.sync")
-	if code, _, errOut := syncgen(t, "import", st, "-o", deep); code != 0 {
+	if code, _, errOut := syncgen(t, "import", st, "-o", deep); code != 0 || !strings.HasPrefix(errOut, "read 1 tensor (0 frozen), 4 parameters, 16 B") {
 		t.Fatalf("-o %s: exit %d: %s", deep, code, errOut)
 	}
 	if b, _ := os.ReadFile(deep); !strings.Contains(string(b), "tensor w f32[4]") {
