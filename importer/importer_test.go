@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/syncgen/syncgen/dsl"
 )
 
 // st is one tensor of a synthetic safetensors file.
@@ -516,8 +518,10 @@ func TestSingulars(t *testing.T) {
 	}
 }
 
-// FuzzHeader: no header makes the reader panic, and what it accepts tiles
-// the data exactly.
+// FuzzHeader: no header or parameter list makes the readers panic, what
+// the header reader accepts tiles the data exactly, and what either
+// accepts, once prepared, makes a module that the language's checker
+// reads as exactly those tensors, in order (as the CLI checks it).
 func FuzzHeader(f *testing.F) {
 	f.Add([]byte(`{"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}}`), int64(8))
 	f.Add([]byte(`{"__metadata__": {"x": "y"}, "b": {"dtype": "BF16", "shape": [], "data_offsets": [0, 2]}}`), int64(2))
@@ -525,10 +529,15 @@ func FuzzHeader(f *testing.F) {
 	f.Add([]byte(`[1, 2]`), int64(0))
 	f.Add([]byte(`{"a": {"dtype": "U8", "shape": [9223372036854775807, 2], "data_offsets": [0, 0]}}`), int64(0))
 	f.Add([]byte(`{"a": {"dtype": "F4", "shape": [3, 5], "data_offsets": [0, 8]}}`), int64(8))
+	f.Add([]byte(`{"a": {"dtype": "F6_E2M3", "shape": [4], "data_offsets": [0, 3]}, "z": {"dtype": "F32", "shape": [0], "data_offsets": [0, 0]}}`), int64(3))
 	f.Add([]byte("{\"a\xff\": {}}  \x00"), int64(0))
 	f.Add([]byte(`{"__metadata__": {"a": 1}}`), int64(0))
-	f.Add([]byte(`{"a": {"dtype": "F6_E2M3", "shape": [4], "data_offsets": [0, 3]}, "z": {"dtype": "F32", "shape": [0], "data_offsets": [0, 0]}}`), int64(3))
+	f.Add([]byte(`{"h.0.w": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}, "h.1.w": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}, "a{b}.{0..2}": {"dtype": "I64", "shape": [], "data_offsets": [8, 16]}}`), int64(16))
+	f.Add([]byte(`{"parameters": [{"name": "l.0.w", "dtype": "torch.float32", "shape": [2]}, {"name": "l.1.w", "dtype": "torch.float32"}, {"name": "q\"{i}", "dtype": "F4", "shape": [2, 0]}]}`), int64(0))
 	f.Fuzz(func(t *testing.T, header []byte, data int64) {
+		if m, err := ParseParamList("p.json", header); err == nil {
+			checkDeclares(t, m)
+		}
 		params, err := ParseHeader(header, data)
 		if err != nil {
 			return
@@ -544,7 +553,39 @@ func FuzzHeader(f *testing.F) {
 		if sum != data {
 			t.Fatalf("accepted tensors of %d bytes in %d bytes of data", sum, data)
 		}
+		checkDeclares(t, &Model{Params: params})
 	})
+}
+
+// checkDeclares prepares m (every dtype cast to one of the language's)
+// and checks that its module declares exactly the tensors prepared.
+func checkDeclares(t *testing.T, m *Model) {
+	cast := map[string]string{}
+	for dt := range dtypeBits {
+		if _, ok := languageDTypes[dt]; !ok {
+			cast[dt] = "u8"
+		}
+	}
+	prep, err := Prepare(m, Options{Cast: cast})
+	if err != nil {
+		return // a name the language cannot hold, or nothing to declare
+	}
+	text := Module(prep.Tensors, "fuzz")
+	prog, diags := dsl.Check("m.sync", []byte(text))
+	if diags.HasErrors() {
+		var b strings.Builder
+		diags.Render(&b)
+		t.Fatalf("the module does not check:\n%s\n%s", text, b.String())
+	}
+	if len(prog.Tensors) != len(prep.Tensors) {
+		t.Fatalf("the module declares %d tensors, not %d:\n%s", len(prog.Tensors), len(prep.Tensors), text)
+	}
+	for i, x := range prog.Tensors {
+		w := prep.Tensors[i]
+		if x.Name != w.Name || x.DType.String() != w.DType || fmt.Sprint(x.Shape) != fmt.Sprint(w.Shape) || x.Frozen != w.Frozen {
+			t.Fatalf("tensor %d is %q %s%v, not %q %s%v:\n%s", i, x.Name, x.DType, x.Shape, w.Name, w.DType, w.Shape, text)
+		}
+	}
 }
 
 // BenchmarkImport10k: ordering and writing a 10,000-tensor model.
