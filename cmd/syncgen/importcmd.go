@@ -5,12 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/urfave/cli/v2"
 
@@ -45,7 +42,7 @@ numbers (layers.2 before layers.10); --order file keeps the file's order.
 bucket matches them: * any run of characters ('/' included), ? one, brace
 ranges (l.{0..3}.w) in a bare pattern. A pattern in double quotes ('"a{b}.w"')
 is a quoted one, taken literally but for * and ?, and so is one with characters
-a bare pattern lacks (h/0/w, h[0].w).
+a bare pattern lacks (h/0/w, h[0].w); a brace range needs the bare form.
 
 The language has no scalars: a tensor of shape [] is declared as shape [1]. A
 tensor without elements (a dimension 0) has no gradient bytes and is left out,
@@ -82,7 +79,7 @@ func runImport(c *cli.Context) error {
 	}
 	in := c.Args().First()
 	opts := importer.Options{Order: c.String("order"), Frozen: c.StringSlice("frozen"), Exclude: c.StringSlice("exclude"),
-		Cast: map[string]string{}, Source: filepath.Base(in), Match: matchPattern}
+		Cast: map[string]string{}, Source: filepath.Base(in), Match: dsl.MatchNames}
 	if o := opts.Order; o != "" && o != "natural" && o != "file" {
 		return cli.Exit(fmt.Sprintf("import: --order %q: want natural or file", o), 2)
 	}
@@ -157,161 +154,6 @@ func checkOutputNotInput(out string, files []string) error {
 		}
 	}
 	return nil
-}
-
-// matchPattern matches names against an --exclude or --frozen pattern
-// exactly as the language matches a bucket's pattern, by asking the
-// language's own checker: it checks a program that declares the names
-// (quoted, so taken literally) and a bucket of the pattern, and reads
-// which tensors the bucket took. The pattern is written as on a bucket
-// line: as it is when it is already quoted ("..."), bare when it is a
-// bare pattern (letters, digits, _, *, ? and brace ranges in dotted
-// segments, or braces meant as a range, which the checker then judges),
-// and otherwise quoted, taken literally but for * and ?. An invalid
-// pattern is an error that says why, in the checker's words.
-func matchPattern(pattern string, names []string) ([]bool, error) {
-	si := newStandIns(names, pattern)
-	var src strings.Builder
-	for _, n := range names {
-		fmt.Fprintf(&src, "tensor %s u8[1]\n", importer.QuotedName(si.name(n)))
-	}
-	var text string
-	switch {
-	case len(pattern) >= 2 && strings.HasPrefix(pattern, `"`) && strings.HasSuffix(pattern, `"`):
-		text = si.text(pattern)
-	case barePattern.MatchString(pattern) || rangeLike.MatchString(pattern) && bareWithRanges.MatchString(pattern):
-		text = pattern
-	default:
-		text = importer.QuotedName(si.text(pattern))
-	}
-	// The pattern has a line of its own, so that the checker's verdict
-	// on it is told from anything else by its line.
-	patLine := len(names) + 2
-	fmt.Fprintf(&src, "bucket b {\n%s\n}\n", text)
-	prog, diags := dsl.Check("patterns.sync", []byte(src.String()))
-	var problems []string
-	noMatch := false
-	for _, d := range diags {
-		switch {
-		case d.Severity != dsl.Error:
-		case d.Pos.Line == patLine && strings.Contains(d.Message, "matches no tensor"):
-			noMatch = true
-		case d.Pos.Line == patLine:
-			msg := d.Message
-			if d.Hint != "" {
-				msg += " (" + d.Hint + ")"
-			}
-			problems = append(problems, si.restore(msg))
-		default:
-			return nil, fmt.Errorf("the language's checker refused the names (a bug in syncgen import; please report it): %s", si.restore(d.Message))
-		}
-	}
-	if len(problems) > 0 {
-		return nil, errors.New(strings.Join(problems, "; "))
-	}
-	hit := make([]bool, len(names))
-	if noMatch || prog == nil {
-		return hit, nil
-	}
-	for _, b := range prog.Buckets {
-		for _, ti := range b.Tensors {
-			hit[ti] = true
-		}
-	}
-	return hit, nil
-}
-
-var (
-	// barePattern is a bare pattern of the language: dotted segments of
-	// letters, digits, _, * and ?, and brace ranges.
-	barePattern = regexp.MustCompile(`^(?:[A-Za-z0-9_*?]|\{[0-9]+\.\.[0-9]+\})+(?:\.(?:[A-Za-z0-9_*?]|\{[0-9]+\.\.[0-9]+\})+)*$`)
-	// rangeLike finds braces meant as a range ({a..b}, {3..1}, {0..}),
-	// and bareWithRanges is a pattern of bare characters and such braces:
-	// written bare, so that the checker reports the range, not a literal
-	// name that matches nothing.
-	rangeLike      = regexp.MustCompile(`\{[^{}]*\.\.[^{}]*\}`)
-	bareWithRanges = regexp.MustCompile(`^(?:[A-Za-z0-9_*?.-]|\{[^{}]*\.\.[^{}]*\})+$`)
-)
-
-// standIns stand, in the program that matchPattern checks, for the
-// characters that a quoted name cannot hold: control characters, bytes
-// that are not UTF-8, and, in names only, * and ? (a pattern's are
-// globs). Each stands for one character, in names and pattern alike, and
-// is a private-use character found in neither, so that a pattern matches
-// the names as it would match the characters they replace: a literal
-// character matches only itself, and ? and * match any.
-type standIns struct {
-	by      map[int]rune // rune, or -1-byte for a byte that is not UTF-8
-	back    map[rune]string
-	present map[rune]bool
-	next    rune
-}
-
-func newStandIns(names []string, pattern string) *standIns {
-	s := &standIns{by: map[int]rune{}, back: map[rune]string{}, present: map[rune]bool{}, next: 0xF0000}
-	for _, n := range append([]string{pattern}, names...) {
-		for _, r := range n {
-			if r >= 0xF0000 {
-				s.present[r] = true
-			}
-		}
-	}
-	return s
-}
-
-// name replaces what a quoted name cannot hold.
-func (s *standIns) name(n string) string { return s.replace(n, true) }
-
-// text replaces what a quoted pattern cannot hold, keeping * and ?.
-func (s *standIns) text(p string) string { return s.replace(p, false) }
-
-func (s *standIns) replace(str string, globs bool) string {
-	var b strings.Builder
-	for i := 0; i < len(str); {
-		r, n := utf8.DecodeRuneInString(str[i:])
-		key := int(r)
-		switch {
-		case r == utf8.RuneError && n == 1:
-			key = -1 - int(str[i])
-		case unicode.IsControl(r), globs && (r == '*' || r == '?'):
-		default:
-			b.WriteString(str[i : i+n])
-			i += n
-			continue
-		}
-		b.WriteRune(s.standIn(key, str[i:i+n]))
-		i += n
-	}
-	return b.String()
-}
-
-func (s *standIns) standIn(key int, orig string) rune {
-	if r, ok := s.by[key]; ok {
-		return r
-	}
-	for s.present[s.next] {
-		s.next++
-	}
-	r := s.next
-	s.next++
-	s.by[key], s.back[r] = r, orig
-	return r
-}
-
-// restore puts the characters back into a message of the checker.
-func (s *standIns) restore(msg string) string {
-	if len(s.back) == 0 {
-		return msg
-	}
-	var b strings.Builder
-	for _, r := range msg {
-		if orig, ok := s.back[r]; ok {
-			b.WriteString(strconv.Quote(orig)[1 : len(strconv.Quote(orig))-1])
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }
 
 // checkModule checks the module with the language's own checker and that

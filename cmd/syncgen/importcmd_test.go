@@ -534,7 +534,7 @@ func TestImportPatterns(t *testing.T) {
 func TestMatchPatternOddNames(t *testing.T) {
 	names := []string{"n\nb", "t\tb", "a*b", "a?b", "bad\xffname", "bad\xfename", "pua\U000F0000", "a\\b", "it's", "a{b}", `"s"`, "nul\x00"}
 	for i, name := range names {
-		hit, err := matchPattern(importer.NamePattern(name), names)
+		hit, err := dsl.MatchNames(importer.NamePattern(name), names)
 		if err != nil {
 			t.Errorf("%q: %v", name, err)
 			continue
@@ -549,10 +549,10 @@ func TestMatchPatternOddNames(t *testing.T) {
 			}
 		}
 	}
-	if hit, _ := matchPattern("a?b", names); !hit[2] || !hit[3] || hit[0] {
+	if hit, _ := dsl.MatchNames("a?b", names); !hit[2] || !hit[3] || hit[0] {
 		t.Errorf("a?b: %v", hit)
 	}
-	if hit, _ := matchPattern("*", names); slices.Contains(hit, false) {
+	if hit, _ := dsl.MatchNames("*", names); slices.Contains(hit, false) {
 		t.Errorf("*: %v", hit)
 	}
 	bash, err := exec.LookPath("bash")
