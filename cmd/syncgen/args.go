@@ -16,6 +16,14 @@ import (
 // only it is kept: urfave/cli takes the arguments that follow --help for a
 // help topic, so that `syncgen build model.sync --help` answered "unknown
 // command model.sync". (`syncgen help build -h` keeps its topic.)
+//
+// A flag that takes a value takes the argument after it, whatever it is
+// (`-o -`, `--restarts -1`), except "--", which ends syncgen's flags. A
+// flag with no value after it, or with "--" after it, is left last and
+// alone, so that the flag parser reports that it needs a value (a usage
+// error): passed on where it was, it would take the next argument of the
+// permuted order, a plan's file, for its value (`build b.sync a.sync -o`
+// would build a.sync into b.sync), or "--".
 func permuteArgs(app *cli.App, args []string) []string {
 	if len(args) < 2 {
 		return args
@@ -56,7 +64,10 @@ func permuteArgs(app *cli.App, args []string) []string {
 		if strings.Contains(name, "=") {
 			continue
 		}
-		if takesValue[name] && i+1 < len(tail) {
+		if takesValue[name] {
+			if i+1 >= len(tail) || tail[i+1] == "--" {
+				return []string{args[0], args[1], a}
+			}
 			flags = append(flags, tail[i+1])
 			i++
 		}

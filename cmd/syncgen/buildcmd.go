@@ -27,9 +27,10 @@ and Open MPI's development files (Debian/Ubuntu: openmpi-bin libopenmpi-dev).
 Binaries are cached by everything that goes into them ($SYNCGEN_CACHE, else
 the user cache directory), so rebuilding an unchanged plan is instant.
 
-build never writes the program over the plan's file or a file it imports,
-nor over anything that is not a regular file (/dev/null, a named pipe): an
--o that names one (through any path or link) is a usage error.
+build never writes the program over the plan's file, a file it imports or
+any other existing .sync file, nor over anything that is not a regular file
+(/dev/null, a named pipe): an -o that names one (through any path or link)
+is a usage error.
 
 Then run it:
    mpirun -np 4 ./NAME_sync [--steps N --warmup N --check N|off --backend auto|cpu|nccl
@@ -111,9 +112,10 @@ func buildPlan(c *cli.Context, path, out string, noCache bool) (*build.Result, e
 
 // checkOutputNotPlan refuses to write the program at out over anything
 // that is not a regular file (a device such as /dev/null, a named pipe),
-// over the plan's own file (also when it comes on standard input) or over
+// over the plan's own file (also when it comes on standard input), over
 // a file that it imports, directly or through other imports (imports, as
-// the loader lists them): the program would silently replace it. cmd is the command (build or run), plan the FILE
+// the loader lists them), or over any existing file whose name ends in
+// .sync: the program would silently replace it. cmd is the command (build or run), plan the FILE
 // argument ("-" for standard input) and flagO the -o flag as given (""
 // when out is the default). The files are compared with os.SameFile, so
 // another spelling of the path, a symbolic link to the file and a hard
@@ -158,6 +160,11 @@ func checkOutputNotPlan(cmd, plan string, imports []string, out, flagO string) e
 		if fi, err := os.Stat(file); err == nil && os.SameFile(outInfo, fi) {
 			return refuse("a file the plan imports", file)
 		}
+	}
+	if strings.EqualFold(filepath.Ext(out), ".sync") {
+		// Another plan: a mistyped command line (`build b.sync a.sync -o
+		// b.sync`), never a program's name.
+		return cli.Exit(fmt.Sprintf("%s: %s is a .sync file, another plan: the program would overwrite it; %s", cmd, where, fix), 2)
 	}
 	return nil
 }

@@ -581,12 +581,63 @@ func TestBuildOntoPlan(t *testing.T) {
 			t.Errorf("%s changed (%v): %q, was %q", f, err, got, before[f])
 		}
 	}
-	// A file that the plan does not import, only names in a comment, is
-	// overwritten as asked: this build gets past the check, to where it
-	// needs Go.
+	// A .sync file that the plan does not import, only names in a
+	// comment, is another plan: refused too. Another file is overwritten
+	// as asked: this build gets past the check, to where it needs Go.
 	notes := writeFile(t, lib, "notes.sync", "notes\n")
+	notesTxt := writeFile(t, lib, "notes.txt", "notes\n")
+	checkCLI(t, "", []cliCase{
+		{[]string{"build", p, "-o", notes}, 2, "", "build: -o " + notes + " is a .sync file, another plan: the program would overwrite it; give -o another path"},
+		{[]string{"run", p, "--mpirun", launcher, "-o", notes}, 2, "", "run: -o " + notes + " is a .sync file, another plan: "},
+	})
+	if got, err := os.ReadFile(notes); err != nil || string(got) != "notes\n" {
+		t.Errorf("%s changed (%v)", notes, err)
+	}
 	t.Setenv("PATH", t.TempDir())
-	checkCLI(t, "", []cliCase{{[]string{"build", p, "-o", notes}, 1, "", "Go toolchain"}})
+	checkCLI(t, "", []cliCase{{[]string{"build", p, "-o", notesTxt}, 1, "", "Go toolchain"}})
+}
+
+// TestFlagWithoutValue: a flag that takes a value and has none after it,
+// or has "--" after it, is a usage error. It used to take the next
+// argument of the permuted command line: `build b.sync a.sync -o` built
+// a.sync into the plan b.sync, `build a.sync -o --` wrote a program named
+// "--", and `run a.sync -o -- --steps 2` took --steps for run's flag.
+func TestFlagWithoutValue(t *testing.T) {
+	dir := t.TempDir()
+	a := writeFile(t, dir, "a.sync", helloPlan)
+	b := writeFile(t, dir, "b.sync", helloPlan)
+	t.Setenv("SYNCGEN_CACHE", filepath.Join(dir, "cache"))
+	t.Chdir(dir)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"build", b, a, "-o"}, "syncgen: build: flag needs an argument: -o; see 'syncgen build --help'\n"},
+		{[]string{"build", a, "-o"}, "syncgen: build: flag needs an argument: -o; see 'syncgen build --help'\n"},
+		{[]string{"build", a, "-o", "--"}, "syncgen: build: flag needs an argument: -o; see 'syncgen build --help'\n"},
+		{[]string{"run", a, "-o", "--", "--steps", "2"}, "syncgen: run: flag needs an argument: -o; see 'syncgen run --help'\n"},
+		{[]string{"run", a, "--np"}, "syncgen: run: flag needs an argument: -np; see 'syncgen run --help'\n"},
+		{[]string{"gen", a, "-o", "--"}, "syncgen: gen: flag needs an argument: -o; see 'syncgen gen --help'\n"},
+		{[]string{"check", a, "--format"}, "syncgen: check: flag needs an argument: -format; see 'syncgen check --help'\n"},
+	} {
+		code, out, errOut := syncgen(t, tc.args...)
+		if code != 2 || errOut != tc.want || out != "" {
+			t.Errorf("syncgen %q: exit %d, stdout %q, stderr %q; want 2, no output and %q", tc.args, code, out, errOut, tc.want)
+		}
+	}
+	if got, err := os.ReadFile(b); err != nil || string(got) != helloPlan {
+		t.Errorf("b.sync changed (%v)", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "--")); err == nil {
+		t.Errorf("a program named -- was written")
+	}
+	// A value that starts with "-" is still a value.
+	app := newApp(&bytes.Buffer{}, &bytes.Buffer{})
+	got := permuteArgs(app, []string{"syncgen", "run", "m.sync", "--restarts", "-1", "-o", "-"})
+	want := []string{"syncgen", "run", "--restarts", "-1", "-o", "-", "m.sync"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("permuteArgs = %q, want %q", got, want)
+	}
 }
 
 func TestBuildIntoDirectory(t *testing.T) {
