@@ -109,20 +109,21 @@ const maxRendered = 50
 func (x Diagnostic) render(w io.Writer) {
 	fmt.Fprintln(w, x.Error())
 	if x.Pos.Line > 0 && x.snippet != "" {
-		cells := snippetCells(x.snippet)
-		start := cellIndex(cells, len(x.snippet), x.Pos.Col)
+		snippet, off, cutLeft, cutRight := snippetBytes(x.snippet, x.Pos.Col-1)
+		cells := snippetCells(snippet)
+		start := cellIndex(cells, len(snippet), x.Pos.Col-off)
 		end := len(cells)
 		if x.End.Line == x.Pos.Line && x.End.Col > x.Pos.Col {
-			end = cellIndex(cells, len(x.snippet), x.End.Col)
+			end = cellIndex(cells, len(snippet), x.End.Col-off)
 		}
 		end = max(start+1, min(end, len(cells)+1))
-		cells, start, end = snippetWindow(cells, start, end)
+		cells, start, end = snippetWindow(cells, start, end, cutLeft, cutRight)
 		// The caret line counts the columns of each cell: two for an East
 		// Asian wide character, none for a combining mark, the length of
 		// an escape; one for each column past the end of the line.
 		var line strings.Builder
 		for _, c := range cells {
-			line.WriteString(c.text(x.snippet))
+			line.WriteString(c.text(snippet))
 		}
 		pad, marks := 0, 0
 		for i := range end {
@@ -226,17 +227,45 @@ func cellIndex(cells []snippetCell, n, col int) int {
 // shows.
 const maxSnippetWidth = 120
 
+// snippetMargin is how many bytes of a source line before and after the
+// start of a diagnostic's subject render looks at. A character that takes
+// a column takes at most 4 bytes, so the window of maxSnippetWidth
+// columns that snippetWindow cuts around the subject lies inside them
+// (on a line of zero-width characters it shows fewer columns).
+const snippetMargin = 4 * maxSnippetWidth
+
+// snippetBytes returns the part of a source line that render looks at for
+// a subject starting at byte col0 (from 0): at most snippetMargin bytes
+// on each side, cut between two characters, with the byte offset of its
+// start in the line and whether the line goes on before and after it.
+// A diagnostic's cost does not grow with its line: a plan of one
+// line of megabytes has thousands of diagnostics on it.
+func snippetBytes(line string, col0 int) (piece string, off int, cutLeft, cutRight bool) {
+	col0 = max(0, min(col0, len(line)))
+	a, b := max(0, col0-snippetMargin), min(len(line), col0+snippetMargin)
+	for a > 0 && a < col0 && !utf8.RuneStart(line[a]) {
+		a++
+	}
+	for b < len(line) && !utf8.RuneStart(line[b]) {
+		b++
+	}
+	return line[a:b], a, a > 0, b < len(line)
+}
+
 // snippetWindow cuts the cells of a source line that is too long for a
 // terminal (a generated file, a minified plan on one line) to a window of
 // at most maxSnippetWidth columns around the caret cells [start, end),
 // marking each cut side with "...", and returns the window and the caret
-// cells in it. A caret range wider than the window is cut too.
-func snippetWindow(cells []snippetCell, start, end int) ([]snippetCell, int, int) {
+// cells in it. cutLeft and cutRight say that the cells are already a
+// part of the line that goes on before or after them (see snippetBytes).
+// A caret range that goes on past the window's end is cut at its "...",
+// which it underlines: the caret line is never longer than the line.
+func snippetWindow(cells []snippetCell, start, end int, cutLeft, cutRight bool) ([]snippetCell, int, int) {
 	width := 0
 	for _, c := range cells {
 		width += c.cols
 	}
-	if width <= maxSnippetWidth {
+	if width <= maxSnippetWidth && !cutLeft && !cutRight {
 		return cells, start, end
 	}
 	// The window starts about a quarter of its width before the caret
@@ -258,16 +287,18 @@ func snippetWindow(cells []snippetCell, start, end int) ([]snippetCell, int, int
 	dots := snippetCell{kind: cellCut, cols: 3}
 	out := make([]snippetCell, 0, to-from+2)
 	shift := from
-	if from > 0 {
+	if from > 0 || cutLeft {
 		out = append(out, dots)
 		shift--
 	}
 	out = append(out, cells[from:to]...)
-	if to < len(cells) {
+	last := len(out) + 1 // a caret may stand one column past the line's end
+	if to < len(cells) || cutRight {
 		out = append(out, dots)
+		last = len(out)
 	}
 	start -= shift
-	end = min(end-shift, len(out)+1)
+	end = min(end-shift, last)
 	return out, start, max(end, start+1)
 }
 

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -243,5 +245,102 @@ func TestSnippetWindowColumns(t *testing.T) {
 	}
 	if pad != before || strings.TrimLeft(caret, " ") != "^^^^^^" {
 		t.Errorf("caret not under nosuch:\n%s\n%s", line, caret)
+	}
+}
+
+// allocated returns the bytes that f allocates.
+func allocated(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// Diagnostics on a very long line cost what their window of it shows,
+// not the line: neither keeping one nor rendering it may copy or scan the
+// whole line, which a plan of one long line with thousands of errors
+// would then pay thousands of times over.
+func TestLongLineDiagnosticsCost(t *testing.T) {
+	line := strings.Repeat("tensor a f32[4] ", 1<<16) // 1 MiB on one line
+	f := newSourceFile("ll.sync", []byte(line))
+	ds := make(Diagnostics, 0, 1000)
+	made := allocated(func() {
+		for i := range cap(ds) {
+			off := i * 16 * 61
+			ds = append(ds, f.errorAt(off, off+6, "duplicate tensor `a`", "tensor names are unique"))
+		}
+	})
+	if made > 64<<10 {
+		t.Errorf("1000 diagnostics on a line of %d bytes allocated %d bytes, want at most 64 KiB", len(line), made)
+	}
+	var out strings.Builder
+	rendered := allocated(func() { ds.Render(&out) })
+	if limit := uint64(maxRendered * 64 << 10); rendered > limit {
+		t.Errorf("rendering %d diagnostics on a line of %d bytes allocated %d bytes, want at most %d", maxRendered, len(line), rendered, limit)
+	}
+	// Every snippet is a window with its caret under `tensor`.
+	lines := strings.Split(out.String(), "\n")
+	for i := 0; i+3 < len(lines) && i < 4*maxRendered; i += 4 {
+		snippet, caret := lines[i+1], lines[i+2]
+		col := len(caret) - len(strings.TrimLeft(caret, " "))
+		if len(snippet) > maxSnippetWidth+6+4 || strings.TrimLeft(caret, " ") != "^^^^^^" || !strings.HasPrefix(snippet[col:], "tensor") {
+			t.Fatalf("diagnostic %d:\n%s\n%s", i/4, snippet, caret)
+		}
+	}
+	// The whole check, parsing included, grows with the source, not with
+	// its errors times its line.
+	src := []byte(strings.Repeat("tensor a f32[4] ", 4000))
+	var diags Diagnostics
+	total := allocated(func() {
+		_, diags = Check("ll.sync", src)
+		diags.Render(io.Discard)
+	})
+	if len(diags) < 3999 || total > uint64(len(src))*2560 {
+		t.Errorf("checking a line of %d bytes gave %d diagnostics and allocated %d bytes, want at most %d", len(src), len(diags), total, len(src)*2560)
+	}
+}
+
+// A subject that runs on past the window's end is underlined up to the
+// window's "..." and no further: the caret line was one column longer
+// than the line it stands under.
+func TestCaretCutWithTheLine(t *testing.T) {
+	for _, src := range []string{
+		"tensor \"*" + strings.Repeat("a", 300) + "\" f32[4]\n",
+		"tensor \"*" + strings.Repeat("名", 300) + "\" f32[4]\n",
+		strings.Repeat("/* padding */ ", 100) + "tensor \"*" + strings.Repeat("a", 3000) + "\" f32[4]\n",
+	} {
+		_, ds := Check("plan.sync", []byte(src))
+		var b strings.Builder
+		ds.Render(&b)
+		lines := strings.Split(b.String(), "\n")
+		if len(lines) < 3 {
+			t.Fatalf("no snippet:\n%s", b.String())
+		}
+		cols := func(s string) int {
+			n := 0
+			for _, r := range s {
+				n += runeColumns(r)
+			}
+			return n
+		}
+		if !strings.HasSuffix(lines[1], "...") || cols(lines[2]) != cols(lines[1]) || !strings.HasSuffix(lines[2], "^^^") {
+			t.Errorf("caret line of %d columns under a line of %d, want it to end under the line's \"...\":\n%s\n%s", cols(lines[2]), cols(lines[1]), lines[1], lines[2])
+		}
+	}
+}
+
+// snippetBytes cuts a line between two characters, around the subject.
+func TestSnippetBytes(t *testing.T) {
+	line := strings.Repeat("名", 1000) // 3 bytes each
+	for _, col0 := range []int{0, 3, 1500, 2997, 3000} {
+		piece, off, cutLeft, cutRight := snippetBytes(line, col0)
+		if !utf8.ValidString(piece) || line[off:off+len(piece)] != piece || off > col0 || off+len(piece) < min(col0+1, len(line)) {
+			t.Errorf("snippetBytes(col0 %d) = [%d, %d), not whole characters around the subject", col0, off, off+len(piece))
+		}
+		if cutLeft != (off > 0) || cutRight != (off+len(piece) < len(line)) || len(piece) > 2*snippetMargin+3 {
+			t.Errorf("snippetBytes(col0 %d) = [%d, %d), cut %v %v", col0, off, off+len(piece), cutLeft, cutRight)
+		}
 	}
 }

@@ -16,14 +16,15 @@ import (
 type sourceFile struct {
 	name  string // as shown in diagnostics
 	src   []byte
-	lines []int // byte offset of the start of each line
+	str   string // src as a string, which the diagnostics' snippets share
+	lines []int  // byte offset of the start of each line
 }
 
 // newSourceFile keeps src with its line endings made uniform (see
 // unifyLineEnds): every position, snippet and token is counted in it.
 func newSourceFile(name string, src []byte) *sourceFile {
 	src = unifyLineEnds(src)
-	f := &sourceFile{name: name, src: src, lines: []int{0}}
+	f := &sourceFile{name: name, src: src, str: string(src), lines: []int{0}}
 	for i, c := range src {
 		if c == '\n' {
 			f.lines = append(f.lines, i+1)
@@ -65,24 +66,26 @@ func (f *sourceFile) pos(off int) ir.Pos {
 	return ir.Pos{File: f.name, Offset: off, Line: line + 1, Col: off - f.lines[line] + 1}
 }
 
-// lineText returns line n (1-based) without its newline.
+// lineText returns line n (1-based) without its newline. It is a slice of
+// the file's text, not a copy: every diagnostic keeps its line, and a
+// file of one very long line may have thousands of them.
 func (f *sourceFile) lineText(n int) string {
 	if n < 1 || n > len(f.lines) {
 		return ""
 	}
 	start := f.lines[n-1]
-	end := len(f.src)
+	end := len(f.str)
 	if n < len(f.lines) {
 		end = f.lines[n] - 1
 	}
-	return strings.TrimSuffix(string(f.src[start:end]), "\r")
+	return strings.TrimSuffix(f.str[start:end], "\r")
 }
 
 // text returns the source between two offsets.
 func (f *sourceFile) text(a, b int) string {
 	a = max(0, min(a, len(f.src)))
 	b = max(a, min(b, len(f.src)))
-	return string(f.src[a:b])
+	return f.str[a:b]
 }
 
 // diag builds a diagnostic about the bytes [start, end) of the file. The
