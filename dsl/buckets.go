@@ -357,7 +357,7 @@ func (c *checker) layoutBucket(info *bucketInfo, members []int, o bucketOptions)
 			b = t.Elems * wsize
 		} else if wsize > 0 {
 			c.errorf(f, nameSpan(d.Name), "a buffer is at most 2^63-1 bytes; send it on a smaller wire dtype or split the tensor",
-				"tensor %s is more than 2^63 bytes on the %s wire", code(t.Name), info.wire)
+				"tensor %s is 2^63 bytes or more on the %s wire", code(t.Name), info.wire)
 			return
 		}
 		limit := o.cap
@@ -369,9 +369,18 @@ func (c *checker) layoutBucket(info *bucketInfo, members []int, o bucketOptions)
 			cur, curBytes = nil, 0
 		}
 		if curBytes > math.MaxInt64-b {
-			c.errorf(f, nameSpan(d.Name), "give it a `cap`", "bucket %s is more than 2^63 bytes", code(info.name))
+			c.errorf(f, nameSpan(d.Name), "give it a `cap`", "bucket %s is 2^63 bytes or more", code(info.name))
 			return
 		}
+		if c.wireBytes > math.MaxInt64-b {
+			// Each piece fits, but not all of the buckets' buffers
+			// together: a wire wider than the tensors' dtype multiplies
+			// their bytes.
+			c.errorf(f, nameSpan(d.Name), "the buckets' wire buffers, added up, have at most 2^63-1 bytes; send them on a narrower `wire`, or make the tensors smaller",
+				"the buckets total 2^63 bytes or more on the wire, from bucket %s on", code(info.name))
+			return
+		}
+		c.wireBytes += b
 		cur = append(cur, ti)
 		curBytes += b
 	}

@@ -19,6 +19,9 @@ type checker struct {
 	// nameBytes counts the bytes of the tensor names that brace ranges
 	// have expanded to so far (maxNameBytes).
 	nameBytes int64
+	// wireBytes counts the wire bytes of the buckets laid out so far,
+	// which must stay below 2^63.
+	wireBytes int64
 	fileOrder map[string]int
 	modules   map[string]*module
 	main      *module
@@ -174,6 +177,7 @@ func (c *checker) check(filename string) *ir.Program {
 		return c.prog // syntax errors: nothing to check
 	}
 	c.declareTensors()
+	c.checkTotal()
 	c.declareStreams()
 	c.declareBuckets()
 	c.targeted = make([]bool, len(c.prog.Tensors))
@@ -262,10 +266,36 @@ func (c *checker) tensorType(f *sourceFile, d *TensorDecl) tensorType {
 	if ok && dtype != ir.InvalidDType {
 		if elems > math.MaxInt64/dtype.Size() {
 			c.errorf(f, spanOf(d.DType.Pos, d.EndPos), "a tensor's size in bytes (elements times the dtype's size) is at most 2^63-1; check the shape",
-				"tensor of %d %s elements is more than 2^63 bytes", elems, dtype)
+				"tensor of %d %s elements is 2^63 bytes or more", elems, dtype)
 		}
 	}
 	return tensorType{dtype: dtype, shape: shape, elems: elems}
+}
+
+// checkTotal reports a program whose tensors, frozen ones included, add up
+// to 2^63 bytes or more (and so, possibly, to as many parameters): every
+// count of the program (the summary's parameters and bytes, the runtime's
+// buffers) must fit in an int64, as each tensor's does. The error stands
+// at the declaration of the tensor that passes the limit. Tensors whose
+// own size was an error are left out: they are reported already.
+func (c *checker) checkTotal() {
+	var total int64
+	for i, t := range c.prog.Tensors {
+		size := t.DType.Size()
+		if t.DType == ir.InvalidDType || size <= 0 || t.Elems <= 0 || t.Elems > math.MaxInt64/size {
+			continue
+		}
+		b := t.Elems * size
+		if total > math.MaxInt64-b {
+			td := c.tensorDecl[i]
+			c.badTensorDecl[td.decl] = true // no "in no bucket" warning besides
+			c.errorf(td.file, nameSpan(td.decl.Name),
+				"a program's tensors, added up, have at most 2^63-1 bytes (and parameters); check the shapes, or declare fewer tensors",
+				"the program's tensors add up to 2^63 bytes or more, from tensor %s on", code(t.Name))
+			return
+		}
+		total += b
+	}
 }
 
 // dupSet is what addTensors found of the names of one declaration that

@@ -893,7 +893,20 @@ func TestNumberHints(t *testing.T) {
 		{"tensor a f32[0x10]\n", "dimension must be an integer, not `0x10`", "dimensions are decimal numbers: write `16`"},
 		{"tensor a f32[4]\nbucket g { a } cap -1MiB\n", "negative size `-1MiB`", "a size is not negative, e.g. `25MiB`"},
 		{"step { compute -1ms }\n", "negative duration `-1ms`", "a duration is not negative"},
-		{"tensor a f32[9223372036854775807]\n", "tensor of 9223372036854775807 f32 elements is more than 2^63 bytes", "check the shape"},
+		{"tensor a f32[9223372036854775807]\n", "tensor of 9223372036854775807 f32 elements is 2^63 bytes or more", "check the shape"},
+		// Exactly 2^63 bytes is one too many.
+		{"tensor a f32[2305843009213693952]\n", "tensor of 2305843009213693952 f32 elements is 2^63 bytes or more", "check the shape"},
+		// The program's totals fit in an int64 too, not only each tensor
+		// and each bucket piece: the summary said -8,446,744,073,709,551,616
+		// parameters, and 0 B for 2^64 bytes.
+		{"tensor a.{0..9} f32[1000000000000000000]\nbucket g { * } cap 1MiB\nstep { backward 1ms; allreduce g after ready }\n",
+			"the program's tensors add up to 2^63 bytes or more, from tensor `a.2` on", "added up, have at most 2^63-1 bytes"},
+		{"tensor a.{0..3} f32[1152921504606846976]\n", "the program's tensors add up to 2^63 bytes or more, from tensor `a.1` on", "check the shapes"},
+		{"tensor a i8[4611686018427387904] frozen\ntensor b i8[4611686018427387904]\n", "the program's tensors add up to 2^63 bytes or more, from tensor `b` on", "a program's tensors, added up"},
+		{"for i in 0..1 {\n    tensor h.{i}.w f64[1152921504606846975]\n}\n", "the program's tensors add up to 2^63 bytes or more, from tensor `h.1.w` on", "a program's tensors, added up"},
+		// A wire wider than the tensors' dtype multiplies their bytes.
+		{"tensor a.{0..1} f16[576460752303423488]\nbucket g { a.0 } wire f64\nbucket h { a.1 } wire f64\n",
+			"the buckets total 2^63 bytes or more on the wire, from bucket `h` on", "the buckets' wire buffers, added up"},
 		// Integers: ranks, piece indexes and run counts.
 		{"run steps 99999999999999999999\n", "steps `99999999999999999999` is too large", "the largest is 2147483647"},
 		{"run steps 1.5\n", "steps must be an integer, not `1.5`", "write a whole number, e.g. `steps 10`"},

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -82,13 +83,15 @@ Examples:
 
 // summary describes a checked plan in one line: all tensors and their
 // parameters (frozen ones included), and the bytes of the gradients (frozen
-// tensors have none), as the generated program's header counts them.
+// tensors have none), as the generated program's header counts them. The
+// checker keeps the totals below 2^63; were they not, the sums stop at
+// the largest int64 and the summary says "at least" rather than wrap.
 func summary(p *ir.Program) string {
 	var params, bytes int64
 	for _, t := range p.Tensors {
-		params += t.Elems
+		params = addSat(params, t.Elems)
 		if !t.Frozen {
-			bytes += t.Bytes()
+			bytes = addSat(bytes, t.Bytes())
 		}
 	}
 	var outputs int64 // the output buffers of `into`, counted apart
@@ -101,9 +104,25 @@ func summary(p *ir.Program) string {
 	if outputs > 0 {
 		buckets += ", " + count(outputs, "output buffer")
 	}
+	paramsText, bytesText := count(params, "parameter"), humanBytes(bytes)
+	if params == math.MaxInt64 {
+		paramsText = "at least " + paramsText
+	}
+	if bytes == math.MaxInt64 {
+		bytesText = "at least " + bytesText
+	}
 	return fmt.Sprintf("%s, %s, %s, %s, %s",
-		count(int64(len(p.Tensors)), "tensor"), count(params, "parameter"), humanBytes(bytes),
+		count(int64(len(p.Tensors)), "tensor"), paramsText, bytesText,
 		buckets, count(int64(len(p.Streams)), "stream"))
+}
+
+// addSat returns a+b for counts (never negative), or math.MaxInt64 where
+// the sum would pass it.
+func addSat(a, b int64) int64 {
+	if b < 0 || a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }
 
 // count says "1 bucket" or "6 buckets", with thousands separators:
@@ -129,7 +148,7 @@ func commas(n int64) string {
 
 // humanBytes formats a byte count with a binary unit.
 func humanBytes(n int64) string {
-	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
 	v := float64(n)
 	i := 0
 	for v >= 1024 && i < len(units)-1 {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/syncgen/syncgen/build"
 	"github.com/syncgen/syncgen/dsl"
+	"github.com/syncgen/syncgen/ir"
 )
 
 // syncgen runs the CLI in-process and returns its exit status and output.
@@ -78,6 +79,29 @@ func TestSummary(t *testing.T) {
 		if got := summary(prog); got != tc.want {
 			t.Errorf("%q: summary %q, want %q", tc.src, got, tc.want)
 		}
+	}
+	// Totals that would pass 2^63 (the checker refuses such a plan) stop
+	// at the largest int64 rather than wrap to a negative count or 0 B.
+	big := &ir.Program{Streams: make([]ir.Stream, 2)}
+	for range 10 {
+		big.Tensors = append(big.Tensors, ir.Tensor{DType: ir.F32, Shape: []int64{1e18}, Elems: 1e18, Bucket: -1})
+	}
+	want := "10 tensors, at least 9,223,372,036,854,775,807 parameters, at least 8.0 EiB, 0 buckets, 2 streams"
+	if got := summary(big); got != want {
+		t.Errorf("summary of 10 tensors of 10^18 f32 = %q, want %q", got, want)
+	}
+	if got := humanBytes(1 << 62); got != "4.0 EiB" {
+		t.Errorf("humanBytes(2^62) = %q, want 4.0 EiB", got)
+	}
+}
+
+// check refuses a plan whose tensors add up to 2^63 bytes or more, with
+// the tensor where the total passes it.
+func TestCheckTotalOverflow(t *testing.T) {
+	p := writeFile(t, t.TempDir(), "big.sync", "tensor a.{0..9} f32[1000000000000000000]\nbucket g { * } cap 1MiB\nstep { backward 1ms; allreduce g after ready }\n")
+	code, out, errOut := syncgen(t, "check", p)
+	if code != 1 || out != "" || !strings.Contains(errOut, "big.sync:1:8: error: the program's tensors add up to 2^63 bytes or more, from tensor `a.2` on") {
+		t.Errorf("check: exit %d, stdout %q, stderr %q; want 1 and the total refused", code, out, errOut)
 	}
 }
 
