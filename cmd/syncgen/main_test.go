@@ -714,6 +714,42 @@ func TestGenModule(t *testing.T) {
 	}
 }
 
+// gen never overwrites a file that syncgen did not write: the user's
+// main.go and go.mod were silently replaced. It lists them and says what
+// to do; what an earlier gen wrote it replaces.
+func TestGenKeepsUsersFiles(t *testing.T) {
+	dir := t.TempDir()
+	p := writeFile(t, dir, "hello.sync", helloPlan)
+	proj := filepath.Join(dir, "proj")
+	if err := os.Mkdir(proj, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mainGo := writeFile(t, proj, "main.go", "package main // MINE\n")
+	goMod := writeFile(t, proj, "go.mod", "module mine\n")
+	checkCLI(t, "", []cliCase{
+		{[]string{"gen", "-o", proj, "--module", p}, 1, "", "syncgen: gen: " + proj + " holds files that syncgen did not write, and gen would overwrite them: " +
+			goMod + ", " + mainGo + "; pass -o an empty or new directory, or move them away\n"},
+		{[]string{"gen", "-o", proj, p}, 1, "", "gen would overwrite it: " + mainGo + ";"},
+	})
+	for f, want := range map[string]string{mainGo: "package main // MINE\n", goMod: "module mine\n"} {
+		if got, err := os.ReadFile(f); err != nil || string(got) != want {
+			t.Errorf("%s changed (%v): %q", f, err, got)
+		}
+	}
+	// Without --module, gen writes main.go alone: the user's go.mod stays.
+	os.Remove(mainGo)
+	checkCLI(t, "", []cliCase{{[]string{"gen", "-o", proj, p}, 0, "wrote " + mainGo, ""}})
+	if got, _ := os.ReadFile(goMod); string(got) != "module mine\n" {
+		t.Errorf("go.mod changed: %q", got)
+	}
+	// Its own files, gen writes again.
+	os.Remove(goMod)
+	checkCLI(t, "", []cliCase{
+		{[]string{"gen", "-o", proj, "--module", p}, 0, "wrote " + goMod, ""},
+		{[]string{"gen", "-o", proj, "--module", p}, 0, "wrote " + goMod, ""},
+	})
+}
+
 // fmt -d on a file that only lacks its final newline shows a hunk with
 // diff's "\ No newline at end of file", not a bare header.
 func TestFmtDiffMissingFinalNewline(t *testing.T) {
