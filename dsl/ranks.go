@@ -185,19 +185,28 @@ func (c *checker) ranksOptions(d *RanksDecl, r *ir.Ranks) bool {
 	return ok
 }
 
-// rankRange checks the ranks of an entry, RANK or FIRST..LAST.
+// rankRange checks the ranks of an entry, RANK or FIRST..LAST. A rank is
+// at most 2^31-1, as a root rank is (parseInt): the world's size, and
+// the ranks the program is run with, are int32 in MPI.
 func (c *checker) rankRange(w *Word) (first, last int, ok bool) {
 	f := c.main.file
 	const form = "write a rank, `3`, or a range of ranks, `4..7`"
 	a, b, isRange := strings.Cut(w.Text, "..")
-	first, err := strconv.Atoi(a)
+	first, msg := parseInt(a, "rank")
 	last = first
-	var err2 error
+	var msg2 string
 	if isRange {
-		last, err2 = strconv.Atoi(b)
+		last, msg2 = parseInt(b, "rank")
 	}
+	tooLarge := func(m string) bool { return strings.HasSuffix(m, " is too large") }
 	switch {
-	case err != nil || err2 != nil:
+	case (msg == "" || tooLarge(msg)) && (msg2 == "" || tooLarge(msg2)) && (msg != "" || msg2 != ""):
+		big := a
+		if msg == "" {
+			big = b
+		}
+		c.errorf(f, wordSpan(w), fmt.Sprintf("the largest rank is %d", math.MaxInt32), "rank %s is too large", code(big))
+	case msg != "" || msg2 != "":
 		c.errorf(f, wordSpan(w), form, "%s is not a rank or a range of ranks", code(w.Text))
 	case first < 0 || last < 0:
 		c.errorf(f, wordSpan(w), "ranks are numbered from 0", "negative rank in %s", code(w.Text))

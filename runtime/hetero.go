@@ -188,8 +188,11 @@ func fromPlanRanks(s *hetero.Spec, pr *plan.Ranks, given map[string]bool) []plan
 func usePlanSpeeds(s *hetero.Spec, speeds []plan.RankSpeed, size int) error {
 	for _, e := range speeds {
 		if e.Last >= size {
-			return fmt.Errorf("%s: the plan's ranks give rank %d a speed, but it is outside the world of %d rank%s (ranks 0..%d); run with at least %d ranks (mpirun -np %d), remove it from the plan's ranks, or give --speed, which replaces the plan's speeds",
-				e.At, max(e.First, size), size, text.Plural(size), size-1, e.Last+1, e.Last+1)
+			// The ranks needed, e.Last+1, counted in uint64: e.Last may
+			// be the largest int.
+			need := strconv.FormatUint(uint64(e.Last)+1, 10)
+			return fmt.Errorf("%s: the plan's ranks give rank %d a speed, but it is outside the world of %d rank%s (ranks 0..%d); run with at least %s ranks (mpirun -np %s), remove it from the plan's ranks, or give --speed, which replaces the plan's speeds",
+				e.At, max(e.First, size), size, text.Plural(size), size-1, need, need)
 		}
 	}
 	for _, e := range speeds {

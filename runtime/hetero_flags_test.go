@@ -1,11 +1,13 @@
 package runtime
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/syncgen/syncgen/runtime/internal/hetero"
+	"github.com/syncgen/syncgen/runtime/internal/plan"
 )
 
 func TestResolveHetero(t *testing.T) {
@@ -63,5 +65,25 @@ func TestHeteroSignature(t *testing.T) {
 	}
 	if heteroSignature(hetero.Spec{}, 96) != "" {
 		t.Errorf("no heterogeneity: want an empty signature")
+	}
+}
+
+// A plan's rank outside the world is refused with the ranks it needs,
+// counted without overflow: the largest int asked for at least
+// -9223372036854775808 ranks.
+func TestUsePlanSpeedsOutsideTheWorld(t *testing.T) {
+	for _, tc := range []struct {
+		first, last int
+		want        string
+	}{
+		{2, 3, "run with at least 4 ranks (mpirun -np 4)"},
+		{5000000000, 5000000000, "run with at least 5000000001 ranks (mpirun -np 5000000001)"},
+		{math.MaxInt, math.MaxInt, "run with at least 9223372036854775808 ranks (mpirun -np 9223372036854775808)"},
+	} {
+		var s hetero.Spec
+		err := usePlanSpeeds(&s, []plan.RankSpeed{{First: tc.first, Last: tc.last, Speed: 1}}, 2)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("ranks %d..%d in a world of 2: %v, want %q", tc.first, tc.last, err, tc.want)
+		}
 	}
 }
