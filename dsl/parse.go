@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -265,7 +266,7 @@ var constructSyntax = map[string]string{
 	"scaler":        "a loss scaler is declared as `scaler dynamic` (or torch, megatron, deepspeed) followed by options: init, growth, backoff, interval, hysteresis, min, max; or `scaler static SCALE`",
 	"init":          "a block is written `init { STATEMENTS }`",
 	"step":          "a block is written `step { STATEMENTS }`, or `step accumulate N { STATEMENTS }`",
-	"run":           "run settings are written `run steps N warmup N check every N` (or `check off`), each part optional",
+	"run":           "run settings are written `run steps N warmup N check every N` (or `check off`) `checkpoint every N to DIR keep K`, each part optional",
 	"backward":      "backward is written `backward DURATION on STREAM` (e.g. `backward 60ms on compute`), and one layer's piece of it `backward 2ms on compute for l.3.*`",
 	"compute":       "compute is written `compute DURATION on STREAM` (e.g. `compute 20ms on compute`)",
 	"allreduce":     "a collective is written `allreduce TARGET, ...` followed by options: op OP, algo flat|hierarchical, into NAME (one target), on STREAM, after ready|STREAM",
@@ -282,12 +283,31 @@ var constructSyntax = map[string]string{
 	"ranks":         ranksSyntax,
 }
 
-// statementKeywords start the statements of a block.
-var statementKeywords = []string{"backward", "compute", "allreduce", "broadcast", "reduce", "allgather", "reducescatter", "group", "wait", "update", "unscale"}
+// statementKeywords start the statements of a block (the Stmt of the
+// grammar; TestHintKeywordsFollowTheGrammar keeps them in step).
+var statementKeywords = []string{"backward", "compute", "allreduce", "broadcast", "reduce", "allgather", "reducescatter", "group", "wait", "barrier", "update", "unscale"}
 
-// allKeywords are every keyword, for "did you mean" on a misspelt one.
-var allKeywords = append(append([]string{"frozen", "priority", "cap", "first", "order", "wire", "op", "on", "after",
-	"from", "to", "steps", "warmup", "check", "every", "off", "ready"}, topKeywords...), statementKeywords...)
+// allKeywords are every keyword, for "did you mean" on a misspelt one:
+// those that start declarations and statements, the options of every
+// construct (constructOptions), and the words that follow a keyword
+// (continuations). TestHintKeywordsFollowTheGrammar checks that every
+// word the grammar names is one of them.
+var allKeywords = func() []string {
+	all := slices.Concat(topKeywords, statementKeywords, continuations)
+	for _, construct := range slices.Sorted(maps.Keys(constructOptions)) {
+		for _, o := range constructOptions[construct] {
+			if !slices.Contains(all, o) {
+				all = append(all, o)
+			}
+		}
+	}
+	return all
+}()
+
+// continuations are the keywords that only follow another: `check every`,
+// `check off`, `after ready`, `after synced`, `step accumulate`, a
+// template's `in`, a ranks entry's `speed`.
+var continuations = []string{"every", "off", "ready", "synced", "accumulate", "in", "speed"}
 
 // explainSyntaxError says what is wrong at toks[at] (at the end of the
 // file when at is len(toks)) of a file that does not parse, in the
@@ -299,7 +319,9 @@ func explainSyntaxError(toks []token, at int, cx syntaxContext) (string, string)
 		return explainEOF(toks, cx, hint)
 	}
 	t := toks[at]
-	startsLine := at == 0 || toks[at-1].Pos.Line != t.Pos.Line
+	// A new statement or declaration may start here: at the start of a
+	// line, or after a `;`.
+	startsLine := startsItem(toks, at)
 	keyword := ""
 	if t.Type == tokWord && !slices.Contains(allKeywords, t.Value) {
 		// Most likely a misspelt or abbreviated keyword.
@@ -380,13 +402,20 @@ func missingOperand(f *sourceFile, toks []token, at int, cx syntaxContext) (Diag
 func keywordsAt(toks []token, at int, cx syntaxContext) []string {
 	expected := expectedKeywords(cx.construct, toks[max(at-1, 0)].Value)
 	switch {
-	case at > 0 && toks[at-1].Pos.Line == toks[at].Pos.Line:
+	case !startsItem(toks, at):
 	case cx.inBraces:
 		expected = append(expected, statementKeywords...)
 	default:
 		expected = append(expected, topKeywords...)
 	}
 	return expected
+}
+
+// startsItem reports whether a statement or declaration may start at
+// toks[at]: at the start of the file or of a line, or after a `;`, which
+// ends the one before.
+func startsItem(toks []token, at int) bool {
+	return at == 0 || at > len(toks)-1 || toks[at-1].Pos.Line != toks[at].Pos.Line || toks[at-1].Value == ";"
 }
 
 // finishSyntaxHint completes a syntax error's hint: outside any construct,
@@ -412,13 +441,40 @@ func finishSyntaxHint(hint, construct, keyword, stray string, cx syntaxContext) 
 	return hint
 }
 
-// optionValues says what value each option takes, for hints.
+// optionValues says what value each option takes, for hints; an option
+// that takes another value in some constructs has it in
+// constructOptionValues. The reductions and the algorithms are the
+// checker's own (redOpNames, algos).
 var optionValues = map[string]string{
-	"op": "sum|avg|min|max|prod", "algo": "flat|hierarchical", "on": "STREAM", "after": "ready|STREAM", "from": "RANK", "to": "RANK", "into": "NAME",
+	"op": strings.Join(redOpNames, "|"), "algo": strings.Join(slices.Sorted(maps.Keys(algos)), "|"),
+	"on": "STREAM", "after": "ready|STREAM", "from": "RANK", "to": "RANK", "into": "NAME",
 	"cap": "SIZE", "first": "SIZE", "order": "reverse|declared", "wire": "DTYPE", "priority": "high|low",
-	"steps": "N", "warmup": "N", "every": "N", "wait": "STREAM",
+	"steps": "N", "warmup": "N", "check": "every N|off", "every": "N", "wait": "STREAM", "checkpoint": "every N", "keep": "K",
 	"divide": "before|after", "master": "f32", "lr": "NUMBER", "momentum": "NUMBER", "weight_decay": "NUMBER", "beta1": "NUMBER", "beta2": "NUMBER", "eps": "NUMBER",
 	"init": "SCALE", "growth": "NUMBER", "backoff": "NUMBER", "interval": "N", "hysteresis": "N", "min": "NUMBER", "max": "NUMBER",
+	"for": "PATTERN, ...",
+}
+
+// constructOptionValues are the values of the options that take another
+// value in a construct than optionValues says: `after` waits for a stream
+// only on backward, compute and barrier (`after ready` is a collective's),
+// for synced or a stream on update and unscale; run's `to` is the
+// checkpoints' directory.
+var constructOptionValues = map[string]map[string]string{
+	"backward": {"after": "STREAM"},
+	"compute":  {"after": "STREAM"},
+	"barrier":  {"after": "STREAM"},
+	"update":   {"after": "synced|STREAM"},
+	"unscale":  {"after": "synced|STREAM"},
+	"run":      {"to": "DIR"},
+}
+
+// optionValue says what value option takes in construct, for hints.
+func optionValue(construct, option string) string {
+	if v, ok := constructOptionValues[construct][option]; ok {
+		return v
+	}
+	return optionValues[option]
 }
 
 // missingValue explains a syntax error at toks[at] (at the end of the
@@ -455,7 +511,7 @@ func missingValue(toks []token, at int, construct, hint string) (string, string,
 	case opt != at:
 		unexpected, line = "unexpected "+tokenText(toks[at])+": ", toks[at].Pos.Line
 	}
-	msg, value := unexpected+code(o.Value), optionValues[o.Value]
+	msg, value := unexpected+code(o.Value), optionValue(construct, o.Value)
 	switch {
 	case next.Type == tokString:
 		// `on "comm"`: values are words, never quoted.

@@ -305,7 +305,7 @@ func TestSyntaxErrorExplanations(t *testing.T) {
 		// A word and a value after a complete statement: an unknown
 		// option, named with the one meant.
 		{decls + "step {\n  broadcast g root 0\n}\n", "5:15", "unknown option `root` of broadcast", "did you mean `from 0`? broadcast takes: from RANK, into NAME, on STREAM, after ready|STREAM"},
-		{decls + "step {\n  allreduce g dtype f16\n}\n", "5:15", "unknown option `dtype` of allreduce", "write `wire f16` on bucket `g`; allreduce takes: op sum|avg|min|max|prod, into NAME, on STREAM, after ready|STREAM"},
+		{decls + "step {\n  allreduce g dtype f16\n}\n", "5:15", "unknown option `dtype` of allreduce", "write `wire f16` on bucket `g`; allreduce takes: op sum|avg|min|max|prod|wavg, algo flat|hierarchical, into NAME, on STREAM, after ready|STREAM"},
 		{decls + "step {\n  allreduce g onto x\n}\n", "5:15", "unexpected `onto`", "did you mean `into`?"},
 		// `into` without its name is the option missing its value, not
 		// a missing comma before a target called `into`.
@@ -330,10 +330,10 @@ func TestSyntaxErrorExplanations(t *testing.T) {
 		// A backward piece whose pattern is missing: the next statement's
 		// keyword is no pattern, and the hint is the backward's, not a
 		// template's.
-		{decls + "step {\n  backward 1ms for\n  allreduce g after ready\n}\n", "5:16", "unexpected `for` after the complete backward statement", "piece of it `backward 2ms on compute for l.3.*`"},
+		{decls + "step {\n  backward 1ms for\n  allreduce g after ready\n}\n", "5:16", "`for` needs a value after it", "write `for PATTERN, ...`; backward is written"},
 		{decls + "step {\n  backward 1ms for a b\n}\n", "5:22", "unexpected `b` after the complete backward statement", "backward is written"},
 		// An option without its value.
-		{decls + "step {\n  allreduce g op\n}\n", "5:15", "`op` needs a value after it", "write `op sum|avg|min|max|prod`"},
+		{decls + "step {\n  allreduce g op\n}\n", "5:15", "`op` needs a value after it", "write `op sum|avg|min|max|prod|wavg`"},
 		{decls + "step {\n  broadcast g from\n  wait comm\n}\n", "5:15", "`from` needs a value after it", "write `from RANK`"},
 		{decls + "step {\n  allreduce g on \"comm\"\n}\n", "5:15", "`on` takes a value without quotes", "write `on comm`"},
 		{"bucket g { a } cap }\n", "1:20", "unexpected `}`: `cap` needs a value after it", "write `cap SIZE`"},
@@ -369,6 +369,23 @@ func TestSyntaxErrorExplanations(t *testing.T) {
 		{"bucket g { a } cap 1MiB\n  ordr reverse\n", "2:3", "unexpected `ordr`", "did you mean `order`? a bucket is declared as"},
 		{"tensor a f32[4] frozn\n", "1:17", "unexpected `frozn`", "did you mean `frozen`?"},
 		{"tens a f32[4]\n", "1:1", "unexpected `tens`", "did you mean `tensor`?"},
+		// A `;` ends a statement or declaration as a new line does: the
+		// word after it starts the next one, and is no option of the
+		// one before.
+		{decls + "step { backward 1ms; all_reduce g after ready }\n", "4:22", "unexpected `all_reduce`", "did you mean `allreduce`? a statement starts with one of"},
+		{decls + "step { backward 1ms\nall_reduce g after ready }\n", "5:1", "unexpected `all_reduce`", "did you mean `allreduce`? a statement starts with one of"},
+		{"tensor a f32[4]; bukcet g { * }\n", "1:18", "unexpected `bukcet`", "did you mean `bucket`? a declaration starts with one of"},
+		{decls + "step { backward 1ms wut 1; allreduce g }\n", "4:21", "unknown option `wut` of backward", "backward takes: on STREAM, after STREAM, for PATTERN, ..."},
+		// Every keyword is suggested: barrier, algo, checkpoint, keep.
+		{decls + "step { backward 1ms\n  barier on comm\n}\n", "5:3", "unexpected `barier`", "did you mean `barrier`?"},
+		{decls + "step { backward 1ms; barier on comm }\n", "4:22", "unexpected `barier`", "did you mean `barrier`?"},
+		{decls + "step { backward 1ms\n  allreduce g after ready aglo flat\n}\n", "5:27", "unexpected `aglo`", "did you mean `algo`?"},
+		{"run steps 3 checkpont every 4\n", "1:13", "unexpected `checkpont`", "did you mean `checkpoint`? run settings are written"},
+		{"run steps 3 checkpoint every 4 kep 3\n", "1:32", "unexpected `kep`", "did you mean `keep`?"},
+		{"run checkpoint every 4 keep\n", "1:28", "unexpected end of file: `keep` needs a value after it", "write `keep K`"},
+		{"run checkpoint every 4 to\n", "1:26", "unexpected end of file: `to` needs a value after it", "write `to DIR`"},
+		{decls + "step { backward 1ms after\n}\n", "4:21", "`after` needs a value after it", "write `after STREAM`"},
+		{decls + "step { backward 1ms\n  update g sgd after\n}\n", "5:16", "`after` needs a value after it", "write `after synced|STREAM`"},
 	} {
 		_, diags := parseFile(newSourceFile("t.sync", []byte(tc.src)))
 		if len(diags) != 1 {

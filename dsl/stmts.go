@@ -208,6 +208,9 @@ var collectiveKinds = map[string]ir.Collective{
 
 var redOps = map[string]ir.RedOp{"sum": ir.Sum, "avg": ir.Avg, "min": ir.Min, "max": ir.Max, "prod": ir.Prod, "wavg": ir.WAvg}
 
+// redOpNames are the keys of redOps in the order messages list them.
+var redOpNames = []string{"sum", "avg", "min", "max", "prod", "wavg"}
+
 // opAliases are other words for the reductions (PyTorch's ReduceOp has
 // PRODUCT, NumPy has mean), by the op they mean.
 var opAliases = byAlias(map[string][]string{

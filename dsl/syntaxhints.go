@@ -352,15 +352,17 @@ func explainEOF(toks []token, cx syntaxContext, hint string) (string, string) {
 
 // constructOptions are the option keywords each construct takes: a
 // tensor's, stream's and bucket's, a statement's, the scaler's and run's
-// (after run's `check`, see expectedKeywords).
+// (after run's `check` and `checkpoint`, see expectedKeywords), in the
+// order the formatter writes them. TestConstructOptionsAreTheCheckers
+// checks them against what the checker accepts.
 var constructOptions = map[string][]string{
 	"tensor":        {"frozen"},
 	"stream":        {"priority"},
 	"bucket":        {"cap", "first", "order", "wire", "divide"},
-	"run":           {"steps", "warmup", "check"},
-	"backward":      {"on", "after"},
+	"run":           {"steps", "warmup", "check", "checkpoint", "to", "keep"},
+	"backward":      {"on", "after", "for"},
 	"compute":       {"on", "after"},
-	"allreduce":     {"op", "into", "on", "after"},
+	"allreduce":     {"op", "algo", "into", "on", "after"},
 	"broadcast":     {"from", "into", "on", "after"},
 	"reduce":        {"to", "op", "into", "on", "after"},
 	"allgather":     {"into", "on", "after"},
@@ -375,8 +377,11 @@ var constructOptions = map[string][]string{
 // (the keyword that starts it, "" when unknown), after the token prev:
 // its options, or what follows run's `check`.
 func expectedKeywords(construct, prev string) []string {
-	if construct == "run" && prev == "check" {
+	switch {
+	case construct == "run" && prev == "check":
 		return []string{"every", "off"}
+	case construct == "run" && prev == "checkpoint":
+		return []string{"every"}
 	}
 	return slices.Clone(constructOptions[construct])
 }
@@ -466,13 +471,15 @@ func unknownOption(f *sourceFile, toks []token, at int, cx syntaxContext) (Diagn
 	opts := expectedKeywords(construct, "")
 	// Not inside a bucket's pattern list, where words are patterns.
 	inList := len(cx.opens) > 0 && (!cx.inStatements || cx.at < cx.opens[len(cx.opens)-1].at)
-	if !cx.complete || inList || construct == "run" || len(opts) == 0 || cx.line != t.Pos.Line || isDeclared(toks, t.Value) ||
-		expectedKeyword(t.Value, opts) != "" {
+	// Only on the construct's line, and not after a `;` that ends it: a
+	// new statement or declaration starts there.
+	if !cx.complete || inList || construct == "run" || len(opts) == 0 || cx.line != t.Pos.Line || startsItem(toks, at) ||
+		isDeclared(toks, t.Value) || expectedKeyword(t.Value, opts) != "" {
 		return Diagnostic{}, false
 	}
 	var takes []string
 	for _, o := range opts {
-		takes = append(takes, strings.TrimSpace(o+" "+optionValues[o]))
+		takes = append(takes, strings.TrimSpace(o+" "+optionValue(construct, o)))
 	}
 	hint := fmt.Sprintf("%s takes: %s", construct, strings.Join(takes, ", "))
 	mean := optionSynonyms[strings.ToLower(t.Value)]
