@@ -301,6 +301,14 @@ func TestRun(t *testing.T) {
 	if want := (ir.Run{Steps: 7, Warmup: ir.DefaultWarmup, CheckEvery: ir.DefaultCheckEvery, CheckpointEvery: 50, CheckpointDir: "ckpt/", CheckpointKeep: 3}); p.Run != want {
 		t.Errorf("run = %+v", p.Run)
 	}
+	// A directory is a string or one word, taken as written
+	// (docs/language.md §3, run).
+	for dir, want := range map[string]string{`"ckpt/run 1"`: "ckpt/run 1", "ckpt": "ckpt", "ckpt.d": "ckpt.d", "run_{0..2}": "run_{0..2}"} {
+		p = mustCheck(t, "tensor w f32[1] frozen\nrun checkpoint every 5 keep 2 to "+dir+"\n")
+		if p.Run.CheckpointDir != want {
+			t.Errorf("to %s: directory %q, want %q", dir, p.Run.CheckpointDir, want)
+		}
+	}
 	for src, want := range map[string]string{
 		"run checkpoint every 0":                        "checkpoint every 0: it must be at least 1",
 		"run checkpoint every x":                        "checkpoint every",

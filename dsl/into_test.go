@@ -116,3 +116,24 @@ func TestIntoRaces(t *testing.T) {
 		}
 	}
 }
+
+// `divide before` changes only `op avg`, dividing each rank's input in
+// place before the sum: only that is refused with `into`, which leaves
+// the source as it was. The other ops and collectives of such a bucket
+// are out of place as of any other (the runtime checks them exactly).
+func TestIntoDivideBefore(t *testing.T) {
+	const decls = "tensor a f32[8]\nbucket g { a } divide before\n"
+	for _, stmt := range []string{
+		"allreduce g op sum into o", "allreduce g op max into o", "allgather g into o", "reducescatter g op sum into o",
+		"reduce g to 0 op sum into o", "broadcast g from 0 into o", "allreduce g op avg",
+	} {
+		src := decls + "step {\n    backward 1ms\n    " + stmt + " after ready\n}\n"
+		if _, diags := Check("plan.sync", []byte(src)); diags.HasErrors() {
+			t.Errorf("%s on a bucket with divide before: %v, want no error", stmt, diags)
+		}
+	}
+	src := decls + "step {\n    backward 1ms\n    allreduce g op avg into o after ready\n}\n"
+	if _, diags := Check("plan.sync", []byte(src)); len(diags) != 1 || diags[0].Message != "`into` with `divide before`" {
+		t.Errorf("op avg into on a bucket with divide before: %v, want one error", diags)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -164,4 +165,40 @@ func trainBytes(p *ir.Program) int64 {
 		}
 	}
 	return n
+}
+
+// TestLanguageDocTrainingPlan runs the runnable plan of docs/language.md
+// §13 as its comment says to: it must run clean, without the warning that
+// its first loss scale overflows f16 and without a skipped step (with
+// init 64 the first step overflowed).
+func TestLanguageDocTrainingPlan(t *testing.T) {
+	needToolchain(t)
+	mpirun, err := exec.LookPath("mpirun")
+	if err != nil {
+		t.Skip("mpirun not found; `make test` installs Open MPI")
+	}
+	doc, err := os.ReadFile("../../docs/language.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("(?s)```\n(// A runnable plan: syncgen run train.sync -np 2\n.*?)```").FindSubmatch(doc)
+	if m == nil {
+		t.Fatal("docs/language.md has no runnable plan train.sync")
+	}
+	dir := t.TempDir()
+	t.Setenv("SYNCGEN_CACHE", filepath.Join(dir, "cache"))
+	plan := writeFile(t, dir, "train.sync", string(m[1]))
+	bin := filepath.Join(dir, "train_sync")
+	if code, out, errOut := syncgen(t, "build", plan, "-o", bin); code != 0 {
+		t.Fatalf("syncgen build: exit %d\n%s%s", code, out, errOut)
+	}
+	args := []string{"-np", "2", "--bind-to", "none"}
+	if os.Geteuid() == 0 {
+		args = append(args, "--allow-run-as-root")
+	}
+	args = append(args, bin, "--steps", "3", "--warmup", "0", "--backend", "cpu")
+	out, err := exec.Command(mpirun, args...).CombinedOutput()
+	if err != nil || strings.Contains(string(out), "warning") || !strings.Contains(string(out), "0 of 3 steps skipped") || !strings.Contains(string(out), "# 0 wrong") {
+		t.Errorf("mpirun -np 2 train_sync: %v; want it to run clean, no warning, no skipped step, 0 wrong:\n%s", err, out)
+	}
 }
