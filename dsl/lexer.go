@@ -3,6 +3,7 @@ package dsl
 import (
 	"fmt"
 	"io"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -545,6 +546,11 @@ func (sc *lexScan) invalidHint(i, j int) (hint string, nameEnd int) {
 	case strings.ContainsAny(text, typographicQuotes):
 		return typographicQuoteHint(toks, i), lineEnd(toks, i)
 	}
+	if next := j + 1; text == "." && next < len(toks) && toks[next].Type == tokWord && toks[next].Pos.Offset == toks[j].end() &&
+		fractionRest.MatchString(toks[next].Value) {
+		// `cap .5KiB`, `backward .5ms`: a number without its leading 0.
+		return "a number starts with a digit: write " + code("0."+toks[next].Value), j
+	}
 	// The run of tokens with no space between them that holds the
 	// characters, and the token before it.
 	run := sc.gluedRunOf(i)
@@ -570,6 +576,11 @@ func (sc *lexScan) invalidHint(i, j int) (hint string, nameEnd int) {
 	}
 	return sc.punctuationHint(text, j)
 }
+
+// fractionRest matches what follows the point of a number written
+// without its leading 0: digits and a unit, if any (`.5KiB`, `.5ms`,
+// `.5`), not the rest of a name (`.5.weight`).
+var fractionRest = regexp.MustCompile(`^[0-9]+[A-Za-z]*$`)
 
 // inBrackets reports whether toks[i] is between a `[` and its `]` on the
 // same line.

@@ -239,6 +239,12 @@ func TestLexErrorHints(t *testing.T) {
 		{"tensor a f32[4, +4]\n", "numbers are written without a `+` sign"},
 		{"run steps +5\n", "numbers are written without a `+` sign"},
 		{"bucket g { a, +4 }\n", `written in quotes: "+4"`},
+		// A number written without its leading 0; in a name the point
+		// is part of the name.
+		{"tensor a f32[4]\nbucket g { a } cap .5KiB\n", "a number starts with a digit: write `0.5KiB`"},
+		{"step { backward .5ms }\n", "write `0.5ms`"},
+		{"run steps .5\n", "write `0.5`"},
+		{"tensor .5.weight f32[4]\n", `written in quotes: ".5.weight"`},
 		{"tensor a f32[3] @@\n", ""},
 		{"bucket c/d { a }\n", ""},
 	} {
