@@ -234,12 +234,19 @@ func walkRuntime(fn func(rel string, data []byte) error) error {
 
 // WriteModule lays out a buildable module in dir: the generated files, a
 // go.mod that requires the runtime, and the runtime's source under
-// RuntimeDir. The module is named after dir's last element when that is a
-// valid import path element, so that `go build` in dir makes a program of
-// that name (hello_sync, not "program"). It returns how many files of the
-// runtime it wrote, and is exported for `syncgen gen --module`.
+// RuntimeDir. The module is named after dir's last element (of its
+// absolute path, for `.` and `..`) when that is a valid import path
+// element, so that `go build` in dir makes a program of that name
+// (hello_sync, not "program"). It returns how many files of the runtime
+// it wrote, and is exported for `syncgen gen --module`.
 func WriteModule(dir string, files map[string][]byte) (runtimeFiles int, err error) {
 	name := filepath.Base(filepath.Clean(dir))
+	if name == "." || name == ".." {
+		// The directory it stands for: `gen -o . --module` in ~/resnet.
+		if abs, err := filepath.Abs(dir); err == nil {
+			name = filepath.Base(abs)
+		}
+	}
 	if !modulePathElement.MatchString(name) {
 		name = "program"
 	}

@@ -152,3 +152,18 @@ func TestNotGenerated(t *testing.T) {
 		t.Errorf("NotGenerated after WriteModule = %q, %v; want nothing", got, err)
 	}
 }
+
+// A module written into `.` is named after the directory it is.
+func TestWriteModuleIntoDot(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "resnet")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	if _, err := WriteModule(".", map[string][]byte{"main.go": []byte("package main\n")}); err != nil {
+		t.Fatal(err)
+	}
+	if mod, err := os.ReadFile("go.mod"); err != nil || !strings.Contains(string(mod), "\nmodule syncgen.generated/resnet\n") {
+		t.Errorf("go.mod (%v):\n%s", err, mod)
+	}
+}

@@ -59,35 +59,36 @@ Examples:
 }
 
 // buildPlan checks, generates and compiles one plan, printing one line
-// about what it did.
+// about what it did. Its errors name the command, build or run.
 func buildPlan(c *cli.Context, path, out string, noCache bool) (*build.Result, error) {
 	start := time.Now()
+	cmd := c.Command.Name
 	if out == "-" {
-		return nil, cli.Exit(fmt.Sprintf("%s: -o - would name the program \"-\": a program cannot go to standard output; give -o a file path", c.Command.Name), 2)
+		return nil, cli.Exit(fmt.Sprintf("%s: -o - would name the program \"-\": a program cannot go to standard output; give -o a file path", cmd), 2)
 	}
-	prog, err := loadForOutput(c, "build", path, out, "program", "-o PATH")
+	prog, err := loadForOutput(c, cmd, path, out, "program", "-o PATH")
 	if err != nil {
 		return nil, err
 	}
 	flagO := out // -o as given; out becomes the program's path below
 	files, err := codegen.Generate(prog, codegen.Options{Version: version})
 	if err != nil {
-		return nil, cli.Exit(fmt.Sprintf("build: %v", err), 1)
+		return nil, cli.Exit(fmt.Sprintf("%s: %v", cmd, err), 1)
 	}
 	if out == "" {
 		out = "." + string(filepath.Separator) + stem(path) + "_sync"
 		if fi, err := os.Stat(out); err == nil && fi.IsDir() {
 			// ./NAME_sync/ is also where `syncgen gen` writes the source.
-			return nil, cli.Exit(fmt.Sprintf("build: %s is a directory (written by `syncgen gen`?); remove it or pass -o PATH", out), 1)
+			return nil, cli.Exit(fmt.Sprintf("%s: %s is a directory (written by `syncgen gen`?); remove it or pass -o PATH", cmd, out), 1)
 		}
 	} else if fi, err := os.Stat(out); err == nil && fi.IsDir() || strings.HasSuffix(out, string(filepath.Separator)) {
 		// Like go build -o DIR/: the program goes into the directory.
 		if path == "-" {
-			return nil, cli.Exit(fmt.Sprintf("build: -o %s is a directory, and a plan on standard input has no file name to name the program after; pass -o %s", out, filepath.Join(out, "NAME")), 2)
+			return nil, cli.Exit(fmt.Sprintf("%s: -o %s is a directory, and a plan on standard input has no file name to name the program after; pass -o %s", cmd, out, filepath.Join(out, "NAME")), 2)
 		}
 		out = filepath.Join(out, stem(path)+"_sync")
 	}
-	if err := checkOutputNotPlan(c.Command.Name, path, prog.Imports, out, flagO); err != nil {
+	if err := checkOutputNotPlan(cmd, path, prog.Imports, out, flagO); err != nil {
 		return nil, err
 	}
 	res, err := build.Build(files, build.Options{Output: out, NoCache: noCache})
@@ -95,11 +96,11 @@ func buildPlan(c *cli.Context, path, out string, noCache bool) (*build.Result, e
 		var ce *build.CompileError
 		switch {
 		case errors.Is(err, build.ErrNoGo), errors.Is(err, build.ErrNoMPI):
-			return nil, cli.Exit("build: "+err.Error(), 1)
+			return nil, cli.Exit(cmd+": "+err.Error(), 1)
 		case errors.As(err, &ce):
-			return nil, cli.Exit("build: "+ce.Error(), 3)
+			return nil, cli.Exit(cmd+": "+ce.Error(), 3)
 		}
-		return nil, cli.Exit("build: "+strings.TrimPrefix(err.Error(), "build: "), 1)
+		return nil, cli.Exit(cmd+": "+strings.TrimPrefix(err.Error(), "build: "), 1)
 	}
 	how := "compiled"
 	if res.Cached {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -49,6 +50,10 @@ Examples:
 			format := c.String("format")
 			if format != "text" && format != "json" {
 				return cli.Exit(fmt.Sprintf("check: unknown --format %q: use text or json", format), 2)
+			}
+			if n := slices.Index(c.Args().Slice(), "-"); n >= 0 && slices.Contains(c.Args().Slice()[n+1:], "-") {
+				// The second would read nothing, and report on an empty plan.
+				return cli.Exit("check: - (standard input) is given twice: it holds one plan; give it once", 2)
 			}
 			failed := false
 			var all dsl.Diagnostics
@@ -230,9 +235,20 @@ func loadForOutput(c *cli.Context, cmd, path, out, what, flag string) (*ir.Progr
 // nameFromOutput names a plan read from standard input, which has no file
 // stem, after where gen or build writes it: -o bin/resnet names it resnet
 // (and bin/resnet_sync too), so that the program's help and reports do not
-// say "<stdin>".
+// say "<stdin>". A directory written `.` or `..` names it after the
+// directory it is (`gen -o . -` in ~/resnet: resnet); the root, which
+// has no name, gives "program".
 func nameFromOutput(out string) string {
-	base := filepath.Base(filepath.Clean(out))
+	clean := filepath.Clean(out)
+	if base := filepath.Base(clean); base == "." || base == ".." {
+		if abs, err := filepath.Abs(clean); err == nil {
+			clean = abs
+		}
+	}
+	base := filepath.Base(clean)
+	if base == "." || base == ".." || base == string(filepath.Separator) {
+		return "program"
+	}
 	if name := strings.TrimSuffix(base, "_sync"); name != "" {
 		return name
 	}

@@ -984,3 +984,38 @@ func TestBuildOntoSpecialFiles(t *testing.T) {
 		t.Errorf("h.sync changed: %q", got)
 	}
 }
+
+// Small things of the CLI: run's errors about the plan say "run", not
+// "build"; --restarts is checked before the plan is built (here, without
+// Go or mpirun on PATH); standard input is read once; a plan on standard
+// input generated into `.` is named after that directory, not ".".
+func TestCLIDetails(t *testing.T) {
+	dir := t.TempDir()
+	p := writeFile(t, dir, "hello.sync", helloPlan)
+	checkCLI(t, helloPlan, []cliCase{
+		{[]string{"run", "-"}, 2, "", "syncgen: run: a plan on standard input has no file name to name the program after; pass -o PATH\n"},
+		{[]string{"check", "-", "-"}, 2, "", "syncgen: check: - (standard input) is given twice: it holds one plan; give it once\n"},
+		{[]string{"check", "-", p, "-"}, 2, "", "is given twice"},
+		{[]string{"check", "-", p}, 0, "<stdin>: ok:", ""},
+	})
+	empty := t.TempDir()
+	t.Setenv("PATH", empty)
+	checkCLI(t, "", []cliCase{{[]string{"run", "--restarts", "-1", p}, 2, "", "syncgen: run: --restarts -1: want 0 or more\n"}})
+	proj := filepath.Join(dir, "myplan")
+	if err := os.Mkdir(proj, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(proj)
+	checkCLI(t, helloPlan, []cliCase{{[]string{"gen", "-o", ".", "-"}, 0, "wrote main.go", ""}})
+	if src, err := os.ReadFile(filepath.Join(proj, "main.go")); err != nil || !regexp.MustCompile(`\bName:\s+"myplan",`).Match(src) {
+		t.Errorf("gen -o . -: the program is not named myplan (%v)", err)
+	}
+	for out, want := range map[string]string{
+		"bin/resnet": "resnet", "bin/resnet_sync": "resnet", "bin/resnet/": "resnet", ".": "myplan", "./": "myplan",
+		"sub/..": "myplan", "..": filepath.Base(dir), "/": "program", "_sync": "_sync",
+	} {
+		if got := nameFromOutput(out); got != want {
+			t.Errorf("nameFromOutput(%q) = %q, want %q", out, got, want)
+		}
+	}
+}

@@ -71,6 +71,11 @@ Slurm (srun --mpi=pmix).`,
 			if err != nil {
 				return cli.Exit(err.Error(), 2)
 			}
+			// Every flag is checked before the plan is built.
+			restarts := c.Int("restarts")
+			if restarts < 0 {
+				return cli.Exit(fmt.Sprintf("run: --restarts %d: want 0 or more", restarts), 2)
+			}
 			np := c.Int("np")
 			if hostFlags != nil && !c.IsSet("np") {
 				np = slots
@@ -103,10 +108,6 @@ Slurm (srun --mpi=pmix).`,
 			prog, err := filepath.Abs(res.Output)
 			if err != nil {
 				return cli.Exit(fmt.Sprintf("run: %v", err), 1)
-			}
-			restarts := c.Int("restarts")
-			if restarts < 0 {
-				return cli.Exit(fmt.Sprintf("run: --restarts %d: want 0 or more", restarts), 2)
 			}
 			for attempt := 0; ; attempt++ {
 				args := mpirunFlags(launcher, np, hostFlags, c.Bool("oversubscribe"))
