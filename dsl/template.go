@@ -209,7 +209,7 @@ func (c *checker) compileLoop(f *sourceFile, fd *ForDecl, scope []*tmplLoop) *tm
 	l.lo, l.hi = lo, hi
 	l.ok = l.ok && ok
 	inner := append(slices.Clip(scope), l)
-	items := 0
+	items, others := 0, 0
 	for _, d := range fd.Body {
 		switch {
 		case d.Tensor != nil:
@@ -224,12 +224,18 @@ func (c *checker) compileLoop(f *sourceFile, fd *ForDecl, scope []*tmplLoop) *tm
 			}
 		case d.Semi != nil:
 		default:
+			others++
 			c.notInTemplate(f, d)
 		}
 	}
-	if items == 0 {
+	switch {
+	case items == 0 && others == 0:
 		c.errorf(f, span{fd.Open.Pos.Offset, fd.Close.Pos.Offset + 1}, "a `for` repeats the `tensor` declarations in its braces; "+forBody,
 			"empty `for`: its body declares no tensor")
+		l.ok = false
+	case items == 0:
+		// Only declarations that a template cannot hold, each an error
+		// already: the body is not empty.
 		l.ok = false
 	}
 	if l.ok && !l.used {

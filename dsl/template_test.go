@@ -265,6 +265,10 @@ func TestTemplateErrors(t *testing.T) {
 		{"for i_ in 0..1 { tensor a{i_} f32[1] }\nfor _i in 0..1 { tensor a f32[1] }\n", "2:5", "invalid loop variable name `_i`", "starting with a letter"},
 		{"for i in 0..1 { }\n", "1:15", "empty `for`: its body declares no tensor", "a `for` repeats the `tensor` declarations"},
 		{"for i in 0..1 { tensor a{i} f32[1]; stream s }\n", "1:37", "a template only repeats tensors: `stream` cannot be inside a `for`", "declare it outside the `for`"},
+		// A body of other declarations only is not empty: their errors say
+		// what is wrong.
+		{"for i in 0..3 { stream s }\n", "1:17", "a template only repeats tensors: `stream` cannot be inside a `for`", "declare it outside the `for`"},
+		{"for i in 0..3 { ; }\n", "1:15", "empty `for`: its body declares no tensor", "a `for` repeats the `tensor` declarations"},
 	} {
 		_, diags := Check("plan.sync", []byte(tc.src))
 		var errs Diagnostics
