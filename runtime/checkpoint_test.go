@@ -40,16 +40,19 @@ func TestResumeIsBitIdentical(t *testing.T) {
 	for _, c := range []struct {
 		plan  string
 		extra []string
+		// skipped are the steps the resumed run's scaler skips, by
+		// their numbers from 0 (nil: not looked at).
+		skipped []int
 	}{
-		{"train:adamw:f16", nil},
-		{"zero", []string{"--overflow", "2:1:w", "--overflow", "6:0:v=nan"}},
-		{"scaled:megatron", []string{"--overflow", "1:0:w", "--overflow", "5:1:w"}},
+		{"train:adamw:f16", nil, nil},
+		{"zero", []string{"--overflow", "2:1:w", "--overflow", "6:0:v=nan"}, []int{6}},
+		{"scaled:megatron", []string{"--overflow", "1:0:w", "--overflow", "5:1:w"}, []int{5}},
 		// Written in the background: the staged bytes are those of the
 		// save, not the later steps' (the shards after step 8 would differ).
-		{"train:adamw:bf16:master", []string{"--checkpoint-async"}},
+		{"train:adamw:bf16:master", []string{"--checkpoint-async"}, nil},
 		// Gradient accumulation: a checkpoint after a step of 3
 		// micro-batches resumes at the next step's first micro-batch.
-		{"accumulate:3:f16:avg:scaled", nil},
+		{"accumulate:3:f16:avg:scaled", nil, nil},
 	} {
 		t.Run(c.plan, func(t *testing.T) {
 			dir := t.TempDir()
@@ -57,8 +60,18 @@ func TestResumeIsBitIdentical(t *testing.T) {
 			args := append([]string{c.plan, "--steps", "8", "--warmup", "0", "--checkpoint-every", "4", "--quiet"}, c.extra...)
 			r := runOK(t, 2, append(args, "--checkpoint-dir", straight)...)
 			mustContain(t, r, "# checkpoints: 2 written")
-			r = runOK(t, 2, append(args, "--checkpoint-dir", resumed, "--resume", filepath.Join(straight, "step-00000004"))...)
+			js := filepath.Join(dir, "resumed.json")
+			r = runOK(t, 2, append(args, "--checkpoint-dir", resumed, "--resume", filepath.Join(straight, "step-00000004"), "--json", js)...)
 			mustContain(t, r, "# checkpoints: 1 written", "# resumed after step 4; reading the checkpoint took")
+			if c.skipped != nil {
+				// The scaler's steps are numbered as --overflow numbers
+				// them, from the resumed checkpoint's step on.
+				mustContain(t, r, "of the 4 steps after the resume (steps 4 to 7) skipped on overflow")
+				sc := readTrainJSON(t, js).Training.Scaler
+				if sc == nil || sc.FirstStep != 4 || len(sc.Scale) != 4 || !slices.Equal(sc.Skipped, c.skipped) {
+					t.Errorf("resumed run's scaler %+v, want first_step 4, 4 scales, skipped steps %v", sc, c.skipped)
+				}
+			}
 			a, b := shardSums(t, filepath.Join(straight, "step-00000008")), shardSums(t, filepath.Join(resumed, "step-00000008"))
 			if len(a) != 2 || !slices.Equal(a, b) {
 				t.Fatalf("shards after step 8: straight %v, resumed %v", a, b)

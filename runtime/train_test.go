@@ -26,9 +26,10 @@ type trainJSON struct {
 		WrongParams     int64 `json:"wrong_parameters"`
 		UncheckedParams int64 `json:"unchecked_parameters"`
 		Scaler          *struct {
-			Rule    string    `json:"rule"`
-			Scale   []float64 `json:"scale"`
-			Skipped []int     `json:"skipped_steps"`
+			Rule      string    `json:"rule"`
+			FirstStep int       `json:"first_step"`
+			Scale     []float64 `json:"scale"`
+			Skipped   []int     `json:"skipped_steps"`
 		} `json:"scaler"`
 	} `json:"training"`
 	Summary struct {

@@ -36,6 +36,9 @@ func (e *Engine) Run(res *result.Results, progress func(done, total int)) error 
 	}
 	total := e.cfg.Warmup + e.cfg.Steps
 	res.Resumed, res.ResumeTime = e.first, e.resumeTime
+	if res.Scaling != nil {
+		res.Scaling.First = e.first // endTrainStep appends from this step on
+	}
 	e.origin = res.Origin
 	res.Steps = result.Preallocated[result.StepStats](e.cfg.Steps)
 	for k := range res.Rows {

@@ -274,7 +274,9 @@ func CheckTraceFits(p *plan.Plan, prog *plan.Program, measured, warmup, ranks in
 
 // scaleEvents is the loss scale as a counter track of the rank ("C"
 // events, one at the start of every traced step), with 1 in "skipped"
-// for the steps that overflowed; none without a scaler.
+// for the steps that overflowed; none without a scaler. The scaler's
+// course starts at the run's first step (sc.First, after a resume), the
+// trace's steps are numbered from 0.
 func scaleEvents(run *Run, res *result.Results) []traceEvent {
 	sc := res.Scaling
 	if sc == nil {
@@ -283,16 +285,17 @@ func scaleEvents(run *Run, res *result.Results) []traceEvent {
 	var out []traceEvent
 	last := -1
 	for _, k := range res.Traced {
-		if k.Step == last || k.Step < 0 || k.Step >= len(sc.Scale) {
+		i := k.Step - sc.First
+		if k.Step == last || i < 0 || i >= len(sc.Scale) {
 			continue
 		}
 		last = k.Step
 		skipped := 0
-		if sc.Skipped[k.Step] {
+		if sc.Skipped[i] {
 			skipped = 1
 		}
 		out = append(out, traceEvent{Name: "loss scale", Ph: "C", Ts: float64(k.Base) / 1e3, Pid: run.Rank,
-			Args: map[string]any{"scale": sc.Scale[k.Step], "skipped": skipped}})
+			Args: map[string]any{"scale": sc.Scale[i], "skipped": skipped}})
 	}
 	return out
 }

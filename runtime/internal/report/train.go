@@ -107,13 +107,15 @@ func (tr *trainReport) hiddenPct() float64 {
 	return 100 * float64(tr.updateHidden) / float64(tr.update)
 }
 
-// skipped lists the steps that overflowed.
+// skipped lists the steps that overflowed, by their numbers (counted from
+// 0, warm-up included, as --overflow counts them; after a resume, from the
+// step after the checkpoint).
 func (tr *trainReport) skipped() []int {
 	var out []int
 	if tr.scaling != nil {
 		for i, s := range tr.scaling.Skipped {
 			if s {
-				out = append(out, i)
+				out = append(out, tr.scaling.First+i)
 			}
 		}
 	}
@@ -156,21 +158,36 @@ func printTrain(w io.Writer, run *Run, rep *Report) {
 		fmt.Fprintf(w, "# update %s a step, %.1f%% of it while communication ran%s\n", text.Dur(tr.update), tr.hiddenPct(), unscale)
 	}
 	if sc := tr.scaling; sc != nil && len(sc.Scale) > 0 {
-		skipped := tr.skipped()
-		list := ""
-		if len(skipped) > 0 {
-			var s []string
-			for _, k := range skipped[:min(len(skipped), 10)] {
-				s = append(s, fmt.Sprint(k))
-			}
-			if len(skipped) > 10 {
-				s = append(s, fmt.Sprintf("and %d more", len(skipped)-10))
-			}
-			list = " (steps " + strings.Join(s, ", ") + ")"
-		}
-		fmt.Fprintf(w, "# loss scale (%s): %d of %d steps skipped on overflow%s; scale %g at the first step, %g at the last\n",
-			p.Scaler.Rule, len(skipped), len(sc.Scale), list, sc.Scale[0], sc.Scale[len(sc.Scale)-1])
+		fmt.Fprintf(w, "# %s\n", scalerLine(p.Scaler.Rule.String(), sc, tr.skipped()))
 	}
+}
+
+// scalerLine sums up the scaler's course over the steps this run ran:
+// how many were skipped, which (by their numbers, as --overflow counts
+// them), and the first and last scale. After a resume it says that the
+// steps are those after the checkpoint.
+func scalerLine(rule string, sc *result.Scaling, skipped []int) string {
+	n := len(sc.Scale)
+	ran := fmt.Sprintf("%d step%s", n, text.Plural(n))
+	switch {
+	case sc.First > 0 && n == 1:
+		ran = fmt.Sprintf("the one step after the resume (step %d)", sc.First)
+	case sc.First > 0:
+		ran = fmt.Sprintf("the %d steps after the resume (steps %d to %d)", n, sc.First, sc.First+n-1)
+	}
+	list := ""
+	if len(skipped) > 0 {
+		var s []string
+		for _, k := range skipped[:min(len(skipped), 10)] {
+			s = append(s, fmt.Sprint(k))
+		}
+		if len(skipped) > 10 {
+			s = append(s, fmt.Sprintf("and %d more", len(skipped)-10))
+		}
+		list = fmt.Sprintf(" (step%s %s)", text.Plural(len(skipped)), strings.Join(s, ", "))
+	}
+	return fmt.Sprintf("loss scale (%s): %d of %s skipped on overflow%s; scale %g at the first step, %g at the last",
+		rule, len(skipped), ran, list, sc.Scale[0], sc.Scale[n-1])
 }
 
 // optimizerOf names the optimizer of the update at at.
@@ -207,12 +224,15 @@ type jsonTrainRow struct {
 	GBs    float64 `json:"gbs"`
 }
 
-// jsonScaler is the loss scaler's course: every step's scale (warm-up
-// included) and the steps it skipped.
+// jsonScaler is the loss scaler's course: the scale of every step the run
+// ran (warm-up included), the first of them being step FirstStep (0, or
+// the step after a resumed checkpoint), and the steps it skipped, by
+// their numbers.
 type jsonScaler struct {
-	Rule    string    `json:"rule"`
-	Scale   []float64 `json:"scale"`
-	Skipped []int     `json:"skipped_steps"`
+	Rule      string    `json:"rule"`
+	FirstStep int       `json:"first_step"`
+	Scale     []float64 `json:"scale"`
+	Skipped   []int     `json:"skipped_steps"`
 }
 
 // makeJSONTrain fills the training part of the JSON file; nil for a plan
@@ -233,7 +253,7 @@ func makeJSONTrain(run *Run, rep *Report) *jsonTrain {
 			Work: work, Bytes: r.Bytes, TimeUs: float64(r.time) / 1e3, GBs: r.gbps})
 	}
 	if sc := tr.scaling; sc != nil {
-		j.Scaler = &jsonScaler{Rule: run.Plan.Scaler.Rule.String(), Scale: append([]float64{}, sc.Scale...), Skipped: tr.skipped()}
+		j.Scaler = &jsonScaler{Rule: run.Plan.Scaler.Rule.String(), FirstStep: sc.First, Scale: append([]float64{}, sc.Scale...), Skipped: tr.skipped()}
 		if j.Scaler.Skipped == nil {
 			j.Scaler.Skipped = []int{}
 		}

@@ -130,10 +130,16 @@ type TrainRow struct {
 	Times []time.Duration
 }
 
-// Scaling is the loss scaler's course over every step, warm-up included.
+// Scaling is the loss scaler's course over the steps this run ran,
+// warm-up included: from step 0, or from the step after the checkpoint a
+// resumed run started from.
 type Scaling struct {
-	// Scale[i] is step i's scale; Skipped[i] whether step i found an
-	// overflow and skipped its updates.
+	// First is the number of the run's first step (counted from 0,
+	// warm-up included, as --overflow counts them): 0, or the resumed
+	// checkpoint's step count.
+	First int
+	// Scale[i] is step First+i's scale; Skipped[i] whether step First+i
+	// found an overflow and skipped its updates.
 	Scale   []float64
 	Skipped []bool
 }
