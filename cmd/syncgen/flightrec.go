@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
 )
@@ -38,7 +39,9 @@ Example:
 			if err != nil {
 				return cli.Exit("flightrec: "+err.Error(), 1)
 			}
-			mergeFlightRecords(c.App.Writer, recs)
+			job, older := newestJob(recs, time.Time{})
+			printOlder(c.App.Writer, older)
+			mergeFlightRecords(c.App.Writer, job)
 			return nil
 		},
 	}
@@ -51,6 +54,7 @@ type flightRecord struct {
 	WorldSize int     `json:"world_size"`
 	Plan      string  `json:"plan"`
 	PlanHash  string  `json:"plan_hash"`
+	Job       string  `json:"job"`
 	Step      int     `json:"step"`
 	HostAt    string  `json:"host_at"`
 	Reason    string  `json:"reason"`
@@ -67,15 +71,18 @@ type flightRecord struct {
 		Src    string `json:"src"`
 		State  string `json:"state"`
 	} `json:"entries"`
+	// written is when the file was last written (its modification time).
+	written time.Time
 }
 
-// readFlightRecords reads every rank's file in dir, by rank.
-func readFlightRecords(dir string) (map[int]*flightRecord, error) {
+// readFlightRecords reads every flight record in dir, of whichever job
+// wrote it.
+func readFlightRecords(dir string) ([]*flightRecord, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "flightrec-rank-*.json"))
 	if err != nil || len(files) == 0 {
 		return nil, fmt.Errorf("%s holds no flight record (flightrec-rank-*.json)", dir)
 	}
-	recs := map[int]*flightRecord{}
+	var recs []*flightRecord
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
@@ -85,13 +92,81 @@ func readFlightRecords(dir string) (map[int]*flightRecord, error) {
 		if err := json.Unmarshal(data, &r); err != nil || r.Version != "syncgen-flightrec-1" {
 			return nil, fmt.Errorf("%s is not a flight record", f)
 		}
-		recs[r.Rank] = &r
+		if st, err := os.Stat(f); err == nil {
+			r.written = st.ModTime()
+		}
+		recs = append(recs, &r)
 	}
 	return recs, nil
 }
 
+// jobKey is what every rank's record of one job shares.
+func (r *flightRecord) jobKey() string { return r.Job + "\x00" + r.PlanHash }
+
+// jobStart is when the record's job started, for picking the newest: its
+// job's time, or, for a record without one, when the file was written.
+func (r *flightRecord) jobStart() time.Time {
+	if t, err := time.Parse(time.RFC3339Nano, r.Job); err == nil {
+		return t
+	}
+	return r.written
+}
+
+// newestJob returns, by rank, the records of the newest job among those
+// written at or after since (every record when since is zero), and the
+// records of older jobs, which a directory keeps until a later job's ranks
+// overwrite them: merged with the newest job's, a stale record of a rank
+// that the newest job killed before it could write told of a step of
+// another run.
+func newestJob(recs []*flightRecord, since time.Time) (map[int]*flightRecord, []*flightRecord) {
+	var newest *flightRecord
+	for _, r := range recs {
+		if r.written.Before(since) {
+			continue
+		}
+		if newest == nil || r.jobStart().After(newest.jobStart()) {
+			newest = r
+		}
+	}
+	job := map[int]*flightRecord{}
+	var older []*flightRecord
+	for _, r := range recs {
+		if newest != nil && r.jobKey() == newest.jobKey() && !r.written.Before(since) {
+			job[r.Rank] = r
+		} else {
+			older = append(older, r)
+		}
+	}
+	return job, older
+}
+
+// printOlder says which records were left out as another job's.
+func printOlder(w io.Writer, older []*flightRecord) {
+	if len(older) == 0 {
+		return
+	}
+	sort.Slice(older, func(i, j int) bool { return older[i].Rank < older[j].Rank })
+	var ranks []string
+	for _, r := range older {
+		ranks = append(ranks, fmt.Sprint(r.Rank))
+	}
+	what := "the record of rank " + ranks[0]
+	if len(ranks) > 1 {
+		what = "the records of ranks " + strings.Join(ranks, ", ")
+	}
+	fmt.Fprintf(w, "(left out: %s, of an older job: %s)\n", what, describeJob(older[0]))
+}
+
+// describeJob names a record's job for people.
+func describeJob(r *flightRecord) string {
+	if t, err := time.Parse(time.RFC3339Nano, r.Job); err == nil {
+		return fmt.Sprintf("plan %s started %s", r.Plan, t.Local().Format("2006-01-02 15:04:05"))
+	}
+	return fmt.Sprintf("plan %s, written %s", r.Plan, r.written.Local().Format("2006-01-02 15:04:05"))
+}
+
 // mergeFlightRecords prints where each stream is stuck and who is
-// missing.
+// missing, from the records of one job (newestJob).
 func mergeFlightRecords(w io.Writer, recs map[int]*flightRecord) {
 	var any *flightRecord
 	var ranks []int

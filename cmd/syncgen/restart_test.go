@@ -169,6 +169,14 @@ func TestFlightRecordNamesTheMissingRank(t *testing.T) {
 			t.Errorf("%s: flightrec exit %d:\n%s%s", c.fault, code, out, errOut)
 		}
 	}
+	// Another job into the crash's directory, which keeps rank 0's record
+	// of the job before: the merge is this job's, which killed rank 0.
+	fr := filepath.Join(dir, "crash")
+	_, _, errOut := syncgen(t, "run", "-np", "3", "-o", bin, plan, "--", "--steps", "6", "--warmup", "0",
+		"--fault", "crash:0:2", "--timeout", "2s", "--flight-dir", fr, "--quiet")
+	if !strings.Contains(errOut, "rank 0 wrote no flight record") || strings.Contains(errOut, "rank 0: step 3") {
+		t.Errorf("a second job into the same directory: syncgen run merged another job's record:\n%s", errOut)
+	}
 	if code, _, errOut := syncgen(t, "flightrec", filepath.Join(dir, "none")); code != 1 || !strings.Contains(errOut, "holds no flight record") {
 		t.Errorf("an empty directory: exit %d: %s", code, errOut)
 	}

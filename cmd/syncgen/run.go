@@ -150,18 +150,14 @@ func explainFailure(c *cli.Context, progArgs []string, since time.Time) {
 			dir = value
 		}
 	}
-	files, _ := filepath.Glob(filepath.Join(dir, "flightrec-rank-*.json"))
-	fresh := false
-	for _, f := range files {
-		if st, err := os.Stat(f); err == nil && !st.ModTime().Before(since) {
-			fresh = true
-		}
-	}
-	if !fresh {
+	all, err := readFlightRecords(dir)
+	if err != nil {
 		return
 	}
-	recs, err := readFlightRecords(dir)
-	if err != nil {
+	// Only this launch's: the directory keeps older jobs' records, and a
+	// rank killed before it wrote would be shown by its last job's.
+	recs, _ := newestJob(all, since)
+	if len(recs) == 0 {
 		return
 	}
 	fmt.Fprintf(c.App.ErrWriter, "syncgen run: the ranks' flight records (%s) say:\n", dir)

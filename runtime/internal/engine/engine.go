@@ -87,7 +87,8 @@ type Engine struct {
 	intoNames       map[[2]int]string
 	intoBuf, srcBuf []int
 
-	// mu guards recs, which the watchdog reads.
+	// mu guards recs, which the watchdog reads, and origin, which the
+	// flight record reads (it names the job).
 	mu   sync.Mutex
 	recs []result.Record
 

@@ -27,6 +27,11 @@ type FlightRecord struct {
 	Host      string `json:"host"`
 	Plan      string `json:"plan"`
 	PlanHash  string `json:"plan_hash"`
+	// Job names the job that wrote the record, the same in every rank's
+	// record of it: rank 0's clock when the ranks agreed on the run's time
+	// origin (RFC 3339, UTC). Records of other jobs in the same directory
+	// have another.
+	Job string `json:"job,omitempty"`
 	// Step is the step the rank was in (counted from 0, warm-up
 	// included); HostAt what its host was waiting at; Reason why it wrote.
 	Step   int    `json:"step"`
@@ -79,6 +84,15 @@ func (e *Engine) recordOnTerm() {
 // FlightVersion names the file's format.
 const FlightVersion = "syncgen-flightrec-1"
 
+// JobID is the flight records' name of the job whose ranks agreed on time
+// origin origin ("" before they did).
+func JobID(origin time.Time) string {
+	if origin.IsZero() {
+		return ""
+	}
+	return origin.UTC().Format(time.RFC3339Nano)
+}
+
 // FlightName is rank's file in the flight recorder's directory.
 func FlightName(rank int) string { return fmt.Sprintf("flightrec-rank-%05d.json", rank) }
 
@@ -111,6 +125,7 @@ func (e *Engine) writeFlightRecord(reason string, late time.Duration) {
 	}
 	e.mu.Lock()
 	recs := append([]result.Record(nil), e.recs...)
+	fr.Job = JobID(e.origin)
 	e.mu.Unlock()
 	k := make([]int, len(e.streams))
 	for _, r := range recs {

@@ -28,6 +28,11 @@ func (e *Engine) Run(res *result.Results, progress func(done, total int)) error 
 	// thread").
 	goruntime.LockOSThread()
 	defer goruntime.UnlockOSThread()
+	// First: the flight record, which a signal can write at any time,
+	// names the job by it.
+	e.mu.Lock()
+	e.origin = res.Origin
+	e.mu.Unlock()
 	e.setUpHetero(res)
 	if e.cfg.Init != nil {
 		if err := e.runInit(res); err != nil {
