@@ -120,7 +120,9 @@ func TestCheckpointKeepAndAuto(t *testing.T) {
 	}
 }
 
-// Checkpoints that cannot be resumed are refused with what is wrong.
+// Checkpoints that cannot be resumed are refused with what is wrong,
+// printed once by rank 0 (naming the ranks that found it when not all
+// did), and every rank exits 1 without aborting the job.
 func TestResumeRefusals(t *testing.T) {
 	dir := t.TempDir()
 	ck := filepath.Join(dir, "ck")
@@ -148,8 +150,9 @@ func TestResumeRefusals(t *testing.T) {
 		args []string
 		want string
 	}{
-		{2, []string{"train:adamw:f32", "--resume", truncated}, "rank-00001.safetensors has 100 bytes; the checkpoint's metadata says"},
+		{2, []string{"train:adamw:f32", "--resume", truncated}, "rank 1: error: --resume: " + truncated + ": shard " + filepath.Join(truncated, "rank-00001.safetensors") + " has 100 bytes; the checkpoint's metadata says"},
 		{2, []string{"train:adamw:f32", "--resume", flipped}, "rank-00000.safetensors: sha256"},
+		{2, []string{"train:adamw:f32", "--resume", ck}, "is a directory of checkpoints, not a checkpoint: give --checkpoint-dir " + ck + " --resume auto"},
 		{2, []string{"train:adamw:f32", "--resume", uncommitted}, "the checkpoint was never committed"},
 		{2, []string{"train:adamw:f32", "--resume", missing}, "rank-00001.safetensors is missing"},
 		{2, []string{"scaled:torch", "--resume", step2}, `is a checkpoint of plan "train"`},
@@ -158,8 +161,8 @@ func TestResumeRefusals(t *testing.T) {
 		{2, []string{"train:adamw:f32", "--checkpoint-every", "1", "--checkpoint-dir", filepath.Join(step2, "metadata.json")}, "the checkpoint directory"},
 	} {
 		r := mpirun(t, c.np, nil, 60*time.Second, append(c.args, "--quiet")...)
-		if r.code == 0 || !strings.Contains(r.out, c.want) {
-			t.Errorf("%v: exit %d, want an error with %q:\n%s", c.args, r.code, c.want, r.out)
+		if r.code != 1 || !strings.Contains(r.out, c.want) || strings.Count(r.out, "error:") != 1 || strings.Contains(r.out, "MPI_ABORT") {
+			t.Errorf("%v: exit %d, want 1 and one error with %q, no abort:\n%s", c.args, r.code, c.want, r.out)
 		}
 	}
 }

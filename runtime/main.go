@@ -19,7 +19,6 @@ import (
 	"github.com/syncgen/syncgen/runtime/costmodel"
 	"github.com/syncgen/syncgen/runtime/internal/backend"
 	"github.com/syncgen/syncgen/runtime/internal/backend/cpu"
-	"github.com/syncgen/syncgen/runtime/internal/ckpt"
 	"github.com/syncgen/syncgen/runtime/internal/engine"
 	"github.com/syncgen/syncgen/runtime/internal/forecast"
 	"github.com/syncgen/syncgen/runtime/internal/mpihost"
@@ -183,6 +182,11 @@ func (r *runner) run() int {
 	if status >= 0 {
 		return status
 	}
+	r.phase.Enter("checking the checkpoint directory and finding the checkpoint to resume")
+	from, status := r.findResume()
+	if status >= 0 {
+		return status
+	}
 	r.phase.Enter("choosing and starting the backend")
 	hierNote := r.setNCCLAlgo(prog)
 	why, status := r.startBackend(tune)
@@ -191,6 +195,10 @@ func (r *runner) run() int {
 	}
 	r.phase.Enter("setting up the streams and buffers")
 	e, mem := r.setUp(prog)
+	r.phase.Enter("reading the checkpoint")
+	if status := r.resume(e, from); status >= 0 {
+		return status
+	}
 	r.phase.Enter("agreeing on a clock and gathering the run's information")
 	origin, err := commonOrigin(r.h)
 	if err != nil {
@@ -348,9 +356,6 @@ func (r *runner) setUp(prog *plan.Program) (*engine.Engine, *backend.Layout) {
 			}
 		}
 	}
-	if err := cfg.Checkpoint.CheckDir(); err != nil {
-		r.fatal(err)
-	}
 	if r.p.Init != nil {
 		cfg.Init = func() { r.p.Init(s) }
 	}
@@ -362,29 +367,7 @@ func (r *runner) setUp(prog *plan.Program) (*engine.Engine, *backend.Layout) {
 		r.fatal(fmt.Errorf("setting up the %s backend: %w", r.be.Name(), err))
 	}
 	s.e = e
-	if r.opts.resume != "" {
-		dir, err := resumeDir(r.opts.resume, r.opts.checkpoint.Dir)
-		if err == nil {
-			err = e.Resume(dir)
-		}
-		if err != nil {
-			r.fatal(fmt.Errorf("--resume: %w", err))
-		}
-	}
 	return e, e.Memory()
-}
-
-// resumeDir is the checkpoint that --resume names: a directory, or auto,
-// the newest committed checkpoint in the checkpoint directory.
-func resumeDir(resume, root string) (string, error) {
-	if resume != "auto" {
-		return resume, nil
-	}
-	cks, err := ckpt.Committed(root)
-	if err != nil || len(cks) == 0 {
-		return "", fmt.Errorf("auto: no committed checkpoint in %s", root)
-	}
-	return cks[len(cks)-1], nil
 }
 
 // runSteps runs the init block and every step under the watchdog, with the

@@ -122,15 +122,15 @@ func ReadShard(path string, want ShardInfo) (*Shard, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("shard %s is missing", path)
+			return nil, fmt.Errorf("shard %s is missing: resume from another checkpoint, one that every rank of its world wrote", path)
 		}
 		return nil, err
 	}
 	if int64(len(data)) != want.Bytes {
-		return nil, fmt.Errorf("shard %s has %d bytes; the checkpoint's metadata says %d: it is truncated or was changed", path, len(data), want.Bytes)
+		return nil, fmt.Errorf("shard %s has %d bytes; the checkpoint's metadata says %d: it is truncated or was changed; resume from another checkpoint", path, len(data), want.Bytes)
 	}
 	if got := sha256.Sum256(data); hex.EncodeToString(got[:]) != want.SHA256 {
-		return nil, fmt.Errorf("shard %s: sha256 %s, the checkpoint's metadata says %s: the file was changed or corrupted", path, hex.EncodeToString(got[:]), want.SHA256)
+		return nil, fmt.Errorf("shard %s: sha256 %s, the checkpoint's metadata says %s: the file was changed or corrupted; resume from another checkpoint", path, hex.EncodeToString(got[:]), want.SHA256)
 	}
 	return parseShard(path, data)
 }
@@ -267,10 +267,13 @@ func SyncDir(dir string) error { return syncDir(dir) }
 func ReadMetadata(dir string) (*Metadata, error) {
 	data, err := os.ReadFile(filepath.Join(dir, MetadataName))
 	if errors.Is(err, os.ErrNotExist) {
-		if st, e := os.Stat(dir); e != nil || !st.IsDir() {
-			return nil, fmt.Errorf("%s is not a checkpoint directory", dir)
+		const todo = "give a checkpoint's step-NNNNNNNN directory, or --checkpoint-dir DIR --resume auto for the newest committed one in DIR"
+		if st, e := os.Stat(dir); e != nil {
+			return nil, fmt.Errorf("%s does not exist: %s", dir, todo)
+		} else if !st.IsDir() {
+			return nil, fmt.Errorf("%s is not a checkpoint (a step-NNNNNNNN directory): %s", dir, todo)
 		}
-		return nil, fmt.Errorf("%s has no %s: the checkpoint was never committed (its write was interrupted); resume from an earlier one, or give the directory above it with auto", dir, MetadataName)
+		return nil, fmt.Errorf("%s has no %s: the checkpoint was never committed (its write was interrupted); resume from an earlier one, or with --checkpoint-dir %s --resume auto, which takes the newest committed one", dir, MetadataName, filepath.Dir(dir))
 	}
 	if err != nil {
 		return nil, err

@@ -15,6 +15,7 @@ import (
 	"github.com/syncgen/syncgen/runtime/internal/backend"
 	"github.com/syncgen/syncgen/runtime/internal/ckpt"
 	"github.com/syncgen/syncgen/runtime/internal/elem"
+	"github.com/syncgen/syncgen/runtime/internal/plan"
 	"github.com/syncgen/syncgen/runtime/internal/result"
 	"github.com/syncgen/syncgen/runtime/internal/scaler"
 )
@@ -229,29 +230,85 @@ func (e *Engine) commitPending() (result.Save, bool, error) {
 	return result.Save{Steps: p.steps, Bytes: n, Time: p.staged + time.Since(t0), At: p.began.Sub(e.origin)}, true, nil
 }
 
-// Resume restores the state of the checkpoint in dir and makes Run start
-// at the step after it, in any world size: each bucket's state is put
-// together from the shards by the checkpoint's ownership map and handed
-// out by this world's. It refuses a checkpoint of another plan, and a
-// shard whose size or checksum is not the metadata's.
-func (e *Engine) Resume(dir string) error {
-	t0 := time.Now()
-	defer func() { e.resumeTime = time.Since(t0) }()
+// ResumePoint is the checkpoint a run resumes from: its directory and its
+// metadata (Dir "" and MD nil: the run starts at step 0).
+type ResumePoint struct {
+	Dir string
+	MD  *ckpt.Metadata
+}
+
+// Steps is the step the run starts at: 0, or the one after the checkpoint.
+func (rp ResumePoint) Steps() int {
+	if rp.MD == nil {
+		return 0
+	}
+	return rp.MD.Steps
+}
+
+// FindResume resolves --resume's value: a checkpoint's directory, or auto
+// (the newest committed checkpoint in root, the checkpoint directory),
+// and checks what the metadata says against this run: a checkpoint of
+// plan p, written by a world the metadata accounts for, with steps left of
+// the run's total (warm-up included). It reads no shard: every rank finds
+// the same, from the same files, before the backend starts.
+func FindResume(value, root string, p *plan.Plan, total int) (ResumePoint, error) {
+	dir := value
+	if value == "auto" {
+		cks, err := ckpt.Committed(root)
+		if err != nil || len(cks) == 0 {
+			return ResumePoint{}, fmt.Errorf("auto: no committed checkpoint in %s%s", root, emptyHint(root))
+		}
+		dir = cks[len(cks)-1]
+	}
 	md, err := ckpt.ReadMetadata(dir)
 	if err != nil {
-		return err
+		if cks, _ := ckpt.Committed(dir); len(cks) > 0 {
+			// A checkpoint directory (--checkpoint-dir) given for a
+			// checkpoint.
+			return ResumePoint{}, fmt.Errorf("%s is a directory of checkpoints, not a checkpoint: give --checkpoint-dir %s --resume auto to resume its newest committed one, or --resume %s",
+				dir, dir, cks[len(cks)-1])
+		}
+		return ResumePoint{}, err
 	}
-	p := e.plan
 	if md.PlanHash != p.Hash {
-		return fmt.Errorf("%s is a checkpoint of plan %q (%s, hash %.12s), not of this program's %q (%s, hash %.12s): resume a checkpoint of the same plan",
+		return ResumePoint{}, fmt.Errorf("%s is a checkpoint of plan %q (%s, hash %.12s), not of this program's %q (%s, hash %.12s): resume a checkpoint of the same plan",
 			dir, md.PlanName, md.Source, md.PlanHash, p.Name, p.Source, p.Hash)
 	}
 	if len(md.Shards) != md.WorldSize {
-		return fmt.Errorf("%s: the metadata lists %d shards for %d ranks", dir, len(md.Shards), md.WorldSize)
+		return ResumePoint{}, fmt.Errorf("%s: the metadata lists %d shards for %d ranks", dir, len(md.Shards), md.WorldSize)
 	}
-	if total := e.cfg.Warmup + e.cfg.Steps; md.Steps >= total {
-		return fmt.Errorf("%s is after step %d, and this run has %d steps (warm-up included): nothing is left to run; give more --steps", dir, md.Steps, total)
+	if md.Steps >= total {
+		return ResumePoint{}, fmt.Errorf("%s is after step %d, and this run has %d steps (warm-up included): nothing is left to run; give more --steps", dir, md.Steps, total)
 	}
+	return ResumePoint{Dir: dir, MD: md}, nil
+}
+
+// emptyHint says why root holds no committed checkpoint, when its
+// contents say more than its name, and what to do.
+func emptyHint(root string) string {
+	const todo = "run without --resume to start from step 0, or give the --checkpoint-dir that the checkpoints were written to"
+	if _, err := os.Stat(root); err != nil {
+		return " (it does not exist): " + todo
+	}
+	if started, _ := filepath.Glob(filepath.Join(root, "step-*")); len(started) > 0 {
+		return fmt.Sprintf(" (it holds %d whose write was interrupted before the commit): %s", len(started), todo)
+	}
+	return ": " + todo
+}
+
+// Resume restores the state of the checkpoint rp (FindResume) and makes
+// Run start at the step after it, in any world size: each bucket's state
+// is put together from the shards by the checkpoint's ownership map and
+// handed out by this world's. It refuses a shard whose size or checksum is
+// not the metadata's, or that lacks a bucket's state as this plan has it.
+// Ranks read different shards, so one rank may refuse where another does
+// not.
+func (e *Engine) Resume(rp ResumePoint) error {
+	t0 := time.Now()
+	defer func() { e.resumeTime = time.Since(t0) }()
+	dir, md := rp.Dir, rp.MD
+	p := e.plan
+	var err error
 	shards := make([]*ckpt.Shard, md.WorldSize)
 	read := func(r int) (*ckpt.Shard, error) {
 		if shards[r] == nil {

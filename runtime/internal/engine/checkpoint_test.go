@@ -2,10 +2,14 @@ package engine
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/syncgen/syncgen/runtime/internal/ckpt"
 	"github.com/syncgen/syncgen/runtime/internal/elem"
+	"github.com/syncgen/syncgen/runtime/internal/plan"
 )
 
 // A sharded bucket is put together from every old rank's slice (the last
@@ -36,5 +40,57 @@ func TestWholeBucket(t *testing.T) {
 	shards[3] = &ckpt.Shard{Tensors: map[string]ckpt.Tensor{"param/g": {Data: full[:8]}}}
 	if _, err := wholeBucket(bi, "param/g", elem.F32, world, 7, read); err == nil {
 		t.Fatal("a short tensor was taken")
+	}
+}
+
+// commitFake commits a checkpoint of plan hash after steps steps in root,
+// with no shard.
+func commitFake(t *testing.T, root, hash string, steps int) string {
+	t.Helper()
+	dir := ckpt.StepDir(root, steps)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	md := &ckpt.Metadata{Format: ckpt.Format, PlanHash: hash, PlanName: "p", Source: "p.sync", Steps: steps}
+	if err := ckpt.Commit(dir, md); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// FindResume says what is wrong with the checkpoint --resume names, and
+// what to do, before any shard is read.
+func TestFindResume(t *testing.T) {
+	root := t.TempDir()
+	p := &plan.Plan{Name: "p", Source: "p.sync", Hash: "aaaa"}
+	commitFake(t, root, "aaaa", 2)
+	four := commitFake(t, root, "aaaa", 4)
+	other := commitFake(t, filepath.Join(root, "other"), "bbbb", 2)
+	if err := os.MkdirAll(ckpt.StepDir(root, 6), 0o755); err != nil { // never committed
+		t.Fatal(err)
+	}
+	empty := t.TempDir()
+	if err := os.MkdirAll(ckpt.StepDir(empty, 1), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if rp, err := FindResume("auto", root, p, 10); err != nil || rp.Dir != four || rp.Steps() != 4 {
+		t.Errorf("auto: %+v %v, want %s", rp, err, four)
+	}
+	for _, c := range []struct {
+		value, root string
+		total       int
+		want        string
+	}{
+		{"auto", empty, 10, "no committed checkpoint in " + empty + " (it holds 1 whose write was interrupted before the commit): run without --resume"},
+		{"auto", filepath.Join(root, "none"), 10, "(it does not exist): run without --resume to start from step 0"},
+		{filepath.Join(root, "none"), root, 10, "does not exist: give a checkpoint's step-NNNNNNNN directory, or --checkpoint-dir DIR --resume auto"},
+		{root, "checkpoints", 10, root + " is a directory of checkpoints, not a checkpoint: give --checkpoint-dir " + root + " --resume auto to resume its newest committed one, or --resume " + four},
+		{ckpt.StepDir(root, 6), root, 10, "the checkpoint was never committed"},
+		{other, root, 10, `is a checkpoint of plan "p" (p.sync, hash bbbb), not of this program's`},
+		{four, root, 4, "is after step 4, and this run has 4 steps (warm-up included): nothing is left to run"},
+	} {
+		if _, err := FindResume(c.value, c.root, p, c.total); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("--resume %s (--checkpoint-dir %s): %v, want %q", c.value, c.root, err, c.want)
+		}
 	}
 }
