@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/syncgen/syncgen/runtime/internal/elem"
 )
@@ -197,6 +198,23 @@ type Metadata struct {
 	Buckets []BucketInfo `json:"buckets"`
 	// Shards are the ranks' files, in rank order.
 	Shards []ShardInfo `json:"shards"`
+	// Committed is when rank 0 committed the checkpoint (RFC 3339, UTC;
+	// Commit sets it): a restart resumes only from its own job's
+	// checkpoints, and the newest are kept.
+	Committed string `json:"committed,omitempty"`
+}
+
+// CommittedAt is when the checkpoint in dir, whose metadata md is, was
+// committed: md.Committed, or, for a checkpoint that does not say, when
+// its metadata file was written.
+func (md *Metadata) CommittedAt(dir string) time.Time {
+	if t, err := time.Parse(time.RFC3339Nano, md.Committed); err == nil {
+		return t
+	}
+	if st, err := os.Stat(filepath.Join(dir, MetadataName)); err == nil {
+		return st.ModTime()
+	}
+	return time.Time{}
 }
 
 // BucketInfo is one updated bucket's state in the checkpoint.
@@ -219,8 +237,10 @@ type ShardInfo struct {
 }
 
 // Commit writes md into dir under a temporary name, fsyncs it, renames it
-// to MetadataName and fsyncs the directory: the rename is the commit.
+// to MetadataName and fsyncs the directory: the rename is the commit. It
+// sets md.Committed to the time.
 func Commit(dir string, md *Metadata) error {
+	md.Committed = time.Now().UTC().Format(time.RFC3339Nano)
 	data, err := json.MarshalIndent(md, "", "  ")
 	if err != nil {
 		return err
@@ -322,17 +342,34 @@ func Committed(root string) ([]string, error) {
 	return out, nil
 }
 
-// Prune removes root's committed checkpoints but the newest keep (at
-// least one: never the newest), and the uncommitted ones older than the
-// newest committed.
-func Prune(root string, keep int) error {
+// Prune removes root's committed checkpoints of plan planHash but the
+// newest keep (at least one: never the newest), newest by the time they
+// were committed: a directory that an earlier run of the plan filled up to
+// a later step keeps the checkpoint just committed. Checkpoints of other
+// plans, and those whose metadata cannot be read, are left alone.
+func Prune(root string, keep int, planHash string) error {
 	cks, err := Committed(root)
 	if err != nil || len(cks) == 0 {
 		return err
 	}
+	type ck struct {
+		dir string
+		at  time.Time
+	}
+	var own []ck
+	for _, dir := range cks {
+		md, err := ReadMetadata(dir)
+		if err != nil || md.PlanHash != planHash {
+			continue
+		}
+		own = append(own, ck{dir, md.CommittedAt(dir)})
+	}
+	// Committed lists them by step: a stable sort keeps that order among
+	// equal times.
+	sort.SliceStable(own, func(i, j int) bool { return own[i].at.Before(own[j].at) })
 	keep = max(keep, 1)
-	for _, dir := range cks[:max(len(cks)-keep, 0)] {
-		if err := os.RemoveAll(dir); err != nil {
+	for _, c := range own[:max(len(own)-keep, 0)] {
+		if err := os.RemoveAll(c.dir); err != nil {
 			return err
 		}
 	}

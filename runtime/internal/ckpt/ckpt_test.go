@@ -62,7 +62,7 @@ func TestCommittedAndPrune(t *testing.T) {
 	if _, err := ReadMetadata(StepDir(root, 40)); err == nil || !strings.Contains(err.Error(), "never committed") {
 		t.Errorf("uncommitted: %v", err)
 	}
-	if err := Prune(root, 0); err != nil {
+	if err := Prune(root, 0, ""); err != nil {
 		t.Fatal(err)
 	}
 	cks, _ = Committed(root)
@@ -100,4 +100,34 @@ func BenchmarkWriteShard(b *testing.B) {
 			f.Close()
 		}
 	})
+}
+
+// Prune keeps the newest committed checkpoints of its own plan by the time
+// they were committed: another plan's are left alone, and an earlier run's
+// checkpoint at a later step goes before the one just committed.
+func TestPruneOwnPlanNewestCommitted(t *testing.T) {
+	root := t.TempDir()
+	commit := func(hash string, steps int) {
+		t.Helper()
+		d := StepDir(root, steps)
+		os.MkdirAll(d, 0o755)
+		if err := Commit(d, &Metadata{Format: Format, PlanHash: hash, Steps: steps}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commit("other", 50) // another plan's
+	commit("p", 10)     // an earlier run of p, up to step 10
+	commit("p", 2)      // this run of p
+	commit("p", 4)
+	if err := Prune(root, 2, "p"); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	cks, _ := Committed(root)
+	for _, c := range cks {
+		names = append(names, filepath.Base(c))
+	}
+	if got := strings.Join(names, " "); got != "step-00000002 step-00000004 step-00000050" {
+		t.Errorf("kept %s, want step-00000002 step-00000004 step-00000050", got)
+	}
 }

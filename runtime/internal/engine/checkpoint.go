@@ -185,7 +185,7 @@ func (e *Engine) commitSave(p *pendingSave) (int64, error) {
 		if err := ckpt.Commit(p.dir, &md); err != nil {
 			return err
 		}
-		return ckpt.Prune(e.cfg.Checkpoint.Dir, e.cfg.Checkpoint.Keep)
+		return ckpt.Prune(e.cfg.Checkpoint.Dir, e.cfg.Checkpoint.Keep, e.plan.Hash)
 	}
 	if !e.cfg.Checkpoint.Async {
 		return p.size, commit()
