@@ -234,7 +234,7 @@ func newFlagSet(o *options, prog string) (*flag.FlagSet, []*outputFlag) {
 	fs.StringVar(&o.checkpoint.Dir, "checkpoint-dir", o.checkpoint.Dir, "write checkpoints into `DIR`/step-NNNNNNNN (every rank must reach it: a shared file system across hosts)")
 	fs.Var(countFlag{&o.checkpoint.Keep}, "checkpoint-keep", "keep the newest `N` committed checkpoints (at least 1)")
 	fs.BoolVar(&o.checkpoint.Async, "checkpoint-async", false, "write each checkpoint in the background while the next step runs (from a copy taken at the save), committing it at the end of that step")
-	fs.StringVar(&o.resume, "resume", "", "continue from the checkpoint in `DIR`, or auto: the newest committed one in --checkpoint-dir")
+	fs.StringVar(&o.resume, "resume", "", "continue from the checkpoint in `DIR`; auto: the newest committed one in --checkpoint-dir; since:TIME (what syncgen run --restarts gives): the newest of this plan committed since TIME (RFC 3339), else from step 0")
 	fs.StringVar(&o.flightDir, "flight-dir", "flightrec", "on a timeout, every rank that can writes its flight record (its streams' collectives of the step) into `DIR`; syncgen flightrec DIR names the rank missing from which collective; \"\" for none")
 	fs.Var(faultFlag{&o.faultSpecs}, "fault", "rehearse a failure: `KIND:RANK:STEP` with KIND crash (SIGKILL at the step's start), hang, stop (SIGSTOP), crash-in-save (in the checkpoint after STEP steps), or delay:RANK:STEP:DUR; may be repeated")
 	fs.StringVar(&o.profile, "profile", "", "print the step's prediction from a cost-model profile beside what the run measures: a `FILE` from syncgen calibrate, or a built-in profile's name (syncgen predict --help lists them)")

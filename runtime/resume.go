@@ -76,6 +76,10 @@ func (r *runner) findResume() (engine.ResumePoint, int) {
 		_ = r.h.Finalize()
 		return rp, 1
 	}
+	if rp.Note != "" && r.h.Rank == 0 {
+		// A restart's choice, which syncgen run leaves to the program.
+		fmt.Fprintf(os.Stderr, "%s: %s\n", proc.Name(), rp.Note)
+	}
 	return rp, -1
 }
 

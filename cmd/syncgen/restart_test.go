@@ -89,7 +89,8 @@ func TestRunRestartsFromCheckpoint(t *testing.T) {
 	} {
 		ckpt := filepath.Join(dir, c.name)
 		code, out := run(ckpt, []string{"--restarts", "1"}, "--fault", c.fault)
-		if code != 0 || !strings.Contains(out, "restart 1 of 1 from the newest committed checkpoint, "+filepath.Join(ckpt, c.from)) {
+		if code != 0 || !strings.Contains(out, "restart 1 of 1, from the newest checkpoint that this job committed") ||
+			!strings.Contains(out, "resuming from "+filepath.Join(ckpt, c.from)+", the newest checkpoint of plan") {
 			t.Fatalf("%s: exit %d\n%s", c.name, code, out)
 		}
 		if got := checkpointSums(t, filepath.Join(ckpt, "step-00000008")); !slices.Equal(got, want) {
@@ -99,6 +100,38 @@ func TestRunRestartsFromCheckpoint(t *testing.T) {
 	// Without restarts the failure is the job's exit status.
 	if code, out := run(filepath.Join(dir, "norestart"), nil, "--fault", "crash:0:3"); code != 137 {
 		t.Errorf("no restarts: exit %d, want 137\n%s", code, out)
+	}
+}
+
+// A restart resumes from the plan's own checkpoint directory (its run
+// line's `checkpoint ... to DIR`, no --checkpoint-dir given), and only from
+// a checkpoint of this plan that this job committed: another plan's at a
+// later step in the same directory is left alone, by the restart and by
+// the pruning.
+func TestRunRestartsFromThePlansCheckpointDir(t *testing.T) {
+	needToolchain(t)
+	if _, err := exec.LookPath("mpirun"); err != nil {
+		t.Skip("mpirun not found; `make test` installs Open MPI")
+	}
+	dir := t.TempDir()
+	t.Setenv("SYNCGEN_CACHE", filepath.Join(dir, "cache"))
+	ck := filepath.Join(dir, "myck")
+	other := writeFile(t, dir, "other.sync", restartPlan)
+	if code, out, errOut := syncgen(t, "run", "-np", "2", "-o", filepath.Join(dir, "other_sync"), other, "--",
+		"--steps", "2", "--warmup", "0", "--checkpoint-every", "2", "--checkpoint-dir", filepath.Join(dir, "o"), "--quiet"); code != 0 {
+		t.Fatalf("other plan: exit %d\n%s%s", code, out, errOut)
+	}
+	if err := os.CopyFS(filepath.Join(ck, "step-00000010"), os.DirFS(filepath.Join(dir, "o", "step-00000002"))); err != nil {
+		t.Fatal(err)
+	}
+	plan := writeFile(t, dir, "mine.sync", restartPlan+"run steps 8 warmup 0 check every 1 checkpoint every 2 to \""+ck+"\" keep 2\n")
+	code, out, errOut := syncgen(t, "run", "-np", "2", "--restarts", "1", "-o", filepath.Join(dir, "mine_sync"), plan, "--",
+		"--fault", "crash:1:5", "--quiet", "--flight-dir", filepath.Join(dir, "fr"))
+	if code != 0 || !strings.Contains(errOut, "resuming from "+filepath.Join(ck, "step-00000004")+", the newest checkpoint of plan \"mine\"") {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(ck, "step-00000010", "metadata.json")); err != nil {
+		t.Errorf("the other plan's checkpoint was removed: %v", err)
 	}
 }
 

@@ -8,7 +8,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -200,48 +199,38 @@ func launch(c *cli.Context, launcher string, args []string) (code int, signaled 
 }
 
 // restartArgs says why the job is restarted and returns the program's
-// flags for the next attempt: --resume auto when the checkpoint directory
-// (the program's --checkpoint-dir, or its default) holds a committed
-// checkpoint, else a start from step 0; any --resume of the user's is
-// replaced, and the --fault flags dropped (each rehearses one failure).
+// flags for the next attempt: any --resume of the user's is replaced by
+// --resume since:TIME, TIME being when this syncgen run began, and the
+// --fault flags dropped (each rehearses one failure). The program then
+// resumes from the newest checkpoint of its plan that this job committed,
+// in its checkpoint directory (its --checkpoint-dir, else the plan's
+// `checkpoint ... to DIR`, else checkpoints: the rule of its own --resume
+// auto, which it alone knows), or starts from step 0 when there is none;
+// a checkpoint of another plan, or of an earlier job, in the same
+// directory is never taken. The program says which.
 func restartArgs(c *cli.Context, progArgs []string, code, attempt, restarts int) []string {
-	dir := "checkpoints"
 	var kept []string
 	for i := 0; i < len(progArgs); i++ {
 		a := progArgs[i]
-		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if !strings.HasPrefix(a, "-") {
-			kept = append(kept, a)
+		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		// A --fault rehearses one failure: the restarted job runs without it.
+		if strings.HasPrefix(a, "-") && (name == "resume" || name == "fault") {
+			if !hasValue && i+1 < len(progArgs) {
+				i++ // its value
+			}
 			continue
 		}
-		// A --fault rehearses one failure: the restarted job runs without it.
-		dropped := name == "resume" || name == "fault"
-		if !hasValue && (name == "checkpoint-dir" || dropped) && i+1 < len(progArgs) {
-			value = progArgs[i+1]
-			if !dropped {
-				kept = append(kept, a, value)
-			}
-			i++
-		} else if !dropped {
-			kept = append(kept, a)
-		}
-		if name == "checkpoint-dir" {
-			dir = value
-		}
+		kept = append(kept, a)
 	}
-	newest := ""
-	metas, _ := filepath.Glob(filepath.Join(dir, "step-*", "metadata.json"))
-	sort.Strings(metas)
-	if len(metas) > 0 {
-		newest = filepath.Dir(metas[len(metas)-1])
-	}
-	if newest == "" {
-		fmt.Fprintf(c.App.ErrWriter, "syncgen run: the job failed (exit %d); restart %d of %d from the start: no committed checkpoint in %s\n", code, attempt, restarts, dir)
-		return kept
-	}
-	fmt.Fprintf(c.App.ErrWriter, "syncgen run: the job failed (exit %d); restart %d of %d from the newest committed checkpoint, %s\n", code, attempt, restarts, newest)
-	return append(kept, "--resume", "auto")
+	since := runBegan.UTC().Format(time.RFC3339Nano)
+	fmt.Fprintf(c.App.ErrWriter, "syncgen run: the job failed (exit %d); restart %d of %d, from the newest checkpoint that this job committed, or from the start if none (the program says which)\n",
+		code, attempt, restarts)
+	return append(kept, "--resume", "since:"+since)
 }
+
+// runBegan is when this syncgen run began, before its first launch: a
+// checkpoint committed since is this job's (restartArgs).
+var runBegan = time.Now()
 
 // unwrapExecError drops exec.LookPath's repetition of the name from its
 // error ("exec: \"x\": executable file not found in $PATH").

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/syncgen/syncgen/runtime/internal/backend"
@@ -231,11 +232,18 @@ func (e *Engine) commitPending() (result.Save, bool, error) {
 }
 
 // ResumePoint is the checkpoint a run resumes from: its directory and its
-// metadata (Dir "" and MD nil: the run starts at step 0).
+// metadata (Dir "" and MD nil: the run starts at step 0), and, for
+// --resume since:TIME, what rank 0 says of the choice.
 type ResumePoint struct {
-	Dir string
-	MD  *ckpt.Metadata
+	Dir  string
+	MD   *ckpt.Metadata
+	Note string
 }
+
+// SincePrefix starts the --resume value of a restart: since:TIME resumes
+// from the newest checkpoint of the plan committed at or after TIME (RFC
+// 3339), and starts from step 0 when there is none.
+const SincePrefix = "since:"
 
 // Steps is the step the run starts at: 0, or the one after the checkpoint.
 func (rp ResumePoint) Steps() int {
@@ -245,15 +253,25 @@ func (rp ResumePoint) Steps() int {
 	return rp.MD.Steps
 }
 
-// FindResume resolves --resume's value: a checkpoint's directory, or auto
-// (the newest committed checkpoint in root, the checkpoint directory),
-// and checks what the metadata says against this run: a checkpoint of
-// plan p, written by a world the metadata accounts for, with steps left of
-// the run's total (warm-up included). It reads no shard: every rank finds
-// the same, from the same files, before the backend starts.
+// FindResume resolves --resume's value: a checkpoint's directory, auto
+// (the newest committed checkpoint in root, the checkpoint directory), or
+// since:TIME (sinceCheckpoint), and checks what the metadata says against
+// this run: a checkpoint of plan p, written by a world the metadata
+// accounts for, with steps left of the run's total (warm-up included). It
+// reads no shard: every rank finds the same, from the same files, before
+// the backend starts.
 func FindResume(value, root string, p *plan.Plan, total int) (ResumePoint, error) {
 	dir := value
-	if value == "auto" {
+	note := ""
+	if t, ok := strings.CutPrefix(value, SincePrefix); ok {
+		since, err := time.Parse(time.RFC3339Nano, t)
+		if err != nil {
+			return ResumePoint{}, fmt.Errorf("%s: want %sTIME, TIME as RFC 3339 (2006-01-02T15:04:05Z)", value, SincePrefix)
+		}
+		if dir, note = sinceCheckpoint(root, p, since); dir == "" {
+			return ResumePoint{Note: note}, nil
+		}
+	} else if value == "auto" {
 		cks, err := ckpt.Committed(root)
 		if err != nil || len(cks) == 0 {
 			return ResumePoint{}, fmt.Errorf("auto: no committed checkpoint in %s%s", root, emptyHint(root))
@@ -280,7 +298,31 @@ func FindResume(value, root string, p *plan.Plan, total int) (ResumePoint, error
 	if md.Steps >= total {
 		return ResumePoint{}, fmt.Errorf("%s is after step %d, and this run has %d steps (warm-up included): nothing is left to run; give more --steps", dir, md.Steps, total)
 	}
-	return ResumePoint{Dir: dir, MD: md}, nil
+	return ResumePoint{Dir: dir, MD: md, Note: note}, nil
+}
+
+// sinceCheckpoint is the newest checkpoint in root of plan p committed at
+// or after since ("" for none), and what rank 0 says of it: a restart
+// (syncgen run --restarts) resumes only from a checkpoint its own job
+// committed, never from another plan's or an earlier job's in the same
+// directory.
+func sinceCheckpoint(root string, p *plan.Plan, since time.Time) (string, string) {
+	when := since.Local().Format("2006-01-02 15:04:05")
+	cks, _ := ckpt.Committed(root)
+	best, at := "", time.Time{}
+	for _, dir := range cks {
+		md, err := ckpt.ReadMetadata(dir)
+		if err != nil || md.PlanHash != p.Hash {
+			continue
+		}
+		if t := md.CommittedAt(dir); !t.Before(since) && !t.Before(at) {
+			best, at = dir, t
+		}
+	}
+	if best == "" {
+		return "", fmt.Sprintf("starting from step 0: %s holds no checkpoint of plan %q committed since %s", root, p.Name, when)
+	}
+	return best, fmt.Sprintf("resuming from %s, the newest checkpoint of plan %q committed since %s", best, p.Name, when)
 }
 
 // emptyHint says why root holds no committed checkpoint, when its

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/syncgen/syncgen/runtime/internal/ckpt"
 	"github.com/syncgen/syncgen/runtime/internal/elem"
@@ -92,5 +93,28 @@ func TestFindResume(t *testing.T) {
 		if _, err := FindResume(c.value, c.root, p, c.total); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("--resume %s (--checkpoint-dir %s): %v, want %q", c.value, c.root, err, c.want)
 		}
+	}
+}
+
+// --resume since:TIME takes the newest checkpoint of the plan committed
+// since TIME, never another plan's or an earlier one's, and starts from
+// step 0 when there is none.
+func TestFindResumeSince(t *testing.T) {
+	root := t.TempDir()
+	p := &plan.Plan{Name: "p", Source: "p.sync", Hash: "aaaa"}
+	commitFake(t, root, "aaaa", 8) // an earlier job's
+	since := time.Now()
+	value := SincePrefix + since.UTC().Format(time.RFC3339Nano)
+	if rp, err := FindResume(value, root, p, 10); err != nil || rp.MD != nil || !strings.HasPrefix(rp.Note, "starting from step 0: "+root+` holds no checkpoint of plan "p" committed since `) {
+		t.Errorf("nothing since: %+v %v", rp, err)
+	}
+	four := commitFake(t, root, "aaaa", 4)
+	commitFake(t, root, "bbbb", 9) // another plan's
+	rp, err := FindResume(value, root, p, 10)
+	if err != nil || rp.Dir != four || rp.Steps() != 4 || !strings.HasPrefix(rp.Note, "resuming from "+four+`, the newest checkpoint of plan "p" committed since `) {
+		t.Errorf("since: %+v %v, want %s", rp, err, four)
+	}
+	if _, err := FindResume(SincePrefix+"yesterday", root, p, 10); err == nil {
+		t.Error("since:yesterday was taken")
 	}
 }
