@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -57,8 +58,19 @@ func TestResumeIsBitIdentical(t *testing.T) {
 		t.Run(c.plan, func(t *testing.T) {
 			dir := t.TempDir()
 			straight, resumed := filepath.Join(dir, "a"), filepath.Join(dir, "b")
-			args := append([]string{c.plan, "--steps", "8", "--warmup", "0", "--checkpoint-every", "4", "--quiet"}, c.extra...)
-			r := runOK(t, 2, append(args, "--checkpoint-dir", straight)...)
+			args := []string{c.plan, "--steps", "8", "--warmup", "0", "--checkpoint-every", "4", "--quiet"}
+			r := runOK(t, 2, slices.Concat(args, c.extra, []string{"--checkpoint-dir", straight})...)
+			// The resumed run starts at step 4: an overflow before it
+			// would never be injected, and is refused.
+			for i := 0; i < len(c.extra); i++ {
+				if c.extra[i] == "--overflow" {
+					if step, _, _ := strings.Cut(c.extra[i+1], ":"); mustAtoi(t, step) < 4 {
+						i++
+						continue
+					}
+				}
+				args = append(args, c.extra[i])
+			}
 			mustContain(t, r, "# checkpoints: 2 written")
 			js := filepath.Join(dir, "resumed.json")
 			r = runOK(t, 2, append(args, "--checkpoint-dir", resumed, "--resume", filepath.Join(straight, "step-00000004"), "--json", js)...)
@@ -78,6 +90,15 @@ func TestResumeIsBitIdentical(t *testing.T) {
 			}
 		})
 	}
+}
+
+func mustAtoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 // runOK runs a plan that must exit 0 with no wrong element (unchecked
@@ -150,6 +171,9 @@ func TestResumeRefusals(t *testing.T) {
 		args []string
 		want string
 	}{
+		// A fault in a step before the checkpoint would never fire: a
+		// usage error (status 2).
+		{2, []string{"train:adamw:f32", "--resume", step2, "--fault", "crash:1:1"}, `--fault "crash:1:1": step 1 was run before the checkpoint this run resumes from`},
 		{2, []string{"train:adamw:f32", "--resume", truncated}, "rank 1: error: --resume: " + truncated + ": shard " + filepath.Join(truncated, "rank-00001.safetensors") + " has 100 bytes; the checkpoint's metadata says"},
 		{2, []string{"train:adamw:f32", "--resume", flipped}, "rank-00000.safetensors: sha256"},
 		{2, []string{"train:adamw:f32", "--resume", ck}, "is a directory of checkpoints, not a checkpoint: give --checkpoint-dir " + ck + " --resume auto"},
@@ -161,8 +185,12 @@ func TestResumeRefusals(t *testing.T) {
 		{2, []string{"train:adamw:f32", "--checkpoint-every", "1", "--checkpoint-dir", filepath.Join(step2, "metadata.json")}, "the checkpoint directory"},
 	} {
 		r := mpirun(t, c.np, nil, 60*time.Second, append(c.args, "--quiet")...)
-		if r.code != 1 || !strings.Contains(r.out, c.want) || strings.Count(r.out, "error:") != 1 || strings.Contains(r.out, "MPI_ABORT") {
-			t.Errorf("%v: exit %d, want 1 and one error with %q, no abort:\n%s", c.args, r.code, c.want, r.out)
+		code := 1
+		if strings.Contains(c.want, "--fault") {
+			code = 2
+		}
+		if r.code != code || !strings.Contains(r.out, c.want) || strings.Count(r.out, "error:") != 1 || strings.Contains(r.out, "MPI_ABORT") {
+			t.Errorf("%v: exit %d, want %d and one error with %q, no abort:\n%s", c.args, r.code, code, c.want, r.out)
 		}
 	}
 }

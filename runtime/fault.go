@@ -51,7 +51,7 @@ func resolveFaults(specs []string, totalSteps int) ([]engine.Fault, error) {
 		if !known || len(parts) != 3 && !(kind == engine.FaultDelay && len(parts) == 4) {
 			return nil, fmt.Errorf("--fault %q: %s", spec, form)
 		}
-		f := engine.Fault{Kind: kind}
+		f := engine.Fault{Kind: kind, Spec: spec}
 		var err error
 		if f.Rank, err = strconv.Atoi(parts[1]); err != nil || f.Rank < 0 {
 			return nil, fmt.Errorf("--fault %q: rank %q is not a rank number (from 0)", spec, parts[1])
@@ -85,6 +85,31 @@ func checkFaultRanks(faults []engine.Fault, size int) error {
 	for _, f := range faults {
 		if f.Rank >= size {
 			return fmt.Errorf("--fault: rank %d is outside the world of %d ranks (0..%d)", f.Rank, size, size-1)
+		}
+	}
+	return nil
+}
+
+// checkFaultsFire refuses faults that the run would never reach: a step
+// that a resumed run does not run (it starts at step first, after its
+// checkpoint), and a crash-in-save after a step that no checkpoint follows
+// (checkpoints off, a step that is not a multiple of the period, or one
+// at or before the resumed checkpoint). The faults before MPI starts are
+// always reached.
+func checkFaultsFire(faults []engine.Fault, c engine.Checkpointing, first int) error {
+	for _, f := range faults {
+		switch {
+		case f.Step < 0:
+		case f.Kind != engine.FaultCrashInSave:
+			if f.Step < first {
+				return fmt.Errorf("--fault %q: step %d was run before the checkpoint this run resumes from, which is after step %d: the run starts at step %d; give step %d or later", f.Spec, f.Step, first, first, first)
+			}
+		case c.Every <= 0:
+			return fmt.Errorf("--fault %q: this run writes no checkpoint (no --checkpoint-every, and the plan's run line has no checkpoint every), so it would never fire; add --checkpoint-every N, N dividing %d", f.Spec, f.Step)
+		case first > 0 && f.Step <= first:
+			return fmt.Errorf("--fault %q: this run resumes after step %d and writes its first checkpoint after step %d at the earliest, so it would never fire; give a later step, a multiple of %d", f.Spec, first, first+1, c.Every)
+		case f.Step == 0 || f.Step%c.Every != 0:
+			return fmt.Errorf("--fault %q: no checkpoint is written after step %d (one every %d steps: after steps %d, %d, ...), so it would never fire; give a multiple of %d", f.Spec, f.Step, c.Every, c.Every, 2*c.Every, c.Every)
 		}
 	}
 	return nil

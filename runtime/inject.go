@@ -94,7 +94,7 @@ func parseInjection(p *plan.Plan, spec string, totalSteps int) (engine.Injection
 		case !tn.DType.IsFloat():
 			return engine.Injection{}, fmt.Errorf("tensor %q is %s: only float gradients hold inf or NaN", name, tn.DType)
 		}
-		return engine.Injection{Tensor: t, Rank: rank, Step: step, Value: value}, nil
+		return engine.Injection{Tensor: t, Rank: rank, Step: step, Value: value, Spec: spec}, nil
 	}
 	return engine.Injection{}, fmt.Errorf("the plan has no tensor %q", name)
 }
@@ -105,6 +105,17 @@ func checkInjectionRanks(in []engine.Injection, size int) error {
 	for _, x := range in {
 		if x.Rank >= size {
 			return fmt.Errorf("--overflow: rank %d is outside the world of %d ranks (0..%d)", x.Rank, size, size-1)
+		}
+	}
+	return nil
+}
+
+// checkInjectionsAfter refuses injections into steps that a resumed run
+// does not run: it starts at step first, after its checkpoint.
+func checkInjectionsAfter(in []engine.Injection, first int) error {
+	for _, x := range in {
+		if x.Step < first {
+			return fmt.Errorf("--overflow %q: step %d was run before the checkpoint this run resumes from, which is after step %d: the run starts at step %d; give step %d or later", x.Spec, x.Step, first, first, first)
 		}
 	}
 	return nil

@@ -61,8 +61,9 @@ func (r *runner) agreeOnErrors(err error) bool {
 // checkpoints are due, and resolves --resume (engine.FindResume) on every
 // rank: the checkpoint, and what its metadata says against this run. The ranks read
 // the same files, so they find the same; they agree all the same (every
-// rank, as in resume), so that none goes on while another stops. It
-// returns the exit status when the run must end here, else -1.
+// rank, as in resume), so that none goes on while another stops. Then it
+// refuses the faults and overflows that the run would never reach (a usage
+// error). It returns the exit status when the run must end here, else -1.
 func (r *runner) findResume() (engine.ResumePoint, int) {
 	var rp engine.ResumePoint
 	err := r.opts.checkpoint.CheckDir()
@@ -79,6 +80,16 @@ func (r *runner) findResume() (engine.ResumePoint, int) {
 	if rp.Note != "" && r.h.Rank == 0 {
 		// A restart's choice, which syncgen run leaves to the program.
 		fmt.Fprintf(os.Stderr, "%s: %s\n", proc.Name(), rp.Note)
+	}
+	// A --fault or --overflow that the run never reaches would pass
+	// without a word: a usage error, once the resumed step is known.
+	err = checkFaultsFire(r.opts.faults, r.opts.checkpoint, rp.Steps())
+	if err == nil {
+		err = checkInjectionsAfter(r.opts.injections, rp.Steps())
+	}
+	if r.agreeOnErrors(err) {
+		_ = r.h.Finalize()
+		return rp, 2
 	}
 	return rp, -1
 }

@@ -45,6 +45,8 @@ type Fault struct {
 	Rank  int
 	Step  int
 	Delay time.Duration
+	// Spec is the flag's value, for messages.
+	Spec string
 }
 
 // faultAt runs the faults of this rank whose kind and step match.

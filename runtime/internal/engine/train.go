@@ -23,6 +23,8 @@ import (
 type Injection struct {
 	Tensor, Rank, Step int
 	Value              float64
+	// Spec is the flag's value, for messages.
+	Spec string
 }
 
 // ParamMem is a bucket's parameters and optimizer state: laid out like the

@@ -1,0 +1,50 @@
+package runtime
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/syncgen/syncgen/runtime/internal/engine"
+)
+
+// A --fault or --overflow that the run never reaches is refused, saying
+// why: a step a resumed run does not run, a crash-in-save after a step
+// that no checkpoint follows.
+func TestFaultsThatNeverFire(t *testing.T) {
+	faults := func(specs ...string) []engine.Fault {
+		t.Helper()
+		fs, err := resolveFaults(specs, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fs
+	}
+	every := func(n int) engine.Checkpointing { return engine.Checkpointing{Every: n, Dir: "ck", Keep: 2} }
+	for _, c := range []struct {
+		faults []engine.Fault
+		ck     engine.Checkpointing
+		first  int
+		want   string // "": accepted
+	}{
+		{faults("crash-in-save:1:3"), every(0), 0, `--fault "crash-in-save:1:3": this run writes no checkpoint`},
+		{faults("crash-in-save:1:3"), every(2), 0, `no checkpoint is written after step 3 (one every 2 steps: after steps 2, 4, ...)`},
+		{faults("crash-in-save:1:0"), every(2), 0, `no checkpoint is written after step 0`},
+		{faults("crash-in-save:1:4"), every(2), 4, `this run resumes after step 4 and writes its first checkpoint after step 5 at the earliest`},
+		{faults("crash:1:2"), every(0), 4, `--fault "crash:1:2": step 2 was run before the checkpoint this run resumes from, which is after step 4: the run starts at step 4`},
+		{faults("delay:0:3:1s"), every(0), 4, `step 3 was run before the checkpoint`},
+		{faults("crash-in-save:1:6", "crash:1:4", "hang:0:9", "stop:1:start"), every(2), 4, ""},
+		{faults("crash-in-save:1:10"), every(5), 0, ""},
+	} {
+		err := checkFaultsFire(c.faults, c.ck, c.first)
+		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%v, every %d, from step %d: %v, want %q", c.faults, c.ck.Every, c.first, err, c.want)
+		}
+	}
+	in := []engine.Injection{{Step: 7, Spec: "7:1:w"}, {Step: 2, Spec: "2:1:w"}}
+	if err := checkInjectionsAfter(in, 4); err == nil || !strings.Contains(err.Error(), `--overflow "2:1:w": step 2 was run before the checkpoint this run resumes from`) {
+		t.Errorf("an overflow before the resume: %v", err)
+	}
+	if err := checkInjectionsAfter(in[:1], 4); err != nil {
+		t.Errorf("an overflow after the resume: %v", err)
+	}
+}
