@@ -78,7 +78,7 @@ func printPredicted(w io.Writer, run *Run, rep *Report) {
 // predictedEvents are the prediction as a process of its own in the
 // trace (pid = the number of ranks, after the ranks'), one thread per
 // stream, laid over every traced measured step from that step's start.
-func predictedEvents(run *Run, bases []time.Duration) []traceEvent {
+func predictedEvents(run *Run, bases []stepBase) []traceEvent {
 	pr := run.Predicted
 	if pr == nil || run.Rank != 0 {
 		return nil
@@ -89,11 +89,11 @@ func predictedEvents(run *Run, bases []time.Duration) []traceEvent {
 	for i, s := range run.Plan.Streams {
 		out = append(out, traceEvent{Name: "thread_name", Ph: "M", Pid: pid, Tid: i + 1, Args: map[string]any{"name": "stream " + s.Name}})
 	}
-	for _, base := range bases {
+	for _, b := range bases {
 		for _, sp := range pr.Spans {
 			dur := float64(sp.End-sp.Start) / 1e3
-			out = append(out, traceEvent{Name: "predicted " + sp.Name, Cat: "predicted", Ph: "X", Ts: float64(base+sp.Start) / 1e3, Dur: &dur,
-				Pid: pid, Tid: sp.Stream + 1})
+			out = append(out, traceEvent{Name: "predicted " + sp.Name, Cat: "predicted", Ph: "X", Ts: float64(b.base+sp.Start) / 1e3, Dur: &dur,
+				Pid: pid, Tid: sp.Stream + 1, Args: map[string]any{"step": b.step}})
 		}
 	}
 	return out

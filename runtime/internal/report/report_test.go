@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/syncgen/syncgen/runtime/costmodel"
 	"github.com/syncgen/syncgen/runtime/internal/elem"
 	"github.com/syncgen/syncgen/runtime/internal/plan"
 	"github.com/syncgen/syncgen/runtime/internal/result"
@@ -561,5 +562,31 @@ func TestTraceEventsMicroBatches(t *testing.T) {
 	want := "compute (micro-batch 1/2) [1], backward (micro-batch 1/2) [1], compute (micro-batch 2/2) [2], backward (micro-batch 2/2) [2]"
 	if got := strings.Join(names, ", "); got != want {
 		t.Errorf("trace events %s, want %s", got, want)
+	}
+}
+
+// TestTraceEventsHaveStep: every trace event has args.step; a
+// checkpoint's is the step whose end it follows.
+func TestTraceEventsHaveStep(t *testing.T) {
+	p, prog := reportPlan(t)
+	res := result.New(p, prog)
+	res.Saves = []result.Save{{Steps: 4, Bytes: 100, Time: time.Millisecond}}
+	evs := saveEvents(&Run{Plan: p, Prog: prog, Ranks: 1}, res)
+	if len(evs) != 1 || evs[0].Name != "checkpoint after step 4" || evs[0].Args["step"] != 3 || evs[0].Args["steps_done"] != 4 {
+		t.Errorf("save events %+v, want one named checkpoint after step 4 with step 3, steps_done 4", evs)
+	}
+	// The prediction's spans, laid over each measured step, are that
+	// step's.
+	pr := &costmodel.Prediction{Step: time.Millisecond, Spans: []costmodel.Span{{Kind: costmodel.OpCollective, Stream: 1, Name: "allreduce a", End: time.Millisecond}}}
+	run := &Run{Plan: p, Prog: prog, Ranks: 1, Warmup: 1, Predicted: NewPredicted("test", pr)}
+	res.Traced = []result.Traced{{Step: 0}, {Step: 1, Base: time.Millisecond}, {Step: 2, Base: 2 * time.Millisecond}}
+	var steps []any
+	for _, ev := range predictedEvents(run, measuredBases(run, res)) {
+		if ev.Ph == "X" {
+			steps = append(steps, ev.Args["step"])
+		}
+	}
+	if fmt.Sprint(steps) != "[1 2]" {
+		t.Errorf("predicted spans' steps %v, want [1 2]", steps)
 	}
 }

@@ -295,31 +295,39 @@ func scaleEvents(run *Run, res *result.Results) []traceEvent {
 			skipped = 1
 		}
 		out = append(out, traceEvent{Name: "loss scale", Ph: "C", Ts: float64(k.Base) / 1e3, Pid: run.Rank,
-			Args: map[string]any{"scale": sc.Scale[i], "skipped": skipped}})
+			Args: map[string]any{"step": k.Step, "scale": sc.Scale[i], "skipped": skipped}})
 	}
 	return out
 }
 
 // saveEvents are the checkpoints on the host's track: when each began and
 // how long the steps stood still for it (with async saves, the staging;
-// the wait at the commit is on the next one's end).
+// the wait at the commit is on the next one's end). "checkpoint after
+// step N" follows N steps: its step is N-1, the step whose end it follows,
+// and steps_done N.
 func saveEvents(run *Run, res *result.Results) []traceEvent {
 	var out []traceEvent
 	for _, s := range res.Saves {
 		dur := float64(s.Time) / 1e3
 		out = append(out, traceEvent{Name: fmt.Sprintf("checkpoint after step %d", s.Steps), Cat: "checkpoint", Ph: "X",
-			Ts: float64(s.At) / 1e3, Dur: &dur, Pid: run.Rank, Tid: 0, Args: map[string]any{"bytes": s.Bytes}})
+			Ts: float64(s.At) / 1e3, Dur: &dur, Pid: run.Rank, Tid: 0, Args: map[string]any{"step": s.Steps - 1, "steps_done": s.Steps, "bytes": s.Bytes}})
 	}
 	return out
 }
 
-// measuredBases are the starts of the traced measured steps.
-func measuredBases(run *Run, res *result.Results) []time.Duration {
-	var out []time.Duration
+// stepBase is a traced step's number and start.
+type stepBase struct {
+	step int
+	base time.Duration
+}
+
+// measuredBases are the traced measured steps and their starts.
+func measuredBases(run *Run, res *result.Results) []stepBase {
+	var out []stepBase
 	last := -1
 	for _, k := range res.Traced {
 		if k.Step != last && k.Step >= run.Warmup {
-			out = append(out, k.Base)
+			out = append(out, stepBase{k.Step, k.Base})
 		}
 		last = k.Step
 	}

@@ -59,11 +59,11 @@ func TestScalerAfterResume(t *testing.T) {
 	// One counter event a step, with that step's scale.
 	var got []string
 	for _, ev := range scaleEvents(run, res) {
-		got = append(got, strings.TrimSpace(strings.Join([]string{jsonString(ev.Ts), jsonString(ev.Args["scale"]), jsonString(ev.Args["skipped"])}, "/")))
+		got = append(got, strings.Join([]string{jsonString(ev.Ts), jsonString(ev.Args["step"]), jsonString(ev.Args["scale"]), jsonString(ev.Args["skipped"])}, "/"))
 	}
-	wantEv := []string{"4000/32/0", "5000/32/0", "6000/32/0", "7000/32/1", "8000/16/0", "9000/16/0"}
+	wantEv := []string{"4000/4/32/0", "5000/5/32/0", "6000/6/32/0", "7000/7/32/1", "8000/8/16/0", "9000/9/16/0"}
 	if !slices.Equal(got, wantEv) {
-		t.Errorf("loss scale counter (ts/scale/skipped) %v, want %v", got, wantEv)
+		t.Errorf("loss scale counter (ts/step/scale/skipped) %v, want %v", got, wantEv)
 	}
 }
 
