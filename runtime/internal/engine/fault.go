@@ -71,7 +71,13 @@ func (e *Engine) faultAt(kind FaultKind, step int) {
 			fmt.Fprintf(os.Stderr, "rank %d: --fault hang: stopping for good at the start of step %d\n", e.rank, step)
 			hangForever(e, fmt.Sprintf("--fault hang: rank %d stopped at the start of step %d on purpose", e.rank, step))
 		case FaultDelay:
+			// Where the host is, for the watchdog and the flight record:
+			// a delay past --timeout is reported as this rank's, on
+			// purpose, not as a rank stuck with nothing to say.
+			fmt.Fprintf(os.Stderr, "rank %d: --fault delay: starting step %d %s late\n", e.rank, step, f.Delay)
+			e.hostAt.set(fmt.Sprintf("--fault delay: rank %d starts step %d %s late on purpose", e.rank, step, f.Delay))
 			time.Sleep(f.Delay)
+			e.hostAt.set("")
 		}
 	}
 }
