@@ -326,6 +326,9 @@ func (o *options) check(prog string) error {
 			}
 		}
 	}
+	if o.checkpoint.Keep < 1 {
+		return fmt.Errorf("--checkpoint-keep %d: keep at least 1 checkpoint (the newest is never removed); to write none, leave out --checkpoint-every", o.checkpoint.Keep)
+	}
 	if o.timeout <= 0 {
 		return fmt.Errorf("--timeout %v must be positive: want a duration like 90s, 5m or 1h30m (%s --help lists the flags)", o.timeout, prog)
 	}

@@ -46,6 +46,7 @@ func TestParseOptions(t *testing.T) {
 		{[]string{"--json", "a.json", "--json", "b.json"}, `--json given twice ("a.json", then "b.json"): give it once`, 0, 0},
 		{[]string{"--trace=t.json", "--steps", "7", "-trace", "u.json"}, `--trace given twice ("t.json", then "u.json"): give it once`, 0, 0},
 		{[]string{"--backend", "tpu"}, `--backend "tpu": want auto, cpu or nccl`, 0, 0},
+		{[]string{"--checkpoint-keep", "0"}, "--checkpoint-keep 0: keep at least 1 checkpoint", 0, 0},
 		{[]string{"--timeout", "0s"}, "--timeout 0s must be positive: want a duration like 90s, 5m or 1h30m (prog --help lists the flags)", 0, 0},
 		{[]string{"--timeout", "-1m"}, "--timeout -1m0s must be positive: want a duration like 90s", 0, 0},
 		{[]string{"--json", "--quiet"}, `--json "--quiet": want a FILE after --json, not a flag`, 0, 0},

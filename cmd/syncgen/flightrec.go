@@ -256,7 +256,7 @@ func mergeFlightRecords(w io.Writer, recs map[int]*flightRecord) {
 			case "scheduled":
 				queued = append(queued, fmt.Sprint(r))
 			default:
-				notIssued = append(notIssued, fmt.Sprintf("rank %d never issued it (last done #%d; its host at: %s)", r, stuck-1, orNone(recs[r].HostAt)))
+				notIssued = append(notIssued, fmt.Sprintf("rank %d never issued it (last done: %s; its host at: %s)", r, lastDone(stuck), orNone(recs[r].HostAt)))
 			}
 		}
 		var parts []string
@@ -277,6 +277,15 @@ func mergeFlightRecords(w io.Writer, recs map[int]*flightRecord) {
 		}
 		fmt.Fprintf(w, "stream %s #%d %s: %s\n", s.Name, stuck, name, strings.Join(parts, "; "))
 	}
+}
+
+// lastDone names the collective before seq on its stream: "#5", or
+// "none" for the first.
+func lastDone(seq int) string {
+	if seq <= 0 {
+		return "none"
+	}
+	return fmt.Sprintf("#%d", seq-1)
 }
 
 func orNone(s string) string {

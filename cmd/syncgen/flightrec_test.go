@@ -69,3 +69,28 @@ func TestFlightRecordsOfTheNewestJob(t *testing.T) {
 		t.Errorf("since after every record: %v", job)
 	}
 }
+
+// A rank that hangs before its first collective has done none: the merge
+// says so, not "#-1".
+func TestFlightRecordHangAtStepZero(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Now()
+	job := now.UTC().Format(time.RFC3339Nano)
+	writeFlightRecord(t, dir, job, 0, 0, now) // waiting in comm #0
+	rec := `{"version": "syncgen-flightrec-1", "rank": 1, "world_size": 2, "plan": "zs", "plan_hash": "abc", "job": "` + job + `",
+ "step": 0, "host_at": "--fault hang: rank 1 stopped at the start of step 0 on purpose", "reason": "timeout: step 0 ran for 2s",
+ "streams": [{"pg_name": "compute", "collectives_per_step": 0}, {"pg_name": "comm", "collectives_per_step": 4}], "entries": []}`
+	if err := os.WriteFile(filepath.Join(dir, "flightrec-rank-00001.json"), []byte(rec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	all, err := readFlightRecords(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, _ := newestJob(all, time.Time{})
+	var b strings.Builder
+	mergeFlightRecords(&b, recs)
+	if want := "rank 1 never issued it (last done: none; its host at: --fault hang"; !strings.Contains(b.String(), want) {
+		t.Errorf("merge lacks %q:\n%s", want, b.String())
+	}
+}
