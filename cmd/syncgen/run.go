@@ -29,13 +29,15 @@ that each rank's Go runtime can use more than one core. Everything after
 are passed through untouched.
 
 With --restarts N a failed job (a crashed or killed rank, a timeout) is
-launched again, at most N times, with --resume auto when the program's
-checkpoint directory holds a committed checkpoint (and without the --fault
-flags, which rehearse one failure); each restart says why and from where.
+launched again, at most N times, from the newest checkpoint of its plan that
+this job committed (--resume since:TIME, TIME being when run began), or from
+step 0 when there is none, and without the --fault flags, which rehearse one
+failure; each restart says why and from where.
 When a job fails and its ranks wrote flight records (the program's
 --flight-dir, default flightrec), run merges them as 'syncgen flightrec'
-does: which rank is missing from which collective. SIGINT and SIGTERM are passed on to mpirun, which stops the
-ranks; a launcher that dies of a signal gives 128 + the signal.
+does: which rank is missing from which collective. SIGINT and SIGTERM are
+passed on to mpirun, which stops the ranks; a launcher that dies of a
+signal gives 128 + the signal.
 
 Examples:
    syncgen run -np 4 examples/resnet50.sync
@@ -56,7 +58,7 @@ Slurm (srun --mpi=pmix).`,
 			&cli.BoolFlag{Name: "oversubscribe", Usage: "run more than " + strconv.Itoa(maxRanksPerCore) + " ranks a core (refused otherwise, as a likely typo)"},
 			&cli.StringFlag{Name: "hosts", Usage: "run on these hosts, Open MPI's --host syntax: `NAME:SLOTS,...` (-np defaults to the slots)"},
 			&cli.StringFlag{Name: "hostfile", Usage: "run on the hosts of Open MPI's hostfile `FILE` (NAME slots=N a line; -np defaults to the slots)"},
-			&cli.IntFlag{Name: "restarts", Usage: "when the job fails, run it again at most `N` times, from the newest committed checkpoint (the program's --checkpoint-dir) when there is one, like torchrun's --max-restarts"},
+			&cli.IntFlag{Name: "restarts", Usage: "when the job fails, run it again at most `N` times, from the newest checkpoint of its plan this job committed, else from step 0, like torchrun's --max-restarts"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() < 1 {
