@@ -303,6 +303,18 @@ func (o *options) check(prog string) error {
 			return fmt.Errorf("%s %q: want a FILE after %s, not a flag (for a file whose name starts with \"-\", write ./%s)", f.name, f.value, f.name, f.value)
 		}
 	}
+	// A plan is never an output: "--trace model.sync" is a slip of the
+	// command line, and writing would replace the plan (or a module that
+	// plans import) with JSON. syncgen's own outputs follow the same
+	// rule (docs/cli.md, "Where the output goes").
+	for _, f := range []struct{ name, value string }{{"--json", o.json}, {"--trace", o.trace}} {
+		if strings.EqualFold(filepath.Ext(f.value), ".sync") {
+			if fi, err := os.Stat(f.value); err == nil && fi.Mode().IsRegular() {
+				return fmt.Errorf("%s %s is a .sync file, a plan: the %s would overwrite it; give %s another path, such as %s",
+					f.name, f.value, strings.TrimPrefix(f.name, "--"), f.name, strings.TrimSuffix(f.value, filepath.Ext(f.value))+".json")
+			}
+		}
+	}
 	if o.json == "-" && o.trace == "-" {
 		return fmt.Errorf("--json - and --trace - both name standard output: give one of them a file")
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -217,6 +218,40 @@ func TestSettleFromEnv(t *testing.T) {
 		t.Setenv("SYNCGEN_SETTLE", c.env)
 		if got := settleFromEnv(); got != c.want {
 			t.Errorf("SYNCGEN_SETTLE=%q: %v, want %v", c.env, got, c.want)
+		}
+	}
+}
+
+// TestParseOptionsOutputOverPlan: --json and --trace never name an
+// existing .sync file, a plan that the output would replace; a .sync name
+// not yet there, and other files, are written as asked.
+func TestParseOptionsOutputOverPlan(t *testing.T) {
+	dir := t.TempDir()
+	planFile := filepath.Join(dir, "hello.sync")
+	if err := os.WriteFile(planFile, []byte("stream s\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(dir, "other.SYNC")
+	if err := os.WriteFile(other, []byte("stream s\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := &plan.Plan{Name: "m", Source: "m.sync", Run: Run{Steps: 7, Warmup: 2, CheckEvery: 3}}
+	for _, c := range []struct {
+		args    []string
+		wantErr string
+	}{
+		{[]string{"--json", planFile}, "--json " + planFile + " is a .sync file, a plan: the json would overwrite it; give --json another path, such as " + filepath.Join(dir, "hello.json")},
+		{[]string{"--trace", planFile}, "--trace " + planFile + " is a .sync file, a plan: the trace would overwrite it"},
+		{[]string{"--trace=" + other}, "--trace " + other + " is a .sync file"},
+		{[]string{"--json", filepath.Join(dir, "new.sync")}, ""},
+		{[]string{"--json", filepath.Join(dir, "hello.json")}, ""},
+	} {
+		_, err := parseOptions(p, "prog", c.args, io.Discard)
+		if c.wantErr == "" && err != nil || c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)) {
+			t.Errorf("%q: %v; want %q", c.args, err, c.wantErr)
+		}
+		if data, _ := os.ReadFile(planFile); string(data) != "stream s\n" {
+			t.Fatalf("%q changed the plan: %q", c.args, data)
 		}
 	}
 }

@@ -88,7 +88,11 @@ func buildPlan(c *cli.Context, path, out string, noCache bool) (*build.Result, e
 		}
 		out = filepath.Join(out, stem(path)+"_sync")
 	}
-	if err := checkOutputNotPlan(cmd, path, prog.Imports, out, flagO); err != nil {
+	t := target{flag: "-o", path: flagO, file: out, what: "the program"}
+	if flagO == "" {
+		t.flag = ""
+	}
+	if err := checkTargets(cmd, path, prog.Imports, t); err != nil {
 		return nil, err
 	}
 	res, err := build.Build(files, build.Options{Output: out, NoCache: noCache})
@@ -109,65 +113,6 @@ func buildPlan(c *cli.Context, path, out string, noCache bool) (*build.Result, e
 	fmt.Fprintf(c.App.Writer, "built %s from %s (%s, %s, %s)\n", res.Output, displayName(path), summary(prog), how,
 		time.Since(start).Round(time.Millisecond))
 	return res, nil
-}
-
-// checkOutputNotPlan refuses to write the program at out over anything
-// that is not a regular file (a device such as /dev/null, a named pipe),
-// over the plan's own file (also when it comes on standard input), over
-// a file that it imports, directly or through other imports (imports, as
-// the loader lists them), or over any existing file whose name ends in
-// .sync: the program would silently replace it. cmd is the command (build or run), plan the FILE
-// argument ("-" for standard input) and flagO the -o flag as given (""
-// when out is the default). The files are compared with os.SameFile, so
-// another spelling of the path, a symbolic link to the file and a hard
-// link are refused too. The exit status is 2, as for the other -o that
-// does not fit FILE.
-func checkOutputNotPlan(cmd, plan string, imports []string, out, flagO string) error {
-	outInfo, err := os.Stat(out)
-	if err != nil {
-		// Nothing there yet, so nothing of the plan's to overwrite.
-		return nil
-	}
-	where, fix := out, "pass -o PATH to write the program elsewhere"
-	if flagO != "" {
-		where, fix = "-o "+flagO, "give -o another path"
-		if filepath.Clean(flagO) != filepath.Clean(out) {
-			where += " (" + out + ")"
-		}
-	}
-	// refuse names the file as the plan has it when out spells it
-	// otherwise (or is a link to it).
-	refuse := func(what, file string) error {
-		if filepath.Clean(file) != filepath.Clean(out) {
-			what += " (" + file + ")"
-		}
-		return cli.Exit(fmt.Sprintf("%s: %s is %s: the program would overwrite it; %s", cmd, where, what, fix), 2)
-	}
-	if !outInfo.Mode().IsRegular() {
-		// Writing the program means replacing what is there: a device
-		// such as /dev/null, a named pipe or a socket would be gone.
-		return cli.Exit(fmt.Sprintf("%s: %s is %s, not a regular file: the program would replace it; give -o the path of a file", cmd, where, fileKind(outInfo.Mode())), 2)
-	}
-	if plan != "-" {
-		if fi, err := os.Stat(plan); err == nil && os.SameFile(outInfo, fi) {
-			return refuse("the plan's own file", plan)
-		}
-	} else if fi, err := os.Stdin.Stat(); err == nil && fi.Mode().IsRegular() && os.SameFile(outInfo, fi) {
-		// `build - -o model.sync < model.sync`: standard input is the
-		// file. (A pipe cannot be traced back to a file.)
-		return refuse("the plan's own file (on standard input)", out)
-	}
-	for _, file := range imports {
-		if fi, err := os.Stat(file); err == nil && os.SameFile(outInfo, fi) {
-			return refuse("a file the plan imports", file)
-		}
-	}
-	if strings.EqualFold(filepath.Ext(out), ".sync") {
-		// Another plan: a mistyped command line (`build b.sync a.sync -o
-		// b.sync`), never a program's name.
-		return cli.Exit(fmt.Sprintf("%s: %s is a .sync file, another plan: the program would overwrite it; %s", cmd, where, fix), 2)
-	}
-	return nil
 }
 
 // fileKind names what a file that is not a regular file is, for messages.

@@ -97,9 +97,9 @@ Examples:
 			}
 			// Before the sweep is built and run: the profile is written
 			// only at the end.
-			out := target{"-o", c.String("o"), "the profile", "profile.json"}
+			out := target{flag: "-o", path: c.String("o"), what: "the profile", example: "profile.json"}
 			if c.String("emit") != "" {
-				out = target{"--emit", c.String("emit"), "the sweep's plan", "sweep.sync"}
+				out = target{flag: "--emit", path: c.String("emit"), what: "the sweep's plan", example: "sweep.sync", plan: true}
 			}
 			if err := checkTargets("calibrate", c.String("plan"), imports, out); err != nil {
 				return err
@@ -110,7 +110,7 @@ Examples:
 				return cli.Exit("calibrate: "+err.Error(), 2)
 			}
 			if emit := c.String("emit"); emit != "" {
-				if err := os.WriteFile(emit, src, 0o644); err != nil {
+				if err := writeAtomic(emit, src); err != nil {
 					return cli.Exit("calibrate: --emit: "+err.Error(), 1)
 				}
 				fmt.Fprintf(c.App.Writer, "wrote %s\n", emit)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 
@@ -41,16 +42,23 @@ Examples:
 			if err := needProfile(c); err != nil {
 				return err
 			}
-			res, err := predictPlan(c, c.Args().First(), c.Int("np"), c.String("profile"))
+			// --json is checked before the prediction, and written
+			// through writeAtomic, which creates missing directories.
+			j := target{flag: "--json", path: c.String("json"), what: "the prediction", example: "prediction.json", stdout: true}
+			res, err := predictPlan(c, c.Args().First(), c.Int("np"), c.String("profile"), j)
 			if err != nil {
 				return err
 			}
-			if j := c.String("json"); j != "" {
-				if err := res.WriteJSON(j, c.App.Writer); err != nil {
-					return cli.Exit("predict: "+err.Error(), 1)
+			if j.path == "-" {
+				return res.WriteJSON("-", c.App.Writer)
+			}
+			if j.path != "" {
+				var buf bytes.Buffer
+				if err := res.WriteJSON("-", &buf); err != nil {
+					return cli.Exit("predict: --json: "+err.Error(), 1)
 				}
-				if j == "-" {
-					return nil
+				if err := writeAtomic(j.path, buf.Bytes()); err != nil {
+					return cli.Exit("predict: --json: "+err.Error(), 1)
 				}
 			}
 			return res.Write(c.App.Writer)
@@ -79,12 +87,17 @@ func needProfile(c *cli.Context) error {
 
 // predictPlan loads the plan at path and predicts it at np ranks with the
 // profile that profileArg names, printing the profile's warning if any.
-func predictPlan(c *cli.Context, path string, np int, profileArg string) (*predict.Result, error) {
+// The targets, files the command writes, are checked (checkTargets) once
+// the plan is loaded, before the prediction.
+func predictPlan(c *cli.Context, path string, np int, profileArg string, targets ...target) (*predict.Result, error) {
 	if np < 1 {
 		return nil, cli.Exit(fmt.Sprintf("%s: --np %d: need at least one rank", c.Command.Name, np), 2)
 	}
 	prog, err := loadOrReport(c, path)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkTargets(c.Command.Name, path, prog.Imports, targets...); err != nil {
 		return nil, err
 	}
 	prof, warning, err := costmodel.Resolve(profileArg, np)

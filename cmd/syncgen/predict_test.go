@@ -192,16 +192,16 @@ step {
 		return append(append([]string{"tune", "--np", "2", "--profile", "ib-hdr", "--run", "1", "--mpirun", filepath.Join(dir, "no-mpirun")}, args...), plan)
 	}
 	checkCLI(t, "", []cliCase{
-		{args: tune("--out", module), code: 2, stderr: "tune: --out " + module + ": is a file the plan imports: the winning plan would overwrite it"},
-		{args: tune("--out", link), code: 2, stderr: "tune: --out " + link + ": is a file the plan imports (" + module + ")"},
-		{args: tune("--plot", module), code: 2, stderr: "tune: --plot " + module + ": is a file the plan imports: the plot would overwrite it"},
-		{args: tune("--out", plan), code: 2, stderr: "tune: --out " + plan + ": is the plan's own file"},
+		{args: tune("--out", module), code: 2, stderr: "tune: --out " + module + " is a file the plan imports: the winning plan would overwrite it"},
+		{args: tune("--out", link), code: 2, stderr: "tune: --out " + link + " is a file the plan imports (" + module + ")"},
+		{args: tune("--plot", module), code: 2, stderr: "tune: --plot " + module + " is a file the plan imports: the plot would overwrite it"},
+		{args: tune("--out", plan), code: 2, stderr: "tune: --out " + plan + " is the plan's own file"},
 		{args: tune("--out", filepath.Join(dir, ".", "docplan.sync")), code: 2, stderr: "is the plan's own file"},
-		{args: tune("--out", sub), code: 2, stderr: "tune: --out " + sub + ": is a directory; give --out the path of a file in it, such as " + filepath.Join(sub, "tuned.sync")},
-		{args: tune("--plot", sub), code: 2, stderr: "tune: --plot " + sub + ": is a directory"},
-		{args: tune("--out", os.DevNull), code: 2, stderr: "tune: --out /dev/null: is a device, not a regular file"},
+		{args: tune("--out", sub), code: 2, stderr: "tune: --out " + sub + " is a directory; give --out the path of a file in it, such as " + filepath.Join(sub, "tuned.sync")},
+		{args: tune("--plot", sub), code: 2, stderr: "tune: --plot " + sub + " is a directory"},
+		{args: tune("--out", os.DevNull), code: 2, stderr: "tune: --out /dev/null is a device, not a regular file"},
 		{args: tune("--out", filepath.Join(file, "x", "tuned.sync")), code: 2, stderr: file + " is a file, not a directory"},
-		{args: tune("--out", svg, "--plot", svg), code: 2, stderr: "tune: --plot " + svg + ": is also --out's file"},
+		{args: tune("--out", svg, "--plot", svg), code: 2, stderr: "tune: --plot " + svg + " is also --out's file"},
 	})
 	if data, err := os.ReadFile(module); err != nil || string(data) != "tensor h.{0..3}.w f32[1024, 64]\n" {
 		t.Errorf("the module: %q, %v", data, err)
@@ -355,9 +355,9 @@ func TestTuneCalibrateFlagErrors(t *testing.T) {
 		{args: cal("--full", "--max", "8", "-o", p), code: 1, stderr: "no-mpirun not found"},
 		{args: cal("--backend", "foo", "-o", p), code: 2, stderr: `calibrate: --backend "foo": want auto, cpu or nccl`},
 		{args: cal("--program", "./sweep_sync", "--backend", "gpu", "-o", p), code: 2, stderr: `--backend "gpu"`},
-		{args: cal("-o", sub), code: 2, stderr: "calibrate: -o " + sub + ": is a directory; give -o the path of a file in it"},
-		{args: cal("--plan", plan, "-o", plan), code: 2, stderr: "calibrate: -o " + plan + ": is the plan's own file: the profile would overwrite it"},
-		{args: cal("--plan", plan, "--emit", plan), code: 2, stderr: "calibrate: --emit " + plan + ": is the plan's own file: the sweep's plan would overwrite it"},
+		{args: cal("-o", sub), code: 2, stderr: "calibrate: -o " + sub + " is a directory; give -o the path of a file in it"},
+		{args: cal("--plan", plan, "-o", plan), code: 2, stderr: "calibrate: -o " + plan + " is the plan's own file: the profile would overwrite it"},
+		{args: cal("--plan", plan, "--emit", plan), code: 2, stderr: "calibrate: --emit " + plan + " is the plan's own file: the sweep's plan would overwrite it"},
 	})
 	if data, err := os.ReadFile(plan); err != nil || string(data) != tunePlan {
 		t.Errorf("the plan: %q, %v", data, err)
@@ -427,4 +427,77 @@ func TestTuneRunLabels(t *testing.T) {
 		!strings.Contains(errOut, " (no cap order reverse)\n") || strings.Contains(errOut, " (no cap)\n") {
 		t.Fatalf("exit %d; want one progress line for the grid's candidate, one for the plan as written\n%s%s", code, out, errOut)
 	}
+}
+
+// TestOutputTargets: one rule for every output of every command
+// (checkTargets): never the plan or a file it imports, however spelt or
+// linked, never another existing .sync file (but for the outputs that
+// write plans, calibrate --emit and tune --out), never a directory or a
+// device; refused as usage errors that name the flag, before anything is
+// written. Missing directories are created.
+func TestOutputTargets(t *testing.T) {
+	dir := t.TempDir()
+	module := writeFile(t, dir, "gpt2.sync", "tensor h.{0..3}.w f32[1024, 64]\n")
+	plan := writeFile(t, dir, "docplan.sync", `import "gpt2.sync"
+stream compute
+stream comm priority high
+bucket grads { * } cap 25MiB order reverse
+step {
+    backward 60ms on compute
+    allreduce grads op avg on comm after ready
+    wait comm
+}
+`)
+	other := writeFile(t, dir, "other.sync", helloPlan)
+	link := filepath.Join(dir, "link.sync")
+	if err := os.Symlink(plan, link); err != nil {
+		t.Fatal(err)
+	}
+	before := map[string]string{}
+	for _, f := range []string{module, plan, other} {
+		data, _ := os.ReadFile(f)
+		before[f] = string(data)
+	}
+	none := filepath.Join(dir, "no-mpirun")
+	predict := func(args ...string) []string {
+		return append([]string{"predict", "--np", "2", "--profile", "ib-hdr", plan}, args...)
+	}
+	tune := func(args ...string) []string {
+		return append([]string{"tune", "--np", "2", "--profile", "ib-hdr", "--caps", "1M", plan}, args...)
+	}
+	cal := func(args ...string) []string {
+		return append([]string{"calibrate", "--np", "2", "--max", "16", "--mpirun", none}, args...)
+	}
+	checkCLI(t, "", []cliCase{
+		{args: predict("--json", plan), code: 2, stderr: "predict: --json " + plan + " is the plan's own file: the prediction would overwrite it; give --json another path"},
+		{args: predict("--json", link), code: 2, stderr: "predict: --json " + link + " is the plan's own file (" + plan + ")"},
+		{args: predict("--json", module), code: 2, stderr: "predict: --json " + module + " is a file the plan imports"},
+		{args: predict("--json", other), code: 2, stderr: "predict: --json " + other + " is a .sync file, another plan: the prediction would overwrite it"},
+		{args: predict("--json", dir), code: 2, stderr: "predict: --json " + dir + " is a directory; give --json the path of a file in it"},
+		{args: predict("--json", os.DevNull), code: 2, stderr: "predict: --json /dev/null is a device, not a regular file"},
+		{args: cal("-o", other), code: 2, stderr: "calibrate: -o " + other + " is a .sync file, another plan: the profile would overwrite it; give -o another path"},
+		{args: cal("--plan", plan, "-o", module), code: 2, stderr: "calibrate: -o " + module + " is a file the plan imports"},
+		{args: cal("--plan", plan, "--emit", module), code: 2, stderr: "calibrate: --emit " + module + " is a file the plan imports: the sweep's plan would overwrite it"},
+		{args: tune("--plot", other), code: 2, stderr: "tune: --plot " + other + " is a .sync file, another plan: the plot would overwrite it"},
+		{args: tune("--out", link), code: 2, stderr: "tune: --out " + link + " is the plan's own file"},
+		{args: []string{"build", plan, "-o", other}, code: 2, stderr: "build: -o " + other + " is a .sync file, another plan"},
+		// Written, into directories that are created.
+		{args: predict("--json", filepath.Join(dir, "nd", "x.json")), code: 0},
+		{args: cal("--emit", filepath.Join(dir, "em", "sweep.sync")), code: 0, stdout: "wrote " + filepath.Join(dir, "em", "sweep.sync")},
+	})
+	for f, want := range before {
+		if data, _ := os.ReadFile(f); string(data) != want {
+			t.Errorf("%s changed: %q", f, data)
+		}
+	}
+	if data, err := os.ReadFile(filepath.Join(dir, "nd", "x.json")); err != nil || !strings.HasPrefix(string(data), "{") {
+		t.Errorf("predict --json nd/x.json: %q, %v", data, err)
+	}
+	// The outputs that write plans may replace a plan that is not an
+	// input: calibrate --emit over the sweep it wrote before, tune --out
+	// over another plan.
+	checkCLI(t, "", []cliCase{
+		{args: cal("--emit", filepath.Join(dir, "em", "sweep.sync")), code: 0, stdout: "wrote "},
+		{args: tune("--out", other), code: 0, stdout: "wrote " + other},
+	})
 }

@@ -3,15 +3,12 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -45,7 +42,8 @@ eligible, and the winner is the fastest measured p50. Without --run the
 winner is the best predicted. --out writes the winner as a formatted .sync
 file; --plot an SVG of the predicted (and measured) step time against the
 cap. Both are checked before anything runs, and never write over the plan
-or a file it imports.
+or a file it imports (nor --plot over any .sync file); docs/cli.md has the
+rule for every output.
 
 Examples:
    syncgen tune --np 8 --profile nvlink-h100 examples/resnet50.sync
@@ -156,118 +154,8 @@ Examples:
 // other plans share.
 func checkTuneTargets(c *cli.Context, plan string, imports []string) error {
 	return checkTargets("tune", plan, imports,
-		target{"--out", c.String("out"), "the winning plan", "tuned.sync"},
-		target{"--plot", c.String("plot"), "the plot", "caps.svg"})
-}
-
-// target is a file that a command writes, as a flag names it.
-type target struct {
-	flag    string // "--out", "-o"
-	path    string // "" when the flag is not given
-	what    string // what is written: "the winning plan"
-	example string // a file name to suggest when path is a directory
-}
-
-// checkTargets checks, before anything runs, that each target can be
-// written: not a directory, a device or a pipe, its directory there or
-// creatable; and that it is neither the plan's own file nor a file it
-// imports (imports, as the loader lists them; plan "" for none), however
-// spelt or linked (os.SameFile), nor another target's file. A command
-// that checked only when it writes would fail after its work is done.
-// Each refusal is a usage error (status 2) that names the flag.
-func checkTargets(cmd, plan string, imports []string, targets ...target) error {
-	var files []string
-	if plan != "" && plan != "-" {
-		files = append([]string{plan}, imports...)
-	}
-	for i, t := range targets {
-		if t.path == "" {
-			continue
-		}
-		refuse := func(format string, args ...any) error {
-			return cli.Exit(fmt.Sprintf("%s: %s %s: %s", cmd, t.flag, t.path, fmt.Sprintf(format, args...)), 2)
-		}
-		var earlier []target
-		for _, o := range targets[:i] {
-			if o.path != "" {
-				earlier = append(earlier, o)
-			}
-		}
-		fi, err := os.Stat(t.path)
-		switch {
-		case err == nil && fi.IsDir():
-			return refuse("is a directory; give %s the path of a file in it, such as %s", t.flag, filepath.Join(t.path, t.example))
-		case err == nil && !fi.Mode().IsRegular():
-			return refuse("is %s, not a regular file: writing would replace it; give %s the path of a file", fileKind(fi.Mode()), t.flag)
-		case err == nil:
-			for j, f := range files {
-				if ff, err := os.Stat(f); err == nil && os.SameFile(fi, ff) {
-					what := "the plan's own file"
-					if j > 0 {
-						what = "a file the plan imports"
-					}
-					if filepath.Clean(f) != filepath.Clean(t.path) {
-						what += " (" + f + ")"
-					}
-					return refuse("is %s: %s would overwrite it; give %s another path", what, t.what, t.flag)
-				}
-			}
-			for _, o := range earlier {
-				if fo, err := os.Stat(o.path); err == nil && os.SameFile(fi, fo) {
-					return refuse("is also %s's file; give them different paths", o.flag)
-				}
-			}
-		default:
-			if err := checkCreatable(filepath.Dir(t.path)); err != nil {
-				return refuse("%v", err)
-			}
-			if !notThere(err) {
-				return refuse("%v", unwrapPathError(err))
-			}
-			for _, o := range earlier {
-				if filepath.Clean(o.path) == filepath.Clean(t.path) {
-					return refuse("is also %s's file; give them different paths", o.flag)
-				}
-			}
-		}
-	}
-	return nil
-}
-
-// checkCreatable returns an error unless dir is a directory or can be
-// created: its nearest existing ancestor must be a directory.
-func checkCreatable(dir string) error {
-	for d := dir; ; d = filepath.Dir(d) {
-		fi, err := os.Stat(d)
-		if err == nil {
-			if !fi.IsDir() {
-				return fmt.Errorf("%s is %s, not a directory, so the file cannot be written under it", d, describeKind(fi.Mode()))
-			}
-			return nil
-		}
-		if !notThere(err) {
-			return fmt.Errorf("%s: %v", d, unwrapPathError(err))
-		}
-		if parent := filepath.Dir(d); parent == d {
-			return nil
-		}
-	}
-}
-
-// notThere reports whether err, from os.Stat, says that nothing is at the
-// path: it does not exist, or a file stands where a directory of it would
-// be (which checkCreatable then names).
-func notThere(err error) bool {
-	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
-}
-
-// describeKind names a file's kind for messages: "a regular file", or
-// fileKind's.
-func describeKind(m os.FileMode) string {
-	if m.IsRegular() {
-		return "a file"
-	}
-	return fileKind(m)
+		target{flag: "--out", path: c.String("out"), what: "the winning plan", example: "tuned.sync", plan: true},
+		target{flag: "--plot", path: c.String("plot"), what: "the plot", example: "caps.svg"})
 }
 
 // defaultStreams is --streams when it is not given: 1 and 2 streams, but
