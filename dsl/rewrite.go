@@ -2,6 +2,8 @@ package dsl
 
 import (
 	"fmt"
+	"path"
+	"path/filepath"
 	"sort"
 	"strings"
 )
@@ -293,4 +295,68 @@ func wasComment(rest []byte, oldOpts, newOpts string) []byte {
 	out := append([]byte{}, rest[:i]...)
 	out = append(out, "// "+was...)
 	return append(out, rest[i+eol:]...)
+}
+
+// RelocateImports returns src, a plan whose file is in the directory
+// fromDir, rewritten to be written into the directory toDir: each import
+// of a file by a relative path (`import "hf/m.sync"`, `import
+// "./lib/x"`) names the same file from toDir instead, by a relative path
+// (an absolute one when there is none). Absolute paths and the standard
+// library's modules stay as written, and so does everything else in src.
+// It is how `syncgen tune --out DIR/tuned.sync` writes a winner whose
+// imports still resolve.
+func RelocateImports(filename string, src []byte, fromDir, toDir string) ([]byte, error) {
+	f := newSourceFile(filename, src)
+	ast, diags := parseFile(f)
+	if len(diags) > 0 {
+		return nil, fmt.Errorf("%s has syntax errors: %v", filename, sortDiagnostics(diags, nil))
+	}
+	absFrom, err := filepath.Abs(fromDir)
+	if err != nil {
+		return nil, err
+	}
+	absTo, err := filepath.Abs(toDir)
+	if err != nil {
+		return nil, err
+	}
+	var edits []rewriteEdit
+	for _, d := range ast.Decls {
+		if d.Import == nil || d.Import.Path == nil || d.Import.Path.Quoted == "" {
+			continue
+		}
+		p, why := d.Import.Path.unquoted()
+		if why != "" || path.IsAbs(p) || filepath.IsAbs(p) {
+			continue
+		}
+		// The loader's rule (resolveImport): anything else names a
+		// standard library module.
+		dotted := strings.HasPrefix(p, "./") || strings.HasPrefix(p, "../")
+		if !dotted && !strings.HasSuffix(p, ".sync") {
+			continue
+		}
+		target := filepath.Join(absFrom, filepath.FromSlash(p))
+		np := target
+		if rel, err := filepath.Rel(absTo, target); err == nil {
+			np = filepath.ToSlash(rel)
+			if dotted && !strings.HasPrefix(np, "../") {
+				// Still a file's path, not a module's name.
+				np = "./" + np
+			}
+		}
+		if np == p {
+			continue
+		}
+		start, end := d.Import.Path.Pos.Offset, d.Import.Path.EndPos.Offset
+		if start < 0 || end > len(src) || start > end {
+			return nil, fmt.Errorf("%s: import %q: no source range", filename, p)
+		}
+		q := `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(np) + `"`
+		edits = append(edits, rewriteEdit{start, end, q})
+	}
+	out := append([]byte{}, src...)
+	for i := len(edits) - 1; i >= 0; i-- {
+		e := edits[i]
+		out = append(out[:e.start:e.start], append([]byte(e.text), out[e.end:]...)...)
+	}
+	return out, nil
 }

@@ -161,3 +161,32 @@ func TestSplitCollectiveOtherBucket(t *testing.T) {
 		t.Error("split a bucket the step does not name")
 	}
 }
+
+// TestRelocateImports: a plan moved to another directory names the same
+// files by paths relative to it; absolute paths and standard library
+// modules stay.
+func TestRelocateImports(t *testing.T) {
+	for _, c := range []struct {
+		from, to, in, want string
+	}{
+		{"/a", "/a/out", `import "hf/m.sync"`, `import "../hf/m.sync"`},
+		{"/a", "/a/out/deep", `import "./lib/z" // z`, `import "../../lib/z" // z`},
+		{"/a", "/a/hf", `import "hf/m.sync"`, `import "m.sync"`},
+		{"/a/b", "/a", `import "./lib/z"`, `import "./b/lib/z"`},
+		{"/a/b", "/a/c", `import "../m.sync"`, `import "../m.sync"`},
+		{"/a", "/b", `import "/abs/m.sync"`, `import "/abs/m.sync"`},
+		{"/a", "/b", `import "models/resnet50"`, `import "models/resnet50"`},
+		{"/a", "/a", `import "hf/m.sync"`, `import "hf/m.sync"`},
+	} {
+		src := c.in + "\nimport \"x.sync\"\nstream s\n"
+		got, err := RelocateImports("p.sync", []byte(src), c.from, c.to)
+		if err != nil {
+			t.Errorf("%s from %s to %s: %v", c.in, c.from, c.to, err)
+			continue
+		}
+		first, rest, _ := strings.Cut(string(got), "\n")
+		if first != c.want || !strings.HasSuffix(rest, "\nstream s\n") {
+			t.Errorf("%s from %s to %s: %q; want %q", c.in, c.from, c.to, got, c.want)
+		}
+	}
+}

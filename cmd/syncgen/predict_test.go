@@ -501,3 +501,36 @@ step {
 		{args: tune("--out", other), code: 0, stdout: "wrote " + other},
 	})
 }
+
+// TestTuneOutImports: the winner written into another directory imports
+// the plan's files by paths from there, so that it checks.
+func TestTuneOutImports(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "hf"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "hf"), "m.sync", "tensor h.{0..3}.w f32[1024, 64]\n")
+	plan := writeFile(t, dir, "plan.sync", `import "hf/m.sync"
+stream compute
+stream comm priority high
+bucket grads { * } cap 25MiB order reverse
+step {
+    backward 60ms on compute
+    allreduce grads op avg on comm after ready
+    wait comm
+}
+`)
+	for _, out := range []string{
+		filepath.Join(dir, "out", "tuned.sync"),
+		filepath.Join(dir, "hf", "tuned.sync"),
+		filepath.Join(dir, "tuned.sync"),
+	} {
+		code, stdout, errOut := syncgen(t, "tune", "--np", "2", "--profile", "ib-hdr", "--caps", "1M", plan, "--out", out)
+		if code != 0 || !strings.Contains(stdout, "wrote "+out) {
+			t.Fatalf("tune --out %s: exit %d\n%s%s", out, code, stdout, errOut)
+		}
+		if code, stdout, errOut := syncgen(t, "check", out); code != 0 {
+			t.Errorf("check %s (tune's --out): exit %d\n%s%s", out, code, stdout, errOut)
+		}
+	}
+}

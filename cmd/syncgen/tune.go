@@ -13,6 +13,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/syncgen/syncgen/dsl"
 	"github.com/syncgen/syncgen/ir"
 	"github.com/syncgen/syncgen/runtime/costmodel"
 	"github.com/syncgen/syncgen/tune"
@@ -128,7 +129,13 @@ Examples:
 			}
 			fmt.Fprintf(c.App.Writer, "# winner (%s): %s, predicted step %.3f ms\n", how, candidateLabel(winner), float64(winner.Step)/1e6)
 			if out := c.String("out"); out != "" {
-				if err := writeAtomic(out, winner.Src); err != nil {
+				// The plan's imports are relative to its directory: the
+				// winner names the same files from --out's.
+				src, err := dsl.RelocateImports(out, winner.Src, filepath.Dir(path), filepath.Dir(out))
+				if err != nil {
+					return cli.Exit(fmt.Sprintf("tune: --out: %v", err), 1)
+				}
+				if err := writeAtomic(out, src); err != nil {
 					return cli.Exit(fmt.Sprintf("tune: --out: %v", err), 1)
 				}
 				fmt.Fprintf(c.App.Writer, "wrote %s\n", out)
