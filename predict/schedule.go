@@ -25,7 +25,10 @@ func Schedule(prog *ir.Program, ranks int) *costmodel.Schedule {
 			t := &prog.Tensors[ti]
 			if t.DType != b.Wire {
 				// Read in one dtype, written in the other.
-				cb.CastBytes += t.Bytes() + t.Elems*b.Wire.Size()
+				// Saturated: a tensor the checker accepts may have
+				// more bytes than an int64 holds.
+				cb.CastBytes = costmodel.SatAdd(cb.CastBytes,
+					costmodel.SatAdd(costmodel.SatMul(t.Elems, t.DType.Size()), costmodel.SatMul(t.Elems, b.Wire.Size())))
 			}
 		}
 		s.Buckets = append(s.Buckets, cb)
@@ -86,7 +89,7 @@ func ops(prog *ir.Program, ranks int, stmts []ir.Stmt, id *int) []costmodel.Op {
 			}
 			for _, b := range st.Buckets {
 				bk := &prog.Buckets[b]
-				o.Bytes = append(o.Bytes, costmodel.UpdateBytes(states, bk.Elems, bk.Bytes()))
+				o.Bytes = append(o.Bytes, costmodel.UpdateBytes(states, bk.Elems, costmodel.SatMul(bk.Elems, bk.Wire.Size())))
 			}
 		case ir.StmtUnscale:
 			o.Kind = costmodel.OpUnscale

@@ -534,3 +534,25 @@ step {
 		}
 	}
 }
+
+// TestPredictHugeTensors: a tensor that the checker accepts can have more
+// bytes than an int64 holds; the update's and the casts' bytes wrapped
+// around and predicted a short step. They saturate, and predict says it
+// cannot predict them.
+func TestPredictHugeTensors(t *testing.T) {
+	dir := t.TempDir()
+	plan := func(name, tensors, wire, update string) string {
+		return writeFile(t, dir, name, tensors+"stream compute\nstream comm\nbucket g { * }"+wire+`
+step {
+    backward 1ms on compute
+    allreduce g op avg on comm after ready
+`+update+"}\n")
+	}
+	adamw := plan("adamw.sync", "tensor w f32[1000000000, 1000000000, 2]\n", "", "    update g adamw lr 0.001 on comm after synced\n")
+	// Each tensor's cast fits; the bucket's two do not.
+	cast := plan("cast.sync", "tensor a f32[1000000000, 1000000000]\ntensor b f32[1000000000, 1000000000]\n", " wire bf16", "")
+	checkCLI(t, "", []cliCase{
+		{args: []string{"predict", "--np", "2", "--profile", "ib-hdr", adamw}, code: 1, stderr: "the updates of this step move more than 9223372036854775807 bytes (8 EiB), more than a prediction counts"},
+		{args: []string{"predict", "--np", "2", "--profile", "ib-hdr", cast}, code: 1, stderr: "the casts of this step move more than 9223372036854775807 bytes"},
+	})
+}

@@ -476,3 +476,33 @@ func TestResolveOtherRanksWarning(t *testing.T) {
 		}
 	}
 }
+
+// TestUpdateBytesSaturates: the bytes of an update of a tensor the checker
+// accepts (2e18 elements, AdamW) wrapped around int64 and predicted a
+// short update; they saturate, and Replay then refuses to predict them.
+func TestUpdateBytesSaturates(t *testing.T) {
+	for _, c := range []struct {
+		states      int
+		elems, grad int64
+		want        int64
+	}{
+		{2, 1000, 4000, 4000 + 1000*4*2*3},
+		{0, 1 << 20, 1 << 21, 1<<21 + 1<<23},
+		{2, 2e18, 8e18, math.MaxInt64},
+		{1, 1 << 62, 0, math.MaxInt64},
+		{0, 1e18, math.MaxInt64 - 1, math.MaxInt64},
+	} {
+		if got := UpdateBytes(c.states, c.elems, c.grad); got != c.want {
+			t.Errorf("UpdateBytes(%d, %d, %d) = %d, want %d", c.states, c.elems, c.grad, got, c.want)
+		}
+	}
+	if SatAdd(math.MaxInt64, 1) != math.MaxInt64 || SatAdd(2, 3) != 5 || SatMul(1<<40, 1<<40) != math.MaxInt64 || SatMul(0, 5) != 0 || SatMul(6, 7) != 42 {
+		t.Errorf("SatAdd, SatMul")
+	}
+	s := &Schedule{Ranks: 2, Streams: []string{"s"}, Buckets: []Bucket{{Name: "g", Bytes: 8e18, DType: "f32"}},
+		Step: []Op{{Kind: OpUpdate, Buckets: []int{0}, Bytes: []int64{UpdateBytes(2, 2e18, 8e18)}}}}
+	p, _ := Builtin("ib-hdr", 2)
+	if _, err := Replay(s, p); err == nil || !strings.Contains(err.Error(), "the updates of this step move more than 9223372036854775807 bytes") {
+		t.Errorf("Replay of a saturated update: %v", err)
+	}
+}

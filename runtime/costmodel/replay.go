@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -68,6 +69,9 @@ type replay struct {
 	// is taken, sorted and disjoint.
 	fabric []Interval
 	notes  map[string]bool
+	// tooBig names the work whose bytes saturated at math.MaxInt64
+	// (UpdateBytes, SatAdd): more than a prediction counts.
+	tooBig string
 }
 
 // transfer takes d of the shared bandwidth from time t on, in the spans
@@ -131,6 +135,10 @@ func Replay(s *Schedule, p *Profile) (*Prediction, error) {
 	end := r.host
 	for _, f := range r.free {
 		end = max(end, f)
+	}
+	if end >= Never && r.tooBig != "" {
+		return nil, fmt.Errorf("the %s of this step move more than %d bytes (8 EiB), more than a prediction counts, so it cannot say how long they take: check the tensors' shapes",
+			r.tooBig, int64(math.MaxInt64))
 	}
 	if end >= Never {
 		return nil, fmt.Errorf("the predicted step does not end within %.0f years, the longest time a prediction holds: the profile's latencies (alpha_us, step_us) and bandwidths (busbw_gbs, mem_gbs) give work longer than any step at these sizes and %d ranks; check them, or calibrate on the cluster (syncgen calibrate)",
@@ -441,6 +449,11 @@ func (r *replay) mem(bytes int64, what string) time.Duration {
 		r.notes[what+": not modelled (the profile has no mem_gbs)"] = true
 		return 0
 	}
+	if bytes == math.MaxInt64 {
+		// A saturated count: the true one is larger, its time unknown.
+		r.tooBig, _, _ = strings.Cut(what, " between")
+		return Never
+	}
 	return us(r.p.MemUs(bytes))
 }
 
@@ -468,7 +481,7 @@ func (r *replay) train(o *Op) error {
 		case o.Bytes != nil:
 			n = o.Bytes[k]
 		case o.Kind == OpUnscale:
-			n = 2 * r.s.Buckets[b].Bytes
+			n = SatMul(2, r.s.Buckets[b].Bytes)
 		}
 		start := t
 		t = add(t, r.mem(n, what))

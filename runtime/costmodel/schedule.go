@@ -1,6 +1,9 @@
 package costmodel
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // Schedule is the neutral description of a plan's step that Replay
 // predicts: what the compiler's IR and the runtime's recorded program are
@@ -104,8 +107,33 @@ type Op struct {
 // elements reads and writes: the gradient (gradBytes), and the float32
 // parameters and optimizer states, each read and written (states: 0 for
 // SGD without momentum, 1 with it, 2 for AdamW).
+// The sum saturates at math.MaxInt64 (SatAdd, SatMul): a tensor that the
+// checker accepts can have more bytes than an int64 holds, and a wrapped
+// sum predicted a short update (the replay then reports a time that does
+// not end).
 func UpdateBytes(states int, elems, gradBytes int64) int64 {
-	return gradBytes + elems*4*2*int64(1+states)
+	return SatAdd(gradBytes, SatMul(elems, 4*2*int64(1+states)))
+}
+
+// SatAdd returns a+b for byte counts (0 or more), math.MaxInt64 when the
+// sum does not fit.
+func SatAdd(a, b int64) int64 {
+	if b > 0 && a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+// SatMul returns a*b for byte or element counts (0 or more),
+// math.MaxInt64 when the product does not fit.
+func SatMul(a, b int64) int64 {
+	if a <= 0 || b <= 0 {
+		return a * b
+	}
+	if a > math.MaxInt64/b {
+		return math.MaxInt64
+	}
+	return a * b
 }
 
 // Accumulate returns the step of a plan whose steps have micro
