@@ -1,6 +1,9 @@
 package main
 
 import (
+	"fmt"
+	"math"
+	"runtime"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -75,4 +78,34 @@ func permuteArgs(app *cli.App, args []string) []string {
 	out := append([]string{args[0], args[1]}, flags...)
 	out = append(out, positional...)
 	return append(out, rest...)
+}
+
+// maxRanks is the most ranks a job can have: the language numbers ranks
+// in 32 bits (2^31-1), as MPI does with its int; mpirun read
+// -np 3000000000 as -1294967296.
+const maxRanks = math.MaxInt32
+
+// checkNP refuses an --np outside 1..maxRanks as a usage error (status 2),
+// before anything is built or run.
+func checkNP(cmd string, np int) error {
+	switch {
+	case np < 1:
+		return cli.Exit(fmt.Sprintf("%s: --np %d: need at least one rank", cmd, np), 2)
+	case np > maxRanks:
+		return cli.Exit(fmt.Sprintf("%s: --np %d: more ranks than a job can have (at most %d, 2^31-1, as MPI numbers them)", cmd, np, maxRanks), 2)
+	}
+	return nil
+}
+
+// checkRanksPerCore refuses, as a usage error, far more ranks on this
+// machine than it has cores, unless oversubscribe: mpirun would start them
+// all, oversubscribed, and spin (deaf to SIGTERM) while they start. It is
+// `syncgen run`'s rule (maxRanksPerCore), for the other commands that
+// launch a job on this machine (calibrate, tune --run).
+func checkRanksPerCore(cmd string, np int, oversubscribe bool) error {
+	if limit := maxRanksPerCore * runtime.NumCPU(); np > limit && !oversubscribe {
+		return cli.Exit(fmt.Sprintf("%s: --np %d is far more ranks than this machine's %d cores (at most %d here, %d a core); "+
+			"run on a machine with more cores, or pass --oversubscribe to insist", cmd, np, runtime.NumCPU(), limit, maxRanksPerCore), 2)
+	}
+	return nil
 }

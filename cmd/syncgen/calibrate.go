@@ -54,6 +54,7 @@ Examples:
 			&cli.IntFlag{Name: "reps", Value: 10, Usage: "measured steps: each size's time is the median over them"},
 			&cli.StringFlag{Name: "backend", Value: "auto", Usage: "the program's --backend: auto, cpu or nccl"},
 			&cli.StringFlag{Name: "mpirun", Value: "mpirun", Usage: "the MPI launcher `PATH`"},
+			&cli.BoolFlag{Name: "oversubscribe", Usage: "run more than " + strconv.Itoa(maxRanksPerCore) + " ranks a core (refused otherwise, as a likely typo)"},
 			&cli.StringFlag{Name: "emit", Usage: "write the sweep's plan to `FILE.sync` and stop (to build it where Go is, for --program)"},
 			&cli.StringFlag{Name: "program", Usage: "run this sweep program `PATH`, built from --emit, instead of building one (a machine without Go); it measures the sweep it was emitted with"},
 		},
@@ -62,8 +63,14 @@ Examples:
 				return cli.Exit("calibrate: takes no arguments; the plan goes to --plan FILE", 2)
 			}
 			np := c.Int("np")
-			if np < 1 {
-				return cli.Exit(fmt.Sprintf("calibrate: -np %d: need at least one rank", np), 2)
+			if err := checkNP("calibrate", np); err != nil {
+				return err
+			}
+			if c.String("emit") == "" {
+				// It launches the sweep on this machine, as run does.
+				if err := checkRanksPerCore("calibrate", np, c.Bool("oversubscribe")); err != nil {
+					return err
+				}
 			}
 			if c.String("o") == "" && c.String("emit") == "" {
 				return cli.Exit("calibrate: no -o FILE: give the file to write the profile to", 2)

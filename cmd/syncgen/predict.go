@@ -90,8 +90,8 @@ func needProfile(c *cli.Context) error {
 // The targets, files the command writes, are checked (checkTargets) once
 // the plan is loaded, before the prediction.
 func predictPlan(c *cli.Context, path string, np int, profileArg string, targets ...target) (*predict.Result, error) {
-	if np < 1 {
-		return nil, cli.Exit(fmt.Sprintf("%s: --np %d: need at least one rank", c.Command.Name, np), 2)
+	if err := checkNP(c.Command.Name, np); err != nil {
+		return nil, err
 	}
 	prog, err := loadOrReport(c, path)
 	if err != nil {

@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -555,4 +557,35 @@ step {
 		{args: []string{"predict", "--np", "2", "--profile", "ib-hdr", adamw}, code: 1, stderr: "the updates of this step move more than 9223372036854775807 bytes (8 EiB), more than a prediction counts"},
 		{args: []string{"predict", "--np", "2", "--profile", "ib-hdr", cast}, code: 1, stderr: "the casts of this step move more than 9223372036854775807 bytes"},
 	})
+}
+
+// TestNPBounds: --np is 1 to 2^31-1 in calibrate, predict and tune (mpirun
+// read -np 3000000000 as -1294967296), and calibrate and tune --run, which
+// launch on this machine, refuse far more ranks than its cores as run
+// does, unless --oversubscribe; all usage errors before anything runs
+// (the launcher does not exist).
+func TestNPBounds(t *testing.T) {
+	dir := t.TempDir()
+	plan := writeFile(t, dir, "plan.sync", tunePlan)
+	none := filepath.Join(dir, "no-mpirun")
+	p := filepath.Join(dir, "p.json")
+	many := strconv.Itoa(8*runtime.NumCPU() + 1)
+	cases := []cliCase{
+		{args: []string{"calibrate", "--np", many, "-o", p, "--mpirun", none}, code: 2, stderr: "calibrate: --np " + many + " is far more ranks than this machine's"},
+		{args: []string{"calibrate", "--np", many, "--oversubscribe", "-o", p, "--mpirun", none}, code: 1, stderr: "no-mpirun not found"},
+		{args: []string{"tune", "--np", many, "--run", "1", "--profile", "ib-hdr", "--mpirun", none, plan}, code: 2, stderr: "tune: --np " + many + " is far more ranks"},
+		{args: []string{"predict", "--np", many, "--profile", "ib-hdr", plan}, code: 0},
+		{args: []string{"predict", "--np", "2147483647", "--profile", "ib-hdr", plan}, code: 0},
+	}
+	for _, np := range []string{"3000000000", "2147483648", "0", "-1"} {
+		want := "--np " + np + ": more ranks than a job can have (at most 2147483647"
+		if np[0] == '0' || np[0] == '-' {
+			want = "--np " + np + ": need at least one rank"
+		}
+		cases = append(cases,
+			cliCase{args: []string{"calibrate", "--np=" + np, "-o", p, "--mpirun", none}, code: 2, stderr: "calibrate: " + want},
+			cliCase{args: []string{"predict", "--np=" + np, "--profile", "ib-hdr", plan}, code: 2, stderr: "predict: " + want},
+			cliCase{args: []string{"tune", "--np=" + np, "--profile", "ib-hdr", plan}, code: 2, stderr: "tune: " + want})
+	}
+	checkCLI(t, "", cases)
 }

@@ -64,6 +64,7 @@ Examples:
 			&cli.StringFlag{Name: "plot", Usage: "write the step time against the cap as SVG to `FILE.svg`"},
 			&cli.StringFlag{Name: "args", Value: "--steps 20 --warmup 3", Usage: "the program's flags for --run"},
 			&cli.StringFlag{Name: "mpirun", Value: "mpirun", Usage: "the MPI launcher `PATH`"},
+			&cli.BoolFlag{Name: "oversubscribe", Usage: "with --run, run more than " + strconv.Itoa(maxRanksPerCore) + " ranks a core (refused otherwise, as a likely typo)"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
@@ -77,8 +78,14 @@ Examples:
 				return cli.Exit("tune: give the plan's file, not standard input: candidates are written and built beside it (its imports are relative to it)", 2)
 			}
 			np := c.Int("np")
-			if np < 1 {
-				return cli.Exit(fmt.Sprintf("tune: --np %d: need at least one rank", np), 2)
+			if err := checkNP("tune", np); err != nil {
+				return err
+			}
+			if c.Int("run") > 0 {
+				// --run launches the candidates on this machine, as run does.
+				if err := checkRanksPerCore("tune", np, c.Bool("oversubscribe")); err != nil {
+					return err
+				}
 			}
 			if k := c.Int("run"); k < 0 {
 				return cli.Exit(fmt.Sprintf("tune: --run %d: want the number of best candidates to run, 0 (none, the default) or more", k), 2)
