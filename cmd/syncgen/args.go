@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"runtime"
@@ -64,12 +65,18 @@ func permuteArgs(app *cli.App, args []string) []string {
 			return []string{args[0], args[1], a}
 		}
 		flags = append(flags, a)
-		if strings.Contains(name, "=") {
+		if n, v, ok := strings.Cut(name, "="); ok {
+			if v == "" && takesValue[n] && !emptyValueOK[n] {
+				return failFlag(args, cmd, n, fmt.Sprintf("%s: an empty value; give %s a value, or leave it out", a, strings.TrimSuffix(a, "=")))
+			}
 			continue
 		}
 		if takesValue[name] {
 			if i+1 >= len(tail) || tail[i+1] == "--" {
-				return []string{args[0], args[1], a}
+				return failFlag(args, cmd, name, "flag needs an argument: "+a)
+			}
+			if tail[i+1] == "" && !emptyValueOK[name] {
+				return failFlag(args, cmd, name, fmt.Sprintf("%s '': an empty value; give %s a value, or leave it out", a, a))
 			}
 			flags = append(flags, tail[i+1])
 			i++
@@ -108,4 +115,26 @@ func checkRanksPerCore(cmd string, np int, oversubscribe bool) error {
 			"run on a machine with more cores, or pass --oversubscribe to insist", cmd, np, runtime.NumCPU(), limit, maxRanksPerCore), 2)
 	}
 	return nil
+}
+
+// emptyValueOK are the flags whose empty value means something: tune's
+// --args "" runs the candidates without program flags. Any other flag
+// given an empty value (`build -o ""`, `-o=`) is a usage error: it would
+// be taken for the flag left out (build would write ./NAME_sync).
+var emptyValueOK = map[string]bool{"args": true}
+
+// failFlag returns the arguments that make the flag parser reject the
+// flag name (given without its value) and has the command report msg, in
+// which the flag is named as the user wrote it ("--json", not the flag
+// package's "-json").
+func failFlag(args []string, cmd *cli.Command, name, msg string) []string {
+	prev := cmd.OnUsageError
+	cmd.OnUsageError = func(c *cli.Context, err error, isSub bool) error {
+		err = errors.New(msg)
+		if prev != nil {
+			return prev(c, err, isSub)
+		}
+		return err
+	}
+	return []string{args[0], args[1], "-" + name}
 }

@@ -148,7 +148,7 @@ func TestPredictTuneNeedProfile(t *testing.T) {
 		cases = append(cases,
 			cliCase{args: []string{cmd, "--np", "2", plan}, code: 2, stderr: need},
 			cliCase{args: []string{cmd, plan, "--np", "2"}, code: 2, stderr: need},
-			cliCase{args: []string{cmd, "--profile=", plan}, code: 2, stderr: need},
+			cliCase{args: []string{cmd, "--profile=", plan}, code: 2, stderr: cmd + ": --profile=: an empty value; give --profile a value"},
 			cliCase{args: []string{cmd}, code: 2, stderr: cmd + ": give exactly one .sync file"},
 		)
 	}
