@@ -80,6 +80,12 @@ Examples:
 			default:
 				return cli.Exit(fmt.Sprintf("calibrate: --backend %q: want auto, cpu or nccl (the program's --backend)", b), 2)
 			}
+			if prog := c.String("program"); prog != "" && c.String("emit") == "" {
+				// Before mpirun starts ranks that cannot exec it.
+				if err := checkProgram(prog); err != nil {
+					return cli.Exit(fmt.Sprintf("calibrate: --program %s: %v", prog, err), 2)
+				}
+			}
 			maxBytes, factor := int64(64<<20), int64(4)
 			if c.Bool("full") {
 				maxBytes, factor = 256<<20, 2
@@ -373,4 +379,21 @@ func parseByteSize(s string) (int64, error) {
 		return 0, fmt.Errorf("not a size: %q", s)
 	}
 	return v * mult, nil
+}
+
+// checkProgram says why the sweep program at path cannot be run, or nil:
+// it must be a regular file that someone may execute.
+func checkProgram(path string) error {
+	fi, err := os.Stat(path)
+	switch {
+	case notThere(err):
+		return fmt.Errorf("no such file; build the sweep of --emit (syncgen build -o PATH sweep.sync) and give its path")
+	case err != nil:
+		return unwrapPathError(err)
+	case !fi.Mode().IsRegular():
+		return fmt.Errorf("is %s, not a program; give the path of the program built from --emit's plan", fileKind(fi.Mode()))
+	case fi.Mode().Perm()&0o111 == 0:
+		return fmt.Errorf("is not executable (mode %v); chmod +x it, or give the program built from --emit's plan", fi.Mode().Perm())
+	}
+	return nil
 }

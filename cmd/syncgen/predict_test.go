@@ -253,6 +253,12 @@ func TestCalibrateProgramSweep(t *testing.T) {
 	dir := t.TempDir()
 	report := writeFile(t, dir, "report.json", sweepReport(4, 16, 64, 256, 1024, 4096))
 	launcher, argsFile := fakeLauncher(t, dir, report)
+	// The program that the fake launcher runs in name only: calibrate
+	// checks that it is there and executable.
+	t.Chdir(dir)
+	if err := os.Chmod(writeFile(t, dir, "sweep_sync", "#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	plan := writeFile(t, dir, "bcast.sync", `tensor a f32[8]
 stream compute
 stream comm
@@ -588,4 +594,26 @@ func TestNPBounds(t *testing.T) {
 			cliCase{args: []string{"tune", "--np=" + np, "--profile", "ib-hdr", plan}, code: 2, stderr: "tune: " + want})
 	}
 	checkCLI(t, "", cases)
+}
+
+// TestCalibrateProgramMissing: --program that is not there, not a file or
+// not executable is a usage error before mpirun starts (the launcher here
+// does not exist, so a later check would fail on it instead).
+func TestCalibrateProgramMissing(t *testing.T) {
+	dir := t.TempDir()
+	none := filepath.Join(dir, "no-mpirun")
+	notExec := writeFile(t, dir, "sweep_sync", "#!/bin/sh\n")
+	p := filepath.Join(dir, "p.json")
+	cal := func(prog string) []string {
+		return []string{"calibrate", "--np", "2", "--mpirun", none, "-o", p, "--program", prog}
+	}
+	checkCLI(t, "", []cliCase{
+		{args: cal(filepath.Join(dir, "nothere")), code: 2, stderr: "calibrate: --program " + filepath.Join(dir, "nothere") + ": no such file; build the sweep of --emit"},
+		{args: cal(dir), code: 2, stderr: "calibrate: --program " + dir + ": is a directory, not a program"},
+		{args: cal(notExec), code: 2, stderr: "calibrate: --program " + notExec + ": is not executable (mode -rw-r--r--)"},
+	})
+	if err := os.Chmod(notExec, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	checkCLI(t, "", []cliCase{{args: cal(notExec), code: 1, stderr: "no-mpirun not found"}})
 }
