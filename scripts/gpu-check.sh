@@ -90,15 +90,23 @@ fail() {
 	echo "FAIL: $*" | tee -a "$log"
 	status=1
 }
-run() { # run NAME CMD...: run a step, its output to the log, fail on error
-	local name=$1
+run() { # run NAME CMD...: run a step, its output to the log, fail on error;
+	# returns the command's status, so that `if run ...` means it succeeded
+	local name=$1 rc=0
 	shift
 	say "$name: $*"
-	"$@" >>"$log" 2>&1 || fail "$name (exit $?)"
+	"$@" >>"$log" 2>&1 || rc=$?
+	[ "$rc" = 0 ] || fail "$name (exit $rc)"
+	return "$rc"
 }
 
 . scripts/gpu-env.sh | tee -a "$log"
 . scripts/gpu-env.sh >/dev/null
+# kernels/regen.sh calls nvcc and ptxas: take them from CUDA_HOME when the
+# PATH lacks them.
+if ! command -v nvcc >/dev/null 2>&1 && [ -x "$CUDA_HOME/bin/nvcc" ]; then
+	PATH=$CUDA_HOME/bin:$PATH
+fi
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mpirun="mpirun -np 1 --bind-to none"
 say "machine"
@@ -111,14 +119,21 @@ say "machine"
 
 # 1. The PTX, compiled here. The binaries embed the committed one; if that
 # is stale (kernels/syncgen.cu changed since), they load the fresh one and
-# the run says to commit it.
-if run ptx bash kernels/regen.sh "$OUT/syncgen.ptx"; then
+# the run says to commit it. Without nvcc, or when the compilation fails,
+# they keep the embedded one, and the run says it went unchecked.
+rm -f "$OUT/syncgen.ptx"
+if ! command -v nvcc >/dev/null 2>&1; then
+	say "ptx: nvcc is missing here (not on PATH nor in CUDA_HOME=$CUDA_HOME/bin): the binaries use the committed runtime/cuda/syncgen.ptx, unchecked against kernels/syncgen.cu"
+elif run ptx bash kernels/regen.sh "$OUT/syncgen.ptx" && { [ -s "$OUT/syncgen.ptx" ] || ! fail "ptx: kernels/regen.sh wrote no $OUT/syncgen.ptx"; }; then
 	if cmp -s "$OUT/syncgen.ptx" runtime/cuda/syncgen.ptx; then
 		say "ptx: the committed runtime/cuda/syncgen.ptx is up to date; the binaries use it"
 	else
 		say "ptx: runtime/cuda/syncgen.ptx is stale: using the fresh one; copy $OUT/syncgen.ptx there and commit it"
 		export SYNCGEN_PTX=$OUT/syncgen.ptx
 	fi
+else
+	say "ptx: regenerating failed (see above): the binaries use the committed runtime/cuda/syncgen.ptx, unchecked against kernels/syncgen.cu"
+	rm -f "$OUT/syncgen.ptx"
 fi
 
 # 2. Loader error paths and the GPU tests.
