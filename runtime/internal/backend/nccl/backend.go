@@ -30,23 +30,72 @@ func gpuLoad() error {
 }
 
 // gpuProbe says whether this rank can run the NCCL backend: the libraries
-// load and every rank on this host can have a GPU of its own.
+// load and every rank on this host can have a GPU of its own, by the rule
+// chooseDevice follows. Ranks that each see the whole host take one device
+// each; ranks that a launcher gave their own CUDA_VISIBLE_DEVICES (Slurm's
+// --gpus-per-task) may each see fewer devices than the host has ranks, so
+// the ranks compare the devices they would use (PCI bus ids) and refuse
+// when two of one host would share a GPU.
+//
+// To compare, every rank sends its view to all others with one Allgather,
+// on every path (also when it cannot run NCCL), so the ranks' collectives
+// stay matched. Without a bootstrap (a one-rank job, tests) the rank
+// decides from its own view alone.
 func gpuProbe(env *backend.Env) (bool, string) {
+	v := probeLocal(env)
+	if env.Size <= 1 || env.Boot == nil {
+		return gpuPlacement([]gpuView{v}, 0)
+	}
+	all, err := env.Boot.Allgather(encodeView(v))
+	if err != nil {
+		return false, "gathering the ranks' GPUs: " + err.Error()
+	}
+	if env.Rank < 0 || env.Rank >= len(all) {
+		return false, fmt.Sprintf("rank %d of %d GPU records", env.Rank, len(all))
+	}
+	views := make([]gpuView, len(all))
+	for r, rec := range all {
+		if views[r], err = decodeView(rec); err != nil {
+			views[r] = gpuView{Err: fmt.Sprintf("rank %d: %v", r, err)}
+		}
+	}
+	// This rank's own view as it is, not as it travelled.
+	views[env.Rank] = v
+	return gpuPlacement(views, env.Rank)
+}
+
+// probeLocal is what this rank sees: whether the libraries load, how many
+// devices it has and their PCI bus ids.
+func probeLocal(env *backend.Env) (v gpuView) {
+	v = gpuView{Host: env.Host, LocalRank: env.LocalRank, LocalSize: env.LocalSize}
+	v.Visible, v.VisibleSet = os.LookupEnv("CUDA_VISIBLE_DEVICES")
+	defer func() {
+		if r := recover(); r != nil {
+			v.Err = fmt.Sprintf("probe panicked: %v", r)
+		}
+	}()
 	if err := gpuLoad(); err != nil {
-		return false, err.Error()
+		v.Err = err.Error()
+		return v
 	}
 	n, err := cuda.DeviceCount()
 	if err != nil {
-		return false, err.Error()
+		v.Err = err.Error()
+		return v
 	}
 	if n == 0 {
-		return false, "no CUDA device" + visibleNote()
+		v.Err = "no CUDA device" + visibleNote()
+		return v
 	}
-	if env.LocalSize > n {
-		return false, fmt.Sprintf("%d ranks on host %s but %d GPU(s)%s: NCCL needs a GPU per rank",
-			env.LocalSize, env.Host, n, visibleNote())
+	v.N = n
+	v.IDs = make([]string, n)
+	for d := range v.IDs {
+		if v.IDs[d], err = cuda.PCIBusID(d); err != nil {
+			v.IDs = nil // tell the devices apart by CUDA_VISIBLE_DEVICES
+			break
+		}
 	}
-	return true, ""
+	return v
 }
 
 // visibleNote mentions CUDA_VISIBLE_DEVICES when it is set, since it is the
@@ -138,17 +187,15 @@ func newGPUBackend(env *backend.Env) (backend.Backend, error) {
 
 // chooseDevice picks the GPU of the rank that env describes among the n
 // its process sees: its local rank's, or, when the launcher gave each rank
-// its own CUDA_VISIBLE_DEVICES, the local rank's modulo n (checkPeers then
-// catches ranks that got the same GPU).
+// its own CUDA_VISIBLE_DEVICES, the local rank's modulo n (gpuProbe
+// refused ranks that would share a GPU, and checkPeers checks again).
 func chooseDevice(env *backend.Env, n int) (int, error) {
 	_, perRank := os.LookupEnv("CUDA_VISIBLE_DEVICES")
-	switch {
-	case n == 0:
+	if n == 0 {
 		return 0, fmt.Errorf("nccl backend: rank %d on %s sees no CUDA device%s; use --backend cpu", env.Rank, env.Host, visibleNote())
-	case env.LocalRank < n:
-		return env.LocalRank, nil
-	case perRank:
-		return env.LocalRank % n, nil
+	}
+	if d, ok := pickDevice(env.LocalRank, n, perRank); ok {
+		return d, nil
 	}
 	return 0, fmt.Errorf("nccl backend: %d ranks on host %s but only %d GPU(s): NCCL needs a GPU per rank; run fewer ranks per host or use --backend cpu",
 		env.LocalSize, env.Host, n)
