@@ -78,6 +78,21 @@ if [ "$mode" = build ]; then
 	exit 0
 fi
 
+# Up front: the binaries and a GPU, or one message instead of a run that
+# fails every step.
+if [ ! -x $bin/gpu.test ]; then
+	echo "gpu-check: no $bin/gpu.test here: run scripts/gpu-check.sh build (make gpu-build) on the build machine and copy $bin/ along" >&2
+	exit 2
+fi
+if ! command -v nvidia-smi >/dev/null 2>&1; then
+	echo "gpu-check: no nvidia-smi here: this machine has no NVIDIA driver; run on a GPU machine" >&2
+	exit 2
+fi
+if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
+	echo "gpu-check: nvidia-smi lists no GPU here: $(nvidia-smi -L 2>&1 | head -1)" >&2
+	exit 2
+fi
+
 OUT=${OUT:-/tmp/syncgen-gpu-check}
 mkdir -p "$OUT"
 log=$OUT/log.txt
@@ -166,8 +181,9 @@ np=$((ngpu < 4 ? ngpu : 4))
 if [ -x $bin/examples/mixed_cluster ]; then
 	run "hetero" mpirun -np $np --bind-to none -x NCCL_NVLS_ENABLE=0 $bin/examples/mixed_cluster --backend nccl --check 1 --steps 12 --warmup 1 \
 		--speed $((np - 1))=0.5 --batch 256 --balance dynamic:3 --json "$OUT/hetero.json"
-	run "hetero bench" env NP=$np BACKEND=nccl PREBUILT=$bin/examples sh bench/hetero/run.sh
-	cp bench/results/hetero.json "$OUT/hetero-bench.json" 2>/dev/null
+	# The result straight into $OUT: only this run's, none if it failed.
+	rm -f "$OUT/hetero-bench.json"
+	run "hetero bench" env NP=$np BACKEND=nccl PREBUILT=$bin/examples JSON="$OUT/hetero-bench.json" sh bench/hetero/run.sh
 fi
 
 # 4c. Out-of-place collectives (examples/out_of_place: ncclAllReduce and
@@ -210,10 +226,12 @@ for bytes in 4 4096 65536 1048576 16777216 268435456 1073741824; do
 	[ $bytes -gt 1048576 ] && k=20
 	line=$(SYNCGEN_BENCH_BYTES=$bytes SYNCGEN_BENCH_K=$k $mpirun $bin/rtbench --backend nccl --check off --steps 30 --warmup 3 2>>"$log" | grep '^# step time')
 	echo "$line" >>"$log"
-	python3 - "$bytes" "$k" "$line" >>"$bench" <<'PY' || fail "rtbench $bytes"
+	python3 - "$bytes" "$k" "$line" >>"$bench" <<'PY' 2>>"$log" || fail "rtbench $bytes: no result"
 import re, sys
 bytes, k, line = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 m = re.search(r"p50 ([0-9.]+) (us|ms|s)\b", line)
+if not m:
+    sys.exit("rtbench %d B: no result (no '# step time ... p50' line; see the log)" % bytes)
 us = float(m.group(1)) * {"us": 1, "ms": 1e3, "s": 1e6}[m.group(2)]
 print("program %-14d %6d %12.2f" % (bytes, k, us / k))
 PY

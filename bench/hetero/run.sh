@@ -11,6 +11,9 @@
 #   sh bench/hetero/run.sh
 #   NP=4 STEPS=40 SLOW=0.5 sh bench/hetero/run.sh
 #   BACKEND=nccl PREBUILT=.devbin/hetero sh bench/hetero/run.sh   # the GPU machine (no Go)
+#   JSON=/tmp/out/hetero.json sh bench/hetero/run.sh    # the result elsewhere (default bench/results/hetero.json)
+#
+# A failed run leaves the result file as it was and no temporary file.
 set -eu
 cd "$(dirname "$0")/../.."
 NP=${NP:-4}
@@ -28,16 +31,20 @@ if [ -z "${PREBUILT:-}" ]; then
 fi
 slow=$((NP - 1))
 p50() { sed -n 's/.*"step_p50_ms": \([0-9.e+-]*\).*/\1/p' "$1" | head -1; }
-json=bench/results/hetero.json
+json=${JSON:-bench/results/hetero.json}
+trap 'rm -f "$json.tmp"' EXIT
+trap 'exit 1' HUP INT TERM
 printf '{\n  "ranks": %d, "slow_rank": %d, "slow_speed": %s, "batch": %d, "steps": %d, "backend": "%s",\n  "step_p50_ms": {' \
 	"$NP" "$slow" "$SLOW" "$BATCH" "$STEPS" "$BACKEND" >"$json.tmp"
 sep=""
 for mode in off static dynamic:5; do
 	f="$out/$(echo "$mode" | tr : _).json"
+	rm -f "$f"
 	# shellcheck disable=SC2086
 	mpirun -np "$NP" $mpi -x NCCL_NVLS_ENABLE=0 "$out/mixed_cluster" --steps "$STEPS" --warmup 2 --check 10 \
 		--backend "$BACKEND" --speed "$slow=$SLOW" --batch "$BATCH" --balance "$mode" --quiet --json "$f" >/dev/null
 	m=$(p50 "$f")
+	[ -n "$m" ] || { echo "bench/hetero: balance $mode wrote no step_p50_ms to $f" >&2; exit 1; }
 	echo "balance $mode: step p50 $m ms"
 	printf '%s "%s": %s' "$sep" "$mode" "$m" >>"$json.tmp"
 	sep=","
