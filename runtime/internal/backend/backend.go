@@ -311,11 +311,13 @@ type Factory struct {
 	Priority int
 	// Probe says whether the backend can run on this rank, and if not, why
 	// ("no CUDA device", "libnccl.so.2: cannot open shared object file").
-	// It must be cheap and must not fail destructively; it must not call
-	// collective Bootstrap methods (the runtime gathers every rank's answer
+	// It must be cheap and must not fail destructively. Select runs every
+	// rank's probes in the same order, so a probe may call collective
+	// Bootstrap methods only when it calls them on every path, panics
+	// included, on every rank (the runtime gathers every rank's answer
 	// itself and picks a backend only when every rank can run it). For
-	// NCCL it checks that every local rank gets a GPU of its own
-	// (LocalSize <= device count) and that the libraries load.
+	// NCCL it checks that the libraries load and, with one Allgather of
+	// every rank's devices, that no two ranks of a host would share a GPU.
 	Probe func(env *Env) (ok bool, why string)
 	// New creates the backend. It may use env.Boot (collectively).
 	New func(env *Env) (Backend, error)
