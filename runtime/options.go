@@ -124,9 +124,13 @@ func (f durationFlag) Set(s string) error {
 	return nil
 }
 
-// countFlag parses --steps and --warmup: a number of steps, 0 or more. The
+// countFlag parses --steps and --warmup: a number of steps, 0 or more
+// (with keep, --checkpoint-keep's number of checkpoints, 1 or more). The
 // flag package's int flag says only "parse error" for "--steps 1e3".
-type countFlag struct{ n *int }
+type countFlag struct {
+	n    *int
+	keep bool
+}
 
 func (f countFlag) String() string {
 	if f.n == nil {
@@ -137,6 +141,9 @@ func (f countFlag) String() string {
 
 func (f countFlag) Set(s string) error {
 	n, err := strconv.Atoi(s)
+	if f.keep && (err != nil || n < 1) {
+		return fmt.Errorf("want a number of checkpoints, 1 or more (the newest is never removed; to write none, leave out --checkpoint-every)")
+	}
 	if err != nil || n < 0 {
 		return fmt.Errorf("want a number of steps, 0 or more")
 	}
@@ -221,8 +228,8 @@ func parseOptions(p *plan.Plan, prog string, args []string, out io.Writer) (*opt
 // --json and --trace too, which remember a second value (flagError).
 func newFlagSet(o *options, prog string) (*flag.FlagSet, []*outputFlag) {
 	fs := flag.NewFlagSet(prog, flag.ContinueOnError)
-	fs.Var(countFlag{&o.steps}, "steps", "run `N` measured steps")
-	fs.Var(countFlag{&o.warmup}, "warmup", "run `N` warm-up steps before the measured ones (checked, not timed)")
+	fs.Var(countFlag{n: &o.steps}, "steps", "run `N` measured steps")
+	fs.Var(countFlag{n: &o.warmup}, "warmup", "run `N` warm-up steps before the measured ones (checked, not timed)")
 	fs.Var(checkFlag{&o.checkEvery}, "check", "verify every element every `N` steps (and the last); off or 0: never")
 	fs.StringVar(&o.backend, "backend", "auto", "`auto`, cpu or nccl: auto takes NCCL when every rank has a GPU of its own and libnccl loads")
 	jsonFlag, traceFlag := &outputFlag{name: "json", path: &o.json}, &outputFlag{name: "trace", path: &o.trace}
@@ -230,11 +237,11 @@ func newFlagSet(o *options, prog string) (*flag.FlagSet, []*outputFlag) {
 	fs.Var(traceFlag, "trace", "write a Chrome trace of every rank's timeline to `FILE` (rank 0; opens in Perfetto; - for standard output, as --json)")
 	fs.Var(durationFlag{&o.timeout}, "timeout", "abort the job when one step, or a phase before or after the steps, takes longer than `DUR`, printing on every rank what it waits for")
 	fs.BoolVar(&o.quiet, "quiet", false, "print only errors and the summary lines")
-	fs.Var(countFlag{&o.checkpoint.Every}, "checkpoint-every", "write a checkpoint after every `N` steps (warm-up included; 0: never)")
+	fs.Var(countFlag{n: &o.checkpoint.Every}, "checkpoint-every", "write a checkpoint after every `N` steps (warm-up included; 0: never)")
 	fs.StringVar(&o.checkpoint.Dir, "checkpoint-dir", o.checkpoint.Dir, "write checkpoints into `DIR`/step-NNNNNNNN (every rank must reach it: a shared file system across hosts)")
-	fs.Var(countFlag{&o.checkpoint.Keep}, "checkpoint-keep", "keep the newest `N` committed checkpoints (at least 1)")
+	fs.Var(countFlag{n: &o.checkpoint.Keep, keep: true}, "checkpoint-keep", "keep the newest `N` committed checkpoints (at least 1)")
 	fs.BoolVar(&o.checkpoint.Async, "checkpoint-async", false, "write each checkpoint in the background while the next step runs (from a copy taken at the save), committing it at the end of that step")
-	fs.StringVar(&o.resume, "resume", "", "continue from the checkpoint in `DIR`; auto: the newest committed one in --checkpoint-dir; since:TIME (what syncgen run --restarts gives): the newest of this plan committed since TIME (RFC 3339), else from step 0")
+	fs.StringVar(&o.resume, "resume", "", "continue from the checkpoint in `DIR` (step-N: the state after N steps; the run starts at step N); auto: the newest committed one in --checkpoint-dir; since:TIME[,else:DIR|auto] (what syncgen run --restarts gives): the newest of this plan committed since TIME (RFC 3339), else what DIR or auto took when the job began, else step 0")
 	fs.StringVar(&o.flightDir, "flight-dir", "flightrec", "on a timeout, every rank that can writes its flight record (its streams' collectives of the step) into `DIR`; syncgen flightrec DIR names the rank missing from which collective; \"\" for none")
 	fs.Var(faultFlag{&o.faultSpecs}, "fault", "rehearse a failure: `KIND:RANK:STEP` with KIND crash (SIGKILL at the step's start), hang, stop (SIGSTOP), crash-in-save (in the checkpoint after STEP steps), or delay:RANK:STEP:DUR; may be repeated")
 	fs.StringVar(&o.profile, "profile", "", "print the step's prediction from a cost-model profile beside what the run measures: a `FILE` from syncgen calibrate, or a built-in profile's name (syncgen predict --help lists them)")
@@ -337,6 +344,12 @@ func (o *options) check(prog string) error {
 				return fmt.Errorf("--profile: %v (the built-in profiles are %s)", err, strings.Join(costmodel.BuiltinNames(), ", "))
 			}
 		}
+	}
+	if o.checkpoint.Dir == "" {
+		return fmt.Errorf("--checkpoint-dir is empty: give the directory that checkpoints go to and --resume auto reads (default checkpoints)")
+	}
+	if _, _, _, err := engine.ParseSince(o.resume); err != nil {
+		return err
 	}
 	if o.checkpoint.Keep < 1 {
 		return fmt.Errorf("--checkpoint-keep %d: keep at least 1 checkpoint (the newest is never removed); to write none, leave out --checkpoint-every", o.checkpoint.Keep)

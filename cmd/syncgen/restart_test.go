@@ -261,3 +261,30 @@ func TestRunPassesSIGTERMOn(t *testing.T) {
 		t.Errorf("processes of the job remain: %s", out)
 	}
 }
+
+// The repro of a restart that lost the user's checkpoints: a job resumed
+// by the user from an older checkpoint (--resume DIR) crashes before it
+// commits one of its own. The restart resumes from the user's checkpoint
+// again, not from step 0, whose pruning removed the user's checkpoints.
+func TestRunRestartKeepsTheUsersResume(t *testing.T) {
+	needToolchain(t)
+	if _, err := exec.LookPath("mpirun"); err != nil {
+		t.Skip("mpirun not found; `make test` installs Open MPI")
+	}
+	dir := t.TempDir()
+	t.Setenv("SYNCGEN_CACHE", filepath.Join(dir, "cache"))
+	ck := filepath.Join(dir, "myck")
+	plan := writeFile(t, dir, "zd.sync", restartPlan+"run steps 4 warmup 2 checkpoint every 2 to \""+ck+"\" keep 2\n")
+	bin := filepath.Join(dir, "zd_sync")
+	if code, out, errOut := syncgen(t, "run", "-np", "2", "-o", bin, plan, "--", "--quiet"); code != 0 {
+		t.Fatalf("first run: exit %d\n%s%s", code, out, errOut)
+	}
+	four := filepath.Join(ck, "step-00000004")
+	code, out, errOut := syncgen(t, "run", "-np", "2", "--restarts", "1", "-o", bin, plan, "--", "--quiet", "--steps", "6",
+		"--resume", four, "--fault", "crash:1:5", "--flight-dir", filepath.Join(dir, "fr"))
+	if code != 0 || !strings.Contains(errOut, "--resume since:") || !strings.Contains(errOut, ",else:"+four) ||
+		!strings.Contains(errOut, "resuming from "+four+", what the job's own --resume "+four+" took") ||
+		strings.Contains(errOut, "starting from step 0") {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+}

@@ -30,8 +30,9 @@ are passed through untouched.
 
 With --restarts N a failed job (a crashed or killed rank, a timeout) is
 launched again, at most N times, from the newest checkpoint of its plan that
-this job committed (--resume since:TIME, TIME being when run began), or from
-step 0 when there is none, and without the --fault flags, which rehearse one
+this job committed, else from the checkpoint your own --resume took at the
+first launch, else from step 0 (--resume since:TIME[,else:DIR|auto], TIME
+being when run began), and without the --fault flags, which rehearse one
 failure; each restart says why and from where.
 When a job fails and its ranks wrote flight records (the program's
 --flight-dir, default flightrec), run merges them as 'syncgen flightrec'
@@ -58,7 +59,7 @@ Slurm (srun --mpi=pmix).`,
 			&cli.BoolFlag{Name: "oversubscribe", Usage: "run more than " + strconv.Itoa(maxRanksPerCore) + " ranks a core (refused otherwise, as a likely typo)"},
 			&cli.StringFlag{Name: "hosts", Usage: "run on these hosts, Open MPI's --host syntax: `NAME:SLOTS,...` (-np defaults to the slots)"},
 			&cli.StringFlag{Name: "hostfile", Usage: "run on the hosts of Open MPI's hostfile `FILE` (NAME slots=N a line; -np defaults to the slots)"},
-			&cli.IntFlag{Name: "restarts", Usage: "when the job fails, run it again at most `N` times, from the newest checkpoint of its plan this job committed, else from step 0, like torchrun's --max-restarts"},
+			&cli.IntFlag{Name: "restarts", Usage: "when the job fails, run it again at most `N` times, from the newest checkpoint of its plan this job committed, else from your --resume's, else from step 0, like torchrun's --max-restarts"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() < 1 {
@@ -110,6 +111,7 @@ Slurm (srun --mpi=pmix).`,
 			if err != nil {
 				return cli.Exit(fmt.Sprintf("run: %v", err), 1)
 			}
+			began := time.Now() // a checkpoint committed since is this job's
 			for attempt := 0; ; attempt++ {
 				args := mpirunFlags(launcher, np, hostFlags, c.Bool("oversubscribe"))
 				args = append(args, prog)
@@ -131,7 +133,7 @@ Slurm (srun --mpi=pmix).`,
 					}
 					return cli.Exit("", code)
 				}
-				progArgs = restartArgs(c, progArgs, code, attempt+1, restarts)
+				progArgs = restartArgs(c, progArgs, code, attempt+1, restarts, began)
 			}
 		},
 	}
@@ -201,38 +203,53 @@ func launch(c *cli.Context, launcher string, args []string) (code int, signaled 
 }
 
 // restartArgs says why the job is restarted and returns the program's
-// flags for the next attempt: any --resume of the user's is replaced by
-// --resume since:TIME, TIME being when this syncgen run began, and the
-// --fault flags dropped (each rehearses one failure). The program then
-// resumes from the newest checkpoint of its plan that this job committed,
-// in its checkpoint directory (its --checkpoint-dir, else the plan's
-// `checkpoint ... to DIR`, else checkpoints: the rule of its own --resume
-// auto, which it alone knows), or starts from step 0 when there is none;
-// a checkpoint of another plan, or of an earlier job, in the same
-// directory is never taken. The program says which.
-func restartArgs(c *cli.Context, progArgs []string, code, attempt, restarts int) []string {
+// flags for the next attempt: the --fault flags dropped (each rehearses
+// one failure), and any --resume VALUE of the user's replaced by --resume
+// since:TIME,else:VALUE (plain since:TIME without one), TIME being when
+// the first launch began (began). The program then resumes from the newest
+// checkpoint of its plan that this job committed, in its checkpoint
+// directory (its --checkpoint-dir, else the plan's `checkpoint ... to
+// DIR`, else checkpoints: the rule of its own --resume auto, which it
+// alone knows); when there is none, from the checkpoint that VALUE took
+// at the first launch (a directory, or auto among the checkpoints
+// committed before TIME), and from step 0 only when the user gave no
+// --resume. A checkpoint of another plan, or one committed after TIME by
+// another job, is never taken. The program says which.
+func restartArgs(c *cli.Context, progArgs []string, code, attempt, restarts int, began time.Time) []string {
 	var kept []string
+	resume := ""
 	for i := 0; i < len(progArgs); i++ {
 		a := progArgs[i]
-		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
 		// A --fault rehearses one failure: the restarted job runs without it.
 		if strings.HasPrefix(a, "-") && (name == "resume" || name == "fault") {
 			if !hasValue && i+1 < len(progArgs) {
 				i++ // its value
+				value = progArgs[i]
+			}
+			if name == "resume" {
+				resume = value
 			}
 			continue
 		}
 		kept = append(kept, a)
 	}
-	since := runBegan.UTC().Format(time.RFC3339Nano)
-	fmt.Fprintf(c.App.ErrWriter, "syncgen run: the job failed (exit %d); restart %d of %d, from the newest checkpoint that this job committed, or from the start if none (the program says which)\n",
-		code, attempt, restarts)
-	return append(kept, "--resume", "since:"+since)
+	since := "since:" + began.UTC().Format(time.RFC3339Nano)
+	from := "or from the start if none"
+	if resume != "" {
+		// A restart's own flags given again name the first launch's.
+		if _, first, ok := strings.Cut(resume, ",else:"); ok && strings.HasPrefix(resume, "since:") {
+			resume = first
+		}
+		if !strings.HasPrefix(resume, "since:") {
+			since += ",else:" + resume
+			from = "or else from what your --resume " + resume + " took"
+		}
+	}
+	fmt.Fprintf(c.App.ErrWriter, "syncgen run: the job failed (exit %d); restart %d of %d, from the newest checkpoint that this job committed, %s (the program says which)\n",
+		code, attempt, restarts, from)
+	return append(kept, "--resume", since)
 }
-
-// runBegan is when this syncgen run began, before its first launch: a
-// checkpoint committed since is this job's (restartArgs).
-var runBegan = time.Now()
 
 // unwrapExecError drops exec.LookPath's repetition of the name from its
 // error ("exec: \"x\": executable file not found in $PATH").

@@ -346,8 +346,10 @@ func Committed(root string) ([]string, error) {
 // newest keep (at least one: never the newest), newest by the time they
 // were committed: a directory that an earlier run of the plan filled up to
 // a later step keeps the checkpoint just committed. Checkpoints of other
-// plans, and those whose metadata cannot be read, are left alone.
-func Prune(root string, keep int, planHash string) error {
+// plans, those whose metadata cannot be read, and protect (the checkpoint
+// a run resumed from, until it has committed a later one; "" for none)
+// are left alone.
+func Prune(root string, keep int, planHash, protect string) error {
 	cks, err := Committed(root)
 	if err != nil || len(cks) == 0 {
 		return err
@@ -359,7 +361,7 @@ func Prune(root string, keep int, planHash string) error {
 	var own []ck
 	for _, dir := range cks {
 		md, err := ReadMetadata(dir)
-		if err != nil || md.PlanHash != planHash {
+		if err != nil || md.PlanHash != planHash || (protect != "" && sameDir(dir, protect)) {
 			continue
 		}
 		own = append(own, ck{dir, md.CommittedAt(dir)})
@@ -374,4 +376,14 @@ func Prune(root string, keep int, planHash string) error {
 		}
 	}
 	return nil
+}
+
+// sameDir reports whether a and b name the same directory.
+func sameDir(a, b string) bool {
+	if filepath.Clean(a) == filepath.Clean(b) {
+		return true
+	}
+	sa, erra := os.Stat(a)
+	sb, errb := os.Stat(b)
+	return erra == nil && errb == nil && os.SameFile(sa, sb)
 }

@@ -62,7 +62,7 @@ func TestCommittedAndPrune(t *testing.T) {
 	if _, err := ReadMetadata(StepDir(root, 40)); err == nil || !strings.Contains(err.Error(), "never committed") {
 		t.Errorf("uncommitted: %v", err)
 	}
-	if err := Prune(root, 0, ""); err != nil {
+	if err := Prune(root, 0, "", ""); err != nil {
 		t.Fatal(err)
 	}
 	cks, _ = Committed(root)
@@ -119,7 +119,7 @@ func TestPruneOwnPlanNewestCommitted(t *testing.T) {
 	commit("p", 10)     // an earlier run of p, up to step 10
 	commit("p", 2)      // this run of p
 	commit("p", 4)
-	if err := Prune(root, 2, "p"); err != nil {
+	if err := Prune(root, 2, "p", ""); err != nil {
 		t.Fatal(err)
 	}
 	var names []string
@@ -129,5 +129,29 @@ func TestPruneOwnPlanNewestCommitted(t *testing.T) {
 	}
 	if got := strings.Join(names, " "); got != "step-00000002 step-00000004 step-00000050" {
 		t.Errorf("kept %s, want step-00000002 step-00000004 step-00000050", got)
+	}
+}
+
+// Prune never removes the checkpoint that a run resumed from (protect),
+// however many newer ones it keeps.
+func TestPruneKeepsTheResumedCheckpoint(t *testing.T) {
+	root := t.TempDir()
+	for _, steps := range []int{8, 10, 2, 4} {
+		d := StepDir(root, steps)
+		os.MkdirAll(d, 0o755)
+		if err := Commit(d, &Metadata{Format: Format, PlanHash: "p", Steps: steps}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := Prune(root, 1, "p", StepDir(root, 8)+"/"); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	cks, _ := Committed(root)
+	for _, c := range cks {
+		names = append(names, filepath.Base(c))
+	}
+	if got := strings.Join(names, " "); got != "step-00000004 step-00000008" {
+		t.Errorf("kept %s, want step-00000004 step-00000008", got)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/syncgen/syncgen/runtime/internal/plan"
 	"github.com/syncgen/syncgen/runtime/internal/result"
 	"github.com/syncgen/syncgen/runtime/internal/scaler"
+	"github.com/syncgen/syncgen/runtime/internal/text"
 )
 
 // Checkpointing says when and where checkpoints are written.
@@ -186,7 +188,14 @@ func (e *Engine) commitSave(p *pendingSave) (int64, error) {
 		if err := ckpt.Commit(p.dir, &md); err != nil {
 			return err
 		}
-		return ckpt.Prune(e.cfg.Checkpoint.Dir, e.cfg.Checkpoint.Keep, e.plan.Hash)
+		// The checkpoint the run resumed from stays until the run has
+		// committed a later one: whatever a directory holds, pruning never
+		// leaves the run with less than it started from.
+		protect := ""
+		if e.resumedFrom.MD != nil && md.Steps <= e.resumedFrom.Steps() {
+			protect = e.resumedFrom.Dir
+		}
+		return ckpt.Prune(e.cfg.Checkpoint.Dir, e.cfg.Checkpoint.Keep, e.plan.Hash, protect)
 	}
 	if !e.cfg.Checkpoint.Async {
 		return p.size, commit()
@@ -242,10 +251,50 @@ type ResumePoint struct {
 
 // SincePrefix starts the --resume value of a restart: since:TIME resumes
 // from the newest checkpoint of the plan committed at or after TIME (RFC
-// 3339), and starts from step 0 when there is none.
+// 3339); since:TIME,else:VALUE, when there is none, resumes as --resume
+// VALUE would have when the job began (VALUE a checkpoint's directory or
+// auto: what the user's own --resume said), and plain since:TIME starts
+// from step 0.
 const SincePrefix = "since:"
 
-// Steps is the step the run starts at: 0, or the one after the checkpoint.
+// ElseSep separates since:TIME from the restart's fallback (SincePrefix).
+const ElseSep = ",else:"
+
+// ResumeForm is --resume's forms, for messages.
+const ResumeForm = "DIR, auto, or since:TIME[,else:DIR|auto] (TIME in RFC 3339, e.g. 2006-01-02T15:04:05Z)"
+
+// ParseSince splits a since:TIME[,else:VALUE] value of --resume (ok false
+// for another form): when the job began, and the user's own --resume
+// (fallback, "" for none). A malformed value is an error that says the
+// form: a usage error, found before the run starts.
+func ParseSince(value string) (since time.Time, fallback string, ok bool, err error) {
+	rest, ok := strings.CutPrefix(value, SincePrefix)
+	if !ok {
+		return time.Time{}, "", false, nil
+	}
+	t, fallback, hasElse := strings.Cut(rest, ElseSep)
+	since, err = time.Parse(time.RFC3339Nano, t)
+	if err != nil {
+		return time.Time{}, "", true, fmt.Errorf("--resume %s: %q is not a time: want %sTIME or %sTIME%sDIR|auto, TIME in RFC 3339 (2006-01-02T15:04:05Z), as syncgen run --restarts gives it",
+			value, t, SincePrefix, SincePrefix, ElseSep)
+	}
+	if hasElse && fallback == "" {
+		return time.Time{}, "", true, fmt.Errorf("--resume %s: nothing after %q: want %sTIME%sDIR|auto, the checkpoint to resume when the job committed none since TIME", value, ElseSep, SincePrefix, ElseSep)
+	}
+	if _, first, nested, ferr := ParseSince(fallback); nested {
+		// The flags of a restart given again: the first launch's own.
+		if ferr != nil {
+			return time.Time{}, "", true, ferr
+		}
+		fallback = first
+	}
+	return since, fallback, true, nil
+}
+
+// Steps is the number of steps the checkpoint holds the state after (0:
+// none), which is also the number of the step the run starts at: steps
+// count from 0, warm-up included, and the checkpoint step-0000000N holds
+// the state after steps 0 to N-1.
 func (rp ResumePoint) Steps() int {
 	if rp.MD == nil {
 		return 0
@@ -255,24 +304,52 @@ func (rp ResumePoint) Steps() int {
 
 // FindResume resolves --resume's value: a checkpoint's directory, auto
 // (the newest committed checkpoint in root, the checkpoint directory), or
-// since:TIME (sinceCheckpoint), and checks what the metadata says against
-// this run: a checkpoint of plan p, written by a world the metadata
-// accounts for, with steps left of the run's total (warm-up included). It
-// reads no shard: every rank finds the same, from the same files, before
-// the backend starts.
+// since:TIME[,else:VALUE] (sinceCheckpoint, then VALUE as at the job's
+// first launch), and checks what the metadata says against this run: a
+// checkpoint of plan p, written by a world the metadata accounts for,
+// with steps left of the run's total (warm-up included). It reads no
+// shard: every rank finds the same, from the same files, before the
+// backend starts.
 func FindResume(value, root string, p *plan.Plan, total int) (ResumePoint, error) {
+	since, fallback, isSince, err := ParseSince(value)
+	if err != nil {
+		return ResumePoint{}, err
+	}
+	if !isSince {
+		return findResume(value, root, p, total, time.Time{}, "")
+	}
+	dir, note := sinceCheckpoint(root, p, since)
+	if dir != "" {
+		return findResume(dir, root, p, total, time.Time{}, note)
+	}
+	when := since.Local().Format("2006-01-02 15:04:05")
+	none := fmt.Sprintf("%s holds no checkpoint of plan %q committed since %s, when the job began", root, p.Name, when)
+	if fallback == "" {
+		return ResumePoint{Note: "starting from step 0: " + none}, nil
+	}
+	// The checkpoint the job's first launch resumed: auto among those
+	// committed before it began, as auto then found.
+	rp, err := findResume(fallback, root, p, total, since, "")
+	if err != nil {
+		return ResumePoint{}, fmt.Errorf("%s; the job's own --resume %s: %w", none, fallback, err)
+	}
+	rp.Note = fmt.Sprintf("resuming from %s, what the job's own --resume %s took: %s", rp.Dir, fallback, none)
+	return rp, nil
+}
+
+// findResume resolves a checkpoint's directory or auto (among the
+// checkpoints committed before `before`, when it is not zero) and checks
+// it against the run.
+func findResume(value, root string, p *plan.Plan, total int, before time.Time, note string) (ResumePoint, error) {
 	dir := value
-	note := ""
-	if t, ok := strings.CutPrefix(value, SincePrefix); ok {
-		since, err := time.Parse(time.RFC3339Nano, t)
-		if err != nil {
-			return ResumePoint{}, fmt.Errorf("%s: want %sTIME, TIME as RFC 3339 (2006-01-02T15:04:05Z)", value, SincePrefix)
-		}
-		if dir, note = sinceCheckpoint(root, p, since); dir == "" {
-			return ResumePoint{Note: note}, nil
-		}
-	} else if value == "auto" {
+	if value == "auto" {
 		cks, err := ckpt.Committed(root)
+		if !before.IsZero() {
+			cks = slices.DeleteFunc(cks, func(d string) bool {
+				md, err := ckpt.ReadMetadata(d)
+				return err == nil && !md.CommittedAt(d).Before(before)
+			})
+		}
 		if err != nil || len(cks) == 0 {
 			return ResumePoint{}, fmt.Errorf("auto: no committed checkpoint in %s%s", root, emptyHint(root))
 		}
@@ -296,10 +373,14 @@ func FindResume(value, root string, p *plan.Plan, total int) (ResumePoint, error
 		return ResumePoint{}, fmt.Errorf("%s: the metadata lists %d shards for %d ranks", dir, len(md.Shards), md.WorldSize)
 	}
 	if md.Steps >= total {
-		return ResumePoint{}, fmt.Errorf("%s is after step %d, and this run has %d steps (warm-up included): nothing is left to run; give more --steps", dir, md.Steps, total)
+		return ResumePoint{}, fmt.Errorf("%s holds the state after %s (steps 0 to %d), and this run has %s (steps 0 to %d, warm-up included): nothing is left to run; give more --steps",
+			dir, stepCount(md.Steps), md.Steps-1, stepCount(total), total-1)
 	}
 	return ResumePoint{Dir: dir, MD: md, Note: note}, nil
 }
+
+// stepCount is "1 step" or "N steps".
+func stepCount(n int) string { return fmt.Sprintf("%d step%s", n, text.Plural(n)) }
 
 // sinceCheckpoint is the newest checkpoint in root of plan p committed at
 // or after since ("" for none), and what rank 0 says of it: a restart
@@ -320,7 +401,7 @@ func sinceCheckpoint(root string, p *plan.Plan, since time.Time) (string, string
 		}
 	}
 	if best == "" {
-		return "", fmt.Sprintf("starting from step 0: %s holds no checkpoint of plan %q committed since %s", root, p.Name, when)
+		return "", ""
 	}
 	return best, fmt.Sprintf("resuming from %s, the newest checkpoint of plan %q committed since %s", best, p.Name, when)
 }
@@ -349,6 +430,7 @@ func (e *Engine) Resume(rp ResumePoint) error {
 	t0 := time.Now()
 	defer func() { e.resumeTime = time.Since(t0) }()
 	dir, md := rp.Dir, rp.MD
+	e.resumedFrom = rp
 	p := e.plan
 	var err error
 	shards := make([]*ckpt.Shard, md.WorldSize)

@@ -88,7 +88,7 @@ func TestFindResume(t *testing.T) {
 		{root, "checkpoints", 10, root + " is a directory of checkpoints, not a checkpoint: give --checkpoint-dir " + root + " --resume auto to resume its newest committed one, or --resume " + four},
 		{ckpt.StepDir(root, 6), root, 10, "the checkpoint was never committed"},
 		{other, root, 10, `is a checkpoint of plan "p" (p.sync, hash bbbb), not of this program's`},
-		{four, root, 4, "is after step 4, and this run has 4 steps (warm-up included): nothing is left to run"},
+		{four, root, 4, "holds the state after 4 steps (steps 0 to 3), and this run has 4 steps (steps 0 to 3, warm-up included): nothing is left to run"},
 	} {
 		if _, err := FindResume(c.value, c.root, p, c.total); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("--resume %s (--checkpoint-dir %s): %v, want %q", c.value, c.root, err, c.want)
@@ -116,5 +116,40 @@ func TestFindResumeSince(t *testing.T) {
 	}
 	if _, err := FindResume(SincePrefix+"yesterday", root, p, 10); err == nil {
 		t.Error("since:yesterday was taken")
+	}
+}
+
+// A restart of a job that the user started with --resume DIR or auto
+// (since:TIME,else:VALUE) resumes from what VALUE took at the first
+// launch when the job committed nothing since: never from step 0, whose
+// pruning would remove the user's checkpoints.
+func TestFindResumeSinceElse(t *testing.T) {
+	root := t.TempDir()
+	p := &plan.Plan{Name: "p", Source: "p.sync", Hash: "aaaa"}
+	eight := commitFake(t, root, "aaaa", 8) // the user's
+	ten := commitFake(t, root, "aaaa", 10)
+	since := time.Now()
+	value := SincePrefix + since.UTC().Format(time.RFC3339Nano)
+	for _, c := range []struct{ fallback, want string }{{eight, eight}, {"auto", ten}} {
+		rp, err := FindResume(value+ElseSep+c.fallback, root, p, 14)
+		if err != nil || rp.Dir != c.want || !strings.HasPrefix(rp.Note, "resuming from "+c.want+", what the job's own --resume "+c.fallback+" took: "+root+" holds no checkpoint") {
+			t.Errorf("else:%s: %+v %v, want %s", c.fallback, rp, err, c.want)
+		}
+	}
+	// A restart's flags given again: the first launch's fallback.
+	if rp, err := FindResume(value+ElseSep+value+ElseSep+eight, root, p, 14); err != nil || rp.Dir != eight {
+		t.Errorf("nested: %+v %v", rp, err)
+	}
+	// auto among those committed before the job began: another plan's
+	// checkpoint at a later step since is not what the first launch took.
+	later := time.Now()
+	commitFake(t, root, "bbbb", 12)
+	if rp, err := FindResume(SincePrefix+later.UTC().Format(time.RFC3339Nano)+ElseSep+"auto", root, p, 14); err != nil || rp.Dir != ten {
+		t.Errorf("auto before TIME: %+v %v, want %s", rp, err, ten)
+	}
+	for _, bad := range []string{SincePrefix + "garbage", value + ElseSep} {
+		if _, err := FindResume(bad, root, p, 14); err == nil || !strings.Contains(err.Error(), "want since:TIME") {
+			t.Errorf("%s: %v", bad, err)
+		}
 	}
 }

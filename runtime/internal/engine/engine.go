@@ -98,6 +98,9 @@ type Engine struct {
 	// resumed (Resume), which took resumeTime.
 	first      int
 	resumeTime time.Duration
+	// resumedFrom is the checkpoint the run resumed from (Resume), which
+	// pruning leaves until the run has committed a later one of its own.
+	resumedFrom ResumePoint
 	// origin is the run's time origin (the trace's), for the saves.
 	origin time.Time
 	// pending is an async checkpoint being written, committing one being
