@@ -74,7 +74,7 @@ func TestResumeIsBitIdentical(t *testing.T) {
 			mustContain(t, r, "# checkpoints: 2 written")
 			js := filepath.Join(dir, "resumed.json")
 			r = runOK(t, 2, append(args, "--checkpoint-dir", resumed, "--resume", filepath.Join(straight, "step-00000004"), "--json", js)...)
-			mustContain(t, r, "# checkpoints: 1 written", "# resumed after step 4; reading the checkpoint took")
+			mustContain(t, r, "# checkpoints: 1 written", "# resumed at step 4, from the checkpoint after 4 steps (steps 0 to 3); reading the checkpoint took")
 			if c.skipped != nil {
 				// The scaler's steps are numbered as --overflow numbers
 				// them, from the resumed checkpoint's step on.
@@ -121,7 +121,7 @@ func TestCheckpointKeepAndAuto(t *testing.T) {
 	runOK(t, 2, "train:sgd:f32", "--steps", "6", "--warmup", "0", "--checkpoint-every", "2", "--checkpoint-keep", "1", "--checkpoint-dir", dir, "--quiet", "--trace", trace)
 	saves := 0
 	for _, ev := range readTrace(t, trace).TraceEvents {
-		if strings.HasPrefix(ev.Name, "checkpoint after step ") && ev.Ph == "X" && ev.Dur > 0 {
+		if strings.HasPrefix(ev.Name, "checkpoint after ") && ev.Ph == "X" && ev.Dur > 0 {
 			saves++
 		}
 	}
@@ -173,7 +173,7 @@ func TestResumeRefusals(t *testing.T) {
 	}{
 		// A fault in a step before the checkpoint would never fire: a
 		// usage error (status 2).
-		{2, []string{"train:adamw:f32", "--resume", step2, "--fault", "crash:1:1"}, `--fault "crash:1:1": step 1 was run before the checkpoint this run resumes from`},
+		{2, []string{"train:adamw:f32", "--resume", step2, "--fault", "crash:1:1"}, `--fault "crash:1:1": step 1 is before this run's first: it resumes from the checkpoint after 2 steps (steps 0 to 1) and starts at step 2`},
 		{2, []string{"train:adamw:f32", "--resume", truncated}, "rank 1: error: --resume: " + truncated + ": shard " + filepath.Join(truncated, "rank-00001.safetensors") + " has 100 bytes; the checkpoint's metadata says"},
 		{2, []string{"train:adamw:f32", "--resume", flipped}, "rank-00000.safetensors: sha256"},
 		{2, []string{"train:adamw:f32", "--resume", ck}, "is a directory of checkpoints, not a checkpoint: give --checkpoint-dir " + ck + " --resume auto"},

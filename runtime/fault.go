@@ -102,14 +102,16 @@ func checkFaultsFire(faults []engine.Fault, c engine.Checkpointing, first int) e
 		case f.Step < 0:
 		case f.Kind != engine.FaultCrashInSave:
 			if f.Step < first {
-				return fmt.Errorf("--fault %q: step %d was run before the checkpoint this run resumes from, which is after step %d: the run starts at step %d; give step %d or later", f.Spec, f.Step, first, first, first)
+				return fmt.Errorf("--fault %q: step %d is before this run's first: it resumes from the checkpoint after %s (steps 0 to %d) and starts at step %d; give step %d or later", f.Spec, f.Step, stepCount(first), first-1, first, first)
 			}
 		case c.Every <= 0:
 			return fmt.Errorf("--fault %q: this run writes no checkpoint (no --checkpoint-every, and the plan's run line has no checkpoint every), so it would never fire; add --checkpoint-every N, N dividing %d", f.Spec, f.Step)
 		case first > 0 && f.Step <= first:
-			return fmt.Errorf("--fault %q: this run resumes after step %d and writes its first checkpoint after step %d at the earliest, so it would never fire; give a later step, a multiple of %d", f.Spec, first, first+1, c.Every)
+			next := (first/c.Every + 1) * c.Every
+			return fmt.Errorf("--fault %q: this run resumes from the checkpoint after %s and writes its next one after %d steps (one every %d steps), so it would never fire; give crash-in-save:%d:%d or a later multiple of %d",
+				f.Spec, stepCount(first), next, c.Every, f.Rank, next, c.Every)
 		case f.Step == 0 || f.Step%c.Every != 0:
-			return fmt.Errorf("--fault %q: no checkpoint is written after step %d (one every %d steps: after steps %d, %d, ...), so it would never fire; give a multiple of %d", f.Spec, f.Step, c.Every, c.Every, 2*c.Every, c.Every)
+			return fmt.Errorf("--fault %q: no checkpoint is written after %s (one every %d steps: after %d, %d, ... steps), so it would never fire; give a multiple of %d", f.Spec, stepCount(f.Step), c.Every, c.Every, 2*c.Every, c.Every)
 		}
 	}
 	return nil
@@ -133,4 +135,14 @@ func startFaults(faults []engine.Fault) {
 		fmt.Fprintf(os.Stderr, "rank %d: --fault: %s before MPI starts\n", rank, sig)
 		syscall.Kill(os.Getpid(), sig)
 	}
+}
+
+// stepCount is "1 step" or "N steps": a checkpoint after N steps holds
+// the state after steps 0 to N-1, and a run resumed from it starts at
+// step N.
+func stepCount(n int) string {
+	if n == 1 {
+		return "1 step"
+	}
+	return fmt.Sprintf("%d steps", n)
 }

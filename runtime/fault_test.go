@@ -27,11 +27,11 @@ func TestFaultsThatNeverFire(t *testing.T) {
 		want   string // "": accepted
 	}{
 		{faults("crash-in-save:1:3"), every(0), 0, `--fault "crash-in-save:1:3": this run writes no checkpoint`},
-		{faults("crash-in-save:1:3"), every(2), 0, `no checkpoint is written after step 3 (one every 2 steps: after steps 2, 4, ...)`},
-		{faults("crash-in-save:1:0"), every(2), 0, `no checkpoint is written after step 0`},
-		{faults("crash-in-save:1:4"), every(2), 4, `this run resumes after step 4 and writes its first checkpoint after step 5 at the earliest`},
-		{faults("crash:1:2"), every(0), 4, `--fault "crash:1:2": step 2 was run before the checkpoint this run resumes from, which is after step 4: the run starts at step 4`},
-		{faults("delay:0:3:1s"), every(0), 4, `step 3 was run before the checkpoint`},
+		{faults("crash-in-save:1:3"), every(2), 0, `no checkpoint is written after 3 steps (one every 2 steps: after 2, 4, ... steps)`},
+		{faults("crash-in-save:1:0"), every(2), 0, `no checkpoint is written after 0 steps`},
+		{faults("crash-in-save:1:4"), every(2), 4, `this run resumes from the checkpoint after 4 steps and writes its next one after 6 steps (one every 2 steps), so it would never fire; give crash-in-save:1:6 or a later multiple of 2`},
+		{faults("crash:1:2"), every(0), 4, `--fault "crash:1:2": step 2 is before this run's first: it resumes from the checkpoint after 4 steps (steps 0 to 3) and starts at step 4; give step 4 or later`},
+		{faults("delay:0:3:1s"), every(0), 4, `step 3 is before this run's first: it resumes from the checkpoint after 4 steps (steps 0 to 3) and starts at step 4`},
 		{faults("crash-in-save:1:6", "crash:1:4", "hang:0:9", "stop:1:start"), every(2), 4, ""},
 		{faults("crash-in-save:1:10"), every(5), 0, ""},
 	} {
@@ -41,7 +41,7 @@ func TestFaultsThatNeverFire(t *testing.T) {
 		}
 	}
 	in := []engine.Injection{{Step: 7, Spec: "7:1:w"}, {Step: 2, Spec: "2:1:w"}}
-	if err := checkInjectionsAfter(in, 4); err == nil || !strings.Contains(err.Error(), `--overflow "2:1:w": step 2 was run before the checkpoint this run resumes from`) {
+	if err := checkInjectionsAfter(in, 4); err == nil || !strings.Contains(err.Error(), `--overflow "2:1:w": step 2 is before this run's first: it resumes from the checkpoint after 4 steps (steps 0 to 3) and starts at step 4; give step 4 or later`) {
 		t.Errorf("an overflow before the resume: %v", err)
 	}
 	if err := checkInjectionsAfter(in[:1], 4); err != nil {

@@ -115,7 +115,7 @@ func checkInjectionRanks(in []engine.Injection, size int) error {
 func checkInjectionsAfter(in []engine.Injection, first int) error {
 	for _, x := range in {
 		if x.Step < first {
-			return fmt.Errorf("--overflow %q: step %d was run before the checkpoint this run resumes from, which is after step %d: the run starts at step %d; give step %d or later", x.Spec, x.Step, first, first, first)
+			return fmt.Errorf("--overflow %q: step %d is before this run's first: it resumes from the checkpoint after %s (steps 0 to %d) and starts at step %d; give step %d or later", x.Spec, x.Step, stepCount(first), first-1, first, first)
 		}
 	}
 	return nil

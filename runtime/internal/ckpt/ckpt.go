@@ -34,8 +34,8 @@ var stNames = map[elem.DType]string{elem.F64: "F64", elem.F32: "F32", elem.F16: 
 // ShardName is rank's file in a checkpoint directory.
 func ShardName(rank int) string { return fmt.Sprintf("rank-%05d.safetensors", rank) }
 
-// StepDir is the directory of the checkpoint after step steps (counted
-// from 1: the number of steps done).
+// StepDir is the directory of the checkpoint after steps steps (the
+// number of steps done: the state after steps 0 to steps-1).
 func StepDir(root string, steps int) string {
 	return filepath.Join(root, fmt.Sprintf("step-%08d", steps))
 }

@@ -214,7 +214,7 @@ func (e *Engine) awaitCommit() error {
 	}
 	e.committing = nil
 	if err := <-p.committed; err != nil {
-		return fmt.Errorf("committing the checkpoint after step %d: %w", p.steps, err)
+		return fmt.Errorf("committing the checkpoint after %s: %w", stepCount(p.steps), err)
 	}
 	return nil
 }
@@ -235,7 +235,7 @@ func (e *Engine) commitPending() (result.Save, bool, error) {
 	t0 := time.Now()
 	n, err := e.commitSave(p)
 	if err != nil {
-		return result.Save{}, false, fmt.Errorf("checkpoint after step %d: %w", p.steps, err)
+		return result.Save{}, false, fmt.Errorf("checkpoint after %s: %w", stepCount(p.steps), err)
 	}
 	return result.Save{Steps: p.steps, Bytes: n, Time: p.staged + time.Since(t0), At: p.began.Sub(e.origin)}, true, nil
 }

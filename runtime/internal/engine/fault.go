@@ -59,7 +59,7 @@ func (e *Engine) faultAt(kind FaultKind, step int) {
 		case FaultCrash, FaultCrashInSave:
 			where := fmt.Sprintf("at the start of step %d", step)
 			if kind == FaultCrashInSave {
-				where = fmt.Sprintf("while writing the checkpoint after step %d", step)
+				where = fmt.Sprintf("while writing the checkpoint after %s (after step %d)", stepCount(step), step-1)
 			}
 			fmt.Fprintf(os.Stderr, "rank %d: --fault %s: killing itself (SIGKILL) %s\n", e.rank, kindName(kind), where)
 			syscall.Kill(os.Getpid(), syscall.SIGKILL)

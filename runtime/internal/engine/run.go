@@ -114,7 +114,7 @@ func (e *Engine) saveAfterStep(res *result.Results, i int) error {
 	t0 := time.Now()
 	n, err := e.saveCheckpoint(i + 1)
 	if err != nil {
-		return fmt.Errorf("checkpoint after step %d: %w", i+1, err)
+		return fmt.Errorf("checkpoint after %s (after step %d): %w", stepCount(i+1), i, err)
 	}
 	if !c.Async {
 		res.Saves = append(res.Saves, result.Save{Steps: i + 1, Bytes: n, Time: time.Since(t0), At: t0.Sub(res.Origin)})

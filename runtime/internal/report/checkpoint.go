@@ -72,17 +72,21 @@ func printSaves(w io.Writer, rep *Report) {
 			s.count, text.Bytes(s.bytes), text.Dur(s.stall), s.gbps())
 	}
 	if s.resume > 0 {
-		fmt.Fprintf(w, "# resumed after step %d; reading the checkpoint took %s\n", s.resumed, text.Dur(s.resume))
+		fmt.Fprintf(w, "# resumed at step %d, from the checkpoint after %d steps (steps 0 to %d); reading the checkpoint took %s\n",
+			s.resumed, s.resumed, s.resumed-1, text.Dur(s.resume))
 	}
 }
 
 // jsonSaves is the checkpoints in the JSON file.
 type jsonSaves struct {
-	Count    int     `json:"count"`
-	Bytes    int64   `json:"bytes"`
-	StallMs  float64 `json:"stall_ms"`
-	GBs      float64 `json:"gbs"`
-	Resumed  int     `json:"resumed_after_step,omitempty"`
+	Count   int     `json:"count"`
+	Bytes   int64   `json:"bytes"`
+	StallMs float64 `json:"stall_ms"`
+	GBs     float64 `json:"gbs"`
+	// Resumed is the step the resumed run started at (the checkpoint's
+	// steps done, step-N: the state after steps 0 to N-1), as
+	// training.scaler.first_step.
+	Resumed  int     `json:"resumed_at_step,omitempty"`
 	ResumeMs float64 `json:"resume_ms,omitempty"`
 }
 

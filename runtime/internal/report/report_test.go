@@ -572,8 +572,8 @@ func TestTraceEventsHaveStep(t *testing.T) {
 	res := result.New(p, prog)
 	res.Saves = []result.Save{{Steps: 4, Bytes: 100, Time: time.Millisecond}}
 	evs := saveEvents(&Run{Plan: p, Prog: prog, Ranks: 1}, res)
-	if len(evs) != 1 || evs[0].Name != "checkpoint after step 4" || evs[0].Args["step"] != 3 || evs[0].Args["steps_done"] != 4 {
-		t.Errorf("save events %+v, want one named checkpoint after step 4 with step 3, steps_done 4", evs)
+	if len(evs) != 1 || evs[0].Name != "checkpoint after 4 steps" || evs[0].Args["step"] != 3 || evs[0].Args["steps_done"] != 4 {
+		t.Errorf("save events %+v, want one named checkpoint after 4 steps with step 3, steps_done 4", evs)
 	}
 	// The prediction's spans, laid over each measured step, are that
 	// step's.

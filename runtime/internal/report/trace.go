@@ -302,14 +302,14 @@ func scaleEvents(run *Run, res *result.Results) []traceEvent {
 
 // saveEvents are the checkpoints on the host's track: when each began and
 // how long the steps stood still for it (with async saves, the staging;
-// the wait at the commit is on the next one's end). "checkpoint after
-// step N" follows N steps: its step is N-1, the step whose end it follows,
-// and steps_done N.
+// the wait at the commit is on the next one's end). "checkpoint after N
+// steps" follows step N-1: its step is N-1, the step whose end it
+// follows, and steps_done N.
 func saveEvents(run *Run, res *result.Results) []traceEvent {
 	var out []traceEvent
 	for _, s := range res.Saves {
 		dur := float64(s.Time) / 1e3
-		out = append(out, traceEvent{Name: fmt.Sprintf("checkpoint after step %d", s.Steps), Cat: "checkpoint", Ph: "X",
+		out = append(out, traceEvent{Name: fmt.Sprintf("checkpoint after %d steps", s.Steps), Cat: "checkpoint", Ph: "X",
 			Ts: float64(s.At) / 1e3, Dur: &dur, Pid: run.Rank, Tid: 0, Args: map[string]any{"step": s.Steps - 1, "steps_done": s.Steps, "bytes": s.Bytes}})
 	}
 	return out
