@@ -245,6 +245,11 @@ func mergeFlightRecords(w io.Writer, recs map[int]*flightRecord) {
 				}
 			}
 		}
+		if name == "" {
+			// No record holds it: no rank issued it, so it has no name
+			// to give; say so rather than leave a blank.
+			name = "(the stream's next collective, which no rank issued)"
+		}
 		var waiting, queued, notIssued []string
 		for _, r := range ranks {
 			if next[r] != stuck || slices.Contains(frozen, r) {
