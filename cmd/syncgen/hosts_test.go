@@ -1,40 +1,121 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 )
 
-// TestParseHosts checks --hosts' slots and its errors.
+// TestParseHosts checks --hosts' slots and its errors: what Open MPI's
+// --host would refuse inside mpirun is refused here, naming the host.
 func TestParseHosts(t *testing.T) {
-	got, err := parseHosts("a:2,b:2,c")
-	want := []hostSlots{{"a", 2}, {"b", 2}, {"c", 1}}
-	if err != nil || !reflect.DeepEqual(got, want) {
-		t.Errorf("parseHosts(a:2,b:2,c) = %v, %v; want %v", got, err, want)
+	for list, want := range map[string][]hostSlots{
+		"a:2,b:2,c":           {{"a", 2}, {"b", 2}, {"c", 1}},
+		"localhost:1, vm:1":   {{"localhost", 1}, {"vm", 1}},
+		" a : 2 ,b":           {{"a", 2}, {"b", 1}},
+		"10.0.0.1:2,node-2.x": {{"10.0.0.1", 2}, {"node-2.x", 1}},
+		"a:1,a:1":             {{"a", 1}, {"a", 1}}, // Open MPI adds them up
+	} {
+		got, err := parseHosts(list)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("parseHosts(%q) = %v, %v; want %v", list, got, err, want)
+		}
 	}
-	for _, bad := range []string{"", "a:0", "a:x", "a:2,,b", "a b:2", "-x:1"} {
-		if _, err := parseHosts(bad); err == nil {
-			t.Errorf("parseHosts(%q): no error", bad)
+	for bad, msg := range map[string]string{
+		"":          "no hosts",
+		"  ":        "no hosts",
+		"a:0":       `slots "0"`,
+		"a:x":       `slots "x"`,
+		"a:2,,b":    "item 2 is empty",
+		"a b:2":     `host "a b"`,
+		"-x:1":      `host "-x"`,
+		"a_b:2":     `host "a_b": '_'`,
+		"root@a:2":  "takes no user",
+		"a:2,b+c:1": `host "b+c"`,
+	} {
+		_, err := parseHosts(bad)
+		if err == nil || !strings.Contains(err.Error(), msg) {
+			t.Errorf("parseHosts(%q): error %v, want one with %q", bad, err, msg)
 		}
 	}
 }
 
-// TestReadHostfile checks a hostfile with comments and both slot keys,
-// and that errors name the line.
+// TestHostsList checks that mpirun gets the list without the spaces it
+// refuses.
+func TestHostsList(t *testing.T) {
+	flags, slots, err := hostsFlags("localhost:1, vm:1", "", true, false)
+	if want := []string{"--host", "localhost:1,vm:1"}; err != nil || slots != 2 || !reflect.DeepEqual(flags, want) {
+		t.Errorf("hostsFlags = %q, %d, %v; want %q, 2", flags, slots, err, want)
+	}
+}
+
+// TestHostsFlags checks the choice between --hosts and --hostfile, an
+// empty value, and that errors name the file.
+func TestHostsFlags(t *testing.T) {
+	dir := t.TempDir()
+	lf, crlf := filepath.Join(dir, "lf"), filepath.Join(dir, "crlf")
+	os.WriteFile(lf, []byte("a slots=2\nb slots=2\n"), 0o644)
+	os.WriteFile(crlf, []byte("a slots=2\r\nb slots=2 max_slots=4\r\n"), 0o644)
+	for _, c := range []struct {
+		list, file       string
+		listSet, fileSet bool
+		flags            []string
+		slots            int
+		err              string
+	}{
+		{flags: nil},
+		{file: lf, fileSet: true, flags: []string{"--hostfile", lf}, slots: 4},
+		{file: crlf, fileSet: true, flags: []string{"--host", "a:2,b:2"}, slots: 4},
+		{listSet: true, err: "--hosts \"\": no hosts"},
+		{fileSet: true, err: "--hostfile \"\""},
+		{file: "/nonexistent", fileSet: true, err: "--hostfile /nonexistent: no such file"},
+		{list: "a", file: lf, listSet: true, fileSet: true, err: "both given"},
+	} {
+		flags, slots, err := hostsFlags(c.list, c.file, c.listSet, c.fileSet)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("hostsFlags(%+v): error %v, want one with %q", c, err, c.err)
+			}
+			continue
+		}
+		if err != nil || slots != c.slots || !reflect.DeepEqual(flags, c.flags) {
+			t.Errorf("hostsFlags(%+v) = %q, %d, %v; want %q, %d", c, flags, slots, err, c.flags, c.slots)
+		}
+	}
+}
+
+// TestReadHostfile checks a hostfile with comments, both slot keys, CRLF
+// and USER@HOST, and that what Open MPI refuses inside mpirun is refused
+// here with the line.
 func TestReadHostfile(t *testing.T) {
-	got, err := readHostfile(strings.NewReader("# two nodes\nnode1 slots=8 max_slots=16\n\n10.0.0.2 # no slots: one\n"), "hosts")
-	want := []hostSlots{{"node1", 8}, {"10.0.0.2", 1}}
-	if err != nil || !reflect.DeepEqual(got, want) {
-		t.Errorf("readHostfile = %v, %v; want %v", got, err, want)
+	for file, want := range map[string][]hostSlots{
+		"# two nodes\nnode1 slots=8 max_slots=16\n\n10.0.0.2 # no slots: one\n": {{"node1", 8}, {"10.0.0.2", 1}},
+		"localhost slots=2\r\nb\r\n": {{"localhost", 2}, {"b", 1}},
+		"root@node1 slots=2\n":       {{"root@node1", 2}},
+		"a slots=2 max-slots=2\n":    {{"a", 2}},
+	} {
+		got, _, err := readHostfile(strings.NewReader(file), "hosts")
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("readHostfile(%q) = %v, %v; want %v", file, got, err, want)
+		}
 	}
 	for bad, msg := range map[string]string{
-		"node1 slots=0\n":    "hosts:1:",
-		"a\nnode1 cpus=2\n":  "hosts:2:",
-		"# nothing\n":        "no hosts",
-		"a\nno/de slots=1\n": "hosts:2:",
+		"node1 slots=0\n":                        "hosts:1:",
+		"a\nnode1 cpus=2\n":                      "hosts:2:",
+		"# nothing\n":                            "no hosts",
+		"a\nno/de slots=1\n":                     "hosts:2:",
+		"a_b slots=1\n":                          `hosts:1: host "a_b"`,
+		"localhost slots=1\nlocalhost slots=1\n": `hosts:2: host "localhost" is already on line 1`,
+		"u@a slots=1\n# c\na slots=1\n":          `hosts:3: host "a" is already on line 1`,
+		"localhost slots=2 slots=3\n":            "hosts:1: slots given twice",
+		"a max_slots=2 max-slots=3\n":            "hosts:1: max_slots given twice",
+		"localhost slots=2 max_slots=1\n":        "hosts:1: host \"localhost\": max_slots=1 is below slots=2",
+		"@a slots=1\n":                           "hosts:1:",
+		"a\n\nb@c@d slots=1\n":                   "hosts:3:",
 	} {
-		_, err := readHostfile(strings.NewReader(bad), "hosts")
+		_, _, err := readHostfile(strings.NewReader(bad), "hosts")
 		if err == nil || !strings.Contains(err.Error(), msg) {
 			t.Errorf("readHostfile(%q): error %v, want one with %q", bad, err, msg)
 		}
@@ -42,18 +123,22 @@ func TestReadHostfile(t *testing.T) {
 }
 
 // FuzzHostfile feeds readHostfile arbitrary files: it must return hosts
-// with names that pass checkHostName and slots in range, or an error;
-// never panic.
+// with names that pass checkHostName (after a USER@) and slots in range,
+// or an error; never panic.
 func FuzzHostfile(f *testing.F) {
 	f.Add("node1 slots=8\nnode2 slots=8 max_slots=8\n# c\n")
 	f.Add("a\n\nb slots=x\n")
 	f.Fuzz(func(t *testing.T, s string) {
-		hosts, err := readHostfile(strings.NewReader(s), "f")
+		hosts, _, err := readHostfile(strings.NewReader(s), "f")
 		if err != nil {
 			return
 		}
 		for _, h := range hosts {
-			if checkHostName(h.Name) != nil || h.Slots < 1 || h.Slots > maxSlots {
+			name := h.Name
+			if i := strings.LastIndex(name, "@"); i >= 0 {
+				name = name[i+1:]
+			}
+			if checkHostName(name) != nil || h.Slots < 1 || h.Slots > maxSlots {
 				t.Fatalf("readHostfile(%q) gave host %+v", s, h)
 			}
 		}

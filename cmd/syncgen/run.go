@@ -69,7 +69,7 @@ Slurm (srun --mpi=pmix).`,
 			if err != nil {
 				return cli.Exit(err.Error(), 2)
 			}
-			hostFlags, slots, err := hostsFlags(c.String("hosts"), c.String("hostfile"))
+			hostFlags, slots, err := hostsFlags(c.String("hosts"), c.String("hostfile"), c.IsSet("hosts"), c.IsSet("hostfile"))
 			if err != nil {
 				return cli.Exit(err.Error(), 2)
 			}
