@@ -39,12 +39,14 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 
+	"github.com/syncgen/syncgen/runtime/internal/proc"
 	"github.com/syncgen/syncgen/runtime/internal/text"
 	"github.com/syncgen/syncgen/runtime/mpi"
 )
 
-// TuningEnv turns the settings off when it is "off".
+// TuningEnv turns the settings off when it is "off" (or no, false, 0).
 const TuningEnv = "SYNCGEN_MPI_TUNING"
 
 // transportParams are the shared-memory parameters the runtime sets,
@@ -105,18 +107,21 @@ type mpiSettings struct {
 // environment getenv reads: those of transportParams that the user has
 // not set under either component's name, and the allreduce rules on Open
 // MPI 4 unless the user has set a collRulesParams; none for another MPI or
-// when SYNCGEN_MPI_TUNING is "off".
-func chooseMPISettings(library string, getenv func(string) string) (mpiSettings, error) {
+// when SYNCGEN_MPI_TUNING is "off" (or no, false, 0).
+// A value of SYNCGEN_MPI_TUNING that is neither (spaces around it
+// aside) is ignored, with a warning through warn, as every other knob's,
+// and the default, on, applies.
+func chooseMPISettings(library string, getenv func(string) string, warn func(format string, args ...any)) mpiSettings {
 	var s mpiSettings
 	switch v := getenv(TuningEnv); {
-	case text.IsOff(v):
-		return s, nil
-	case !text.IsOn(v):
-		return s, fmt.Errorf("%s=%q: want on or off", TuningEnv, v)
+	case text.IsOff(strings.TrimSpace(v)):
+		return s
+	case !text.IsOn(strings.TrimSpace(v)):
+		warn("%s=%q: want on or off (or yes/no, true/false, 1/0, in any case); leaving it on", TuningEnv, v)
 	}
 	major := openMPIMajor(library)
 	if major == 0 {
-		return s, nil
+		return s
 	}
 	component := "vader"
 	if major >= 5 {
@@ -135,7 +140,7 @@ func chooseMPISettings(library string, getenv func(string) string) (mpiSettings,
 			s.allreduceRules = false
 		}
 	}
-	return s, nil
+	return s
 }
 
 // applyMPISettings makes the settings of chooseMPISettings; it must run
@@ -143,10 +148,7 @@ func chooseMPISettings(library string, getenv func(string) string) (mpiSettings,
 // OMPI_MCA_), to be read back. The rules are skipped if their file cannot
 // be written.
 func applyMPISettings() (params []string, err error) {
-	s, err := chooseMPISettings(mpi.LibraryVersion(), os.Getenv)
-	if err != nil {
-		return nil, err
-	}
+	s := chooseMPISettings(mpi.LibraryVersion(), os.Getenv, proc.WarnEnv)
 	env := s.env
 	if s.allreduceRules {
 		if path, err := rulesFile(); err == nil {

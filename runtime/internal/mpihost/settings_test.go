@@ -21,7 +21,7 @@ func TestChooseMPISettings(t *testing.T) {
 		env       map[string]string
 		wantEnv   []text.KV
 		wantRules bool
-		wantErr   string
+		wantWarn  string
 	}{
 		{"open mpi 4", v4, nil, vader, true, ""},
 		{"open mpi 5", v5, nil, []text.KV{{Key: "OMPI_MCA_btl_sm_eager_limit", Value: "32768"}, {Key: "OMPI_MCA_btl_sm_fbox_size", Value: "32768"}}, false, ""},
@@ -34,18 +34,18 @@ func TestChooseMPISettings(t *testing.T) {
 		{"user's algorithm", v4, map[string]string{"OMPI_MCA_coll_tuned_allreduce_algorithm": "4"}, vader, false, ""},
 		{"off", v4, map[string]string{"SYNCGEN_MPI_TUNING": "off"}, nil, false, ""},
 		{"another MPI", "MPICH Version: 4.0.2", nil, nil, false, ""},
-		{"bad value", v4, map[string]string{"SYNCGEN_MPI_TUNING": "bogus"}, nil, false, `SYNCGEN_MPI_TUNING="bogus": want on or off`},
+		{"spaces", v4, map[string]string{"SYNCGEN_MPI_TUNING": " off "}, nil, false, ""},
+		{"spaces on", v4, map[string]string{"SYNCGEN_MPI_TUNING": " on"}, vader, true, ""},
+		{"yes", v4, map[string]string{"SYNCGEN_MPI_TUNING": "True"}, vader, true, ""},
+		// A bad value is a warning and the default, as every knob's.
+		{"bad value", v4, map[string]string{"SYNCGEN_MPI_TUNING": "maybe"}, vader, true, `SYNCGEN_MPI_TUNING="maybe": want on or off (or yes/no, true/false, 1/0, in any case); leaving it on`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got, err := chooseMPISettings(c.library, func(k string) string { return c.env[k] })
-			if c.wantErr != "" {
-				if err == nil || err.Error() != c.wantErr {
-					t.Fatalf("error %v, want %q", err, c.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
+			var warned []string
+			warn := func(format string, args ...any) { warned = append(warned, fmt.Sprintf(format, args...)) }
+			got := chooseMPISettings(c.library, func(k string) string { return c.env[k] }, warn)
+			if want := []string{c.wantWarn}; c.wantWarn == "" && warned != nil || c.wantWarn != "" && !reflect.DeepEqual(warned, want) {
+				t.Errorf("warned %q, want %q", warned, c.wantWarn)
 			}
 			if !reflect.DeepEqual(got.env, c.wantEnv) || got.allreduceRules != c.wantRules {
 				t.Errorf("got %v rules %v, want %v rules %v", got.env, got.allreduceRules, c.wantEnv, c.wantRules)
