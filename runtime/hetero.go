@@ -25,6 +25,78 @@ type heteroFlags struct {
 	jitter    string
 	batch     int
 	balance   string
+	// twice is the first of --straggler, --jitter, --batch and --balance
+	// given a second time (onceFlag): the flag package would let the last
+	// win.
+	twice error
+	// steps and warmup point to the run's --steps and --warmup, which
+	// bound --straggler's FROMSTEP; nil: unbounded.
+	steps, warmup *int
+}
+
+// maxBatch bounds --batch: samples a step, not a typo.
+const maxBatch = 1<<31 - 1
+
+// onceFlag is a string flag of the heterogeneity flags that may be given
+// once. A second value is recorded in *twice (resolveHetero refuses it)
+// rather than returned, so that the error is the flag's own words.
+type onceFlag struct {
+	name  string
+	val   *string
+	set   *bool
+	twice *error
+}
+
+func (f onceFlag) String() string {
+	if f.val == nil {
+		return ""
+	}
+	return *f.val
+}
+
+func (f onceFlag) Set(s string) error {
+	if *f.set && *f.twice == nil {
+		*f.twice = fmt.Errorf("--%s given twice (%q, then %q): give it once", f.name, *f.val, s)
+	}
+	*f.set, *f.val = true, s
+	return nil
+}
+
+// onceIntFlag is --batch: a count given at most once (as onceFlag).
+type onceIntFlag struct {
+	name  string
+	val   *int
+	set   *bool
+	twice *error
+}
+
+func (f onceIntFlag) String() string {
+	if f.val == nil {
+		return ""
+	}
+	return strconv.Itoa(*f.val)
+}
+
+func (f onceIntFlag) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 || n > maxBatch {
+		return fmt.Errorf("want a number of samples from 0 to %d (0: one a rank)", maxBatch)
+	}
+	if *f.set && *f.twice == nil {
+		*f.twice = fmt.Errorf("--%s given twice (%d, then %d): give it once", f.name, *f.val, n)
+	}
+	*f.set, *f.val = true, n
+	return nil
+}
+
+// onceFlags returns the flags --straggler, --jitter, --batch and
+// --balance for f, each to be given at most once.
+func (f *heteroFlags) onceFlags() (straggler, jitter, balance onceFlag, batch onceIntFlag) {
+	set := new([4]bool)
+	return onceFlag{"straggler", &f.straggler, &set[0], &f.twice},
+		onceFlag{"jitter", &f.jitter, &set[1], &f.twice},
+		onceFlag{"balance", &f.balance, &set[2], &f.twice},
+		onceIntFlag{"batch", &f.batch, &set[3], &f.twice}
 }
 
 // listFlag collects a repeatable flag whose values may also be joined by
@@ -57,6 +129,9 @@ const defaultBalanceEvery = 5
 // started (hetero.Spec.Check).
 func resolveHetero(f heteroFlags) (hetero.Spec, error) {
 	var s hetero.Spec
+	if f.twice != nil {
+		return s, f.twice
+	}
 	size, sized := proc.LauncherSize()
 	outside := func(flag, spec string, r int) error {
 		if sized && r >= size {
@@ -64,6 +139,9 @@ func resolveHetero(f heteroFlags) (hetero.Spec, error) {
 		}
 		return nil
 	}
+	// The plan's ranks declaration refuses overlapping ranges, and so do
+	// the flags: which of two speeds a rank has would be the order's.
+	speedOf := map[int]string{}
 	for _, spec := range f.speeds {
 		ranks, val, ok := strings.Cut(spec, "=")
 		lo, hi, err := rankRange(ranks)
@@ -78,6 +156,10 @@ func resolveHetero(f heteroFlags) (hetero.Spec, error) {
 			s.Speeds = map[int]float64{}
 		}
 		for r := lo; r <= hi; r++ {
+			if prev, ok := speedOf[r]; ok {
+				return s, fmt.Errorf("--speed %q: rank %d already has a speed from --speed %q: give each rank one speed", spec, r, prev)
+			}
+			speedOf[r] = spec
 			s.Speeds[r] = v
 		}
 	}
@@ -98,6 +180,11 @@ func resolveHetero(f heteroFlags) (hetero.Spec, error) {
 		if err := outside("--straggler", spec, st.Rank); err != nil {
 			return s, err
 		}
+		if f.steps != nil && f.warmup != nil {
+			if last := *f.steps + *f.warmup - 1; st.From > last {
+				return s, fmt.Errorf("--straggler %q: step %d is past the run's last step, %d (warm-up counted): give a FROMSTEP from 0 to %d, or more --steps", spec, st.From, last, last)
+			}
+		}
 		s.Straggler = st
 	}
 	if spec := f.jitter; spec != "" {
@@ -109,23 +196,23 @@ func resolveHetero(f heteroFlags) (hetero.Spec, error) {
 		}
 		s.Jitter = &hetero.Jitter{Seed: n, Max: d}
 	}
-	if f.batch < 0 {
-		return s, fmt.Errorf("--batch %d: want a number of samples, 0 or more (0: one a rank)", f.batch)
+	if f.batch < 0 || f.batch > maxBatch {
+		return s, fmt.Errorf("--batch %d: want a number of samples from 0 to %d (0: one a rank)", f.batch, maxBatch)
 	}
 	s.Batch = f.batch
-	switch rule, every, _ := strings.Cut(f.balance, ":"); rule {
+	switch rule, every, hasEvery := strings.Cut(f.balance, ":"); rule {
 	case "", "off":
-		if every != "" {
+		if hasEvery {
 			return s, fmt.Errorf("--balance %q: only dynamic takes a period", f.balance)
 		}
 	case "static":
-		if every != "" {
+		if hasEvery {
 			return s, fmt.Errorf("--balance %q: only dynamic takes a period", f.balance)
 		}
 		s.Balance = hetero.Static
 	case "dynamic":
 		s.Balance, s.Every = hetero.Dynamic, defaultBalanceEvery
-		if every != "" {
+		if hasEvery {
 			n, err := strconv.Atoi(every)
 			if err != nil || n <= 0 {
 				return s, fmt.Errorf("--balance %q: want dynamic:K with K a number of steps, 1 or more", f.balance)

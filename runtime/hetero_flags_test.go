@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"io"
 	"math"
 	"strings"
 	"testing"
@@ -84,6 +85,35 @@ func TestUsePlanSpeedsOutsideTheWorld(t *testing.T) {
 		err := usePlanSpeeds(&s, []plan.RankSpeed{{First: tc.first, Last: tc.last, Speed: 1}}, 2)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("ranks %d..%d in a world of 2: %v, want %q", tc.first, tc.last, err, tc.want)
+		}
+	}
+}
+
+// TestHeteroFlagsOnce checks what the flag package would let pass
+// silently: a single-valued flag given twice (the last won), overlapping
+// --speed ranges (the order picked the speed), a straggler past the run,
+// an empty dynamic period (it meant 5) and a batch beyond 32 bits.
+func TestHeteroFlagsOnce(t *testing.T) {
+	p := &plan.Plan{Name: "m", Source: "m.sync", Run: Run{Steps: 2, Warmup: 0, CheckEvery: 1}}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--straggler", "1:2", "--straggler", "0:3"}, `--straggler given twice ("1:2", then "0:3"): give it once`},
+		{[]string{"--jitter", "1:5ms", "--jitter=2:5ms"}, `--jitter given twice ("1:5ms", then "2:5ms")`},
+		{[]string{"--batch", "8", "--batch", "16"}, "--batch given twice (8, then 16)"},
+		{[]string{"--batch", "8", "--balance", "static", "--balance", "dynamic"}, `--balance given twice ("static", then "dynamic")`},
+		{[]string{"--speed", "0..1=0.5,1=2"}, `--speed "1=2": rank 1 already has a speed from --speed "0..1=0.5"`},
+		{[]string{"--speed", "1=0.5", "--speed", "1=2"}, `rank 1 already has a speed`},
+		{[]string{"--straggler", "1:2:99"}, `--straggler "1:2:99": step 99 is past the run's last step, 1`},
+		{[]string{"--straggler", "1:2:2"}, "past the run's last step"},
+		{[]string{"--batch", "8", "--balance", "dynamic:"}, `--balance "dynamic:": want dynamic:K`},
+		{[]string{"--batch", "99999999999999"}, "want a number of samples from 0 to 2147483647"},
+		{[]string{"--straggler", "1:2:1", "--jitter", "1:5ms", "--batch", "2147483647", "--balance", "dynamic:1", "--speed", "0=1,1..2=0.5"}, ""},
+	} {
+		_, err := parseOptions(p, "prog", c.args, io.Discard)
+		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%q: error %v, want %q", c.args, err, c.want)
 		}
 	}
 }

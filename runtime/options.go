@@ -246,11 +246,13 @@ func newFlagSet(o *options, prog string) (*flag.FlagSet, []*outputFlag) {
 	fs.Var(faultFlag{&o.faultSpecs}, "fault", "rehearse a failure: `KIND:RANK:STEP` with KIND crash (SIGKILL at the step's start), hang, stop (SIGSTOP), crash-in-save (in the checkpoint after STEP steps), or delay:RANK:STEP:DUR; may be repeated")
 	fs.StringVar(&o.profile, "profile", "", "print the step's prediction from a cost-model profile beside what the run measures: a `FILE` from syncgen calibrate, or a built-in profile's name (syncgen predict --help lists them)")
 	fs.Var(overflowFlag{&o.overflows}, "overflow", "put inf (or =-inf, =nan) into the first element of a gradient on one rank at one step, `STEP:RANK:TENSOR[=inf|-inf|nan]`, to watch the loss scaler skip the step; may be repeated")
-	fs.Var(listFlag{&o.heteroFlags.speeds}, "speed", "give ranks a relative speed, `R=S[,R=S]` (R a rank or FIRST..LAST; 1 is the plan's durations): a rank's simulated backward and compute take their duration times its share of the batch over an even share, over its speed; may be repeated; given, replaces all the speeds of the plan's ranks declaration")
-	fs.StringVar(&o.heteroFlags.straggler, "straggler", "", "slow one rank, `RANK:FACTOR[:FROMSTEP]`: its compute takes FACTOR times as long from step FROMSTEP on (warm-up counted; default 0)")
-	fs.StringVar(&o.heteroFlags.jitter, "jitter", "", "add to every rank's compute a random delay a step of up to MAXDUR, drawn from SEED (the same every run), `SEED:MAXDUR`")
-	fs.IntVar(&o.heteroFlags.batch, "batch", o.heteroFlags.batch, "the global batch in samples, shared among the ranks (`N`, at least one a rank; 0: one a rank); replaces the plan's `ranks batch`")
-	fs.StringVar(&o.heteroFlags.balance, "balance", o.heteroFlags.balance, "share the batch by speed, `RULE`: off (even shares), static (from --speed), or dynamic[:K] (every K steps, default 5, from each rank's compute per sample in the last K steps); needs --batch; replaces the plan's `ranks balance`")
+	fs.Var(listFlag{&o.heteroFlags.speeds}, "speed", "give ranks a relative speed, `R=S[,R=S]` (R a rank or FIRST..LAST; 1 is the plan's durations): a rank's simulated backward and compute take their duration times its share of the batch over an even share, over its speed; may be repeated, but a rank takes one speed; given, replaces all the speeds of the plan's ranks declaration")
+	straggler, jitter, balance, batch := o.heteroFlags.onceFlags()
+	o.heteroFlags.steps, o.heteroFlags.warmup = &o.steps, &o.warmup
+	fs.Var(straggler, "straggler", "slow one rank, `RANK:FACTOR[:FROMSTEP]`: its compute takes FACTOR times as long from step FROMSTEP on (warm-up counted; default 0; within the run); at most once")
+	fs.Var(jitter, "jitter", "add to every rank's compute a random delay a step of up to MAXDUR, drawn from SEED (the same every run), `SEED:MAXDUR`; at most once")
+	fs.Var(batch, "batch", "the global batch in samples, shared among the ranks (`N`, at least one a rank, at most 2147483647; 0: one a rank); replaces the plan's `ranks batch`; at most once")
+	fs.Var(balance, "balance", "share the batch by speed, `RULE`: off (even shares), static (from --speed), or dynamic[:K] (every K steps, default 5, from each rank's compute per sample in the last K steps); needs --batch; replaces the plan's `ranks balance`; at most once")
 	return fs, []*outputFlag{jsonFlag, traceFlag}
 }
 
