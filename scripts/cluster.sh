@@ -90,6 +90,11 @@ for tool in unshare nsenter ip; do
 	command -v $tool >/dev/null 2>&1 || cannot "$tool not found; install util-linux and iproute2 (make setup does)"
 done
 
+# Every item is NAME or NAME:SLOTS, as Open MPI's --host takes them: an
+# empty item or bad slots would pass through to mpirun.
+case ",$hosts," in
+*,,*) die "--hosts $hosts: an empty item; want NAME[:SLOTS],..., e.g. --hosts a:2,b:2" ;;
+esac
 names=""
 n=0
 for h in $(echo "$hosts" | tr ',' ' '); do
@@ -97,6 +102,15 @@ for h in $(echo "$hosts" | tr ',' ' '); do
 	case $name in
 	'' | *[!a-z0-9-]* | -*) die "--hosts $hosts: host name '$name': use lower-case letters, digits and '-'" ;;
 	esac
+	# A host's name is its hostname: at most 63 characters (a DNS label).
+	[ ${#name} -le 63 ] || die "--hosts $hosts: host name '$name' is longer than 63 characters"
+	if [ "$h" != "$name" ]; then
+		slots=${h#*:}
+		case $slots in
+		'' | *[!0-9]* | 0*) die "--hosts $hosts: host $name: slots '$slots': want a number from 1 to 4096, e.g. $name:2" ;;
+		esac
+		[ "$slots" -le 4096 ] || die "--hosts $hosts: host $name: slots '$slots': want a number from 1 to 4096, e.g. $name:2"
+	fi
 	case " $names " in *" $name "*) die "--hosts $hosts: host $name given twice" ;; esac
 	names="$names $name"
 	n=$((n + 1))
@@ -161,11 +175,13 @@ for name in $names; do
 	nsenter -t "$pid" --uts hostname "$name"
 	nsenter -t "$pid" --mount mount --bind "$dir/etc-hosts" /etc/hosts
 	nsenter -t "$pid" --net ip link set lo up
-	nsenter -t "$pid" --net ip link add eth0 type veth peer name "sw-$name" netns "/proc/$switch/ns/net" ||
+	# The switch's end is named by the host's number, not its name: an
+	# interface's name takes at most 15 characters.
+	nsenter -t "$pid" --net ip link add eth0 type veth peer name "sw$i" netns "/proc/$switch/ns/net" ||
 		cannot "ip link add ... type veth failed"
 	nsenter -t "$pid" --net ip addr add "10.77.0.$i/24" dev eth0
 	nsenter -t "$pid" --net ip link set eth0 up
-	nsenter -t "$switch" --net ip link set "sw-$name" master br0 up
+	nsenter -t "$switch" --net ip link set "sw$i" master br0 up
 done
 
 # The launch agent: Open MPI's rsh launcher runs AGENT HOST COMMAND, where

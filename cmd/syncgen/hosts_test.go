@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -143,4 +144,24 @@ func FuzzHostfile(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestClusterScriptChecksHosts checks that scripts/cluster.sh refuses a
+// bad --hosts list before making anything (so without root), with exit
+// status 1, not 77, which would make the tests skip.
+func TestClusterScriptChecksHosts(t *testing.T) {
+	for list, msg := range map[string]string{
+		"a:0,b:2":                      "host a: slots '0'",
+		"a:x,b:2":                      "host a: slots 'x'",
+		"a:2,,b:2":                     "an empty item",
+		"a:2:3":                        "slots '2:3'",
+		"a_b:2":                        "host name 'a_b'",
+		strings.Repeat("n", 64) + ":1": "longer than 63 characters",
+	} {
+		cmd := exec.Command("sh", "../../scripts/cluster.sh", "--hosts", list, "--", "true")
+		out, err := cmd.CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(string(out), msg) {
+			t.Errorf("cluster.sh --hosts %s: %v, %q; want exit status 1 and %q", list, err, out, msg)
+		}
+	}
 }
