@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -265,6 +266,26 @@ func Commit(dir string, md *Metadata) error {
 	}
 	if err != nil {
 		return fmt.Errorf("committing the checkpoint %s: %w", dir, err)
+	}
+	return nil
+}
+
+// Uncommit makes dir, a checkpoint about to be written again (a run that
+// reaches a step an earlier run of the directory reached), uncommitted
+// before any of its shards is replaced: removing its metadata and making
+// that durable. A crash while the new shards are written then leaves a
+// directory that resume skips, never old metadata over new shards. A
+// directory without metadata is left as it is.
+func Uncommit(dir string) error {
+	err := os.Remove(filepath.Join(dir, MetadataName))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err == nil {
+		err = syncDir(dir)
+	}
+	if err != nil {
+		return fmt.Errorf("uncommitting the checkpoint %s before writing it again: %w", dir, err)
 	}
 	return nil
 }

@@ -155,3 +155,33 @@ func TestPruneKeepsTheResumedCheckpoint(t *testing.T) {
 		t.Errorf("kept %s, want step-00000004 step-00000008", got)
 	}
 }
+
+// A committed checkpoint about to be written again is uncommitted first:
+// resume no longer lists it, and its shards stay until they are replaced.
+func TestUncommit(t *testing.T) {
+	root := t.TempDir()
+	d := StepDir(root, 6)
+	os.MkdirAll(d, 0o755)
+	if err := Commit(d, &Metadata{Format: Format, Steps: 6}); err != nil {
+		t.Fatal(err)
+	}
+	shard := filepath.Join(d, ShardName(0))
+	if err := os.WriteFile(shard, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := Uncommit(d); err != nil {
+		t.Fatal(err)
+	}
+	if cks, _ := Committed(root); len(cks) != 0 {
+		t.Errorf("still committed: %v", cks)
+	}
+	if _, err := os.Stat(shard); err != nil {
+		t.Errorf("the shard went too: %v", err)
+	}
+	if err := Uncommit(d); err != nil {
+		t.Errorf("a directory already uncommitted: %v", err)
+	}
+	if err := Uncommit(filepath.Join(root, "absent")); err != nil {
+		t.Errorf("a directory that does not exist: %v", err)
+	}
+}

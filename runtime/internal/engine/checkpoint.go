@@ -143,6 +143,12 @@ func (e *Engine) stageCheckpoint(steps int) (*pendingSave, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
+	// Every rank uncommits the directory before it writes its shard, so
+	// that it is uncommitted before any shard changes; rank 0 commits it
+	// again only after every rank's shard is written (commitSave).
+	if err := ckpt.Uncommit(dir); err != nil {
+		return nil, err
+	}
 	tensors, buckets, err := e.shardTensors()
 	if err != nil {
 		return nil, err
