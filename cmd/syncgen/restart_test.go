@@ -256,6 +256,11 @@ func TestRunPassesSIGTERMOn(t *testing.T) {
 	if code := cmd.ProcessState.ExitCode(); code == 0 {
 		t.Errorf("exit 0 after SIGTERM:\n%s", stderr.String())
 	}
+	// A stop the user asked for is said as such, with no blame analysis
+	// of the flight records the ranks left mid-step.
+	if !strings.Contains(stderr.String(), "the job was stopped on your signal") || strings.Contains(stderr.String(), "flight records") {
+		t.Errorf("after SIGTERM, want the stop said and no flight-record merge:\n%s", stderr.String())
+	}
 	time.Sleep(500 * time.Millisecond)
 	if out, err := exec.Command("pgrep", "-f", bin).Output(); err == nil && len(out) > 0 {
 		t.Errorf("processes of the job remain: %s", out)

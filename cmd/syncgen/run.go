@@ -122,7 +122,12 @@ Slurm (srun --mpi=pmix).`,
 				if err != nil {
 					return cli.Exit(fmt.Sprintf("run: %v", err), 1)
 				}
-				if code != 0 {
+				switch {
+				case code != 0 && signaled:
+					// The user stopped the job: every rank was cut short
+					// mid-step, so the flight records blame no one.
+					fmt.Fprintf(c.App.ErrWriter, "syncgen run: the job was stopped on your signal (exit %d)\n", code)
+				case code != 0:
 					explainFailure(c, progArgs, started)
 				}
 				// A usage error fails the same way every time; a signal to
