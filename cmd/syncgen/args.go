@@ -104,15 +104,20 @@ func checkNP(cmd string, np int) error {
 	return nil
 }
 
+// maxRanksPerCore bounds the ranks a command starts on one machine
+// without --oversubscribe: more is far more often a typo (-np 99999) than
+// a plan.
+const maxRanksPerCore = 8
+
 // checkRanksPerCore refuses, as a usage error, far more ranks on this
 // machine than it has cores, unless oversubscribe: mpirun would start them
-// all, oversubscribed, and spin (deaf to SIGTERM) while they start. It is
-// `syncgen run`'s rule (maxRanksPerCore), for the other commands that
-// launch a job on this machine (calibrate, tune --run).
-func checkRanksPerCore(cmd string, np int, oversubscribe bool) error {
+// all, oversubscribed, and spin (deaf to SIGTERM) while they start. run,
+// calibrate and tune --run apply it; flag is the rank count's flag as the
+// command spells it (-np, --np).
+func checkRanksPerCore(cmd, flag string, np int, oversubscribe bool) error {
 	if limit := maxRanksPerCore * runtime.NumCPU(); np > limit && !oversubscribe {
-		return cli.Exit(fmt.Sprintf("%s: --np %d is far more ranks than this machine's %d cores (at most %d here, %d a core); "+
-			"run on a machine with more cores, or pass --oversubscribe to insist", cmd, np, runtime.NumCPU(), limit, maxRanksPerCore), 2)
+		return cli.Exit(fmt.Sprintf("%s: %s %d is far more ranks than this machine's %d cores (at most %d here, %d a core); "+
+			"run on more hosts or a machine with more cores, or pass --oversubscribe to insist", cmd, flag, np, runtime.NumCPU(), limit, maxRanksPerCore), 2)
 	}
 	return nil
 }

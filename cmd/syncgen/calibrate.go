@@ -68,7 +68,7 @@ Examples:
 			}
 			if c.String("emit") == "" {
 				// It launches the sweep on this machine, as run does.
-				if err := checkRanksPerCore("calibrate", np, c.Bool("oversubscribe")); err != nil {
+				if err := checkRanksPerCore("calibrate", "--np", np, c.Bool("oversubscribe")); err != nil {
 					return err
 				}
 			}

@@ -88,12 +88,11 @@ Slurm (srun --mpi=pmix).`,
 			if hostFlags != nil && np > slots && !c.Bool("oversubscribe") {
 				return cli.Exit(fmt.Sprintf("run: -np %d is more ranks than the hosts' %d slots; give the hosts more slots, or pass --oversubscribe to insist", np, slots), 2)
 			}
-			// Far more ranks than cores: mpirun would start them all,
-			// oversubscribed, and spin (deaf to SIGTERM) while they start.
 			// Across hosts the slots say what each host takes.
-			if limit := maxRanksPerCore * runtime.NumCPU(); hostFlags == nil && np > limit && !c.Bool("oversubscribe") {
-				return cli.Exit(fmt.Sprintf("run: -np %d is far more ranks than this machine's %d cores (at most %d here, %d a core); "+
-					"run on more hosts, or pass --oversubscribe to insist", np, runtime.NumCPU(), limit, maxRanksPerCore), 2)
+			if hostFlags == nil {
+				if err := checkRanksPerCore("run", "-np", np, c.Bool("oversubscribe")); err != nil {
+					return err
+				}
 			}
 			launcher, err := exec.LookPath(c.String("mpirun"))
 			if err != nil {
@@ -310,11 +309,6 @@ func shellQuote(s string) string {
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
-
-// maxRanksPerCore bounds the ranks syncgen run starts on one machine
-// without --oversubscribe: more is far more often a typo (-np 99999) than
-// a plan.
-const maxRanksPerCore = 8
 
 // mpirunFlags returns the launcher flags for np ranks: on this machine,
 // or on the hosts that hostFlags (--host or --hostfile) name, whose slots

@@ -83,7 +83,7 @@ Examples:
 			}
 			if c.Int("run") > 0 {
 				// --run launches the candidates on this machine, as run does.
-				if err := checkRanksPerCore("tune", np, c.Bool("oversubscribe")); err != nil {
+				if err := checkRanksPerCore("tune", "--np", np, c.Bool("oversubscribe")); err != nil {
 					return err
 				}
 			}

@@ -138,8 +138,8 @@ func checkLatency(field string, v float64) error {
 	return nil
 }
 
-// checkBandwidth returns an error naming field when v, a bandwidth in
-// GB/s, is neither 0 nor between MinGBs and MaxGBs.
+// checkBandwidth returns an error naming field when v, a bandwidth in the
+// profile's unit, is neither 0 nor between MinGBs and MaxGBs.
 func checkBandwidth(field string, v float64) error {
 	switch {
 	case !finite(v):
