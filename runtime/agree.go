@@ -6,19 +6,22 @@ package runtime
 // the recorded statements) and its tuning; an allgather compares them.
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/syncgen/syncgen/runtime/internal/backend/cpu"
 	"github.com/syncgen/syncgen/runtime/internal/mpihost"
 	"github.com/syncgen/syncgen/runtime/internal/plan"
+	"github.com/syncgen/syncgen/runtime/internal/proc"
 	"github.com/syncgen/syncgen/runtime/internal/text"
 )
 
 // The record each rank contributes to the comparison: its plan digest,
-// its CPU tuning, the run's flags that every rank must share, and a label
-// for messages.
+// its CPU tuning, the run's flags that every rank must share, a digest of
+// the environment warnings it recorded, and a label for messages.
 const (
 	recDigest      = 0   // 32 bytes: planDigest
 	recTuning      = 32  // 80 bytes: the CPU backend's knobs, described
@@ -27,7 +30,8 @@ const (
 	recCheck       = 128
 	recBackend     = 136 // 16 bytes: --backend, zero-padded
 	recHetero      = 152 // 96 bytes: the heterogeneity flags (heteroSignature)
-	recLabel       = 248 // the plan's hash, source and name, zero-padded
+	recWarnings    = 248 // 32 bytes: warningsDigest
+	recLabel       = 280 // the plan's hash, source and name, zero-padded
 	planRecordSize = recLabel + 120
 )
 
@@ -45,7 +49,10 @@ func checkSamePlan(h *mpihost.Host, p *plan.Plan, prog *plan.Program, tune cpu.T
 	binary.LittleEndian.PutUint64(rec[recWarmup:], uint64(o.warmup))
 	binary.LittleEndian.PutUint64(rec[recCheck:], uint64(o.checkEvery))
 	copy(rec[recBackend:recHetero], o.backend)
-	copy(rec[recHetero:recLabel], heteroSignature(o.hetero, recLabel-recHetero))
+	copy(rec[recHetero:recWarnings], heteroSignature(o.hetero, recWarnings-recHetero))
+	warnings := proc.EnvWarnings()
+	wd := warningsDigest(warnings)
+	copy(rec[recWarnings:], wd[:])
 	hash := p.Hash
 	if len(hash) > 12 {
 		hash = hash[:12] // as the report's header shows it
@@ -56,6 +63,12 @@ func checkSamePlan(h *mpihost.Host, p *plan.Plan, prog *plan.Program, tune cpu.T
 		return fmt.Errorf("comparing plans between ranks: %w", err)
 	}
 	field := func(x []byte, from, to int) string { return strings.TrimRight(string(x[from:to]), "\x00") }
+	if h.Rank != 0 && string(all[0][recWarnings:recLabel]) != string(wd[:]) {
+		// Rank 0 printed its own warnings; this rank's environment differs.
+		for _, w := range warnings {
+			fmt.Fprintf(os.Stderr, "%s: rank %d: %s\n", proc.Name(), h.Rank, w)
+		}
+	}
 
 	plans := groupRanks(all, func(x []byte) string { return string(x[recDigest:recTuning]) })
 	if len(plans) > 1 {
@@ -75,7 +88,7 @@ func checkSamePlan(h *mpihost.Host, p *plan.Plan, prog *plan.Program, tune cpu.T
 		return fmt.Errorf("the CPU backend's tuning (SYNCGEN_CPU_CHUNK, SYNCGEN_CPU_MODE, SYNCGEN_CPU_INFLIGHT) differs between ranks (%s); set it the same everywhere (mpirun -x NAME)",
 			strings.Join(parts, "; "))
 	}
-	flags := groupRanks(all, func(x []byte) string { return string(x[recSteps:recLabel]) })
+	flags := groupRanks(all, func(x []byte) string { return string(x[recSteps:recWarnings]) })
 	if len(flags) > 1 {
 		var lines []string
 		for _, g := range flags {
@@ -86,7 +99,7 @@ func checkSamePlan(h *mpihost.Host, p *plan.Plan, prog *plan.Program, tune cpu.T
 			}
 			line := fmt.Sprintf("  %s --steps %d --warmup %d --check %s --backend %s", verb(g),
 				binary.LittleEndian.Uint64(x[recSteps:]), binary.LittleEndian.Uint64(x[recWarmup:]), check, field(x, recBackend, recHetero))
-			if h := field(x, recHetero, recLabel); h != "" {
+			if h := field(x, recHetero, recWarnings); h != "" {
 				line += " " + h
 			}
 			lines = append(lines, line)
@@ -95,6 +108,12 @@ func checkSamePlan(h *mpihost.Host, p *plan.Plan, prog *plan.Program, tune cpu.T
 			strings.Join(lines, "\n"))
 	}
 	return nil
+}
+
+// warningsDigest identifies a rank's environment warnings, so that ranks
+// can compare them in a fixed-size record.
+func warningsDigest(warnings []string) [32]byte {
+	return sha256.Sum256([]byte(strings.Join(warnings, "\n")))
 }
 
 // groupRanks groups the ranks by key(record), in the order of each group's

@@ -949,6 +949,21 @@ func TestTuningMismatch(t *testing.T) {
 	mustContain(t, r, "differs between ranks", "rank 0: blocking, pieces of 2.0 MiB;", "rank 1: blocking, pieces of 1.0 MiB)")
 }
 
+// A bad knob on a rank other than 0 is ignored there and the rank says so
+// once the ranks have compared their warnings; rank 0, which saw no bad
+// value, says nothing about it.
+func TestWarningOnOtherRank(t *testing.T) {
+	r := mpmd(t, 60*time.Second, "-np", "1", testprog, "basic", "--steps", "1", ":",
+		"-np", "1", "-x", "SYNCGEN_CPU_MODE=fast", testprog, "basic", "--steps", "1")
+	if r.code != 0 || !strings.Contains(r.out, "# 0 wrong") {
+		t.Fatalf("exit %d:\n%s", r.code, r.out)
+	}
+	mustContain(t, r, `rank 1: ignoring SYNCGEN_CPU_MODE="fast": want blocking or nonblocking`)
+	if n := strings.Count(r.out, "SYNCGEN_CPU_MODE"); n != 1 {
+		t.Errorf("the warning is printed %d times, want once:\n%s", n, r.out)
+	}
+}
+
 // The thread level asked of MPI: single by default (the runtime serialises
 // every call itself), serialized on request; both run every collective of
 // every dtype to the same results, and the header says which was granted.

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"sync/atomic"
 )
 
@@ -22,16 +23,35 @@ func Name() string {
 	return "syncgen"
 }
 
+// envWarnings holds every warning WarnEnv was given on this process.
+var envWarnings struct {
+	sync.Mutex
+	list []string
+}
+
 // WarnEnv says that an environment variable's value is ignored, and why.
-// Only the first rank says it: mpirun gives every rank the same
+// Only the first rank says it at once: mpirun gives every rank the same
 // environment, and the variables are read before MPI says which rank this
 // is, so the launcher's rank variable decides (a rank started some other
-// way, or alone, always speaks).
+// way, or alone, always speaks). Every rank records the warning, so that
+// one whose environment differs can say so once the ranks compare their
+// warnings (EnvWarnings).
 func WarnEnv(format string, args ...any) {
-	if !FirstRank() {
-		return
+	msg := "ignoring " + fmt.Sprintf(format, args...)
+	envWarnings.Lock()
+	envWarnings.list = append(envWarnings.list, msg)
+	envWarnings.Unlock()
+	if FirstRank() {
+		fmt.Fprintf(os.Stderr, "%s: %s\n", Name(), msg)
 	}
-	fmt.Fprintf(os.Stderr, "%s: ignoring %s\n", Name(), fmt.Sprintf(format, args...))
+}
+
+// EnvWarnings returns the warnings WarnEnv was given on this process, in
+// order, each as printed after the program's name.
+func EnvWarnings() []string {
+	envWarnings.Lock()
+	defer envWarnings.Unlock()
+	return append([]string(nil), envWarnings.list...)
 }
 
 // FirstRank reports whether the launcher's rank variable, which
