@@ -121,7 +121,8 @@ func TestHeteroRankOutsideWorld(t *testing.T) {
 
 // op wavg is exact on every element of every float dtype and reducing
 // collective, with shares that change during the run (dynamic balancing)
-// and with none (one sample a rank).
+// and with none (one sample a rank). No shares are computed for a step
+// past the run.
 func TestWeightedAverageExact(t *testing.T) {
 	for _, np := range []int{2, 3, 4} {
 		t.Run(fmt.Sprint(np), func(t *testing.T) {
@@ -129,6 +130,10 @@ func TestWeightedAverageExact(t *testing.T) {
 				"--speed", fmt.Sprintf("%d=0.5", np-1), "--balance", "dynamic:2")
 			mustContain(t, r, "shares from step 0: ", "; from step 2: ")
 		})
+	}
+	r := ok(t, 2, "wavg", "--steps", "2", "--warmup", "0", "--batch", "120", "--speed", "1=0.5", "--balance", "dynamic:2")
+	if strings.Contains(r.out, "from step 2") {
+		t.Errorf("shares for step 2 of a 2-step run:\n%s", r.out)
 	}
 	ok(t, 3, "wavg", "--steps", "2", "--warmup", "0", "--check", "1")
 }

@@ -84,15 +84,16 @@ func (e *Engine) share() int {
 	return e.het.shares[e.rank]
 }
 
-// endHeteroStep rebalances after step i when the rule says so: every rank
+// endHeteroStep rebalances after step i of total when the rule says so and
+// a step follows (shares are not saved in checkpoints): every rank
 // gives its simulated compute per sample since the last rebalance, and
 // all compute the same new shares from the same gathered values. The
 // simulated durations are what the rank's speed, straggler and jitter
 // made of the plan's, so the shares follow them and not a loaded host's
 // noise.
-func (e *Engine) endHeteroStep(res *result.Results, i int) error {
+func (e *Engine) endHeteroStep(res *result.Results, i, total int) error {
 	h := &e.het
-	if !h.on || !h.spec.Rebalances(i) {
+	if !h.on || !h.spec.Rebalances(i) || i+1 >= total {
 		return nil
 	}
 	rec := make([]byte, 8)

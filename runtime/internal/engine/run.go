@@ -203,7 +203,7 @@ func (e *Engine) runStep(res *result.Results, i, total int) error {
 	}
 	e.nextTrainStep()
 	e.endStep()
-	return e.endHeteroStep(res, i)
+	return e.endHeteroStep(res, i, total)
 }
 
 // keepFigures adds a measured step of length step, whose records are
