@@ -203,15 +203,19 @@ func rowSpec(run *Run, r rowReport) crossSpec {
 }
 
 // printCross prints the bytes across hosts of every row under the
-// per-bucket table, with more than one host.
+// per-bucket table, with more than one host, and how to pin the ring when
+// a flat allreduce's formula assumes it.
 func printCross(w io.Writer, run *Run, rep *Report) {
 	if distinct(run.Hosts) < 2 {
 		return
 	}
 	fmt.Fprintf(w, "#\n# bytes across hosts a step (formula; docs/hosts.md)\n# %-24s %-14s %-34s %12s %12s %12s\n",
 		"bucket", "collective", "algorithm assumed", "per rank", "per host", "host GB/s")
+	flatAllreduce := false // Open MPI picks such a row's algorithm by size
 	for _, r := range rep.rows {
-		f, ok := rowCross(rowSpec(run, r), run.Hosts)
+		spec := rowSpec(run, r)
+		flatAllreduce = flatAllreduce || (spec.coll == plan.CollAllReduce && !spec.hier)
+		f, ok := rowCross(spec, run.Hosts)
 		name := text.Cell(run.Plan.Buckets[r.Bucket].Name, 24)
 		if !ok {
 			fmt.Fprintf(w, "  %s %-14s %-34s %12s %12s %12s\n", name, r.Coll, "no formula (ranks not a power of 2)", "-", "-", "-")
@@ -224,7 +228,7 @@ func printCross(w io.Writer, run *Run, rep *Report) {
 		fmt.Fprintf(w, "  %s %-14s %-34s %12.0f %12.0f %12s\n", name, r.Coll, f.algo, f.perRank, f.perHost, gbs)
 	}
 	fmt.Fprintf(w, "# per rank: the mean over ranks of the bytes a rank sends to other hosts; per host: the most one host's ranks send; host GB/s: that over the bucket's time, the load on the host's network link\n")
-	if run.Backend == "cpu" && !ringPinned(os.Getenv) {
+	if run.Backend == "cpu" && flatAllreduce && !ringPinned(os.Getenv) {
 		fmt.Fprintf(w, "# Open MPI picks each flat allreduce's algorithm by size, and not all cross hosts as a ring does: pin the ring (--mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_allreduce_algorithm 4) to compare with the formula\n")
 	}
 }

@@ -2,10 +2,11 @@ package report
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/syncgen/syncgen/runtime/internal/plan"
-
+	"github.com/syncgen/syncgen/runtime/internal/result"
 	"github.com/syncgen/syncgen/runtime/internal/text"
 )
 
@@ -84,5 +85,25 @@ func TestRingPinned(t *testing.T) {
 	}
 	if ringPinned(env(algo, "4")) || ringPinned(env(rules, "1", algo, "3")) || ringPinned(env()) {
 		t.Error("without dynamic rules, another algorithm, or nothing set: want not pinned")
+	}
+}
+
+// The note on pinning Open MPI's ring is there when a flat allreduce's
+// formula assumes the ring, and not when every allreduce ran hierarchical.
+func TestCrossPinNote(t *testing.T) {
+	t.Setenv("OMPI_MCA_coll_tuned_use_dynamic_rules", "")
+	t.Setenv("OMPI_MCA_coll_tuned_allreduce_algorithm", "")
+	run := &Run{Plan: &plan.Plan{Buckets: []plan.Bucket{{Name: "b0"}}}, Hosts: []string{"a", "a", "b", "b"}, Backend: "cpu"}
+	rep := &Report{rows: []rowReport{{Row: result.Row{Bucket: 0, Coll: plan.CollAllReduce, Hier: true, Bytes: 1 << 20}}}}
+	for _, c := range []struct {
+		hierRan bool
+		want    bool
+	}{{false, true}, {true, false}} {
+		run.HierRan = c.hierRan
+		var b strings.Builder
+		printCross(&b, run, rep)
+		if got := strings.Contains(b.String(), "pin the ring"); got != c.want {
+			t.Errorf("hierarchical ran %v: note shown %v, want %v:\n%s", c.hierRan, got, c.want, b.String())
+		}
 	}
 }
