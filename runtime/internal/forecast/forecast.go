@@ -16,16 +16,18 @@ func Schedule(p *plan.Plan, prog *plan.Program, ranks int) *costmodel.Schedule {
 	}
 	for i := range p.Tensors {
 		t := &p.Tensors[i]
-		s.Tensors = append(s.Tensors, costmodel.Tensor{Bytes: t.Elems() * t.DType.Size(), Bucket: t.Bucket, Frozen: t.Frozen})
+		s.Tensors = append(s.Tensors, costmodel.Tensor{Bytes: costmodel.SatMul(t.Elems(), t.DType.Size()), Bucket: t.Bucket, Frozen: t.Frozen})
 	}
 	for i := range p.Buckets {
 		b := &p.Buckets[i]
-		cb := costmodel.Bucket{Name: b.Name, Bytes: b.Elems * b.Wire.Size(), DType: b.Wire.String()}
+		cb := costmodel.Bucket{Name: b.Name, Bytes: costmodel.SatMul(b.Elems, b.Wire.Size()), DType: b.Wire.String()}
 		for _, ti := range b.Tensors {
 			t := &p.Tensors[ti]
 			if t.DType != b.Wire {
-				// Read in one dtype, written in the other.
-				cb.CastBytes += t.Elems()*t.DType.Size() + t.Elems()*b.Wire.Size()
+				// Read in one dtype, written in the other; the sums
+				// saturate, as the cost model's do, rather than wrap.
+				cast := costmodel.SatAdd(costmodel.SatMul(t.Elems(), t.DType.Size()), costmodel.SatMul(t.Elems(), b.Wire.Size()))
+				cb.CastBytes = costmodel.SatAdd(cb.CastBytes, cast)
 			}
 		}
 		s.Buckets = append(s.Buckets, cb)

@@ -1,6 +1,7 @@
 package forecast
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -27,6 +28,21 @@ func testPlan() (*plan.Plan, *plan.Program) {
 		{Kind: plan.StmtWait, Stream: 1},
 	}, Colls: 2}
 	return p, prog
+}
+
+// Byte counts past int64 saturate rather than wrap negative.
+func TestScheduleSaturates(t *testing.T) {
+	const huge = int64(1) << 61
+	p := &plan.Plan{
+		Tensors: []plan.Tensor{{Name: "a", DType: elem.F16, Shape: []int64{huge}, Bucket: 0}, {Name: "b", DType: elem.F16, Shape: []int64{huge}, Bucket: 0}},
+		Streams: []plan.Stream{{Name: "compute"}},
+		Buckets: []plan.Bucket{{Name: "b0", Wire: elem.F32, Elems: 2 * huge, Tensors: []int{0, 1}}},
+	}
+	s := Schedule(p, &plan.Program{}, 2)
+	if s.Tensors[0].Bytes != huge*2 || s.Buckets[0].Bytes != math.MaxInt64 || s.Buckets[0].CastBytes != math.MaxInt64 {
+		t.Errorf("tensor %d bytes, bucket %d bytes and %d cast bytes; want %d, %d and %d",
+			s.Tensors[0].Bytes, s.Buckets[0].Bytes, s.Buckets[0].CastBytes, huge*2, int64(math.MaxInt64), int64(math.MaxInt64))
+	}
 }
 
 func TestSchedule(t *testing.T) {
