@@ -56,11 +56,13 @@ bench: setup syncgen
 	sh bench/run.sh
 
 # GPU targets (docs/gpu.md). The GPU machine needs no Go toolchain: build
-# its binaries here into .devbin/ (ignored by git), then run them there.
+# its binaries here into .devbin/ and .devbin.tar.xz (ignored by git), then
+# run them there.
 gpu-build:
 	scripts/gpu-check.sh build
 
-# On the GPU machine, from the repository root with .devbin/: the GPU tests,
+# On the GPU machine, from the repository root with .devbin.tar.xz (or
+# .devbin/): the GPU tests,
 # every collective x op x dtype and every example checked on every step, the
 # overlap in a trace, and the benchmark (C calling NCCL vs the runtime).
 gpu-check bench-gpu:

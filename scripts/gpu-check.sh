@@ -4,11 +4,15 @@
 #
 #   scripts/gpu-check.sh build    on the build machine: compiles the test
 #                                 binaries, the all-collectives program and
-#                                 every examples/*.sync into .devbin/
+#                                 every examples/*.sync into .devbin/, and
+#                                 packs them into .devbin.tar.xz
 #   scripts/gpu-check.sh [run]    on the GPU machine, from the repository
-#                                 root with .devbin/ copied along; writes
+#                                 root with .devbin.tar.xz (or .devbin/)
+#                                 copied along; writes
 #                                 its results to $OUT (default
 #                                 /tmp/syncgen-gpu-check)
+#   scripts/gpu-check.sh unpack   only unpacks .devbin.tar.xz, for the
+#                                 benchmarks run with PREBUILT=.devbin/...
 #
 # The run: regenerates the PTX with nvcc (kernels/regen.sh) and uses it; runs
 # the loader tests and the GPU tests (kernels bit-exact against the Go code,
@@ -74,9 +78,36 @@ if [ "$mode" = build ]; then
 		"$sg" build -o "$bin/predict/$n" "$bin/predict/$n.sync" >/dev/null || echo "gpu-check build: $n failed to build" >&2
 		strip "$bin/predict/$n"
 	done
-	du -sh $bin
+	# One archive of it all for the trip: the binaries share most of their
+	# bytes, which xz's dictionary finds across files, so the archive
+	# fits a limited transfer that .devbin/ itself does not. The run
+	# unpacks it.
+	rm -f $bin.tar.xz
+	tar -cJf $bin.tar.xz $bin
+	du -sh $bin $bin.tar.xz
 	exit 0
 fi
+
+# .devbin.tar.xz, when it came along, is what the build made last: it
+# replaces any .devbin/ here. The GPU machine may lack xz; Python's
+# tarfile reads the archive too.
+# `unpack` does only that, for the benchmarks that take PREBUILT=.devbin/...
+if [ -f $bin.tar.xz ]; then
+	echo "gpu-check: unpacking $bin.tar.xz" >&2
+	rm -rf $bin
+	if command -v xz >/dev/null 2>&1; then
+		tar -xJf $bin.tar.xz
+	else
+		python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall()' $bin.tar.xz
+	fi || {
+		echo "gpu-check: cannot unpack $bin.tar.xz (it needs xz or python3): unpack it by hand, or carry $bin/ itself" >&2
+		exit 2
+	}
+elif [ "$mode" = unpack ]; then
+	echo "gpu-check: no $bin.tar.xz here to unpack" >&2
+	exit 2
+fi
+[ "$mode" = unpack ] && exit 0
 
 # Up front: the binaries and a GPU, or one message instead of a run that
 # fails every step.
