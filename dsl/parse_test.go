@@ -295,6 +295,12 @@ func TestSyntaxErrorExplanations(t *testing.T) {
 		{"bucket g {\n  a\n  b\n}\n", "3:3", "patterns are separated by commas: `bucket g { a, b }`", "PATTERN, ..."},
 		{"bucket g { a cap 1MiB\n", "1:14", "the pattern list of bucket `g` opened on line 1 is not closed before `cap`", "add `}` after the last pattern"},
 		{"tensor a f32[1]\nbucket g { a,\nstream comm\n", "3:1", "the pattern list of bucket `g` opened on line 2 is not closed before `stream`", "add `}` after the last pattern"},
+		{"tensor a f32[1]\nbucket g { a\nstream comm\n", "3:1", "the pattern list of bucket `g` opened on line 2 is not closed before `stream`", "add `}` after the last pattern"},
+		{"tensor a f32[1]\nbucket g { a\n\nstep {\n}\n", "4:1", "the pattern list of bucket `g` opened on line 2 is not closed before `step`", "add `}` after the last pattern"},
+		// A keyword on the pattern's own line is a pattern (a tensor may
+		// be called so), and a declared one on a line of its own too.
+		{"tensor a f32[1]\nbucket g { a step }\n", "2:14", "patterns are separated by commas: `bucket g { a, step }`", "PATTERN, ..."},
+		{"tensor a f32[1]\ntensor step f32[1]\nbucket g {\n  a\n  step\n}\n", "5:3", "patterns are separated by commas: `bucket g { a, step }`", "PATTERN, ..."},
 		// A block left open before the next declaration, or a declaration
 		// inside a block that is closed later.
 		{decls + "step {\n  allreduce g\n\nrun steps 1\n", "7:1", "unexpected `run`: the `step` block opened on line 4 is not closed", "add `}` before line 7"},

@@ -257,10 +257,13 @@ func missingComma(f *sourceFile, toks []token, at int, cx syntaxContext) (Diagno
 			return Diagnostic{}, false
 		}
 		// The list not closed before a bucket option, or before a
-		// declaration that starts a line (taken for a pattern): `bucket g
-		// { a` and then `stream comm`.
+		// declaration that starts a line, whether the parser stopped at
+		// it (`bucket g { a` and then `stream comm`) or took it for a
+		// pattern after a comma (`bucket g { a,` and then `stream comm`).
 		before := -1
 		if t.Type == tokKeyword && slices.Contains(expectedKeywords("bucket", ""), t.Value) {
+			before = at
+		} else if t.Type == tokKeyword && slices.Contains(topKeywords, t.Value) && t.Pos.Line != prev.Pos.Line {
 			before = at
 		} else if prev.Type == tokKeyword && slices.Contains(topKeywords, prev.Value) && at >= 2 && toks[at-2].Pos.Line != prev.Pos.Line {
 			before = at - 1
