@@ -84,8 +84,7 @@ func (e *Engine) share() int {
 	return e.het.shares[e.rank]
 }
 
-// endHeteroStep rebalances after step i of total when the rule says so and
-// a step follows (shares are not saved in checkpoints): every rank
+// endHeteroStep rebalances after step i of total when the rule says so: every rank
 // gives its simulated compute per sample since the last rebalance, and
 // all compute the same new shares from the same gathered values. The
 // simulated durations are what the rank's speed, straggler and jitter
@@ -93,7 +92,7 @@ func (e *Engine) share() int {
 // noise.
 func (e *Engine) endHeteroStep(res *result.Results, i, total int) error {
 	h := &e.het
-	if !h.on || !h.spec.Rebalances(i) || i+1 >= total {
+	if !h.on || !h.spec.Rebalances(i) {
 		return nil
 	}
 	rec := make([]byte, 8)
@@ -118,7 +117,11 @@ func (e *Engine) endHeteroStep(res *result.Results, i, total int) error {
 	next := hetero.Rebalance(h.spec.GlobalBatch(e.size), pers)
 	if !slices.Equal(next, h.shares) {
 		h.shares = next
-		res.Hetero.Course = append(res.Hetero.Course, result.ShareSpan{From: i + 1, Shares: slices.Clone(next)})
+		// After the last step the shares are state for a checkpoint (a run
+		// resumed from it goes on with them), not part of this run's course.
+		if i+1 < total {
+			res.Hetero.Course = append(res.Hetero.Course, result.ShareSpan{From: i + 1, Shares: slices.Clone(next)})
+		}
 	}
 	return nil
 }
