@@ -263,3 +263,26 @@ func TestTimeoutCoversMPIStart(t *testing.T) {
 	}
 	mustContain(t, r, "rank 0: timeout: starting MPI (MPI_Init and the ranks' local communicator) has taken 10s (--timeout 3s, at least 10s for the start)")
 }
+
+// --timeout covers a checkpoint's save as it covers a step: a rank whose
+// shard writer is stuck (a file system that no longer answers) leaves the
+// others waiting for its checksum, and the job ends at the timeout with
+// status 3, each rank saying where in the save it waits. The save was once
+// unwatched, and such a job hung for good. Async saves wait for the shard
+// at the end of the next step, watched the same way.
+func TestTimeoutCoversCheckpointSave(t *testing.T) {
+	for _, async := range []bool{false, true} {
+		args := []string{"train:sgd:f32", "--steps", "6", "--warmup", "0", "--checkpoint-every", "2",
+			"--checkpoint-dir", t.TempDir(), "--timeout", "1s", "--quiet"}
+		if async {
+			args = append(args, "--checkpoint-async")
+		}
+		r := mpirun(t, 2, []string{"SYNCGEN_TEST_HANG_SAVE=1:2"}, 40*time.Second, args...)
+		if r.code != 3 {
+			t.Fatalf("async %v: exit %d, want 3:\n%s", async, r.code, r.out)
+		}
+		mustContain(t, r, "timeout: saving the checkpoint after 2 steps has taken",
+			"rank 0 host: waiting at gathering the shards' checksums of the checkpoint after 2 steps",
+			"rank 1 host: waiting at writing its shard of the checkpoint after 2 steps")
+	}
+}

@@ -113,6 +113,8 @@ type pendingSave struct {
 // commit follows at the end of the next step (commitPending). It returns
 // the size of this rank's shard (0 while it is being written).
 func (e *Engine) saveCheckpoint(steps int) (int64, error) {
+	e.watchSave(steps)
+	defer watchIdle(e)
 	t0 := time.Now()
 	p, err := e.stageCheckpoint(steps)
 	if err != nil {
@@ -126,6 +128,7 @@ func (e *Engine) saveCheckpoint(steps int) (int64, error) {
 		p.size, p.sum, p.err = ckpt.WriteShard(filepath.Join(p.dir, ckpt.ShardName(e.rank)), meta, p.tensors)
 		if p.err == nil {
 			e.faultAt(FaultCrashInSave, steps)
+			e.hooks.inSave(e, steps)
 		}
 		p.tensors = nil
 	}()
@@ -167,11 +170,14 @@ func (e *Engine) stageCheckpoint(steps int) (*pendingSave, error) {
 // ones (with Async, in the background: the fsyncs and the rename need no
 // other rank). Every rank calls it at the same point of the run.
 func (e *Engine) commitSave(p *pendingSave) (int64, error) {
+	defer e.hostAt.set("")
+	e.hostAt.set("writing its shard of the checkpoint after " + stepCount(p.steps))
 	<-p.done
 	if p.err != nil {
 		return 0, p.err
 	}
 	rec, _ := json.Marshal(ckpt.ShardInfo{File: ckpt.ShardName(e.rank), Bytes: p.size, SHA256: p.sum})
+	e.hostAt.set("gathering the shards' checksums of the checkpoint after " + stepCount(p.steps))
 	all, err := e.h.Gather(rec)
 	if err != nil {
 		return 0, fmt.Errorf("gathering the shards' checksums: %w", err)
@@ -204,12 +210,19 @@ func (e *Engine) commitSave(p *pendingSave) (int64, error) {
 		return ckpt.Prune(e.cfg.Checkpoint.Dir, e.cfg.Checkpoint.Keep, e.plan.Hash, protect)
 	}
 	if !e.cfg.Checkpoint.Async {
+		e.hostAt.set("committing the checkpoint after " + stepCount(p.steps))
 		return p.size, commit()
 	}
 	p.committed = make(chan error, 1)
 	go func() { p.committed <- commit() }()
 	e.committing = p
 	return p.size, nil
+}
+
+// watchSave puts the save of the checkpoint after steps steps under the
+// watchdog: every rank waits there for the others' shards (watchBetween).
+func (e *Engine) watchSave(steps int) {
+	watchBetween(e, "saving the checkpoint after "+stepCount(steps))
 }
 
 // awaitCommit waits for rank 0's background commit of an async save.
@@ -219,6 +232,10 @@ func (e *Engine) awaitCommit() error {
 		return nil
 	}
 	e.committing = nil
+	e.watchSave(p.steps)
+	defer watchIdle(e)
+	e.hostAt.set("committing the checkpoint after " + stepCount(p.steps))
+	defer e.hostAt.set("")
 	if err := <-p.committed; err != nil {
 		return fmt.Errorf("committing the checkpoint after %s: %w", stepCount(p.steps), err)
 	}
@@ -238,6 +255,8 @@ func (e *Engine) commitPending() (result.Save, bool, error) {
 		return result.Save{}, false, nil
 	}
 	e.pending = nil
+	e.watchSave(p.steps)
+	defer watchIdle(e)
 	t0 := time.Now()
 	n, err := e.commitSave(p)
 	if err != nil {

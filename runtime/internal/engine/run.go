@@ -78,11 +78,13 @@ func (e *Engine) Run(res *result.Results, progress func(done, total int)) error 
 		}
 	}
 	if e.cfg.Measure != nil && e.cfg.Steps > 0 && e.first <= e.cfg.Warmup {
+		watchBetween(e, "the barrier after the measured steps")
 		e.hostAt.set("the barrier after the measured steps")
 		if err := e.h.Barrier(); err != nil {
 			return fmt.Errorf("barrier after the measured steps: %w", err)
 		}
 		e.hostAt.set("")
+		watchIdle(e)
 		e.cfg.Measure(false)
 	}
 	// An async save still being written is committed before the run ends.

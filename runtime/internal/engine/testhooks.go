@@ -20,6 +20,10 @@ package engine
 //	    of STEP, or before issuing the step's statement number STMT (0-based,
 //	    groups expanded), so the other ranks wait until --timeout. STEP -1
 //	    stops it during set-up, before its buffers are allocated.
+//	SYNCGEN_TEST_HANG_SAVE=RANK:STEPS  rank RANK's writer of its shard of the
+//	    checkpoint after STEPS steps stops for good once the shard is
+//	    written, as on a file system that no longer answers, so the other
+//	    ranks wait in the save until --timeout.
 //	SYNCGEN_TEST_ALLOCS=1  every rank prints how many heap allocations the
 //	    measured steps made (the steps should make none: cpuEvent.record).
 
@@ -38,11 +42,12 @@ import (
 
 // testHooks holds the parsed hooks; a field is nil when its hook is unset.
 type testHooks struct {
-	corrupt []int // rank, step, bucket, elem
-	param   []int // rank, step, bucket, parameter element
-	panic   []int // rank, step
-	hang    []int // rank, step, statement (-1: the start of the step)
-	allocs  bool
+	corrupt  []int // rank, step, bucket, elem
+	param    []int // rank, step, bucket, parameter element
+	panic    []int // rank, step
+	hang     []int // rank, step, statement (-1: the start of the step)
+	hangSave []int // rank, steps of the checkpoint
+	allocs   bool
 	// allocs0 is the count of heap allocations when the measured steps
 	// began (measuring).
 	allocs0 uint64
@@ -77,10 +82,11 @@ var testHooksFromEnv = sync.OnceValue(func() *testHooks {
 		return out
 	}
 	h := &testHooks{
-		corrupt: parse("SYNCGEN_TEST_CORRUPT", 4),
-		param:   parse("SYNCGEN_TEST_CORRUPT_PARAM", 4),
-		panic:   parse("SYNCGEN_TEST_PANIC", 2),
-		hang:    parse("SYNCGEN_TEST_HANG", 3),
+		corrupt:  parse("SYNCGEN_TEST_CORRUPT", 4),
+		param:    parse("SYNCGEN_TEST_CORRUPT_PARAM", 4),
+		panic:    parse("SYNCGEN_TEST_PANIC", 2),
+		hang:     parse("SYNCGEN_TEST_HANG", 3),
+		hangSave: parse("SYNCGEN_TEST_HANG_SAVE", 2),
 	}
 	h.allocs = os.Getenv("SYNCGEN_TEST_ALLOCS") == "1"
 	return h
@@ -112,6 +118,14 @@ func (h *testHooks) beforeStep(e *Engine, i int) {
 func (h *testHooks) beforeStatement(e *Engine, at plan.Src) {
 	if e.cursor == e.hangAt {
 		hangForever(e, fmt.Sprintf("SYNCGEN_TEST_HANG: rank %d stopped before %s in step %d on purpose", e.rank, at, e.stepNo))
+	}
+}
+
+// inSave runs in this rank's writer of the checkpoint after steps steps,
+// once its shard is written.
+func (h *testHooks) inSave(e *Engine, steps int) {
+	if h.hangSave != nil && h.hangSave[0] == e.rank && h.hangSave[1] == steps {
+		sleepForever()
 	}
 }
 

@@ -15,5 +15,6 @@ func (*testHooks) duringSetup(rank int)                   {}
 func (*testHooks) beforeStep(e *Engine, i int)            {}
 func (*testHooks) beforeStatement(e *Engine, at plan.Src) {}
 func (*testHooks) beforeCheck(e *Engine, i int)           {}
+func (*testHooks) inSave(e *Engine, steps int)            {}
 func (*testHooks) measuring()                             {}
 func (*testHooks) reportAllocs(e *Engine)                 {}

@@ -78,7 +78,10 @@ type Watchdog struct {
 	mu      sync.Mutex
 	active  bool
 	started time.Time
-	stop    chan struct{}
+	// what names the part of the run between steps that is watched (a
+	// checkpoint's save); "" while a step is.
+	what string
+	stop chan struct{}
 }
 
 // StartWatchdog starts the watchdog goroutine of e: a step that takes
@@ -99,14 +102,17 @@ func (e *Engine) StartWatchdog(timeout time.Duration) *Watchdog {
 			}
 			w.mu.Lock()
 			late := w.active && time.Since(w.started) > w.timeout
-			since := time.Since(w.started)
+			since, what := time.Since(w.started), w.what
 			w.mu.Unlock()
 			if late {
 				if !timedOut.CompareAndSwap(false, true) {
 					return // a phase watch fired first and ends the job
 				}
-				fmt.Fprint(os.Stderr, w.report(since))
+				fmt.Fprint(os.Stderr, w.report(since, what))
 				reason := fmt.Sprintf("timeout: step %s ran for %s (--timeout %s)", e.stepName(), since.Round(time.Millisecond), w.timeout)
+				if what != "" {
+					reason = fmt.Sprintf("timeout: %s took %s (--timeout %s)", what, since.Round(time.Millisecond), w.timeout)
+				}
 				e.writeFlightRecord(reason, since-w.timeout)
 				e.onAbort(reason)
 				time.Sleep(watchGrace)
@@ -120,13 +126,21 @@ func (e *Engine) StartWatchdog(timeout time.Duration) *Watchdog {
 }
 
 // watchStep tells the watchdog that a step began.
-func watchStep(e *Engine) {
+func watchStep(e *Engine) { watchBetween(e, "") }
+
+// watchBetween tells the watchdog that the host began what, a part of the
+// run between two steps that waits for the other ranks (what "": a step).
+// It is watched as a step is, with the same --timeout: a rank that never
+// joins (stopped, or stuck on a file system that no longer answers) would
+// otherwise leave the others waiting in it for good. The timeout's
+// messages name what instead of the step.
+func watchBetween(e *Engine, what string) {
 	if e.wd == nil {
 		return
 	}
 	AwaitTimeoutAbort() // a timeout already fired: the job is ending
 	e.wd.mu.Lock()
-	e.wd.active, e.wd.started = true, time.Now()
+	e.wd.active, e.wd.started, e.wd.what = true, time.Now(), what
 	e.wd.mu.Unlock()
 }
 
@@ -143,12 +157,17 @@ func watchIdle(e *Engine) {
 // Close stops the watchdog.
 func (w *Watchdog) Close() { close(w.stop) }
 
-// report describes where this rank is stuck.
-func (w *Watchdog) report(since time.Duration) string {
+// report describes where this rank is stuck, in a step or in what (see
+// watchBetween).
+func (w *Watchdog) report(since time.Duration, what string) string {
 	e := w.e
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: rank %d (%s): timeout: step %s has run for %s (--timeout %s)\n",
-		proc.Name(), e.rank, e.h.Name, e.stepName(), since.Round(time.Millisecond), w.timeout)
+	late := fmt.Sprintf("step %s has run for", e.stepName())
+	if what != "" {
+		late = what + " has taken"
+	}
+	fmt.Fprintf(&b, "%s: rank %d (%s): timeout: %s %s (--timeout %s)\n",
+		proc.Name(), e.rank, e.h.Name, late, since.Round(time.Millisecond), w.timeout)
 	if at := e.hostAt.get(); at != "" {
 		fmt.Fprintf(&b, "  rank %d host: waiting at %s\n", e.rank, at)
 	}
