@@ -216,7 +216,9 @@ func TestFlightRecordNamesTheMissingRank(t *testing.T) {
 }
 
 // SIGTERM to syncgen run reaches mpirun, which stops the ranks; syncgen
-// run waits for it and leaves no process of the job behind.
+// run waits for it and leaves no process of the job behind. Killed with
+// SIGKILL, which it cannot pass on, it leaves none either: mpirun is told
+// by the kernel that its parent died (it once ran the job on, orphaned).
 func TestRunPassesSIGTERMOn(t *testing.T) {
 	needToolchain(t)
 	if _, err := exec.LookPath("mpirun"); err != nil {
@@ -228,42 +230,68 @@ func TestRunPassesSIGTERMOn(t *testing.T) {
 		t.Fatalf("building syncgen: %v\n%s", err, out)
 	}
 	plan := writeFile(t, dir, "long.sync", restartPlan)
-	bin := filepath.Join(dir, "long_sync")
-	cmd := exec.Command(sg, "run", "-np", "2", "-o", bin, plan, "--", "--steps", "100000", "--check", "off", "--flight-dir", filepath.Join(dir, "fr"))
-	cmd.Env = append(os.Environ(), "SYNCGEN_CACHE="+filepath.Join(dir, "cache"))
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	// Wait until the ranks run.
-	for i := 0; i < 300; i++ {
-		if out, err := exec.Command("pgrep", "-f", bin).Output(); err == nil && len(strings.Fields(string(out))) >= 2 {
-			break
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+		// A program of its own, so that pgrep finds this case's job alone.
+		bin := filepath.Join(dir, "long_"+strings.ToLower(sig.String()[:4])+"_sync")
+		cmd := exec.Command(sg, "run", "-np", "2", "-o", bin, plan, "--", "--steps", "100000", "--check", "off", "--flight-dir", filepath.Join(dir, "fr"))
+		cmd.Env = append(os.Environ(), "SYNCGEN_CACHE="+filepath.Join(dir, "cache"))
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		// An orphaned mpirun keeps the pipe open: Wait returns once
+		// syncgen run has ended all the same.
+		cmd.WaitDelay = time.Second
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
 		}
-		time.Sleep(100 * time.Millisecond)
+		// Wait until the ranks run.
+		for i := 0; i < 300; i++ {
+			if out, err := exec.Command("pgrep", "-f", bin).Output(); err == nil && len(strings.Fields(string(out))) >= 2 {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		time.Sleep(time.Second)
+		cmd.Process.Signal(sig)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			cmd.Process.Kill()
+			killJob(bin)
+			t.Fatalf("%v: syncgen run did not end within 30 s:\n%s", sig, stderr.String())
+		}
+		if code := cmd.ProcessState.ExitCode(); code == 0 {
+			t.Errorf("%v: exit 0:\n%s", sig, stderr.String())
+		}
+		// A stop the user asked for is said as such, with no blame analysis
+		// of the flight records the ranks left mid-step.
+		if sig == syscall.SIGTERM && (!strings.Contains(stderr.String(), "the job was stopped on your signal") || strings.Contains(stderr.String(), "flight records")) {
+			t.Errorf("after SIGTERM, want the stop said and no flight-record merge:\n%s", stderr.String())
+		}
+		// After SIGKILL nothing waits for mpirun: give it the time it takes
+		// to stop the ranks.
+		var left []byte
+		for i := 0; i < 100; i++ {
+			time.Sleep(100 * time.Millisecond)
+			out, err := exec.Command("pgrep", "-f", bin).Output()
+			if left = out; err != nil || len(out) == 0 {
+				break
+			}
+		}
+		if len(left) > 0 {
+			t.Errorf("%v: processes of the job remain: %s", sig, left)
+			killJob(bin)
+		}
 	}
-	time.Sleep(time.Second)
-	cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		cmd.Process.Kill()
-		t.Fatalf("syncgen run did not end within 30 s of SIGTERM:\n%s", stderr.String())
-	}
-	if code := cmd.ProcessState.ExitCode(); code == 0 {
-		t.Errorf("exit 0 after SIGTERM:\n%s", stderr.String())
-	}
-	// A stop the user asked for is said as such, with no blame analysis
-	// of the flight records the ranks left mid-step.
-	if !strings.Contains(stderr.String(), "the job was stopped on your signal") || strings.Contains(stderr.String(), "flight records") {
-		t.Errorf("after SIGTERM, want the stop said and no flight-record merge:\n%s", stderr.String())
-	}
-	time.Sleep(500 * time.Millisecond)
-	if out, err := exec.Command("pgrep", "-f", bin).Output(); err == nil && len(out) > 0 {
-		t.Errorf("processes of the job remain: %s", out)
+}
+
+// killJob kills, by their ids, the processes whose command line names the
+// test's own program bin (a path in the test's temporary directory).
+func killJob(bin string) {
+	out, _ := exec.Command("pgrep", "-f", bin).Output()
+	for _, pid := range strings.Fields(string(out)) {
+		exec.Command("kill", "-KILL", pid).Run()
 	}
 }
 

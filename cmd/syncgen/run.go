@@ -38,7 +38,8 @@ When a job fails and its ranks wrote flight records (the program's
 --flight-dir, default flightrec), run merges them as 'syncgen flightrec'
 does: which rank is missing from which collective. SIGINT and SIGTERM are
 passed on to mpirun, which stops the ranks; a launcher that dies of a
-signal gives 128 + the signal.
+signal gives 128 + the signal. Should run itself be killed outright,
+mpirun is sent SIGTERM (on Linux), so the job does not run on alone.
 
 Examples:
    syncgen run -np 4 examples/resnet50.sync
@@ -173,13 +174,19 @@ func explainFailure(c *cli.Context, progArgs []string, since time.Time) {
 
 // launch runs the launcher and waits for it, passing SIGINT and SIGTERM on
 // to it (mpirun then stops the ranks) rather than leaving it and the ranks
-// running without a parent. It returns the exit status (128 + the signal
+// running without a parent; killed outright, syncgen run has the kernel
+// send mpirun SIGTERM. It returns the exit status (128 + the signal
 // when the launcher died of one), and whether syncgen run was signalled.
 func launch(c *cli.Context, launcher string, args []string) (code int, signaled bool, err error) {
 	cmd := exec.Command(launcher, args...)
 	cmd.Stdin = os.Stdin
 	cmd.Stdout = c.App.Writer
 	cmd.Stderr = c.App.ErrWriter
+	// Should syncgen run die without passing a signal on, mpirun hears of
+	// it from the kernel (endWithParent), through the thread that starts it.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	endWithParent(cmd)
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
