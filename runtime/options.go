@@ -205,6 +205,15 @@ func parseOptions(p *plan.Plan, prog string, args []string, out io.Writer) (*opt
 		}
 		return nil, fmt.Errorf("unexpected argument %q: the program takes only flags (%s --help lists them)", fs.Arg(0), prog)
 	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	// An empty --resume is most likely an unset variable (--resume
+	// "$CKPT"): taken as no --resume, the run would start from step 0
+	// without a word, and its checkpoints would then prune the ones it was
+	// meant to resume from.
+	if given["resume"] && o.resume == "" {
+		return nil, fmt.Errorf("--resume is empty: give a checkpoint's directory, auto or since:TIME; to start from step 0, leave --resume out")
+	}
 	if err := o.check(prog); err != nil {
 		return nil, err
 	}
@@ -218,8 +227,6 @@ func parseOptions(p *plan.Plan, prog string, args []string, out io.Writer) (*opt
 	if o.hetero, err = resolveHetero(o.heteroFlags); err != nil {
 		return nil, err
 	}
-	given := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	o.planSpeeds = fromPlanRanks(&o.hetero, p.Ranks, given)
 	return o, nil
 }

@@ -50,6 +50,9 @@ func TestParseOptions(t *testing.T) {
 		{[]string{"--checkpoint-keep", "0"}, "--checkpoint-keep: want a number of checkpoints, 1 or more", 0, 0},
 		{[]string{"--checkpoint-keep", "-1"}, "--checkpoint-keep: want a number of checkpoints, 1 or more", 0, 0},
 		{[]string{"--checkpoint-dir", ""}, "--checkpoint-dir is empty: give the directory", 0, 0},
+		// An empty --resume (an unset variable) is not a run from step 0.
+		{[]string{"--resume", ""}, "--resume is empty: give a checkpoint's directory, auto or since:TIME", 0, 0},
+		{[]string{"--resume="}, "--resume is empty", 0, 0},
 		{[]string{"--resume", "since:garbage"}, `--resume since:garbage: "garbage" is not a time: want since:TIME or since:TIME,else:DIR|auto`, 0, 0},
 		{[]string{"--timeout", "0s"}, "--timeout 0s must be positive: want a duration like 90s, 5m or 1h30m (prog --help lists the flags)", 0, 0},
 		{[]string{"--timeout", "-1m"}, "--timeout -1m0s must be positive: want a duration like 90s", 0, 0},
