@@ -36,7 +36,8 @@ func shardSums(t *testing.T, dir string) []string {
 // A run resumed from a checkpoint ends with the same parameters and
 // optimizer state, byte for byte on every rank, as one that never stopped:
 // a replicated plan, ZeRO's sharded one, one whose loss scaler skipped
-// steps before and after the checkpoint, and one accumulating gradients.
+// steps before and after the checkpoint, one accumulating gradients, and
+// one balancing the batch dynamically with a weighted average.
 func TestResumeIsBitIdentical(t *testing.T) {
 	for _, c := range []struct {
 		plan  string
@@ -54,6 +55,11 @@ func TestResumeIsBitIdentical(t *testing.T) {
 		// Gradient accumulation: a checkpoint after a step of 3
 		// micro-batches resumes at the next step's first micro-batch.
 		{"accumulate:3:f16:avg:scaled", nil, nil},
+		// Dynamic balancing, which weights the average by the shares: the
+		// resumed run goes on with the shares in force at the checkpoint
+		// and each rank's compute since the last rebalance (jittered, so
+		// that a part of the period gives other shares than the whole).
+		{"train:adamw:f32:wavg", []string{"--batch", "60", "--balance", "dynamic:3", "--speed", "0=0.5", "--jitter", "7:1ms"}, nil},
 	} {
 		t.Run(c.plan, func(t *testing.T) {
 			dir := t.TempDir()

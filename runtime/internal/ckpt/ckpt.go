@@ -199,6 +199,9 @@ type Metadata struct {
 	Buckets []BucketInfo `json:"buckets"`
 	// Shards are the ranks' files, in rank order.
 	Shards []ShardInfo `json:"shards"`
+	// Balance is dynamic balancing's state after the checkpoint's step,
+	// if the run balanced dynamically.
+	Balance *Balance `json:"balance,omitempty"`
 	// Committed is when rank 0 committed the checkpoint (RFC 3339, UTC;
 	// Commit sets it): a restart resumes only from its own job's
 	// checkpoints, and the newest are kept.
@@ -235,6 +238,18 @@ type ShardInfo struct {
 	File   string `json:"file"`
 	Bytes  int64  `json:"bytes"`
 	SHA256 string `json:"sha256"`
+}
+
+// Balance is the state of dynamic balancing (--balance dynamic:Every)
+// after a checkpoint's step: the shares of the global batch in force for
+// the next step, and each rank's simulated compute and samples since the
+// last rebalance, which the next rebalance divides. A run resumed with
+// them rebalances as the run that wrote them would have.
+type Balance struct {
+	Every       int     `json:"every"`
+	Shares      []int   `json:"shares"`
+	SimulatedNs []int64 `json:"simulated_ns"`
+	Samples     []int   `json:"samples"`
 }
 
 // Commit writes md into dir under a temporary name, fsyncs it, renames it

@@ -17,6 +17,7 @@ import (
 	"github.com/syncgen/syncgen/runtime/internal/backend"
 	"github.com/syncgen/syncgen/runtime/internal/ckpt"
 	"github.com/syncgen/syncgen/runtime/internal/elem"
+	"github.com/syncgen/syncgen/runtime/internal/hetero"
 	"github.com/syncgen/syncgen/runtime/internal/plan"
 	"github.com/syncgen/syncgen/runtime/internal/result"
 	"github.com/syncgen/syncgen/runtime/internal/scaler"
@@ -101,6 +102,10 @@ type pendingSave struct {
 	err     error
 	staged  time.Duration // the synchronous part: copying the state to the host
 	began   time.Time     // when the save began
+	// simulated and samples are this rank's part of md.Balance at the
+	// save, which rank 0 gathers with the shards' checksums.
+	simulated time.Duration
+	samples   int
 	// committed reports rank 0's background commit (async saves).
 	committed chan error
 }
@@ -162,7 +167,19 @@ func (e *Engine) stageCheckpoint(steps int) (*pendingSave, error) {
 	if e.tr.sc != nil {
 		p.md.Scaler, _ = json.Marshal(e.tr.sc.State())
 	}
+	if h := &e.het; h.on && h.spec.Balance == hetero.Dynamic {
+		p.md.Balance = &ckpt.Balance{Every: h.spec.Every, Shares: slices.Clone(h.shares)}
+		p.simulated, p.samples = h.simulated, h.samples
+	}
 	return p, nil
+}
+
+// shardRecord is what each rank tells rank 0 of its part of a checkpoint:
+// its shard, and its part of dynamic balancing's state.
+type shardRecord struct {
+	ckpt.ShardInfo
+	SimulatedNs int64 `json:"simulated_ns"`
+	Samples     int   `json:"samples"`
 }
 
 // commitSave waits for p's shard and gathers every rank's size and
@@ -176,7 +193,8 @@ func (e *Engine) commitSave(p *pendingSave) (int64, error) {
 	if p.err != nil {
 		return 0, p.err
 	}
-	rec, _ := json.Marshal(ckpt.ShardInfo{File: ckpt.ShardName(e.rank), Bytes: p.size, SHA256: p.sum})
+	rec, _ := json.Marshal(shardRecord{ShardInfo: ckpt.ShardInfo{File: ckpt.ShardName(e.rank), Bytes: p.size, SHA256: p.sum},
+		SimulatedNs: int64(p.simulated), Samples: p.samples})
 	e.hostAt.set("gathering the shards' checksums of the checkpoint after " + stepCount(p.steps))
 	all, err := e.h.Gather(rec)
 	if err != nil {
@@ -186,12 +204,20 @@ func (e *Engine) commitSave(p *pendingSave) (int64, error) {
 		return p.size, nil
 	}
 	md := p.md
+	if md.Balance != nil {
+		b := *md.Balance
+		md.Balance = &b
+	}
 	for _, r := range all {
-		var s ckpt.ShardInfo
+		var s shardRecord
 		if err := json.Unmarshal(r, &s); err != nil {
 			return 0, fmt.Errorf("a rank's shard record: %w", err)
 		}
-		md.Shards = append(md.Shards, s)
+		md.Shards = append(md.Shards, s.ShardInfo)
+		if md.Balance != nil {
+			md.Balance.SimulatedNs = append(md.Balance.SimulatedNs, s.SimulatedNs)
+			md.Balance.Samples = append(md.Balance.Samples, s.Samples)
+		}
 	}
 	commit := func() error {
 		if err := ckpt.SyncDir(p.dir); err != nil {

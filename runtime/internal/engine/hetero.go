@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/syncgen/syncgen/runtime/internal/backend"
+	"github.com/syncgen/syncgen/runtime/internal/ckpt"
 	"github.com/syncgen/syncgen/runtime/internal/hetero"
 	"github.com/syncgen/syncgen/runtime/internal/plan"
 	"github.com/syncgen/syncgen/runtime/internal/result"
@@ -44,11 +45,43 @@ func (e *Engine) setUpHetero(res *result.Results) {
 		return
 	}
 	h.shares = h.spec.InitialShares(e.size)
+	if b := e.resumedBalance(); b != nil {
+		h.shares = slices.Clone(b.Shares)
+		h.simulated, h.samples = time.Duration(b.SimulatedNs[e.rank]), b.Samples[e.rank]
+	}
 	res.Hetero = &result.Hetero{Batch: h.spec.GlobalBatch(e.size), Balance: h.spec.Balance.String(), Every: h.spec.Every, From: h.spec.From}
 	for r := 0; r < e.size; r++ {
 		res.Hetero.Speeds = append(res.Hetero.Speeds, h.spec.Speed(r))
 	}
 	res.Hetero.Course = append(res.Hetero.Course, result.ShareSpan{From: e.first, Shares: slices.Clone(h.shares)})
+}
+
+// resumedBalance is dynamic balancing's state in the checkpoint the run
+// resumed from, when the run goes on as the one that wrote it: balancing
+// dynamically with the same period, in the same world, with the same
+// batch. Then the shares in force at the checkpoint and each rank's
+// compute since the last rebalance carry over, and the resumed run is the
+// one that never stopped. Otherwise (nil) the shares start as at step 0.
+func (e *Engine) resumedBalance() *ckpt.Balance {
+	h := &e.het
+	if e.resumedFrom.MD == nil || e.resumedFrom.MD.Balance == nil || h.spec.Balance != hetero.Dynamic {
+		return nil
+	}
+	b := e.resumedFrom.MD.Balance
+	if b.Every != h.spec.Every || len(b.Shares) != e.size || len(b.SimulatedNs) != e.size || len(b.Samples) != e.size {
+		return nil
+	}
+	sum := 0
+	for _, s := range b.Shares {
+		if s < 1 {
+			return nil
+		}
+		sum += s
+	}
+	if sum != h.spec.GlobalBatch(e.size) {
+		return nil
+	}
+	return b
 }
 
 // beginHeteroStep sets the stretch of step i's timed statements.

@@ -646,13 +646,14 @@ func rootPlan(arg string) (*rt.Plan, error) {
 	return b.p, nil
 }
 
-// trainPlan ("train:OPT:DT[:master]"): two buckets of DT gradients,
-// all-reduced with avg after ready, each updated with optimizer OPT (sgd
-// or adamw) on the compute stream as soon as its own allreduce ends.
+// trainPlan ("train:OPT:DT[:master][:wavg]"): two buckets of DT
+// gradients, all-reduced with avg (wavg: weighted by the ranks' shares)
+// after ready, each updated with optimizer OPT (sgd or adamw) on the
+// compute stream as soon as its own allreduce ends.
 func trainPlan(arg string) (*rt.Plan, error) {
 	parts := strings.Split(arg, ":")
 	if len(parts) < 2 {
-		return nil, fmt.Errorf("want train:sgd|adamw:DTYPE[:master]")
+		return nil, fmt.Errorf("want train:sgd|adamw:DTYPE[:master][:wavg]")
 	}
 	opt := rt.Optimizer{Kind: rt.SGD, LR: 0.01, Momentum: 0.9, WeightDecay: 1e-4}
 	switch parts[0] {
@@ -668,7 +669,11 @@ func trainPlan(arg string) (*rt.Plan, error) {
 	if dt == rt.InvalidDType {
 		return nil, fmt.Errorf("unknown dtype %q", parts[1])
 	}
-	opt.Master = len(parts) > 2 && parts[2] == "master"
+	opt.Master = slices.Contains(parts[2:], "master")
+	op := rt.Avg
+	if slices.Contains(parts[2:], "wavg") {
+		op = rt.WAvg
+	}
 	b := newBuilder("train")
 	compute := b.stream("compute", rt.PriorityDefault)
 	comm := b.stream("comm", rt.PriorityHigh)
@@ -680,7 +685,7 @@ func trainPlan(arg string) (*rt.Plan, error) {
 	g1 := b.bucket("grads[1]", dt, b0, w0)
 	b.p.Step = func(s *rt.Step) {
 		s.Backward(src(10), compute, 2*time.Millisecond)
-		s.AllReduce(src(11), comm, rt.Avg, rt.AfterReady(), g0, g1)
+		s.AllReduce(src(11), comm, op, rt.AfterReady(), g0, g1)
 		s.Update(src(12), compute, opt, rt.AfterSynced(), g0, g1)
 		s.Wait(src(13), compute)
 	}
