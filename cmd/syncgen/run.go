@@ -37,8 +37,8 @@ failure; each restart says why and from where.
 When a job fails and its ranks wrote flight records (the program's
 --flight-dir, default flightrec), run merges them as 'syncgen flightrec'
 does: which rank is missing from which collective. SIGINT and SIGTERM are
-passed on to mpirun, which stops the ranks; a launcher that dies of a
-signal gives 128 + the signal. Should run itself be killed outright,
+passed on to mpirun, which stops the ranks, and run then exits with 128 +
+the signal; so does a launcher that dies of a signal. Should run itself be killed outright,
 mpirun is sent SIGTERM (on Linux), so the job does not run on alone.
 
 Examples:
@@ -118,21 +118,25 @@ Slurm (srun --mpi=pmix).`,
 				args = append(args, progArgs...)
 				fmt.Fprintf(c.App.ErrWriter, "+ %s\n", shellJoin(append([]string{launcher}, args...)))
 				started := time.Now()
-				code, signaled, err := launch(c, launcher, args)
+				code, stopped, err := launch(c, launcher, args)
 				if err != nil {
 					return cli.Exit(fmt.Sprintf("run: %v", err), 1)
 				}
 				switch {
-				case code != 0 && signaled:
+				case code != 0 && stopped != 0:
 					// The user stopped the job: every rank was cut short
-					// mid-step, so the flight records blame no one.
-					fmt.Fprintf(c.App.ErrWriter, "syncgen run: the job was stopped on your signal (exit %d)\n", code)
+					// mid-step, so the flight records blame no one. The
+					// status is the signal's, as a shell gives a program
+					// that a signal ends: mpirun's own (1) would read as
+					// a failed rank.
+					fmt.Fprintf(c.App.ErrWriter, "syncgen run: the job was stopped on your signal (%s; mpirun exited %d)\n", signalName(stopped), code)
+					code = 128 + int(stopped)
 				case code != 0:
 					explainFailure(c, progArgs, started)
 				}
 				// A usage error fails the same way every time; a signal to
 				// syncgen run itself is the user's wish to stop.
-				if code == 0 || attempt >= restarts || code == 2 || signaled {
+				if code == 0 || attempt >= restarts || code == 2 || stopped != 0 {
 					if code == 0 {
 						return nil
 					}
@@ -176,8 +180,9 @@ func explainFailure(c *cli.Context, progArgs []string, since time.Time) {
 // to it (mpirun then stops the ranks) rather than leaving it and the ranks
 // running without a parent; killed outright, syncgen run has the kernel
 // send mpirun SIGTERM. It returns the exit status (128 + the signal
-// when the launcher died of one), and whether syncgen run was signalled.
-func launch(c *cli.Context, launcher string, args []string) (code int, signaled bool, err error) {
+// when the launcher died of one), and the signal that syncgen run was
+// sent, if any (0: none).
+func launch(c *cli.Context, launcher string, args []string) (code int, stopped syscall.Signal, err error) {
 	cmd := exec.Command(launcher, args...)
 	cmd.Stdin = os.Stdin
 	cmd.Stdout = c.App.Writer
@@ -191,26 +196,37 @@ func launch(c *cli.Context, launcher string, args []string) (code int, signaled 
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 	if err := cmd.Start(); err != nil {
-		return 0, false, err
+		return 0, 0, err
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	for {
 		select {
 		case sig := <-sigs:
-			signaled = true
+			stopped = sig.(syscall.Signal)
 			cmd.Process.Signal(sig)
 		case err := <-done:
 			var exit *exec.ExitError
 			if errors.As(err, &exit) {
 				if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-					return 128 + int(ws.Signal()), signaled, nil
+					return 128 + int(ws.Signal()), stopped, nil
 				}
-				return exit.ExitCode(), signaled, nil
+				return exit.ExitCode(), stopped, nil
 			}
-			return 0, signaled, err
+			return 0, stopped, err
 		}
 	}
+}
+
+// signalName names the signals that launch passes on, as kill -l does.
+func signalName(sig syscall.Signal) string {
+	switch sig {
+	case syscall.SIGINT:
+		return "SIGINT"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	}
+	return sig.String()
 }
 
 // restartArgs says why the job is restarted and returns the program's
