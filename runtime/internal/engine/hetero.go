@@ -117,9 +117,10 @@ func (e *Engine) share() int {
 	return e.het.shares[e.rank]
 }
 
-// endHeteroStep rebalances after step i of total when the rule says so: every rank
-// gives its simulated compute per sample since the last rebalance, and
-// all compute the same new shares from the same gathered values. The
+// endHeteroStep rebalances after step i of total when the rule says so:
+// every rank gives its simulated compute per sample since the last
+// rebalance, and all compute the same new shares from the same gathered
+// values. The
 // simulated durations are what the rank's speed, straggler and jitter
 // made of the plan's, so the shares follow them and not a loaded host's
 // noise.
