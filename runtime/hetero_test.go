@@ -196,8 +196,8 @@ func TestPlanRanksDefaults(t *testing.T) {
 func TestPlanRankOutsideWorld(t *testing.T) {
 	r := mpirun(t, 2, nil, 60*time.Second, "ranks:3")
 	want := "testprog: error: the plan cannot run on 2 ranks:\ntest.sync:4: the plan's ranks give rank 3 a speed, but it is outside the world of 2 ranks (ranks 0..1); run with at least 4 ranks (mpirun -np 4)"
-	if r.code != 1 || strings.Count(r.out, want) != 1 || strings.Contains(r.out, "# syncgen:") {
-		t.Fatalf("exit %d, want 1 and one message %q:\n%s", r.code, want, r.out)
+	if r.code != 2 || strings.Count(r.out, want) != 1 || strings.Contains(r.out, "# syncgen:") {
+		t.Fatalf("exit %d, want 2 and one message %q:\n%s", r.code, want, r.out)
 	}
 	shares, _ := rankSharesRun(t, 2, "--speed", "1=0.5")
 	if !slices.Equal(shares, []int{60, 30}) {

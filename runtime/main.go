@@ -157,14 +157,16 @@ func (r *runner) fatal(err error) {
 	os.Exit(1)
 }
 
-// agreedFailure ends a run that every rank knows failed the same way: rank
-// 0 prints why, every rank finalises and exits 1.
+// agreedFailure ends a run that every rank knows failed the same way before
+// its first step: rank 0 prints why, every rank finalises, and the status
+// is 2, as for a usage error: the job cannot run as it was started, so
+// starting it again (syncgen run --restarts) would fail the same way.
 func (r *runner) agreedFailure(err error) int {
 	if r.h.Rank == 0 {
 		fmt.Fprintf(os.Stderr, "%s: error: %v\n", proc.Name(), err)
 	}
 	_ = r.h.Finalize()
-	return 1
+	return 2
 }
 
 // run is Main on this rank once MPI is up: the phases below, each watched
@@ -280,18 +282,15 @@ func (r *runner) agreeOnPlan() (*plan.Program, *result.Results, cpu.Tuning, int)
 		err = r.opts.hetero.Check(h.Size)
 	}
 	if err != nil {
-		r.agreedFailure(err)
-		return nil, nil, tune, 2
+		return nil, nil, tune, r.agreedFailure(err)
 	}
 	res := result.New(p, prog)
 	if err := checkStepsFit(r.opts.steps, len(res.Rows)+len(res.TrainRows), len(res.TrainRows) > 0, r.opts.hetero.Active()); err != nil {
-		r.agreedFailure(err)
-		return nil, nil, tune, 2
+		return nil, nil, tune, r.agreedFailure(err)
 	}
 	if r.opts.tracing {
 		if err := report.CheckTraceFits(p, prog, r.opts.steps, r.opts.warmup, h.Size); err != nil {
-			r.agreedFailure(err)
-			return nil, nil, tune, 2
+			return nil, nil, tune, r.agreedFailure(err)
 		}
 	}
 	return prog, res, tune, -1
@@ -327,7 +326,10 @@ func (r *runner) startBackend(tune cpu.Tuning) (why string, status int) {
 	be, why, err := backend.Select(env, r.opts.backend, func() backend.Backend { return cpu.New(h, tune) })
 	var same *backend.AgreedError
 	if errors.As(err, &same) {
-		return "", r.agreedFailure(err)
+		// A device or library missing here may be there when the job is
+		// started again elsewhere: a failure (1), not a usage error.
+		r.agreedFailure(err)
+		return "", 1
 	}
 	if err != nil {
 		r.fatal(err)

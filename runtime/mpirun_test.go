@@ -573,7 +573,7 @@ func TestBackwardLastsWhatThePlanSays(t *testing.T) {
 
 func TestPlanMismatchNamesRanks(t *testing.T) {
 	r := mpmd(t, 60*time.Second, "-np", "1", testprog, "basic", ":", "-np", "2", testprog, "other", ":", "-np", "1", testprog, "basic")
-	if r.code == 0 {
+	if r.code != 2 {
 		t.Fatalf("different plans ran; output:\n%s", r.out)
 	}
 	mustContain(t, r, "do not all run the same plan", "ranks 0, 3 run plan", "testdata/basic.sync", "ranks 1, 2 run plan", "testdata/other.sync")
@@ -704,12 +704,13 @@ func TestOutputToNamedPipe(t *testing.T) {
 
 // A root outside the world, with rank counts the plan's author did not
 // think of: one message from rank 0 before anything runs, naming the
-// statement, the bucket and the rank count to run with; exit 1, no abort.
+// statement, the bucket and the rank count to run with; exit 2 (the job
+// cannot run as started), no abort.
 func TestRootOutsideWorld(t *testing.T) {
 	for _, np := range []int{0, 1, 3} {
 		world := max(np, 1)
 		r := mpirun(t, np, nil, 60*time.Second, "root:3")
-		if r.code != 1 || r.took > 30*time.Second || strings.Contains(r.out, "MPI_ABORT") {
+		if r.code != 2 || r.took > 30*time.Second || strings.Contains(r.out, "MPI_ABORT") {
 			t.Fatalf("np %d: exit %d after %v:\n%s", np, r.code, r.took, r.out)
 		}
 		want := fmt.Sprintf("testprog: error: the plan cannot run on %d rank%s:\ntest.sync:7:5: broadcast of bucket \"params\" from rank 3: root 3 is outside the world of %d rank",

@@ -73,9 +73,11 @@ func (r *runner) findResume() (engine.ResumePoint, int) {
 			err = fmt.Errorf("--resume: %w", err)
 		}
 	}
+	// No checkpoint to resume is found the same way every time: a usage
+	// error, which syncgen run --restarts does not retry.
 	if r.agreeOnErrors(err) {
 		_ = r.h.Finalize()
-		return rp, 1
+		return rp, 2
 	}
 	if rp.Note != "" && r.h.Rank == 0 {
 		// A restart's choice, which syncgen run leaves to the program.

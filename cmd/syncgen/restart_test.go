@@ -322,4 +322,11 @@ func TestRunRestartKeepsTheUsersResume(t *testing.T) {
 		strings.Contains(errOut, "starting from step 0") {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)
 	}
+	// A --resume that finds nothing to take fails the same way every time:
+	// status 2, and no restart.
+	code, out, errOut = syncgen(t, "run", "-np", "2", "--restarts", "2", "-o", bin, plan, "--", "--quiet",
+		"--resume", "auto", "--checkpoint-dir", filepath.Join(dir, "empty"), "--flight-dir", filepath.Join(dir, "fr"))
+	if code != 2 || !strings.Contains(out+errOut, "auto: no committed checkpoint in") || strings.Contains(errOut, "restart 1 of 2") {
+		t.Errorf("--resume auto with no checkpoint: exit %d, want 2 and no restart\n%s%s", code, out, errOut)
+	}
 }

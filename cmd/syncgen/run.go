@@ -33,7 +33,9 @@ launched again, at most N times, from the newest checkpoint of its plan that
 this job committed, else from the checkpoint your own --resume took at the
 first launch, else from step 0 (--resume since:TIME[,else:DIR|auto], TIME
 being when run began), and without the --fault flags, which rehearse one
-failure; each restart says why and from where.
+failure; each restart says why and from where. A job that cannot run as it
+was started (status 2: a bad flag, a plan that cannot run on this many
+ranks, a --resume that finds no checkpoint) is not launched again.
 When a job fails and its ranks wrote flight records (the program's
 --flight-dir, default flightrec), run merges them as 'syncgen flightrec'
 does: which rank is missing from which collective. SIGINT and SIGTERM are
@@ -134,7 +136,9 @@ Slurm (srun --mpi=pmix).`,
 				case code != 0:
 					explainFailure(c, progArgs, started)
 				}
-				// A usage error fails the same way every time; a signal to
+				// A job that cannot run as started (status 2: a usage
+				// error, a plan or --resume the ranks all refuse) fails
+				// the same way every time; a signal to
 				// syncgen run itself is the user's wish to stop.
 				if code == 0 || attempt >= restarts || code == 2 || stopped != 0 {
 					if code == 0 {
