@@ -206,16 +206,27 @@ func parseOptions(p *plan.Plan, prog string, args []string, out io.Writer) (*opt
 		return nil, fmt.Errorf("unexpected argument %q: the program takes only flags (%s --help lists them)", fs.Arg(0), prog)
 	}
 	given := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	// An empty --resume is most likely an unset variable (--resume
-	// "$CKPT"): taken as no --resume, the run would start from step 0
-	// without a word, and its checkpoints would then prune the ones it was
-	// meant to resume from.
-	if given["resume"] && o.resume == "" {
-		return nil, fmt.Errorf("--resume is empty: give a checkpoint's directory, auto or since:TIME; to start from step 0, leave --resume out")
-	}
+	var empty []*flag.Flag
+	fs.Visit(func(f *flag.Flag) {
+		given[f.Name] = true
+		if f.Value.String() == "" {
+			empty = append(empty, f)
+		}
+	})
 	if err := o.check(prog); err != nil {
 		return nil, err
+	}
+	// An empty value is most likely an unset variable (--json "$OUT"):
+	// taken as no flag, the run would go on without a word and leave out
+	// what was asked for (o.check has said so of --checkpoint-dir). An
+	// empty --resume would start from step 0, and its checkpoints would
+	// then prune the ones it was meant to resume from.
+	for _, f := range empty {
+		if f.Name == "resume" {
+			return nil, fmt.Errorf("--resume is empty: give a checkpoint's directory, auto or since:TIME; to start from step 0, leave --resume out")
+		}
+		what, _ := flag.UnquoteUsage(f)
+		return nil, fmt.Errorf("--%s is empty: give %s, or leave --%s out (%s --help lists the flags)", f.Name, what, f.Name, prog)
 	}
 	var err error
 	if o.injections, err = resolveInjections(p, o.overflows, o.warmup+o.steps); err != nil {

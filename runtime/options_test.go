@@ -53,6 +53,15 @@ func TestParseOptions(t *testing.T) {
 		// An empty --resume (an unset variable) is not a run from step 0.
 		{[]string{"--resume", ""}, "--resume is empty: give a checkpoint's directory, auto or since:TIME", 0, 0},
 		{[]string{"--resume="}, "--resume is empty", 0, 0},
+		// So are the other flags whose empty value would be taken as none.
+		{[]string{"--json", ""}, "--json is empty: give FILE, or leave --json out (prog --help lists the flags)", 0, 0},
+		{[]string{"--trace="}, "--trace is empty: give FILE, or leave --trace out", 0, 0},
+		{[]string{"--profile", ""}, "--profile is empty: give FILE, or leave --profile out", 0, 0},
+		{[]string{"--flight-dir", ""}, "--flight-dir is empty: give DIR, or leave --flight-dir out", 0, 0},
+		{[]string{"--speed", ""}, "--speed is empty: give R=S[,R=S], or leave --speed out", 0, 0},
+		{[]string{"--straggler", ""}, "--straggler is empty: give RANK:FACTOR[:FROMSTEP], or leave --straggler out", 0, 0},
+		{[]string{"--jitter", ""}, "--jitter is empty: give SEED:MAXDUR, or leave --jitter out", 0, 0},
+		{[]string{"--balance", ""}, "--balance is empty: give RULE, or leave --balance out", 0, 0},
 		{[]string{"--resume", "since:garbage"}, `--resume since:garbage: "garbage" is not a time: want since:TIME or since:TIME,else:DIR|auto`, 0, 0},
 		{[]string{"--timeout", "0s"}, "--timeout 0s must be positive: want a duration like 90s, 5m or 1h30m (prog --help lists the flags)", 0, 0},
 		{[]string{"--timeout", "-1m"}, "--timeout -1m0s must be positive: want a duration like 90s", 0, 0},
