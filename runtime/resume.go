@@ -80,7 +80,8 @@ func (r *runner) findResume() (engine.ResumePoint, int) {
 		return rp, 2
 	}
 	if rp.Note != "" && r.h.Rank == 0 {
-		// A restart's choice, which syncgen run leaves to the program.
+		// A restart's choice, which syncgen run leaves to the program,
+		// or the damaged checkpoints that auto passed over.
 		fmt.Fprintf(os.Stderr, "%s: %s\n", proc.Name(), rp.Note)
 	}
 	// A --fault or --overflow that the run never reaches would pass

@@ -404,7 +404,23 @@ func findResume(value, root string, p *plan.Plan, total int, before time.Time, n
 		if err != nil || len(cks) == 0 {
 			return ResumePoint{}, fmt.Errorf("auto: no committed checkpoint in %s%s", root, emptyHint(root))
 		}
+		// The newest whose metadata reads: one damaged after its commit
+		// (a disk error, a hand edit) is passed over, and rank 0 says so,
+		// rather than refusing while an older one would do.
 		dir = cks[len(cks)-1]
+		var damaged []string
+		for len(cks) > 1 {
+			_, err := ckpt.ReadMetadata(dir)
+			if err == nil {
+				break
+			}
+			damaged = append(damaged, err.Error())
+			cks = cks[:len(cks)-1]
+			dir = cks[len(cks)-1]
+		}
+		if len(damaged) > 0 {
+			note = fmt.Sprintf("resuming from %s, the newest committed checkpoint whose metadata reads; passed over: %s", dir, strings.Join(damaged, "; "))
+		}
 	}
 	md, err := ckpt.ReadMetadata(dir)
 	if err != nil {

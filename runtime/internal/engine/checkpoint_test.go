@@ -74,8 +74,21 @@ func TestFindResume(t *testing.T) {
 	if err := os.MkdirAll(ckpt.StepDir(empty, 1), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if rp, err := FindResume("auto", root, p, 10); err != nil || rp.Dir != four || rp.Steps() != 4 {
+	if rp, err := FindResume("auto", root, p, 10); err != nil || rp.Dir != four || rp.Steps() != 4 || rp.Note != "" {
 		t.Errorf("auto: %+v %v, want %s", rp, err, four)
+	}
+	// A newer checkpoint whose metadata was damaged after its commit is
+	// passed over, with a note naming it.
+	damaged := filepath.Join(t.TempDir(), "ck")
+	commitFake(t, damaged, "aaaa", 2)
+	three := commitFake(t, damaged, "aaaa", 3)
+	five := commitFake(t, damaged, "aaaa", 5)
+	if err := os.WriteFile(filepath.Join(five, ckpt.MetadataName), []byte("{garbage"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if rp, err := FindResume("auto", damaged, p, 10); err != nil || rp.Dir != three ||
+		!strings.Contains(rp.Note, "resuming from "+three+", the newest committed checkpoint whose metadata reads; passed over: "+filepath.Join(five, ckpt.MetadataName)) {
+		t.Errorf("auto past a damaged metadata: %+v %v, want %s", rp, err, three)
 	}
 	for _, c := range []struct {
 		value, root string
