@@ -320,9 +320,13 @@ func runProgram(c *cli.Context, launcher, prog, jsonPath string, np int, extra .
 	args := append(mpirunFlags(launcher, np, nil, false), prog, "--quiet", "--json", jsonPath)
 	args = append(args, extra...)
 	fmt.Fprintf(c.App.ErrWriter, "+ %s\n", shellJoin(append([]string{launcher}, args...)))
-	code, _, err := launch(c, launcher, args)
+	code, stopped, err := launch(c, launcher, args)
 	if err != nil {
 		return nil, cli.Exit(fmt.Sprintf("%s: %v", c.Command.Name, err), 1)
+	}
+	if code != 0 && stopped != 0 {
+		// As syncgen run says it: the user's wish, not a failed run.
+		return nil, cli.Exit(fmt.Sprintf("%s: stopped on your signal (%s; mpirun exited %d)", c.Command.Name, signalName(stopped), code), 128+int(stopped))
 	}
 	if code != 0 {
 		return nil, cli.Exit(fmt.Sprintf("%s: the run of %s failed (exit status %d); see its output above", c.Command.Name, prog, code), 1)

@@ -286,6 +286,33 @@ func TestRunPassesSIGTERMOn(t *testing.T) {
 			killJob(bin)
 		}
 	}
+	// calibrate passes the signal on the same way and says the run was
+	// stopped, not that it failed. Its launcher here only waits.
+	started := filepath.Join(dir, "launched")
+	launcher := writeFile(t, dir, "waiting-mpirun", "#!/bin/sh\n[ \"$1\" = --version ] && exit 0\ntouch '"+started+"'\nexec sleep 60\n")
+	sweep := writeFile(t, dir, "sweep_sync", "#!/bin/sh\n")
+	for _, f := range []string{launcher, sweep} {
+		if err := os.Chmod(f, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(sg, "calibrate", "--np", "2", "--mpirun", launcher, "--program", sweep, "-o", filepath.Join(dir, "p.json"))
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 100; i++ {
+		if _, err := os.Stat(started); err == nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != 143 || !strings.Contains(stderr.String(), "calibrate: stopped on your signal (SIGTERM") {
+		t.Errorf("calibrate after SIGTERM: exit %d, want 143 and the stop said:\n%s", code, stderr.String())
+	}
 }
 
 // killJob kills, by their ids, the processes whose command line names the
