@@ -828,6 +828,9 @@ func (s *sim) sumBlock(op plan.RedOp, n int) []float64 {
 		lim *= float64(len(s.vals))
 	}
 	for j := range red {
+		if math.IsInf(red[j], 0) {
+			continue // an input the collectives left undefined: so is the result
+		}
 		var bound, largest float64
 		for r := range s.vals {
 			a := math.Abs(s.vals[r][j])

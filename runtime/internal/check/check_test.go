@@ -223,6 +223,42 @@ func TestCheckerReduceScatterAndReduce(t *testing.T) {
 	}
 }
 
+// Values that a reducescatter leaves undefined stay undefined through the
+// reductions after it (neither checked nor counted), with a loss scale as
+// without one: the scaled values' bound once made them unchecked.
+func TestUndefinedStaysUndefinedWhenScaled(t *testing.T) {
+	const n, size = 10, 2
+	for _, scale := range []float64{1, 8} {
+		for _, next := range []plan.Coll{plan.CollAllReduce, plan.CollReduce} {
+			chain := []plan.Stmt{
+				{Kind: plan.StmtColl, Coll: plan.CollReduceScatter, Op: plan.Min, Buckets: []int{0}},
+				{Kind: plan.StmtColl, Coll: next, Op: plan.Min, Root: 1, Buckets: []int{0}},
+			}
+			p := &plan.Plan{
+				Tensors: []plan.Tensor{{Name: "t", DType: elem.F32, Shape: []int64{n}, Bucket: 0}},
+				Buckets: []plan.Bucket{{Name: "b", Wire: elem.F32, Elems: n, Tensors: []int{0}}},
+				Streams: []plan.Stream{{Name: "comm"}},
+			}
+			prog := &plan.Program{Step: append([]plan.Stmt{{Kind: plan.StmtBackward}}, chain...)}
+			for rank := range size {
+				e := newTestRank(p, prog, rank, size, &backend.Layout{Buckets: []backend.BucketMem{{Elems: n}}}, nil)
+				e.model.Apply(prog.Step, 5, StepTrain{Scale: scale})
+				want := make([]float64, n)
+				e.model.newSim(0).run(0, want)
+				for i, w := range want {
+					// Every element has an undefined input but on rank 0
+					// after a reduce to rank 1, where rank 0 keeps its
+					// reduce-scattered slice.
+					defined := next == plan.CollReduce && rank == 0 && i < n/size
+					if math.IsNaN(w) || defined == math.IsInf(w, 1) {
+						t.Fatalf("scale %v, reducescatter then %s, rank %d, element %d: checker expects %v", scale, next, rank, i, w)
+					}
+				}
+			}
+		}
+	}
+}
+
 // rng0 is the identity order 0..n-1.
 func rng0(n int) []int {
 	o := make([]int, n)
