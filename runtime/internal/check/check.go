@@ -124,7 +124,10 @@ func (m *Model) Apply(block []plan.Stmt, seed uint32, st StepTrain) {
 				m.fill[t] = seed
 				m.chain[t] = m.chain[t][:0]
 				m.broken[t] = false
-				m.fillScale[t] = st.Scale
+				m.fillScale[t] = 1
+				if m.plan.Tensors[t].DType.IsFloat() {
+					m.fillScale[t] = st.Scale // the backward scales float gradients only
+				}
 				m.injected[t] = m.injectedRank(t)
 			}
 		case plan.StmtUpdate:

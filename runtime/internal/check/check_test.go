@@ -259,6 +259,37 @@ func TestUndefinedStaysUndefinedWhenScaled(t *testing.T) {
 	}
 }
 
+// A loss scaler scales float gradients only: an integer tensor's values
+// carry no scale, in a plan with a scaler as without, and its products are
+// checked. The checker once multiplied them by the scale (wrong elements
+// after a max) or gave up on their products (unchecked).
+func TestIntegerGradientsCarryNoScale(t *testing.T) {
+	const n, size = 300, 2
+	for _, op := range []plan.RedOp{plan.Max, plan.Prod} {
+		chain := []plan.Stmt{{Kind: plan.StmtColl, Coll: plan.CollAllReduce, Op: op, Buckets: []int{0}}}
+		p := &plan.Plan{
+			Tensors: []plan.Tensor{{Name: "t", DType: elem.I8, Shape: []int64{n}, Bucket: 0}},
+			Buckets: []plan.Bucket{{Name: "b", Wire: elem.I8, Elems: n, Tensors: []int{0}}},
+			Streams: []plan.Stream{{Name: "comm"}},
+		}
+		prog := &plan.Program{Step: append([]plan.Stmt{{Kind: plan.StmtBackward}}, chain...)}
+		e := newTestRank(p, prog, 0, size, &backend.Layout{Buckets: []backend.BucketMem{{Elems: n}}}, nil)
+		e.model.Apply(prog.Step, 5, StepTrain{Scale: 8})
+		want := make([]float64, n)
+		e.model.newSim(0).run(0, want)
+		for i := range want {
+			vals := make([]float64, size)
+			for r := range vals {
+				ps := e.shapes[0].Params(r, size, 5, 0)
+				vals[r] = float64(elem.FillValue(&ps, int64(i)))
+			}
+			if exp := reduceInOrder(vals, rng0(size), op, elem.I8); want[i] != exp {
+				t.Fatalf("%s of i8 gradients at scale 8, element %d: checker expects %v, brute force %v", op, i, want[i], exp)
+			}
+		}
+	}
+}
+
 // rng0 is the identity order 0..n-1.
 func rng0(n int) []int {
 	o := make([]int, n)
