@@ -149,10 +149,10 @@ func (s *Step) into(st plan.Stmt, src, out int) {
 
 // Update applies one step of optimizer opt to the parameters of buckets
 // on stream, reading their synchronised gradients: where a bucket was
-// reduce-scattered, only this rank's slice (which it then also writes back
-// into the bucket, for the allgather of the parameters). With AfterSynced
-// each bucket's update waits for that bucket's collective; with a scaler,
-// nothing changes in a step that overflowed.
+// reduce-scattered, only this rank's slice (over whose gradients it then
+// also writes the new parameters, for the allgather of the parameters).
+// With AfterSynced each bucket's update waits for that bucket's
+// collective; with a scaler, nothing changes in a step that overflowed.
 func (s *Step) Update(at Src, stream int, opt Optimizer, after After, buckets ...int) {
 	if s.rec != nil {
 		s.rec.Update(at, stream, opt, after, buckets...)

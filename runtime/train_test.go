@@ -87,6 +87,9 @@ func TestUpdateMatchesReference(t *testing.T) {
 		{2, "train:sgd-plain:f64"},
 		{2, "train:sgd:bf16:master"},
 		{4, "zero"}, // each rank keeps and updates its shard only
+		// The tensors' gradients live apart from the f32 wire buffer: the
+		// new parameters go over them, and the allgather casts them in.
+		{2, "zero:f32"},
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("%s/np%d", c.plan, c.np), func(t *testing.T) {

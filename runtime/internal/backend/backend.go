@@ -199,8 +199,8 @@ type UpdateOp struct {
 	Param Span
 	State [2]Span
 	// Out, when it has elements, also receives the new parameters,
-	// rounded to Out.DType: a sharded update writes its slice of the
-	// bucket, which the allgather after it then gathers.
+	// rounded to Out.DType: a sharded update writes them over its slice
+	// of the gradients, which the allgather after it then gathers.
 	Out Span
 	// Flag, when it has an element (I32), is the step's overflow flag:
 	// when it is not zero the update changes nothing.

@@ -244,7 +244,8 @@ func (s *sim) memValues(i0 int64, n int) {
 
 // applyUpdate replays the update at chain position k: a sharded update
 // (the last collective before it reduce-scattered the bucket) writes each
-// rank's new parameters into its slice, rounded to the wire dtype; an
+// rank's new parameters into its slice of the gradients, rounded to the
+// tensor's dtype; an
 // update that reads the whole bucket leaves the gradients as they are,
 // and so does a skipped step.
 func (s *sim) applyUpdate(i0 int64, n int, k int) {
@@ -267,7 +268,7 @@ func (s *sim) applyUpdate(i0 int64, n int, k int) {
 		owner := min(k/max(s.slice, 1), last)
 		v := math.NaN()
 		if ref.ok && known(ref.p.get(k)) {
-			v = elem.RoundTo(ref.p.get(k), s.wire)
+			v = elem.RoundTo(ref.p.get(k), s.tdt)
 		}
 		s.vals[owner][j] = v
 	}

@@ -318,10 +318,12 @@ func (e *Engine) Update(at plan.Src, stream int, opt optim.Spec, after plan.Afte
 				}
 			}
 			if ts.sharded[k] {
-				// The new parameters of this rank's slice go back into the
-				// bucket, for the allgather that follows (as ZeRO does).
-				u.Out = e.mem.Buckets[b].Span
-				u.Out.Off, u.Out.N = offs[j], g.N
+				// The new parameters of this rank's slice go back where
+				// its gradients were, for the allgather that follows (as
+				// ZeRO does): the bucket's buffer, or the storage of a
+				// tensor of another dtype than the wire, which the
+				// allgather casts into the buffer first.
+				u.Out = g
 			}
 			if err := st.Update(u); err != nil {
 				e.fatal(at, fmt.Errorf("update of bucket %q: %w", e.plan.Buckets[b].Name, err))

@@ -733,15 +733,22 @@ func scaledPlan(arg string) (*rt.Plan, error) {
 	return b.p, nil
 }
 
-// zeroPlan ("zero"): ZeRO's step: the gradients reduce-scattered, each
-// rank's shard unscaled (the ranks agree on overflows) and updated, and
-// the new parameters all-gathered, with no host wait in between.
-func zeroPlan(string) (*rt.Plan, error) {
+// zeroPlan ("zero[:WIRE]"): ZeRO's step: the bf16 gradients (on a WIRE
+// wire, bf16 by default) reduce-scattered, each rank's shard unscaled
+// (the ranks agree on overflows) and updated, and the new parameters
+// all-gathered, with no host wait in between.
+func zeroPlan(arg string) (*rt.Plan, error) {
+	wire := rt.BF16
+	if arg != "" {
+		if wire = dtypeOf(arg); wire == rt.InvalidDType {
+			return nil, fmt.Errorf("want zero[:WIRE]: unknown dtype %q", arg)
+		}
+	}
 	b := newBuilder("zero")
 	b.p.Scaler = &rt.Scaler{Rule: rt.ScaleTorch, Init: 1024, Interval: 4}
 	compute := b.stream("compute", rt.PriorityDefault)
 	comm := b.stream("comm", rt.PriorityHigh)
-	g := b.bucket("grads", rt.BF16, b.tensor("w", rt.BF16, 31, 13), b.tensor("v", rt.BF16, 9))
+	g := b.bucket("grads", wire, b.tensor("w", rt.BF16, 31, 13), b.tensor("v", rt.BF16, 9))
 	opt := rt.Optimizer{Kind: rt.AdamW, LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, Master: true}
 	b.p.Step = func(s *rt.Step) {
 		s.Backward(src(10), compute, time.Millisecond)
