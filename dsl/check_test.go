@@ -589,6 +589,13 @@ func TestRaces(t *testing.T) {
 		// must be ordered too.
 		{"backward 1ms on compute; allreduce ba, bb on comm after ready; unscale ba on side after synced; unscale bb on compute after synced; update bb sgd on compute after side", true},
 		{"backward 1ms on compute; allreduce ba, bb on comm after ready; unscale ba on side after synced; unscale bb on compute after side; update ba, bb sgd on compute", false},
+		// after synced works on the buckets in turn, each after its own
+		// latest collective: the update of ba, first, waits for the
+		// allreduce of ba and bb, not for the unscale after it; the update
+		// of bb, second, also waits for the allreduce of ba after the
+		// unscale.
+		{"backward 1ms on compute; allreduce ba, bb on comm after ready; unscale ba, bb on comm; allreduce bb on comm; update ba, bb sgd on compute after synced", true},
+		{"backward 1ms on compute; allreduce ba, bb on comm after ready; unscale ba, bb on comm; allreduce ba on comm; update ba, bb sgd on compute after synced", false},
 	}
 	race := func(src, step string, want bool) {
 		t.Helper()

@@ -32,8 +32,13 @@ import (
 // write; for each bucket it is enough to remember the latest access and
 // the latest write per stream, since earlier ones on the same stream are
 // ordered before them. `after synced` orders an update or unscale after
-// each of its buckets' latest collective. The step's overflow flag is
-// touched like a bucket: every unscale writes it, every update reads it.
+// each of its buckets' latest collective: the runtime works on the
+// buckets in turn on the statement's stream, each after waiting for its
+// own collective, so a bucket's work is ordered after the collectives of
+// the buckets before it in the statement, and not after those of the
+// buckets after it. The step's overflow flag is touched like a bucket:
+// every unscale writes it, every update reads it, first as it works on the
+// statement's first bucket.
 //
 // A backward is not one event but one per bucket, in the order the buckets
 // become ready (the runtime fills the gradients in reverse declaration
@@ -58,6 +63,8 @@ type event struct {
 	clock  vclock
 	what   string // "backward", "allreduce", ... for messages
 	pos    ir.Pos
+	// synced: the work of an update or unscale `after synced`.
+	synced bool
 }
 
 // before reports whether p happens before e.
@@ -203,10 +210,9 @@ func (r *raceState) stmt(s ir.Stmt, src *Stmt, afterOf []vclock) {
 			}
 		}
 	case ir.AfterSynced:
-		for _, b := range s.Buckets {
-			if p := r.synced[b]; p != nil {
-				clock.join(p.clock)
-			}
+		if s.Kind == ir.StmtUpdate || s.Kind == ir.StmtUnscale {
+			r.syncedWork(s, clock, src)
+			return
 		}
 	}
 	if s.Kind == ir.StmtBackward {
@@ -251,6 +257,30 @@ func (r *raceState) stmt(s ir.Stmt, src *Stmt, afterOf []vclock) {
 // overflowFlag stands for the step's overflow flag where a bucket index
 // goes: it is touched as a bucket is.
 const overflowFlag = -1
+
+// syncedWork applies an update or unscale `after synced` that starts at
+// clock: one event per bucket, in the statement's order, each ordered
+// after the latest collective of its bucket and of the buckets before it,
+// as the runtime waits for them in turn on the statement's stream. The
+// overflow flag is touched by the first bucket's work, the least ordered.
+func (r *raceState) syncedWork(s ir.Stmt, clock vclock, src *Stmt) {
+	clock[s.Stream]++
+	var first *event
+	for _, b := range s.Buckets {
+		if p := r.synced[b]; p != nil {
+			clock.join(p.clock)
+		}
+		e := &event{stream: s.Stream, clock: slices.Clone(clock), pos: s.Pos, what: s.Kind.String(), synced: true}
+		if first == nil {
+			first = e
+		}
+		r.touch(e, b, src, s.Kind == ir.StmtUnscale || r.lastColl[b] == ir.ReduceScatter)
+	}
+	copy(r.streams[s.Stream], clock)
+	if first != nil {
+		r.touch(first, overflowFlag, src, s.Kind == ir.StmtUnscale)
+	}
+}
 
 // backward applies a backward pass that starts at clock: one event per
 // bucket, in the order the buckets become ready, each writing its bucket.
@@ -348,6 +378,8 @@ func (r *raceState) report(e, p *event, b int, src *Stmt) {
 	switch {
 	case b == overflowFlag:
 		hint = fmt.Sprintf("add `after %s`, or `wait %s` before it: an update must see the overflow flag of every unscale before it, and unscales on two streams must be ordered", ps, ps)
+	case e.synced:
+		hint = fmt.Sprintf("`after synced` waits for each bucket's latest collective, and for those of the buckets before it in the statement; add `after %s`, or `wait %s` before it, so that it waits for the %s", ps, ps, p.what)
 	case e.what == "update" || e.what == "unscale":
 		hint = fmt.Sprintf("add `after synced` (or `after %s`) so that it waits for the %s", ps, p.what)
 	case p.what == "backward" && e.what != "backward":
