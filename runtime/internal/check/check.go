@@ -770,7 +770,11 @@ func (s *sim) applyBlock(op *plan.Stmt, i0 int64, n int, k int) {
 			copy(vals[r][:n], red)
 		}
 	case plan.CollReduce:
-		copy(vals[op.Root][:n], s.reduceBlock(op.Op, n))
+		red := s.reduceBlock(op.Op, n)
+		if s.pre && op.Op == plan.Avg {
+			s.keepDivided(op.Root, n)
+		}
+		copy(vals[op.Root][:n], red)
 	case plan.CollBroadcast:
 		for r := range vals {
 			if r != op.Root {
@@ -845,6 +849,25 @@ func (s *sim) sumBlock(op plan.RedOp, n int) []float64 {
 		}
 	}
 	return red
+}
+
+// keepDivided divides the values of every rank but root by the number of
+// ranks, as the average's division does: an average divided before the
+// sum divides every rank's input in place (backend.CollOp.PreDivide), and
+// a reduce leaves the ranks other than its root with their input so
+// divided.
+func (s *sim) keepDivided(root, n int) {
+	size := len(s.vals)
+	for r, v := range s.vals {
+		if r == root {
+			continue
+		}
+		for j, x := range v[:n] {
+			if known(x) {
+				v[j] = elem.AvgOf(x, s.wire, size)
+			}
+		}
+	}
 }
 
 // avgOf is the average of sum over the ranks as the bucket computes it:
