@@ -90,6 +90,9 @@ func TestUpdateMatchesReference(t *testing.T) {
 		// The tensors' gradients live apart from the f32 wire buffer: the
 		// new parameters go over them, and the allgather casts them in.
 		{2, "zero:f32"},
+		// The unscale and update after synced wait for the allreduce's
+		// casts back into the f32 gradients, not only for the allreduce.
+		{2, "apart"},
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("%s/np%d", c.plan, c.np), func(t *testing.T) {

@@ -413,7 +413,11 @@ func (e *Engine) issueGroup(items []collItem, group bool) {
 				continue
 			}
 			e.tr.synced[it.bucket] = readyMark{ev: end, step: e.stepNo, ok: true}
-			e.castOut(e.streams[si], it)
+			if e.castOut(e.streams[si], it) && len(e.tr.stmts) > 0 {
+				// An update or unscale after synced reads the gradients
+				// of the tensors that live apart: after the casts back.
+				e.tr.synced[it.bucket].ev = e.recordOn(si, it.at)
+			}
 		}
 	}
 }
@@ -459,16 +463,20 @@ func (e *Engine) castIn(st backend.Stream, it collItem) {
 	}
 }
 
-// castOut converts the wire buffer back into the tensors that live apart.
-func (e *Engine) castOut(st backend.Stream, it collItem) {
+// castOut converts the wire buffer back into the tensors that live apart,
+// and reports whether there were any.
+func (e *Engine) castOut(st backend.Stream, it collItem) bool {
+	cast := false
 	for _, t := range e.plan.Buckets[it.bucket].Tensors {
 		tm := &e.mem.Tensors[t]
 		if tm.InPlace {
 			continue
 		}
+		cast = true
 		e.queued(it.stream)
 		if err := st.Cast(tm.Store, tm.Wire); err != nil {
 			e.fatal(it.at, fmt.Errorf("casting bucket %q back into %q: %w", e.plan.Buckets[it.bucket].Name, e.plan.Tensors[t].Name, err))
 		}
 	}
+	return cast
 }

@@ -53,7 +53,8 @@ type train struct {
 	overflow bool
 	// params[b] is bucket b's parameters (Param.Buf nil if never updated).
 	params []ParamMem
-	// synced[b] is the end of bucket b's last collective in this step.
+	// synced[b] is the end of bucket b's last collective in this step,
+	// after its casts back into the tensors that live apart.
 	synced []readyMark
 	// applied counts the steps whose updates were applied.
 	applied int

@@ -38,6 +38,7 @@ var plans = map[string]func(arg string) (*rt.Plan, error){
 	"root":      rootPlan,
 	"after":     afterPlan,
 	"train":     trainPlan,
+	"apart":     apartPlan,
 	"scaled":    scaledPlan,
 	"zero":      zeroPlan,
 	"wavg":      wavgPlan,
@@ -688,6 +689,28 @@ func trainPlan(arg string) (*rt.Plan, error) {
 		s.AllReduce(src(11), comm, op, rt.AfterReady(), g0, g1)
 		s.Update(src(12), compute, opt, rt.AfterSynced(), g0, g1)
 		s.Wait(src(13), compute)
+	}
+	return b.p, nil
+}
+
+// apartPlan ("apart"): f32 gradients of a million elements on a bf16
+// wire, so that they live apart from the wire buffer and the allreduce
+// casts them back into place after the collective, unscaled and updated
+// on another stream than the allreduce's as soon as it ends (after
+// synced): both must wait for the casts back.
+func apartPlan(string) (*rt.Plan, error) {
+	b := newBuilder("apart")
+	b.p.Scaler = &rt.Scaler{Rule: rt.ScaleStatic, Init: 4}
+	compute := b.stream("compute", rt.PriorityDefault)
+	comm := b.stream("comm", rt.PriorityHigh)
+	g := b.bucket("grads", rt.BF16, b.tensor("w", rt.F32, 1024, 1024))
+	opt := rt.Optimizer{Kind: rt.SGD, LR: 0.125}
+	b.p.Step = func(s *rt.Step) {
+		s.Backward(src(10), compute, time.Millisecond)
+		s.AllReduce(src(11), comm, rt.Avg, rt.AfterReady(), g)
+		s.Unscale(src(12), compute, false, rt.AfterSynced(), g)
+		s.Update(src(13), compute, opt, rt.AfterSynced(), g)
+		s.Wait(src(14), compute)
 	}
 	return b.p, nil
 }
