@@ -19,9 +19,13 @@ import (
 // TestRandomPlans generates a few random valid plans from fixed seeds
 // (tensors of every dtype, declared, capped and implicit buckets, wire
 // casts, several streams, every collective and operator the checker allows,
-// `after ready`, `after STREAM`, waits, groups and init blocks), checks that
-// the front end accepts them, and runs each under mpirun on the CPU backend
-// with checks on every step: every element must be exact.
+// `after ready`, `after STREAM`, waits, groups and init blocks; for a share
+// of the seeds a training step: `update`, `unscale`, a loss scaler and
+// `divide before`), checks that the front end accepts them, and runs each
+// under mpirun on the CPU backend with checks: every element and every
+// updated parameter must be exact. A few of the training plans are also
+// resumed from a checkpoint and must end where a run that never stopped
+// ends.
 func TestRandomPlans(t *testing.T) {
 	needToolchain(t)
 	mpirun, err := exec.LookPath("mpirun")
@@ -54,7 +58,11 @@ func TestRandomPlans(t *testing.T) {
 			if code, out, errOut := syncgen(t, "build", path, "-o", bin); code != 0 {
 				t.Fatalf("syncgen build: exit %d\n%s%s\n%s", code, out, errOut, src)
 			}
-			runRandomPlan(t, mpirun, bin, g.ranks, src)
+			if !g.train {
+				runRandomPlan(t, mpirun, bin, g.ranks, src)
+				return
+			}
+			runTrainPlan(t, mpirun, bin, g, src)
 		})
 	}
 }
@@ -62,6 +70,44 @@ func TestRandomPlans(t *testing.T) {
 // runRandomPlan runs a built random plan and requires exit status 0, no
 // wrong and no unchecked element, and some checks.
 func runRandomPlan(t *testing.T, mpirun, bin string, np int, src string) {
+	t.Helper()
+	runPlanReport(t, mpirun, bin, np, src, "--steps", "2", "--warmup", "1", "--check", "1")
+}
+
+// planReport is what the random plans' tests read of --json.
+type planReport struct {
+	Buckets []struct {
+		Bucket     string `json:"bucket"`
+		Collective string `json:"collective"`
+		Unchecked  int64  `json:"unchecked"`
+	} `json:"buckets"`
+	Summary struct {
+		Wrong     int64 `json:"wrong"`
+		Unchecked int64 `json:"unchecked"`
+		Checks    int   `json:"checks"`
+	} `json:"summary"`
+	Training *struct {
+		Rows []struct {
+			Bucket string `json:"bucket"`
+			Work   string `json:"work"`
+		} `json:"rows"`
+		WrongParams     int64 `json:"wrong_parameters"`
+		UncheckedParams int64 `json:"unchecked_parameters"`
+		Scaler          *struct {
+			FirstStep int       `json:"first_step"`
+			Scale     []float64 `json:"scale"`
+			Skipped   []int     `json:"skipped_steps"`
+		} `json:"scaler"`
+	} `json:"training"`
+	Checkpoints *struct {
+		ResumedAt *int `json:"resumed_at_step"`
+	} `json:"checkpoints"`
+}
+
+// runPlanReport runs a built random plan with the program's flags flags
+// and requires exit status 0, no wrong and no unchecked element, and some
+// checks; it returns the JSON report.
+func runPlanReport(t *testing.T, mpirun, bin string, np int, src string, flags ...string) planReport {
 	t.Helper()
 	report := filepath.Join(t.TempDir(), "report.json")
 	args := []string{"-np", fmt.Sprint(np), "--bind-to", "none"}
@@ -71,30 +117,32 @@ func runRandomPlan(t *testing.T, mpirun, bin string, np int, src string) {
 	if np > runtime.NumCPU() {
 		args = append(args, "--oversubscribe")
 	}
-	args = append(args, bin, "--steps", "2", "--warmup", "1", "--check", "1", "--backend", "cpu",
-		"--quiet", "--timeout", "60s", "--json", report)
+	args = append(args, bin)
+	args = append(args, flags...)
+	args = append(args, "--backend", "cpu", "--quiet", "--timeout", "60s", "--json", report)
 	out, err := exec.Command(mpirun, args...).CombinedOutput()
 	if err != nil {
-		t.Fatalf("mpirun -np %d: %v\n%s\nplan:\n%s", np, err, out, src)
+		t.Fatalf("mpirun -np %d %s: %v\n%s\nplan:\n%s", np, strings.Join(flags, " "), err, out, src)
 	}
 	data, err := os.ReadFile(report)
 	if err != nil {
 		t.Fatalf("-np %d: no JSON report: %v\n%s", np, err, out)
 	}
-	var r struct {
-		Summary struct {
-			Wrong     int64 `json:"wrong"`
-			Unchecked int64 `json:"unchecked"`
-			Checks    int   `json:"checks"`
-		} `json:"summary"`
-	}
+	var r planReport
 	if err := json.Unmarshal(data, &r); err != nil {
 		t.Fatalf("-np %d: JSON report does not parse: %v", np, err)
 	}
 	if r.Summary.Wrong != 0 || r.Summary.Unchecked != 0 || r.Summary.Checks == 0 {
-		t.Errorf("-np %d: %d wrong, %d unchecked, %d checks; want 0, 0 and some\n%s\nplan:\n%s",
-			np, r.Summary.Wrong, r.Summary.Unchecked, r.Summary.Checks, out, src)
+		var unchecked []string
+		for _, b := range r.Buckets {
+			if b.Unchecked != 0 {
+				unchecked = append(unchecked, fmt.Sprintf("%s %s: %d", b.Bucket, b.Collective, b.Unchecked))
+			}
+		}
+		t.Fatalf("-np %d %s: %d wrong, %d unchecked (%s), %d checks; want 0, 0 and some\n%s\nplan:\n%s",
+			np, strings.Join(flags, " "), r.Summary.Wrong, r.Summary.Unchecked, strings.Join(unchecked, ", "), r.Summary.Checks, out, src)
 	}
+	return r
 }
 
 // genTensor is a tensor of a generated plan.
@@ -109,7 +157,8 @@ type genTensor struct {
 type genBucket struct {
 	target string // how a collective names it
 	wire   string
-	first  int // declaration index of its first tensor (a backward makes it ready after that one)
+	first  int  // declaration index of its first tensor (a backward makes it ready after that one)
+	pre    bool // divide before
 }
 
 // planGen generates one random plan that is valid by construction: it
@@ -135,6 +184,29 @@ type planGen struct {
 	// (docs/runtime.md), so only a bucket's first reduction may be a prod,
 	// and never one in init, whose fill the step's reductions choose.
 	reduced map[int]bool
+	// fractions says which buckets a `reduce op avg` divided before the
+	// sum since the latest backward: the division is in place, so the
+	// ranks but the root hold fractions, whose sums the checker does not
+	// predict (their rounding may depend on the order); only a min or a
+	// max may reduce them.
+	fractions map[int]bool
+
+	// The training step (stress_train_test.go). tr draws its choices, so
+	// that the seeds without one generate the plans they always did.
+	tr    *rand.Rand
+	train bool
+	// scaler is the loss scaler's first scale (0: no scaler).
+	scaler float64
+	// synced is the clock of each bucket's latest collective in the block
+	// (what `after synced` waits for); since is what each bucket went
+	// through since the latest backward.
+	synced map[int][]int
+	since  map[int]*genSince
+	// updates counts the buckets updated, unscales those unscaled;
+	// injectable lists the tensors an overflow may go into (see
+	// genSince.inject).
+	updates, unscales int
+	injectable        []genInject
 }
 
 var (
@@ -145,7 +217,9 @@ var (
 
 func newPlanGen(seed uint64) *planGen {
 	r := rand.New(rand.NewPCG(seed, 0x5eed))
-	return &planGen{r: r, ranks: 1 + r.IntN(4)}
+	g := &planGen{r: r, ranks: 1 + r.IntN(4), tr: rand.New(rand.NewPCG(seed, 0x7a1a))}
+	g.train = g.tr.IntN(2) == 0
+	return g
 }
 
 func (g *planGen) line(indent int, format string, args ...any) {
@@ -160,6 +234,9 @@ func pick[T any](r *rand.Rand, xs []T) T { return xs[r.IntN(len(xs))] }
 func (g *planGen) plan() string {
 	r := g.r
 	family := pick(r, genDTypes)
+	if g.train && g.tr.IntN(3) != 0 {
+		family = pick(g.tr, genFloats) // an optimizer and a scaler need float gradients
+	}
 	for i := range 2 + r.IntN(10) {
 		dt := family
 		if r.IntN(3) == 0 {
@@ -187,6 +264,9 @@ func (g *planGen) plan() string {
 		g.line(0, "stream %s%s", s, pick(r, []string{"", " priority high", " priority low"}))
 	}
 	g.declareBuckets()
+	if g.train {
+		g.declareScaler()
+	}
 	if r.IntN(3) == 0 {
 		g.line(0, "init {")
 		g.block(true)
@@ -256,6 +336,12 @@ func (g *planGen) declareBuckets() {
 		for _, i := range members {
 			pats = append(pats, g.tensors[i].name)
 		}
+		// Divided before the sum, an average is predicted exactly only
+		// when the number of ranks is a power of two.
+		pre := g.train && slices.Contains(genFloats, wire) && g.ranks != 3 && g.tr.IntN(3) == 0
+		if pre {
+			opts += " divide before"
+		}
 		g.line(0, "bucket %s { %s }%s", name, strings.Join(pats, ", "), opts)
 		for k, piece := range pieces {
 			target := name
@@ -265,7 +351,7 @@ func (g *planGen) declareBuckets() {
 			for _, i := range piece {
 				g.tensors[i].bucket = len(g.buckets)
 			}
-			g.buckets = append(g.buckets, genBucket{target: target, wire: wire, first: slices.Min(piece)})
+			g.buckets = append(g.buckets, genBucket{target: target, wire: wire, first: slices.Min(piece), pre: pre})
 		}
 	}
 	for i := range g.tensors {
@@ -326,6 +412,9 @@ func (g *planGen) block(init bool) {
 	g.access = map[int]map[string][]int{}
 	g.ready = nil
 	g.reduced = map[int]bool{}
+	g.fractions = map[int]bool{}
+	g.synced = map[int][]int{}
+	g.since = map[int]*genSince{}
 	if !init {
 		g.backward()
 	}
@@ -344,6 +433,9 @@ func (g *planGen) block(init bool) {
 		}
 	}
 	g.collective(init, 1) // so that every block has something to check
+	if g.train && !init {
+		g.trainStep()
+	}
 }
 
 func (g *planGen) wait(s string) {
@@ -367,6 +459,8 @@ func (g *planGen) backward() {
 	slices.SortStableFunc(order, func(a, b int) int { return g.buckets[b].first - g.buckets[a].first })
 	g.ready = map[int][]int{}
 	g.reduced = map[int]bool{}
+	g.fractions = map[int]bool{}
+	clear(g.since)
 	for _, b := range order {
 		clock = slices.Clone(clock)
 		clock[g.streamIndex(s)]++
@@ -384,6 +478,8 @@ type genColl struct {
 	text    string
 	stream  string
 	buckets []int
+	kind    string
+	op      string // "" for a collective that does not reduce
 }
 
 // newCollective picks a collective, its targets and options (without after).
@@ -403,7 +499,7 @@ func (g *planGen) newCollective(init bool, exclude []int) *genColl {
 	}
 	slices.Sort(buckets)
 	kind := pick(r, []string{"allreduce", "broadcast", "reduce", "allgather", "reducescatter"})
-	opts := ""
+	opts, op := "", ""
 	switch kind {
 	case "broadcast":
 		opts = fmt.Sprintf(" from %d", r.IntN(g.ranks))
@@ -416,17 +512,24 @@ func (g *planGen) newCollective(init bool, exclude []int) *genColl {
 			if !slices.Contains(genFloats, g.buckets[b].wire) {
 				ops = slices.DeleteFunc(ops, func(op string) bool { return op == "avg" })
 			}
-			if init || g.reduced[b] {
+			// The checker does not predict a product of values
+			// that carry the loss scale.
+			if init || g.reduced[b] || g.scaler != 0 && slices.Contains(genFloats, g.buckets[b].wire) {
 				ops = slices.DeleteFunc(ops, func(op string) bool { return op == "prod" })
 			}
+			if g.fractions[b] {
+				ops = slices.DeleteFunc(ops, func(op string) bool { return op != "min" && op != "max" })
+			}
 		}
-		opts += " op " + pick(r, ops)
+		op = pick(r, ops)
+		opts += " op " + op
 		for _, b := range buckets {
 			g.reduced[b] = true
+			g.fractions[b] = g.fractions[b] || kind == "reduce" && op == "avg" && g.buckets[b].pre
 		}
 	}
 	s := pick(r, g.streams[1:])
-	return &genColl{text: kind + " " + strings.Join(targets, ", ") + opts + " on " + s, stream: s, buckets: buckets}
+	return &genColl{text: kind + " " + strings.Join(targets, ", ") + opts + " on " + s, stream: s, buckets: buckets, kind: kind, op: op}
 }
 
 // order returns the clock of c with the dependency after ("" for none).
@@ -472,6 +575,8 @@ func (g *planGen) apply(c *genColl, clock []int) {
 	g.vc[c.stream] = clock
 	for _, b := range c.buckets {
 		g.touch(c.stream, clock, b)
+		g.synced[b] = clock
+		g.sinceOf(b).collective(c.kind, c.op)
 	}
 }
 
@@ -488,6 +593,12 @@ func (g *planGen) collective(init bool, indent int) {
 	if c == nil {
 		return
 	}
+	g.issue(c, init, indent)
+}
+
+// issue writes collective c with an `after` or the waits that order it
+// after every other use of its buckets.
+func (g *planGen) issue(c *genColl, init bool, indent int) {
 	after, clock, ok := g.orderRaceFree(c, init)
 	if !ok {
 		for _, t := range g.racing(c.stream, g.order(c, ""), c.buckets) {
