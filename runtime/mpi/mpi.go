@@ -2,7 +2,7 @@ package mpi
 
 /*
 #cgo pkg-config: ompi
-#cgo CFLAGS: -O3
+#cgo CFLAGS: -O3 -I${SRCDIR}/../internal/elem
 #include <stdlib.h>
 #include <string.h>
 #include "sg_mpi.h"

@@ -7,4 +7,8 @@
 //
 // It takes dtypes, raw byte slices and pattern parameters, and gives
 // values and filled or converted memory. It imports nothing of the runtime.
+//
+// Its C header sg_half.h gives the f16 and bf16 conversions to the
+// packages whose element loops run in C (mpi, optim), scalar and with
+// AVX2 and F16C, rounding as the Go conversions do.
 package elem
