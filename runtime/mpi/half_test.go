@@ -25,6 +25,13 @@ func TestHalfMatchesC(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
 	check := func(f float32) {
 		if math.IsNaN(float64(f)) {
+			// A NaN is stored as Go stores it: the quiet NaN, with its sign.
+			if g, c := elem.F32ToF16(f), F32ToF16(f); g != c {
+				t.Fatalf("f16(%#08x): Go %#04x, C %#04x", math.Float32bits(f), g, c)
+			}
+			if g, c := elem.F32ToBF16(f), F32ToBF16(f); g != c {
+				t.Fatalf("bf16(%#08x): Go %#04x, C %#04x", math.Float32bits(f), g, c)
+			}
 			return
 		}
 		if g, c := elem.F16Bits(float64(f)), F32ToF16(f); g != c {

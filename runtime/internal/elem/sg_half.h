@@ -19,10 +19,10 @@
 // operators, which run inside MPI's collectives (branchy ones are several
 // times slower: bench/results/2026-12-runtime-comments.md). The results are
 // bit-identical to this package's Go conversions (package mpi's
-// half_test.go compares them on every 16-bit value and on ties), NaN
-// aside: the loads keep a NaN's sign and payload where F16ToF32 and
-// BF16ToF32 give 0x7fc00000, and f32_to_bf16 keeps a NaN's high payload
-// bits where F32ToBF16 gives 0x7fc0 with the sign.
+// half_test.go compares them on every 16-bit value and on ties), but for
+// the loads of a NaN: they keep its sign and payload, where F16ToF32 and
+// BF16ToF32 give 0x7fc00000. A NaN is stored as Go stores it, the quiet
+// NaN 0x7e00 or 0x7fc0 with the NaN's sign.
 
 static inline uint32_t as_bits(float f) {
 	uint32_t x;
@@ -75,7 +75,7 @@ static inline float bf16_to_f32(uint16_t h) { return as_float((uint32_t)h << 16)
 
 static inline uint16_t f32_to_bf16(float f) {
 	uint32_t x = as_bits(f);
-	uint32_t nan = (x >> 16) | 0x40;
+	uint32_t nan = ((x >> 16) & 0x8000) | 0x7fc0; // F32ToBF16's quiet NaN
 	uint32_t rne = (x + 0x7fffu + ((x >> 16) & 1)) >> 16;
 	return (uint16_t)sel((x & 0x7fffffffu) > 0x7f800000u, nan, rne);
 }
@@ -131,7 +131,8 @@ __attribute__((target("avx2"))) static inline __m128i bf16_round_ps(__m256 f) {
 	__m256i odd = _mm256_and_si256(hi, _mm256_set1_epi32(1));
 	__m256i rne = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(y, _mm256_set1_epi32(0x7fff)), odd), 16);
 	__m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(y, _mm256_set1_epi32(0x7fffffff)), _mm256_set1_epi32(0x7f800000));
-	__m256i o = _mm256_blendv_epi8(rne, _mm256_or_si256(hi, _mm256_set1_epi32(0x40)), nan);
+	__m256i quiet = _mm256_or_si256(_mm256_and_si256(hi, _mm256_set1_epi32(0x8000)), _mm256_set1_epi32(0x7fc0));
+	__m256i o = _mm256_blendv_epi8(rne, quiet, nan);
 	return _mm256_castsi256_si128(_mm256_permute4x64_epi64(_mm256_packus_epi32(o, o), 0x08));
 }
 #endif // SG_X86
