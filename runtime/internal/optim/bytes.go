@@ -9,7 +9,11 @@ import (
 )
 
 // The element loops over raw memory that the CPU backend runs: the same
-// arithmetic as Apply and Scaled, a chunk of elements at a time.
+// arithmetic as Apply and Scaled. Each goroutine's share goes to the C
+// kernels first (sg_optim.c, vectorised), which do the elements they can
+// and say how many; the Go loops (updateGo, scaleGo) do the rest, and all
+// of it where the kernels do not apply. The Go loops are the reference:
+// the tests compare the kernels' bytes with theirs.
 
 // chunk is how many elements the loops decode and encode at a time.
 const chunk = 1024
@@ -30,6 +34,12 @@ func ScaleBytes(b []byte, dt elem.DType, factor float64) (nonFinite bool) {
 
 // scaleRange is ScaleBytes on one goroutine's share.
 func scaleRange(b []byte, dt elem.DType, factor float64) (nonFinite bool) {
+	done, nonFinite := scaleC(b, dt, factor)
+	return scaleGo(b[done*dt.Size():], dt, factor) || nonFinite
+}
+
+// scaleGo is scaleRange in Go, a chunk of elements at a time.
+func scaleGo(b []byte, dt elem.DType, factor float64) (nonFinite bool) {
 	var vals [chunk]float64
 	n := len(b) / int(dt.Size())
 	for off := 0; off < n; off += chunk {
@@ -68,26 +78,38 @@ type Memory struct {
 func UpdateBytes(h *Hyper, m *Memory) {
 	// Split over the usable cores, as the fill is: each share is the
 	// same memory's elements lo..hi of every operand.
-	gs, ps, os := int64(m.GradDT.Size()), int64(m.ParamDT.Size()), int64(m.OutDT.Size())
-	cut := func(b []byte, size, lo, hi int64) []byte {
-		if len(b) == 0 {
-			return b
-		}
-		return b[lo*size : hi*size]
-	}
-	elem.ParallelFor(int64(len(m.Grad))/gs, func(lo, hi int64) {
-		part := Memory{Grad: cut(m.Grad, gs, lo, hi), Param: cut(m.Param, ps, lo, hi),
-			State:  [2][]byte{cut(m.State[0], ps, lo, hi), cut(m.State[1], ps, lo, hi)},
-			GradDT: m.GradDT, ParamDT: m.ParamDT, OutDT: m.OutDT}
-		if m.Out != nil {
-			part.Out = cut(m.Out, os, lo, hi)
-		}
+	elem.ParallelFor(int64(len(m.Grad))/m.GradDT.Size(), func(lo, hi int64) {
+		part := m.part(lo, hi)
 		updateRange(h, &part)
 	})
 }
 
+// part returns elements lo..hi of every operand of m.
+func (m *Memory) part(lo, hi int64) Memory {
+	cut := func(b []byte, dt elem.DType) []byte {
+		if len(b) == 0 {
+			return b
+		}
+		return b[lo*dt.Size() : hi*dt.Size()]
+	}
+	part := Memory{Grad: cut(m.Grad, m.GradDT), Param: cut(m.Param, m.ParamDT),
+		State:  [2][]byte{cut(m.State[0], m.ParamDT), cut(m.State[1], m.ParamDT)},
+		GradDT: m.GradDT, ParamDT: m.ParamDT, OutDT: m.OutDT}
+	if m.Out != nil {
+		part.Out = cut(m.Out, m.OutDT)
+	}
+	return part
+}
+
 // updateRange is UpdateBytes on one goroutine's share.
 func updateRange(h *Hyper, m *Memory) {
+	done := updateC(h, m)
+	rest := m.part(done, int64(len(m.Grad))/m.GradDT.Size())
+	updateGo(h, &rest)
+}
+
+// updateGo is updateRange in Go.
+func updateGo(h *Hyper, m *Memory) {
 	if m.GradDT == elem.F32 && m.ParamDT == elem.F32 && m.Out == nil && !h.F64 {
 		update32(h, m)
 		return
