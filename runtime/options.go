@@ -209,7 +209,8 @@ func parseOptions(p *plan.Plan, prog string, args []string, out io.Writer) (*opt
 	var empty []*flag.Flag
 	fs.Visit(func(f *flag.Flag) {
 		given[f.Name] = true
-		if f.Value.String() == "" {
+		// --flight-dir "" is the documented way to write no flight record.
+		if f.Value.String() == "" && f.Name != "flight-dir" {
 			empty = append(empty, f)
 		}
 	})

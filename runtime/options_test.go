@@ -57,7 +57,6 @@ func TestParseOptions(t *testing.T) {
 		{[]string{"--json", ""}, "--json is empty: give FILE, or leave --json out (prog --help lists the flags)", 0, 0},
 		{[]string{"--trace="}, "--trace is empty: give FILE, or leave --trace out", 0, 0},
 		{[]string{"--profile", ""}, "--profile is empty: give FILE, or leave --profile out", 0, 0},
-		{[]string{"--flight-dir", ""}, "--flight-dir is empty: give DIR, or leave --flight-dir out", 0, 0},
 		{[]string{"--speed", ""}, "--speed is empty: give R=S[,R=S], or leave --speed out", 0, 0},
 		{[]string{"--straggler", ""}, "--straggler is empty: give RANK:FACTOR[:FROMSTEP], or leave --straggler out", 0, 0},
 		{[]string{"--jitter", ""}, "--jitter is empty: give SEED:MAXDUR, or leave --jitter out", 0, 0},
@@ -92,6 +91,10 @@ func TestParseOptions(t *testing.T) {
 		if out.Len() > 0 {
 			t.Errorf("%q printed %q", c.args, out.String())
 		}
+	}
+	// --flight-dir "" asks for no flight records: an empty value it takes.
+	if o, err := parseOptions(p, "prog", []string{"--flight-dir", ""}, io.Discard); err != nil || o.flightDir != "" {
+		t.Errorf(`--flight-dir "": %v`, err)
 	}
 	var out bytes.Buffer
 	if _, err := parseOptions(p, "prog", []string{"--help"}, &out); !errors.Is(err, flag.ErrHelp) || !strings.Contains(out.String(), "\n  --timeout DUR") ||
