@@ -33,6 +33,17 @@ func newTestRank(p *plan.Plan, prog *plan.Program, rank, size int, mem *backend.
 	return &testRank{model: New(p, rank, size, shapes, mem, backOrder, be), shapes: shapes, mem: mem}
 }
 
+// rankFills returns element i of tensor 0's fill on every rank of a world
+// of size at step: the inputs that a reduction of it combines.
+func rankFills(e *testRank, size int, step uint32, i int) []float64 {
+	vals := make([]float64, size)
+	for r := range vals {
+		ps := e.shapes[0].Params(r, size, step, 0)
+		vals[r] = float64(elem.FillValue(&ps, int64(i)))
+	}
+	return vals
+}
+
 // testEngine builds just enough of a rank for the checker: one tensor of
 // tdt in one bucket of wire dtype, n elements, seen by chain.
 func testEngine(tdt, wire elem.DType, n int64, size, rank int, chain []plan.Stmt) *testRank {
@@ -278,11 +289,7 @@ func TestIntegerGradientsCarryNoScale(t *testing.T) {
 		want := make([]float64, n)
 		e.model.newSim(0).run(0, want)
 		for i := range want {
-			vals := make([]float64, size)
-			for r := range vals {
-				ps := e.shapes[0].Params(r, size, 5, 0)
-				vals[r] = float64(elem.FillValue(&ps, int64(i)))
-			}
+			vals := rankFills(e, size, 5, i)
 			if exp := reduceInOrder(vals, rng0(size), op, elem.I8); want[i] != exp {
 				t.Fatalf("%s of i8 gradients at scale 8, element %d: checker expects %v, brute force %v", op, i, want[i], exp)
 			}
@@ -311,10 +318,9 @@ func TestReduceDividedBeforeKeepsDividedInputs(t *testing.T) {
 				want := make([]float64, n)
 				e.model.newSim(0).run(0, want)
 				for i := range want {
-					vals := make([]float64, size)
+					vals := rankFills(e, size, 5, i)
 					for r := range vals {
-						ps := e.shapes[0].Params(r, size, 5, 0)
-						vals[r] = elem.AvgOf(float64(elem.FillValue(&ps, int64(i))), wire, size)
+						vals[r] = elem.AvgOf(vals[r], wire, size)
 					}
 					exp := vals[rank]
 					if rank == root {

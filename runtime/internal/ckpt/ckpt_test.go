@@ -122,12 +122,7 @@ func TestPruneOwnPlanNewestCommitted(t *testing.T) {
 	if err := Prune(root, 2, "p", ""); err != nil {
 		t.Fatal(err)
 	}
-	var names []string
-	cks, _ := Committed(root)
-	for _, c := range cks {
-		names = append(names, filepath.Base(c))
-	}
-	if got := strings.Join(names, " "); got != "step-00000002 step-00000004 step-00000050" {
+	if got := committedNames(root); got != "step-00000002 step-00000004 step-00000050" {
 		t.Errorf("kept %s, want step-00000002 step-00000004 step-00000050", got)
 	}
 }
@@ -146,12 +141,7 @@ func TestPruneKeepsTheResumedCheckpoint(t *testing.T) {
 	if err := Prune(root, 1, "p", StepDir(root, 8)+"/"); err != nil {
 		t.Fatal(err)
 	}
-	var names []string
-	cks, _ := Committed(root)
-	for _, c := range cks {
-		names = append(names, filepath.Base(c))
-	}
-	if got := strings.Join(names, " "); got != "step-00000004 step-00000008" {
+	if got := committedNames(root); got != "step-00000004 step-00000008" {
 		t.Errorf("kept %s, want step-00000004 step-00000008", got)
 	}
 }
@@ -184,4 +174,14 @@ func TestUncommit(t *testing.T) {
 	if err := Uncommit(filepath.Join(root, "absent")); err != nil {
 		t.Errorf("a directory that does not exist: %v", err)
 	}
+}
+
+// committedNames lists root's committed checkpoints by name, in order.
+func committedNames(root string) string {
+	var names []string
+	cks, _ := Committed(root)
+	for _, c := range cks {
+		names = append(names, filepath.Base(c))
+	}
+	return strings.Join(names, " ")
 }
