@@ -33,10 +33,7 @@ const (
 // wrong elements and exit status 0.
 func TestExamples(t *testing.T) {
 	needToolchain(t)
-	mpirun, err := exec.LookPath("mpirun")
-	if err != nil {
-		t.Skip("mpirun not found; `make test` installs Open MPI")
-	}
+	mpirun := needMPIRun(t)
 	examples, _ := filepath.Glob("../../examples/*.sync")
 	if len(examples) < 7 {
 		t.Fatalf("found %d examples in ../../examples, want at least 7", len(examples))
@@ -173,10 +170,7 @@ func trainBytes(p *ir.Program) int64 {
 // init 64 the first step overflowed).
 func TestLanguageDocTrainingPlan(t *testing.T) {
 	needToolchain(t)
-	mpirun, err := exec.LookPath("mpirun")
-	if err != nil {
-		t.Skip("mpirun not found; `make test` installs Open MPI")
-	}
+	mpirun := needMPIRun(t)
 	doc, err := os.ReadFile("../../docs/language.md")
 	if err != nil {
 		t.Fatal(err)

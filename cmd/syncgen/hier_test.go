@@ -146,10 +146,7 @@ func checkPhases(t *testing.T, bucket string, bytes int64, phases []hierPhase, w
 // and says so.
 func TestHierarchicalOneHost(t *testing.T) {
 	needToolchain(t)
-	mpirun, err := exec.LookPath("mpirun")
-	if err != nil {
-		t.Skip("mpirun not found; `make test` installs Open MPI")
-	}
+	mpirun := needMPIRun(t)
 	bin := buildHierPlan(t)
 	cases := []struct {
 		np   int

@@ -104,10 +104,7 @@ run steps 1 warmup 0 check every 1
 		t.Fatalf("the plan: %v", diags)
 	}
 	needToolchain(t)
-	mpirun, err := exec.LookPath("mpirun")
-	if err != nil {
-		t.Skip("mpirun not found; `make test` installs Open MPI")
-	}
+	mpirun := needMPIRun(t)
 	bin := filepath.Join(dir, "train_sync")
 	t.Setenv("SYNCGEN_CACHE", filepath.Join(dir, "cache"))
 	if code, out, errOut := syncgen(t, "build", plan, "-o", bin); code != 0 {

@@ -275,6 +275,16 @@ func needToolchain(t *testing.T) {
 	}
 }
 
+// needMPIRun skips the test where mpirun is missing, and returns its path.
+func needMPIRun(t *testing.T) string {
+	t.Helper()
+	mpirun, err := exec.LookPath("mpirun")
+	if err != nil {
+		t.Skip("mpirun not found; `make test` installs Open MPI")
+	}
+	return mpirun
+}
+
 func TestProgramArgs(t *testing.T) {
 	for _, tc := range []struct {
 		tail []string

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -35,9 +34,7 @@ run steps 3 warmup 1 check every 1
 // report sets the prediction beside the measurement.
 func TestCalibratePredictTune(t *testing.T) {
 	needToolchain(t)
-	if _, err := exec.LookPath("mpirun"); err != nil {
-		t.Skip("mpirun not found; `make test` installs Open MPI")
-	}
+	needMPIRun(t)
 	dir := t.TempDir()
 	t.Setenv("SYNCGEN_CACHE", filepath.Join(dir, "cache"))
 	prof := filepath.Join(dir, "prof.json")

@@ -62,9 +62,7 @@ func checkpointSums(t *testing.T, dir string) []string {
 // byte on every rank.
 func TestRunRestartsFromCheckpoint(t *testing.T) {
 	needToolchain(t)
-	if _, err := exec.LookPath("mpirun"); err != nil {
-		t.Skip("mpirun not found; `make test` installs Open MPI")
-	}
+	needMPIRun(t)
 	dir := t.TempDir()
 	t.Setenv("SYNCGEN_CACHE", filepath.Join(dir, "cache"))
 	plan := writeFile(t, dir, "restart.sync", restartPlan)
@@ -110,9 +108,7 @@ func TestRunRestartsFromCheckpoint(t *testing.T) {
 // the pruning.
 func TestRunRestartsFromThePlansCheckpointDir(t *testing.T) {
 	needToolchain(t)
-	if _, err := exec.LookPath("mpirun"); err != nil {
-		t.Skip("mpirun not found; `make test` installs Open MPI")
-	}
+	needMPIRun(t)
 	dir := t.TempDir()
 	t.Setenv("SYNCGEN_CACHE", filepath.Join(dir, "cache"))
 	ck := filepath.Join(dir, "myck")
@@ -147,9 +143,7 @@ func TestRunRefusesFarTooManyRanks(t *testing.T) {
 // appear where it says, as many as it keeps.
 func TestRunLineCheckpoint(t *testing.T) {
 	needToolchain(t)
-	if _, err := exec.LookPath("mpirun"); err != nil {
-		t.Skip("mpirun not found; `make test` installs Open MPI")
-	}
+	needMPIRun(t)
 	dir := t.TempDir()
 	t.Setenv("SYNCGEN_CACHE", filepath.Join(dir, "cache"))
 	ck := filepath.Join(dir, "ck")
@@ -172,9 +166,7 @@ func TestRunLineCheckpoint(t *testing.T) {
 // record names that rank and the collective the others wait in.
 func TestFlightRecordNamesTheMissingRank(t *testing.T) {
 	needToolchain(t)
-	if _, err := exec.LookPath("mpirun"); err != nil {
-		t.Skip("mpirun not found; `make test` installs Open MPI")
-	}
+	needMPIRun(t)
 	dir := t.TempDir()
 	t.Setenv("SYNCGEN_CACHE", filepath.Join(dir, "cache"))
 	plan := writeFile(t, dir, "fr.sync", restartPlan)
@@ -221,9 +213,7 @@ func TestFlightRecordNamesTheMissingRank(t *testing.T) {
 // by the kernel that its parent died (it once ran the job on, orphaned).
 func TestRunPassesSIGTERMOn(t *testing.T) {
 	needToolchain(t)
-	if _, err := exec.LookPath("mpirun"); err != nil {
-		t.Skip("mpirun not found; `make test` installs Open MPI")
-	}
+	needMPIRun(t)
 	dir := t.TempDir()
 	sg := filepath.Join(dir, "syncgen")
 	if out, err := exec.Command("go", "build", "-o", sg, ".").CombinedOutput(); err != nil {
@@ -330,9 +320,7 @@ func killJob(bin string) {
 // again, not from step 0, whose pruning removed the user's checkpoints.
 func TestRunRestartKeepsTheUsersResume(t *testing.T) {
 	needToolchain(t)
-	if _, err := exec.LookPath("mpirun"); err != nil {
-		t.Skip("mpirun not found; `make test` installs Open MPI")
-	}
+	needMPIRun(t)
 	dir := t.TempDir()
 	t.Setenv("SYNCGEN_CACHE", filepath.Join(dir, "cache"))
 	ck := filepath.Join(dir, "myck")

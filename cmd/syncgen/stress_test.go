@@ -28,10 +28,7 @@ import (
 // ends.
 func TestRandomPlans(t *testing.T) {
 	needToolchain(t)
-	mpirun, err := exec.LookPath("mpirun")
-	if err != nil {
-		t.Skip("mpirun not found; `make test` installs Open MPI")
-	}
+	mpirun := needMPIRun(t)
 	dir := t.TempDir()
 	t.Setenv("SYNCGEN_CACHE", filepath.Join(dir, "cache"))
 	// SYNCGEN_TEST_RANDOM_PLANS=N runs N other seeds, for a longer campaign.
