@@ -693,6 +693,18 @@ func trainPlan(arg string) (*rt.Plan, error) {
 	return b.p, nil
 }
 
+// syncedUpdateStep is a step that averages bucket g on comm once it is
+// ready, then unscales and updates it with opt on compute after synced.
+func syncedUpdateStep(compute, comm int, opt rt.Optimizer, g int) func(*rt.Step) {
+	return func(s *rt.Step) {
+		s.Backward(src(10), compute, time.Millisecond)
+		s.AllReduce(src(11), comm, rt.Avg, rt.AfterReady(), g)
+		s.Unscale(src(12), compute, false, rt.AfterSynced(), g)
+		s.Update(src(13), compute, opt, rt.AfterSynced(), g)
+		s.Wait(src(14), compute)
+	}
+}
+
 // apartPlan ("apart"): f32 gradients of a million elements on a bf16
 // wire, so that they live apart from the wire buffer and the allreduce
 // casts them back into place after the collective, unscaled and updated
@@ -705,13 +717,7 @@ func apartPlan(string) (*rt.Plan, error) {
 	comm := b.stream("comm", rt.PriorityHigh)
 	g := b.bucket("grads", rt.BF16, b.tensor("w", rt.F32, 1024, 1024))
 	opt := rt.Optimizer{Kind: rt.SGD, LR: 0.125}
-	b.p.Step = func(s *rt.Step) {
-		s.Backward(src(10), compute, time.Millisecond)
-		s.AllReduce(src(11), comm, rt.Avg, rt.AfterReady(), g)
-		s.Unscale(src(12), compute, false, rt.AfterSynced(), g)
-		s.Update(src(13), compute, opt, rt.AfterSynced(), g)
-		s.Wait(src(14), compute)
-	}
+	b.p.Step = syncedUpdateStep(compute, comm, opt, g)
 	return b.p, nil
 }
 
@@ -746,13 +752,7 @@ func scaledPlan(arg string) (*rt.Plan, error) {
 	g := b.bucket("grads", dt, v, w)
 	b.p.Buckets[g].PreDivide = len(parts) > 2 && parts[2] == "pre"
 	opt := rt.Optimizer{Kind: rt.AdamW, LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 0.01, Master: true}
-	b.p.Step = func(s *rt.Step) {
-		s.Backward(src(10), compute, time.Millisecond)
-		s.AllReduce(src(11), comm, rt.Avg, rt.AfterReady(), g)
-		s.Unscale(src(12), compute, false, rt.AfterSynced(), g)
-		s.Update(src(13), compute, opt, rt.AfterSynced(), g)
-		s.Wait(src(14), compute)
-	}
+	b.p.Step = syncedUpdateStep(compute, comm, opt, g)
 	return b.p, nil
 }
 
