@@ -158,14 +158,8 @@ func TestPredictTuneNeedProfile(t *testing.T) {
 	}
 }
 
-// TestTuneTargets: --out and --plot are checked before any candidate is
-// predicted or run, and never name the plan, a file it imports (by any
-// spelling or link), a directory, a device or each other's file; each
-// refusal is a usage error that names the flag given.
-func TestTuneTargets(t *testing.T) {
-	dir := t.TempDir()
-	module := writeFile(t, dir, "gpt2.sync", "tensor h.{0..3}.w f32[1024, 64]\n")
-	plan := writeFile(t, dir, "docplan.sync", `import "gpt2.sync"
+// importingPlan is a plan that imports gpt2.sync, as cli.md's example does.
+const importingPlan = `import "gpt2.sync"
 stream compute
 stream comm priority high
 bucket grads { * } cap 25MiB order reverse
@@ -174,7 +168,16 @@ step {
     allreduce grads op avg on comm after ready
     wait comm
 }
-`)
+`
+
+// TestTuneTargets: --out and --plot are checked before any candidate is
+// predicted or run, and never name the plan, a file it imports (by any
+// spelling or link), a directory, a device or each other's file; each
+// refusal is a usage error that names the flag given.
+func TestTuneTargets(t *testing.T) {
+	dir := t.TempDir()
+	module := writeFile(t, dir, "gpt2.sync", "tensor h.{0..3}.w f32[1024, 64]\n")
+	plan := writeFile(t, dir, "docplan.sync", importingPlan)
 	link := filepath.Join(dir, "link.sync")
 	if err := os.Symlink(module, link); err != nil {
 		t.Fatal(err)
@@ -443,16 +446,7 @@ func TestTuneRunLabels(t *testing.T) {
 func TestOutputTargets(t *testing.T) {
 	dir := t.TempDir()
 	module := writeFile(t, dir, "gpt2.sync", "tensor h.{0..3}.w f32[1024, 64]\n")
-	plan := writeFile(t, dir, "docplan.sync", `import "gpt2.sync"
-stream compute
-stream comm priority high
-bucket grads { * } cap 25MiB order reverse
-step {
-    backward 60ms on compute
-    allreduce grads op avg on comm after ready
-    wait comm
-}
-`)
+	plan := writeFile(t, dir, "docplan.sync", importingPlan)
 	other := writeFile(t, dir, "other.sync", helloPlan)
 	link := filepath.Join(dir, "link.sync")
 	if err := os.Symlink(plan, link); err != nil {
