@@ -130,6 +130,12 @@ func TestSafetensorsErrors(t *testing.T) {
 		{"metadata number", header(`{"__metadata__": {"format": 1}}`), `__metadata__ must be an object of strings, such as {"format": "pt"}, not "{\"format\": 1}"`},
 		{"metadata array", header(`{"__metadata__": ["pt"]}`), "__metadata__ must be an object of strings"},
 		{"metadata string", header(`{"__metadata__": "pt"}`), "__metadata__ must be an object of strings"},
+		// A header length shorter than the header cuts its JSON off; a
+		// dimension that is not a whole number is named, not Go's type.
+		{"length short", append(binary.LittleEndian.AppendUint64(nil, 20), `{"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}    `...),
+			`tensor "a": the header's JSON is cut off at byte 28, where the header length (bytes 0-7) says the header ends`},
+		{"dimension", header(`{"a": {"dtype": "F32", "shape": [99999999999999999999], "data_offsets": [0, 4]}}`),
+			`tensor "a": want {"dtype", "shape", "data_offsets"}: byte 61: "shape": want a whole number (at most 9223372036854775807), not number 99999999999999999999`},
 	}
 	for _, c := range cases {
 		p := writeFile(t, dir, c.name+".safetensors", c.data)
@@ -173,14 +179,65 @@ func TestReadIndex(t *testing.T) {
 		m    map[string]string
 		want string
 	}{
-		{bad, `tensor "lm_head.weight" is not in the index under this shard`},
+		{bad, `tensor "lm_head.weight" is not in the index `},
 		{missing, "is missing"},
 		{lacks, `names tensor "ghost" in this shard, which does not have it`},
 		{map[string]string{"x": "../etc/passwd"}, "not a file name beside the index"},
+		{map[string]string{"h.0.w": "model-00002-of-00002.safetensors", "h.1.w": "model-00001-of-00002.safetensors", "lm_head.weight": "model-00002-of-00002.safetensors"},
+			`model-00001-of-00002.safetensors: tensor "h.0.w" is in this shard, but the index`},
 	} {
 		p := writeFile(t, dir, "other.index.json", index(c.m, 0))
 		if _, err := Read(p); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("index %v: error %v, want %q", c.m, err, c.want)
+		}
+	}
+	// The index itself, read as it is written: UTF-8 (a name is never
+	// replaced), a weight_map of the right kind, a total size that counts
+	// bytes (some writers write it as a float without a fraction).
+	for _, c := range []struct{ index, want string }{
+		{"{\"weight_map\": {\"h.0.w\xff\": \"model-00001-of-00002.safetensors\"}}", "other.index.json: byte 22 is not UTF-8"},
+		{`{"weight_map": ["h.0.w"]}`, `"weight_map": want an object, not array`},
+		{`{"weight_map": {"h.0.w": 3}}`, `byte 26: "weight_map": want a string, not number`},
+		{`{"metadata": {"total_size": 8.5}, "weight_map": {"x": "model-00009.safetensors"}}`, "metadata.total_size 8.5 is not a byte count"},
+		{`{"metadata": {"total_size": -8}, "weight_map": {"x": "model-00009.safetensors"}}`, "metadata.total_size -8 is not a byte count"},
+		{`{"weight_map": {"x": "model-00009.safetensors", "y": "model-00009.safetensors"}}`, `shard ` + filepath.Join(dir, "model-00009.safetensors") + ` (of 2 tensors, "x" first) is missing`},
+		{`{"weight_map": {"x": "model-00009.safetensors"}}`, `(of 1 tensor, "x" first) is missing`},
+	} {
+		p := writeFile(t, dir, "other.index.json", []byte(c.index))
+		if _, err := Read(p); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("index %s: error %v, want %q", c.index, err, c.want)
+		}
+	}
+	writeFile(t, dir, "float.index.json", []byte(`{"metadata": {"total_size": 2.8e1}, "weight_map": `+string(must(json.Marshal(wm)))+`}`))
+	if m, err := Read(filepath.Join(dir, "float.index.json")); err != nil || m.TotalSize != 28 {
+		t.Errorf("total_size 2.8e1: %v, %+v", err, m)
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// Read names what it cannot read and why: a path that is not there, a
+// PyTorch pickle (a file, or a directory holding only pickles), a file
+// whose header lists no tensor.
+func TestReadWhatItCannot(t *testing.T) {
+	dir := t.TempDir()
+	pickles := filepath.Join(dir, "pickles")
+	os.Mkdir(pickles, 0o755)
+	writeFile(t, pickles, "pytorch_model.bin", []byte("PK"))
+	none := writeFile(t, dir, "none.safetensors", append(binary.LittleEndian.AppendUint64(nil, 28), `{"__metadata__": {"a": "b"}}`...))
+	for _, c := range []struct{ path, want string }{
+		{filepath.Join(dir, "nope.safetensors"), "nope.safetensors does not exist: give a .safetensors file"},
+		{filepath.Join(pickles, "pytorch_model.bin"), "named like a PyTorch checkpoint (a pickle), which syncgen does not read"},
+		{pickles, "no safetensors file, only PyTorch pickles (pytorch_model.bin)"},
+		{none, "none.safetensors: the file holds no tensors"},
+	} {
+		if _, err := Read(c.path); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want %q", c.path, err, c.want)
 		}
 	}
 }
@@ -287,6 +344,16 @@ func TestParamList(t *testing.T) {
 	if len(m.Params) != 2 || m.Params[0].DType != "F32" || m.Params[1].DType != "BF16" || !m.Params[1].Frozen || !m.FileOrder || len(m.Tied) != 1 {
 		t.Fatalf("model: %+v", m)
 	}
+	// torch's unsigned, complex and e8m0 dtypes are safetensors' too; a
+	// tied group of one name shares nothing and is not reported.
+	m, err = ParseParamList("p.json", []byte(`{"format": "syncgen-params", "module": "m:f", "parameters": [{"name": "u", "dtype": "torch.uint16", "shape": [2]},
+		{"name": "c", "dtype": "torch.complex64", "shape": [2]}, {"name": "e", "dtype": "torch.float8_e8m0fnu", "shape": [2]}], "tied": [["u"]]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(m.Params[0].DType, " ", m.Params[1].DType, " ", m.Params[2].DType, " ", len(m.Tied)); got != "U16 C64 F8_E8M0 0" {
+		t.Errorf("dtypes and tied groups: %s", got)
+	}
 	// An entry without a shape is a scalar; one with a dimension 0 is read
 	// (Prepare leaves it out).
 	m, err = ParseParamList("p.json", []byte(`{"parameters": [{"name": "logit_scale", "dtype": "torch.float32"},
@@ -299,7 +366,24 @@ func TestParamList(t *testing.T) {
 	}
 	for _, c := range []struct{ list, want string }{
 		{`{"parameters": [{"name": "", "dtype": "torch.float32"}]}`, "parameter 0 has no name"},
-		{`{"parameters": [{"name": "a", "dtype": "torch.complex64"}]}`, `unknown dtype "torch.complex64"`},
+		{`{"parameters": [{"name": "a", "dtype": "torch.complex128"}]}`, `unknown dtype "torch.complex128": want a torch dtype (torch.bfloat16,`},
+		{`{"parameters": [{"name": "a", "dtype": "float32"}]}`, `or a safetensors one (BF16, BOOL,`},
+		// Read as it is written: a misspelt field is not a scalar, a
+		// value of the wrong kind is named, and so is a byte that is
+		// not UTF-8 (never replaced, which would change the name).
+		{`{"parameters": [{"name": "a", "dtype": "F32", "sahpe": [3]}]}`, `unknown field "sahpe"`},
+		{`{"parameters": [{"name": "a", "dtype": "F32", "shape": [1.5]}]}`, `byte 59: "parameters.shape": want a whole number (at most 9223372036854775807), not number 1.5`},
+		{`{"parameters": [{"name": "a", "dtype": "F32", "requires_grad": "no"}]}`, `"parameters.requires_grad": want true or false, not string`},
+		{`{"parameters": {"a": 1}}`, `"parameters": want a list, not object`},
+		{"{\"parameters\": [{\"name\": \"a\xffb\", \"dtype\": \"F32\"}]}", "byte 27 is not UTF-8"},
+		{`{"parameters": [{"name": "a", "dtype": "F32"}]} {}`, "byte 48: more after the parameter list's JSON object"},
+		{`{"format": "other", "parameters": [{"name": "a", "dtype": "F32"}]}`, `format "other": want "syncgen-params"`},
+		// The tied groups agree with the list: a shared parameter is
+		// listed once, under its group's first name.
+		{`{"parameters": [{"name": "a", "dtype": "F32"}, {"name": "b", "dtype": "F32"}], "tied": [["a", "b"]]}`,
+			`tied group 0: "b" is a parameter of the list, and also listed as sharing "a"'s storage: it would be declared twice`},
+		{`{"parameters": [{"name": "a", "dtype": "F32"}], "tied": [["x", "a"]]}`, `tied group 0 ("x", ...): its first name is not a parameter of the list`},
+		{`{"parameters": [{"name": "a", "dtype": "F32"}, {"name": "b", "dtype": "F32"}], "tied": [["a", "c"], ["b", "c"]]}`, `tied group 1: "c" shares "b"'s storage, and also "a"'s`},
 		{`{"parameters": []}`, "the list has no parameters"},
 		{`{"parameters": [{"name": "a", "dtype": "F32"}, {"name": "a", "dtype": "F32"}]}`, `parameter "a" appears twice`},
 		{`{"parameters": [{"name": "a", "dtype": "F32", "shape": [2, -1]}]}`, `parameter "a": negative dimension in shape [2 -1]`},

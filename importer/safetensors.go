@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"sort"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -85,23 +87,15 @@ type headerEntry struct {
 // byte offsets in the file (the header starts at byte 8; the data at
 // 8+len(header)).
 func ParseHeader(header []byte, dataBytes int64) ([]Param, error) {
-	if !utf8.Valid(header) {
+	if at := invalidUTF8(header); at >= 0 {
 		// encoding/json would replace the bytes and read another name.
-		at := 0
-		for at < len(header) {
-			r, n := utf8.DecodeRune(header[at:])
-			if r == utf8.RuneError && n == 1 {
-				break
-			}
-			at += n
-		}
 		return nil, fmt.Errorf("header byte %d is not UTF-8: a safetensors header is UTF-8 JSON, tensor names included; the file is corrupt, or its writer is broken", 8+at)
 	}
 	dec := json.NewDecoder(bytes.NewReader(header))
 	dec.UseNumber()
 	tok, err := dec.Token()
 	if err != nil {
-		return nil, fmt.Errorf("the header (bytes 8-%d) is not JSON: %v", 8+len(header), err)
+		return nil, headerJSONError(err, 8, len(header))
 	}
 	if d, ok := tok.(json.Delim); !ok || d != '{' {
 		return nil, fmt.Errorf("the header (bytes 8-%d) is not a JSON object", 8+len(header))
@@ -113,12 +107,12 @@ func ParseHeader(header []byte, dataBytes int64) ([]Param, error) {
 		at := 8 + dec.InputOffset()
 		tok, err := dec.Token()
 		if err != nil {
-			return nil, fmt.Errorf("header byte %d: not JSON: %v", at, err)
+			return nil, headerJSONError(err, at, len(header))
 		}
 		name, _ := tok.(string)
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
-			return nil, fmt.Errorf("header byte %d: tensor %q: not JSON: %v", at, name, err)
+			return nil, fmt.Errorf("tensor %q: %w", name, headerJSONError(err, at, len(header)))
 		}
 		if name == "__metadata__" {
 			// Free-form text, as the reference implementation reads it:
@@ -135,7 +129,8 @@ func ParseHeader(header []byte, dataBytes int64) ([]Param, error) {
 		seen[name] = true
 		var e headerEntry
 		if err := json.Unmarshal(raw, &e); err != nil {
-			return nil, fmt.Errorf("header byte %d: tensor %q: want {\"dtype\", \"shape\", \"data_offsets\"}: %v", at, name, err)
+			rawAt := 8 + dec.InputOffset() - int64(len(raw))
+			return nil, fmt.Errorf("tensor %q: want {\"dtype\", \"shape\", \"data_offsets\"}: %s", name, jsonProblem(err, rawAt))
 		}
 		p, off, err := checkEntry(name, e, dataBytes)
 		if err != nil {
@@ -145,7 +140,7 @@ func ParseHeader(header []byte, dataBytes int64) ([]Param, error) {
 		offsets = append(offsets, off)
 	}
 	if _, err := dec.Token(); err != nil {
-		return nil, fmt.Errorf("the header (bytes 8-%d) is not JSON: %v", 8+len(header), err)
+		return nil, headerJSONError(err, 8, len(header))
 	}
 	// After the object only whitespace may follow: the padding (spaces)
 	// that writers add to align the data.
@@ -158,6 +153,21 @@ func ParseHeader(header []byte, dataBytes int64) ([]Param, error) {
 		return nil, err
 	}
 	return params, nil
+}
+
+// headerJSONError says why the header (of hlen bytes, from byte 8 of the
+// file) is not a JSON object, at byte at of the file: its JSON ends before
+// the header does, which a header length (bytes 0-7) shorter than the
+// header makes, or it is not JSON there.
+func headerJSONError(err error, at int64, hlen int) error {
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		return fmt.Errorf("the header's JSON is cut off at byte %d, where the header length (bytes 0-7) says the header ends: the length is wrong, or the file is corrupt", 8+hlen)
+	}
+	var syn *json.SyntaxError
+	if errors.As(err, &syn) {
+		return fmt.Errorf("header byte %d: not JSON: %s", 8+syn.Offset, strings.TrimPrefix(syn.Error(), "json: "))
+	}
+	return fmt.Errorf("header byte %d: not JSON: %v", at, err)
 }
 
 // shapeBytes is the size in bytes of a tensor of dtype (a known one) and

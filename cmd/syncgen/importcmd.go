@@ -214,9 +214,11 @@ func printImportSummary(c *cli.Context, m *importer.Model, prep *importer.Prepar
 		}
 	}
 	for _, group := range m.Tied {
-		if len(group) > 1 {
-			fmt.Fprintf(w, "tied: %s share the storage of %s, declared once\n", strings.Join(group[1:], ", "), group[0])
+		verb := "shares"
+		if len(group) > 2 {
+			verb = "share"
 		}
+		fmt.Fprintf(w, "tied: %s %s the storage of %s, declared once\n", strings.Join(group[1:], ", "), verb, group[0])
 	}
 }
 

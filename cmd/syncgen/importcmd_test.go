@@ -231,7 +231,7 @@ func TestImportTorchvisionResNet50(t *testing.T) {
 // embedding, a bias that does not train).
 func TestImportTiedAndFrozen(t *testing.T) {
 	code, out, errOut := syncgen(t, "import", "../../importer/testdata/tied.json")
-	if code != 0 || !strings.Contains(errOut, "tied: head.weight share the storage of emb.weight, declared once") ||
+	if code != 0 || !strings.Contains(errOut, "tied: head.weight shares the storage of emb.weight, declared once") ||
 		!strings.Contains(out, "tensor block.bias f32[16] frozen") || !strings.Contains(errOut, "3 tensors (1 frozen)") {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)
 	}
