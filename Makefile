@@ -39,10 +39,10 @@ test: setup vet
 	$(MAKE) fuzz
 
 # Each fuzz target of the readers of user files (the front end, and
-# syncgen import's header reader, the cost model's profile reader, syncgen run's hostfile
+# syncgen import's header and index readers, the cost model's profile reader, syncgen run's hostfile
 # reader), briefly; longer runs: make fuzz FUZZTIME=2000000x
 fuzz:
-	@for t in dsl:FuzzParse dsl:FuzzCheck dsl:FuzzFormat importer:FuzzHeader runtime/costmodel:FuzzParseProfile cmd/syncgen:FuzzHostfile; do \
+	@for t in dsl:FuzzParse dsl:FuzzCheck dsl:FuzzFormat importer:FuzzHeader importer:FuzzIndex runtime/costmodel:FuzzParseProfile cmd/syncgen:FuzzHostfile; do \
 		pkg=$${t%%:*}; name=$${t#*:}; \
 		echo "fuzz $$name in ./$$pkg ($(FUZZTIME))"; \
 		$(GO) test ./$$pkg -run='^$$' -fuzz="^$$name\$$" -fuzztime=$(FUZZTIME) -fuzzminimizetime=$(FUZZMINIMIZETIME) || exit 1; \

@@ -9,6 +9,6 @@
 // marks) and, from it, the text of a formatted .sync module in which
 // repeated layers are written as `for` templates. Every reader of a user's
 // file returns errors with the file and the byte offset or the tensor's
-// name, and never panics (FuzzHeader). It imports only the standard
-// library: the CLI checks the module it writes with package dsl.
+// name, and never panics (FuzzHeader, FuzzIndex). It imports only the
+// standard library: the CLI checks the module it writes with package dsl.
 package importer

@@ -641,6 +641,44 @@ func FuzzHeader(f *testing.F) {
 	})
 }
 
+// FuzzIndex: no index makes the index reader panic, and what it accepts
+// holds each tensor of its shards once, from the shard the index names
+// for it, and makes a module of exactly those tensors. The shards it may
+// name are two fixed files beside it.
+func FuzzIndex(f *testing.F) {
+	dir := f.TempDir()
+	writeFile(f, dir, "a.safetensors", safetensorsBytes(f, []st{{name: "h.0.w", dtype: "F32", shape: []int64{2}}, {name: "s", dtype: "I64", shape: []int64{}}}, 0))
+	writeFile(f, dir, "b.safetensors", safetensorsBytes(f, []st{{name: "h.1.w", dtype: "BF16", shape: []int64{2, 0}}}, 0))
+	f.Add([]byte(`{"metadata": {"total_size": 16}, "weight_map": {"h.0.w": "a.safetensors", "s": "a.safetensors", "h.1.w": "b.safetensors"}}`))
+	f.Add([]byte(`{"weight_map": {"h.0.w": "a.safetensors", "s": "b.safetensors", "h.1.w": "b.safetensors"}}`))
+	f.Add([]byte(`{"metadata": {"total_size": 1.6e1}, "weight_map": {"h.0.w": "a.safetensors", "s": "a.safetensors"}}`))
+	f.Add([]byte(`{"weight_map": {"x": "../a.safetensors", "y": null}}`))
+	f.Add([]byte("{\"weight_map\": {\"h.0.w\xff\": \"a.safetensors\"}}"))
+	f.Add([]byte(`{"weight_map": ["a.safetensors"], "metadata": {"total_size": "x"}}`))
+	path := filepath.Join(dir, "model.safetensors.index.json")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := readIndex(path, data)
+		if err != nil {
+			return
+		}
+		idx, err := parseIndex(path, data)
+		if err != nil {
+			t.Fatalf("readIndex accepted an index that parseIndex refuses: %v", err)
+		}
+		seen := map[string]bool{}
+		for _, p := range m.Params {
+			if seen[p.Name] || filepath.Join(dir, idx.weightMap[p.Name]) != p.Source {
+				t.Fatalf("tensor %q from %s: twice, or not from the shard the index names (%q)", p.Name, p.Source, idx.weightMap[p.Name])
+			}
+			seen[p.Name] = true
+		}
+		if len(seen) != len(idx.weightMap) {
+			t.Fatalf("read %d tensors of the %d the index names", len(seen), len(idx.weightMap))
+		}
+		checkDeclares(t, m)
+	})
+}
+
 // checkDeclares prepares m (every dtype cast to one of the language's)
 // and checks that its module declares exactly the tensors prepared.
 func checkDeclares(t *testing.T, m *Model) {
