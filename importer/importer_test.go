@@ -291,6 +291,13 @@ func TestPrepareOptions(t *testing.T) {
 	if _, err := Prepare(m, Options{}); err == nil || !strings.Contains(err.Error(), `tensor "mask": dtype BOOL has no counterpart`) || !strings.Contains(err.Error(), "--cast BOOL=u8") {
 		t.Errorf("BOOL: %v", err)
 	}
+	// Every dtype without a counterpart is named in one error, with the
+	// casts, so that one run shows them all.
+	many := &Model{FileOrder: true, Params: []Param{{Name: "a", DType: "BOOL"}, {Name: "b", DType: "I16"}, {Name: "c", DType: "BOOL"}, {Name: "d", DType: "F8_E4M3"}, {Name: "e", DType: "I16"}}}
+	if _, err := Prepare(many, Options{Cast: map[string]string{"F8_E4M3": "bf16"}}); err == nil || !strings.HasSuffix(err.Error(),
+		`(--exclude 'a') (2 tensors of BOOL in all); other dtypes without a counterpart: I16 (2 tensors): cast them too (--cast I16=i32)`) {
+		t.Errorf("several dtypes: %v", err)
+	}
 	prep, err := Prepare(m, Options{Cast: map[string]string{"BOOL": "u8", "I16": "i32"}, Frozen: []string{"pos.*"}, Exclude: []string{"mask"}, Match: testMatch})
 	if err != nil {
 		t.Fatal(err)

@@ -57,6 +57,22 @@ var dtypeBits = map[string]int64{
 	"F4": 4, "F6_E2M3": 6, "F6_E3M2": 6, "C64": 64,
 }
 
+// DTypes returns the dtypes safetensors knows, as it spells them, in
+// order.
+func DTypes() []string { return sortedKeys(dtypeBits) }
+
+// FileDType returns the dtype that name means as safetensors spells it:
+// a safetensors dtype in either case ("bool", "BF16") or torch's name of
+// one ("torch.bool"), as a parameter list has it; false for neither.
+func FileDType(name string) (string, bool) {
+	if dt, ok := torchDTypes[name]; ok {
+		return dt, true
+	}
+	up := strings.ToUpper(name)
+	_, ok := dtypeBits[up]
+	return up, ok
+}
+
 // maxElems bounds a tensor's element count so that its size in bits
 // fits in an int64, whatever its dtype.
 const maxElems = math.MaxInt64 / 64

@@ -1,6 +1,7 @@
 package importer
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"sort"
@@ -103,14 +104,13 @@ func Prepare(m *Model, opts Options) (*Prepared, error) {
 	default:
 		return nil, fmt.Errorf("order %q: want natural or file", order)
 	}
+	if err := checkDTypes(params, opts.Cast); err != nil {
+		return nil, err
+	}
 	for _, p := range params {
 		dt, ok := opts.Cast[p.DType]
 		if !ok {
-			dt, ok = languageDTypes[p.DType]
-		}
-		if !ok {
-			return nil, fmt.Errorf("tensor %q: dtype %s has no counterpart in the language (f64 f32 f16 bf16 i64 i32 i8 u8); cast it (--cast %s=%s) or leave it out (--exclude %s)",
-				p.Name, p.DType, p.DType, suggestCast(p.DType), ShellQuote(NamePattern(p.Name)))
+			dt = languageDTypes[p.DType]
 		}
 		if why := nameProblem(p.Name); why != "" {
 			return nil, fmt.Errorf("tensor %q: %s; leave it out (--exclude %s)", p.Name, why, ShellQuote(NamePattern(p.Name)))
@@ -128,6 +128,49 @@ func Prepare(m *Model, opts Options) (*Prepared, error) {
 		return nil, fmt.Errorf("no tensor is left to declare")
 	}
 	return out, nil
+}
+
+// checkDTypes returns an error when a tensor of params has a dtype that
+// the language lacks and cast does not map: it names the first such
+// tensor, with both fixes, and every other dtype without a counterpart,
+// so that one run shows every --cast needed.
+func checkDTypes(params []Param, cast map[string]string) error {
+	var first *Param
+	var others []string
+	tensors := map[string]int{}
+	for i := range params {
+		p := &params[i]
+		if _, ok := cast[p.DType]; ok {
+			continue
+		}
+		if _, ok := languageDTypes[p.DType]; ok {
+			continue
+		}
+		if first == nil {
+			first = p
+		}
+		if tensors[p.DType] == 0 && p.DType != first.DType {
+			others = append(others, p.DType)
+		}
+		tensors[p.DType]++
+	}
+	if first == nil {
+		return nil
+	}
+	msg := fmt.Sprintf("tensor %q: dtype %s has no counterpart in the language (f64 f32 f16 bf16 i64 i32 i8 u8); cast it (--cast %s=%s) or leave it out (--exclude %s)",
+		first.Name, first.DType, first.DType, suggestCast(first.DType), ShellQuote(NamePattern(first.Name)))
+	if n := tensors[first.DType]; n > 1 {
+		msg += fmt.Sprintf(" (%d tensors of %s in all)", n, first.DType)
+	}
+	if len(others) > 0 {
+		var what, casts []string
+		for _, dt := range others {
+			what = append(what, fmt.Sprintf("%s (%s)", dt, count(tensors[dt], "tensor")))
+			casts = append(casts, fmt.Sprintf("--cast %s=%s", dt, suggestCast(dt)))
+		}
+		msg += fmt.Sprintf("; other dtypes without a counterpart: %s: cast them too (%s)", strings.Join(what, ", "), strings.Join(casts, " "))
+	}
+	return errors.New(msg)
 }
 
 // matchPatterns returns which of names any of pats matches, through

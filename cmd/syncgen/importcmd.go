@@ -67,7 +67,7 @@ Examples:
 			&cli.StringFlag{Name: "order", Usage: "`natural` (numbers as numbers) or file (the input's order); default: file for a parameter list, natural for safetensors"},
 			&cli.StringSliceFlag{Name: "frozen", Usage: "mark the tensors matching `PATTERN` frozen (no gradient), a bucket's pattern (h.*, l.{0..3}.w, \"a{b}.w\"); may be repeated"},
 			&cli.StringSliceFlag{Name: "exclude", Usage: "leave out the tensors matching `PATTERN`, a bucket's pattern; may be repeated"},
-			&cli.StringSliceFlag{Name: "cast", Usage: "declare tensors of file dtype FROM as the language's TO, `FROM=TO` (I16=i32, BOOL=u8); may be repeated"},
+			&cli.StringSliceFlag{Name: "cast", Usage: "declare tensors of file dtype FROM as the language's TO, `FROM=TO` (I16=i32, BOOL=u8, torch.bool=u8); may be repeated"},
 		},
 		Action: runImport,
 	}
@@ -84,11 +84,21 @@ func runImport(c *cli.Context) error {
 		return cli.Exit(fmt.Sprintf("import: --order %q: want natural or file", o), 2)
 	}
 	for _, kv := range c.StringSlice("cast") {
+		// Both sides in either case: the file's dtypes are upper case,
+		// the language's lower.
 		from, to, ok := strings.Cut(kv, "=")
+		to = strings.ToLower(strings.TrimSpace(to))
 		if _, valid := ir.ParseDType(to); !ok || !valid {
 			return cli.Exit(fmt.Sprintf("import: --cast %q: want FROM=TO with TO one of f64 f32 f16 bf16 i64 i32 i8 u8, e.g. I16=i32", kv), 2)
 		}
-		opts.Cast[strings.ToUpper(from)] = to
+		from, known := importer.FileDType(strings.TrimSpace(from))
+		if !known {
+			return cli.Exit(fmt.Sprintf("import: --cast %q: FROM is not a dtype of safetensors (%s) or torch's name of one (torch.bool)", kv, strings.Join(importer.DTypes(), " ")), 2)
+		}
+		if prev, twice := opts.Cast[from]; twice && prev != to {
+			return cli.Exit(fmt.Sprintf("import: --cast %s=%s and --cast %s=%s: give one cast a dtype", from, prev, from, to), 2)
+		}
+		opts.Cast[from] = to
 	}
 	out := c.String("o")
 	if out != "" && out != "-" {

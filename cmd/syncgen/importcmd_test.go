@@ -188,6 +188,11 @@ func TestImportErrors(t *testing.T) {
 		{[]string{"import"}, "want one FILE or DIR"},
 		{[]string{"import", broken, "--order", "random"}, `--order "random": want natural or file`},
 		{[]string{"import", broken, "--cast", "I16=i16"}, `--cast "I16=i16": want FROM=TO`},
+		// A FROM that no file has is a typo, not a cast that never
+		// applies; one dtype cast two ways is a contradiction.
+		{[]string{"import", broken, "--cast", "BOOLEAN=u8"}, `--cast "BOOLEAN=u8": FROM is not a dtype of safetensors (BF16 BOOL`},
+		{[]string{"import", broken, "--cast", "=u8"}, `--cast "=u8": FROM is not a dtype`},
+		{[]string{"import", broken, "--cast", "BOOL=u8", "--cast", "bool=i8"}, "--cast BOOL=u8 and --cast BOOL=i8: give one cast a dtype"},
 	} {
 		if code, _, errOut := syncgen(t, c.args...); code != 2 || !strings.Contains(errOut, c.want) {
 			t.Errorf("%v: exit %d: %s", c.args, code, errOut)
@@ -196,6 +201,13 @@ func TestImportErrors(t *testing.T) {
 	m := map[string][]int64{"a.weight": {4}}
 	st := filepath.Join(dir, "m.safetensors")
 	writeSafetensors(t, st, m)
+	// --cast takes either side in either case, and torch's names of a
+	// file dtype (a parameter list's): F32 to bf16 here.
+	for _, cast := range []string{"f32=BF16", "torch.float32=bf16"} {
+		if code, out, errOut := syncgen(t, "import", st, "--cast", cast); code != 0 || !strings.Contains(out, "tensor a.weight bf16[4]") {
+			t.Errorf("--cast %s: exit %d\n%s%s", cast, code, out, errOut)
+		}
+	}
 	if code, _, errOut := syncgen(t, "import", st, "--frozen", "b.*"); code != 1 || !strings.Contains(errOut, `pattern "b.*" matches no tensor`) {
 		t.Errorf("unused --frozen: exit %d: %s", code, errOut)
 	}
