@@ -4,6 +4,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -504,5 +505,41 @@ func TestUpdateBytesSaturates(t *testing.T) {
 	p, _ := Builtin("ib-hdr", 2)
 	if _, err := Replay(s, p); err == nil || !strings.Contains(err.Error(), "the updates of this step move more than 9223372036854775807 bytes") {
 		t.Errorf("Replay of a saturated update: %v", err)
+	}
+}
+
+// A prediction says where it rests on figures the profile did not measure
+// for it: a curve of another operator or dtype, taken for want of one of
+// its own, and sizes beyond the largest its points measured. A curve
+// measured for the collective, within its points, gives no note; nor does
+// a curve without points (a built-in one, a model rather than a sweep).
+func TestReplayNotesUnmeasured(t *testing.T) {
+	step := func(op string) []Op {
+		return []Op{{Kind: OpBackward, Stream: 0, Dur: ms(1)},
+			{Kind: OpCollective, Stream: 1, Collective: "allreduce", Op: op, After: AfterReady, Buckets: []int{0, 1}},
+			{Kind: OpWait, Stream: 1}}
+	}
+	measured := &Profile{Format: Format, Ranks: 2, Curves: []Curve{{Collective: "allreduce", Op: "sum", DType: "f32",
+		Segments: []Segment{{AlphaUs: 10, BusGBs: 1}}, Points: []Point{{Bytes: 4, Us: 10}, {Bytes: 4096, Us: 14}}}}}
+	for _, c := range []struct {
+		op    string
+		bytes []int64
+		p     *Profile
+		want  []string
+	}{
+		{"sum", []int64{4096, 1024}, measured, nil},
+		{"sum", []int64{4096, 1024}, profile1(), nil},
+		{"avg", []int64{3 << 20, 8192}, measured, []string{
+			"allreduce avg f32: the profile has no curve of its own; predicted with allreduce sum f32's (calibrate --plan with this plan measures it)",
+			"allreduce sum f32: collectives up to 3.0 MiB, beyond the largest size the profile measured (4.0 KiB): its last segment extrapolated; calibrate with a larger --max"}},
+	} {
+		s := sched([]string{"compute", "comm"}, [][2]int64{{c.bytes[0], 0}, {c.bytes[1], 1}}, c.bytes, step(c.op)...)
+		pr, err := Replay(s, c.p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(pr.Notes, c.want) {
+			t.Errorf("%s of %v: notes\n%q\nwant\n%q", c.op, c.bytes, pr.Notes, c.want)
+		}
 	}
 }

@@ -69,6 +69,8 @@ type replay struct {
 	// is taken, sorted and disjoint.
 	fabric []Interval
 	notes  map[string]bool
+	// beyond are the curves asked for sizes beyond their points, by key.
+	beyond map[string]beyond
 	// tooBig names the work whose bytes saturated at math.MaxInt64
 	// (UpdateBytes, SatAdd): more than a prediction counts.
 	tooBig string
@@ -123,7 +125,7 @@ func (r *replay) transfer(t, d time.Duration) time.Duration {
 // memory bandwidth.
 func Replay(s *Schedule, p *Profile) (*Prediction, error) {
 	r := &replay{s: s, p: p, pred: &Prediction{}, free: make([]time.Duration, len(s.Streams)),
-		ready: make([]time.Duration, len(s.Buckets)), synced: make([]time.Duration, len(s.Buckets)), notes: map[string]bool{}}
+		ready: make([]time.Duration, len(s.Buckets)), synced: make([]time.Duration, len(s.Buckets)), notes: map[string]bool{}, beyond: map[string]beyond{}}
 	for i := range r.ready {
 		r.ready[i], r.synced[i] = -1, -1
 	}
@@ -161,6 +163,10 @@ func Replay(s *Schedule, p *Profile) (*Prediction, error) {
 	pr.Exposed = max(pr.Step-pr.Compute, 0)
 	if pr.Comm > 0 {
 		pr.Overlap = 100 * float64(pr.Hidden) / float64(pr.Comm)
+	}
+	for key, b := range r.beyond {
+		r.notes[fmt.Sprintf("%s: collectives up to %s, beyond the largest size the profile measured (%s): its last segment extrapolated; calibrate with a larger --max",
+			key, sizeText(b.asked), sizeText(b.measured))] = true
 	}
 	for n := range r.notes {
 		pr.Notes = append(pr.Notes, n)
@@ -373,7 +379,7 @@ func (r *replay) group(items []item, grouped bool) error {
 				if it.op.Stream != si {
 					continue
 				}
-				c, err := r.p.Curve(it.op.Collective, it.op.Op, r.s.Buckets[it.bucket()].DType)
+				c, err := r.curve(it.op, it.bucket(), it.bytes(r.s))
 				if err != nil {
 					return err
 				}
@@ -388,7 +394,7 @@ func (r *replay) group(items []item, grouped bool) error {
 			}
 			b := it.bucket()
 			n := it.bytes(r.s)
-			c, err := r.p.Curve(it.op.Collective, it.op.Op, r.s.Buckets[b].DType)
+			c, err := r.curve(it.op, b, n)
 			if err != nil {
 				return err
 			}
@@ -437,6 +443,51 @@ func (c *Curve) split(bytes int64, n int) (lat, bw float64) {
 		bw = float64(bytes) * costFactor(c.Collective, n) / (seg.BusGBs * 1e3)
 	}
 	return lat, bw
+}
+
+// curve returns the profile's curve for collective o of bucket b, n
+// bytes, and notes where the prediction rests on figures the profile did
+// not measure for it: a curve measured for another operator or dtype (the
+// profile has none closer), or a size beyond the largest the curve's
+// points measured, where its last segment is extrapolated.
+func (r *replay) curve(o *Op, b int, n int64) (*Curve, error) {
+	dtype := r.s.Buckets[b].DType
+	c, err := r.p.Curve(o.Collective, o.Op, dtype)
+	if err != nil {
+		return nil, err
+	}
+	want := strings.TrimSpace(strings.Join([]string{o.Collective, o.Op, dtype}, " "))
+	if c.Op != "" && c.Op != o.Op || c.DType != "" && c.DType != dtype {
+		r.notes[fmt.Sprintf("%s: the profile has no curve of its own; predicted with %s's (calibrate --plan with this plan measures it)", want, c.Key())] = true
+	}
+	if len(c.Points) > 0 {
+		largest := c.Points[0].Bytes
+		for _, pt := range c.Points {
+			largest = max(largest, pt.Bytes)
+		}
+		if n > largest {
+			key := c.Key()
+			r.beyond[key] = beyond{measured: largest, asked: max(r.beyond[key].asked, n)}
+		}
+	}
+	return c, nil
+}
+
+// beyond is a curve asked for a size larger than its points measured:
+// the largest asked, and the largest measured.
+type beyond struct{ asked, measured int64 }
+
+// sizeText writes a byte count for a note: "64.0 KiB", "12 B".
+func sizeText(n int64) string {
+	units := []string{"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
+	if n < 1024 {
+		return fmt.Sprintf("%d B", n)
+	}
+	v, u := float64(n)/1024, 0
+	for v >= 1024 && u < len(units)-1 {
+		v, u = v/1024, u+1
+	}
+	return fmt.Sprintf("%.1f %s", v, units[u])
 }
 
 // mem returns the time of memory work of bytes, noting what is left out
