@@ -50,12 +50,12 @@ Examples:
 			&cli.StringFlag{Name: "o", Usage: "write the profile to `FILE` (required, but with --emit)"},
 			&cli.StringFlag{Name: "plan", Usage: "measure the collectives, operators and wire dtypes that the plan `FILE.sync` uses"},
 			&cli.BoolFlag{Name: "full", Usage: "sweep 4 B to 256 MiB in steps of 2 (slower)"},
-			&cli.StringFlag{Name: "max", Usage: "the sweep's largest `SIZE` in bytes (suffixes K, M, G: binary), at least the second size: 16, or 8 with --full"},
+			&cli.StringFlag{Name: "max", Usage: "the sweep's largest `SIZE` in bytes (suffixes K, M, G: binary, either case), at least the second size: 16, or 8 with --full"},
 			&cli.IntFlag{Name: "reps", Value: 10, Usage: "measured steps: each size's time is the median over them"},
 			&cli.StringFlag{Name: "backend", Value: "auto", Usage: "the program's --backend: auto, cpu or nccl"},
 			&cli.StringFlag{Name: "mpirun", Value: "mpirun", Usage: "the MPI launcher `PATH`"},
 			&cli.BoolFlag{Name: "oversubscribe", Usage: "run more than " + strconv.Itoa(maxRanksPerCore) + " ranks a core (refused otherwise, as a likely typo)"},
-			&cli.StringFlag{Name: "emit", Usage: "write the sweep's plan to `FILE.sync` and stop (to build it where Go is, for --program)"},
+			&cli.StringFlag{Name: "emit", Usage: "write the sweep's plan to `FILE.sync` and stop (to build it where Go is, for --program); runs nothing, so takes no -o or --program"},
 			&cli.StringFlag{Name: "program", Usage: "run this sweep program `PATH`, built from --emit, instead of building one (a machine without Go); it measures the sweep it was emitted with"},
 		},
 		Action: func(c *cli.Context) error {
@@ -75,6 +75,16 @@ Examples:
 			if c.String("o") == "" && c.String("emit") == "" {
 				return cli.Exit("calibrate: no -o FILE: give the file to write the profile to", 2)
 			}
+			// --emit writes the sweep's plan and stops: nothing is run,
+			// so there is no program to take and no profile to write.
+			if c.String("emit") != "" {
+				for _, f := range []string{"o", "program"} {
+					if c.String(f) != "" {
+						return cli.Exit(fmt.Sprintf("calibrate: --emit and %s: --emit writes the sweep's plan and stops, running nothing, so %s would be ignored; calibrate with --emit first, build the plan, then calibrate --program PATH -o PROFILE",
+							flagName(f), flagName(f)), 2)
+					}
+				}
+			}
 			switch b := c.String("backend"); b {
 			case "auto", "cpu", "nccl":
 			default:
@@ -92,8 +102,11 @@ Examples:
 			}
 			if s := c.String("max"); s != "" {
 				v, err := parseByteSize(s)
+				if err != nil {
+					return cli.Exit(fmt.Sprintf("calibrate: --max %s: not a size: want a whole number of bytes, with K, M or G for binary multiples, such as 64M", s), 2)
+				}
 				// The fit needs two sizes: 4 B and the next step's.
-				if least := 4 * factor; err != nil || v < least {
+				if least := 4 * factor; v < least {
 					return cli.Exit(fmt.Sprintf("calibrate: --max %s: want a size of at least %d bytes, such as 64M: the sweep goes from 4 B in steps of %d, and the fit needs at least 2 sizes",
 						s, least, factor), 2)
 				}
@@ -365,10 +378,18 @@ func writeProfileSummary(c *cli.Context, p *costmodel.Profile) {
 	tw.Flush()
 }
 
+// flagName writes the flag name as a user types it: -o, --program.
+func flagName(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
+}
+
 // parseByteSize reads a size such as 4096, 64K, 64M or 1G (binary
-// multiples; a trailing B or iB is allowed).
+// multiples, in either case; a trailing B or iB is allowed: 64MiB, 64mb).
 func parseByteSize(s string) (int64, error) {
-	t := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSpace(s), "B"), "i")
+	t := strings.TrimSuffix(strings.TrimSuffix(strings.ToUpper(strings.TrimSpace(s)), "B"), "I")
 	mult := int64(1)
 	switch {
 	case strings.HasSuffix(t, "K"):

@@ -361,6 +361,14 @@ func TestTuneCalibrateFlagErrors(t *testing.T) {
 		{args: cal("--max", "16", "-o", p), code: 1, stderr: "no-mpirun not found"},
 		{args: cal("--full", "--max", "7", "-o", p), code: 2, stderr: "at least 8 bytes, such as 64M: the sweep goes from 4 B in steps of 2"},
 		{args: cal("--full", "--max", "8", "-o", p), code: 1, stderr: "no-mpirun not found"},
+		// A size that is not one says so; suffixes take either case.
+		{args: cal("--max", "1T", "-o", p), code: 2, stderr: "calibrate: --max 1T: not a size: want a whole number of bytes, with K, M or G for binary multiples, such as 64M"},
+		{args: cal("--max", "1.5M", "-o", p), code: 2, stderr: "--max 1.5M: not a size"},
+		{args: cal("--max", "64kib", "-o", p), code: 1, stderr: "no-mpirun not found"},
+		// --emit runs nothing: an -o or a --program beside it would be
+		// ignored.
+		{args: cal("--emit", filepath.Join(dir, "e.sync"), "-o", p), code: 2, stderr: "calibrate: --emit and -o: --emit writes the sweep's plan and stops, running nothing, so -o would be ignored"},
+		{args: cal("--emit", filepath.Join(dir, "e.sync"), "--program", "./sweep_sync"), code: 2, stderr: "calibrate: --emit and --program: "},
 		{args: cal("--backend", "foo", "-o", p), code: 2, stderr: `calibrate: --backend "foo": want auto, cpu or nccl`},
 		{args: cal("--program", "./sweep_sync", "--backend", "gpu", "-o", p), code: 2, stderr: `--backend "gpu"`},
 		{args: cal("-o", sub), code: 2, stderr: "calibrate: -o " + sub + " is a directory; give -o the path of a file in it"},
