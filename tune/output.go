@@ -34,7 +34,11 @@ func (t *Tuning) WriteTable(w io.Writer) error {
 		line := fmt.Sprintf("%d\t%s\t%d\t%s\t%s\t%.1f", i+1, label, c.Buckets, msText(c.Step), msText(c.Exposed), c.Overlap)
 		if ran {
 			if c.Ran {
-				line += fmt.Sprintf("\t%s\t%+.1f\t%d", msText(c.Measured), 100*float64(c.Step-c.Measured)/float64(max(c.Measured, 1)), c.Wrong)
+				wrong := fmt.Sprint(c.Wrong)
+				if c.Unchecked {
+					wrong = "unchecked"
+				}
+				line += fmt.Sprintf("\t%s\t%+.1f\t%s", msText(c.Measured), 100*float64(c.Step-c.Measured)/float64(max(c.Measured, 1)), wrong)
 			} else {
 				line += "\t-\t-\t-"
 			}

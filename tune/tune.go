@@ -70,10 +70,13 @@ type Candidate struct {
 	Buckets     int
 	*predict.Result
 	// Ran, Measured and Wrong are filled in when the candidate was run:
-	// the measured step's p50 and its wrong elements.
-	Measured time.Duration
-	Wrong    int64
-	Ran      bool
+	// the measured step's p50 and its wrong elements. Unchecked: the run
+	// checked no element (a plan's `check off`), so its 0 wrong means
+	// nothing.
+	Measured  time.Duration
+	Wrong     int64
+	Ran       bool
+	Unchecked bool
 }
 
 // Current reports whether the candidate is the plan as written.

@@ -159,7 +159,7 @@ Examples:
 					// emitted with; --steps replaces it.
 					extra = append(extra, "--steps", strconv.Itoa(c.Int("reps")))
 				}
-				report, err = runProgram(c, launcher, prog, filepath.Join(dir, "sweep.json"), np, extra...)
+				report, err = runProgram(c, launcher, prog, "the sweep program "+prog, filepath.Join(dir, "sweep.json"), np, extra...)
 			} else {
 				report, err = runSweep(c, launcher, dir, src, np, "--backend", c.String("backend"))
 			}
@@ -313,23 +313,25 @@ func runSweep(c *cli.Context, launcher, dir string, src []byte, np int, extra ..
 	if err := os.WriteFile(plan, src, 0o644); err != nil {
 		return nil, cli.Exit(fmt.Sprintf("%s: %v", c.Command.Name, err), 1)
 	}
-	return buildAndRun(c, launcher, plan, filepath.Join(dir, "calibrate_sync"), np, extra...)
+	return buildAndRun(c, launcher, plan, "the sweep", filepath.Join(dir, "calibrate_sync"), np, extra...)
 }
 
 // buildAndRun builds the plan at path into out, runs it at np ranks with
 // the program flags extra (every result checked as the plan says) and
-// returns its JSON report.
-func buildAndRun(c *cli.Context, launcher, path, out string, np int, extra ...string) ([]byte, error) {
+// returns its JSON report. what names the run in messages ("the sweep"):
+// out is a temporary file that means nothing to the user.
+func buildAndRun(c *cli.Context, launcher, path, what, out string, np int, extra ...string) ([]byte, error) {
 	res, err := buildPlan(c, path, out, false)
 	if err != nil {
 		return nil, err
 	}
-	return runProgram(c, launcher, res.Output, out+".json", np, extra...)
+	return runProgram(c, launcher, res.Output, what, out+".json", np, extra...)
 }
 
 // runProgram runs the program at prog at np ranks with the program flags
-// extra, its JSON report to jsonPath, and returns the report.
-func runProgram(c *cli.Context, launcher, prog, jsonPath string, np int, extra ...string) ([]byte, error) {
+// extra, its JSON report to jsonPath, and returns the report. what names
+// the run in messages.
+func runProgram(c *cli.Context, launcher, prog, what, jsonPath string, np int, extra ...string) ([]byte, error) {
 	args := append(mpirunFlags(launcher, np, nil, false), prog, "--quiet", "--json", jsonPath)
 	args = append(args, extra...)
 	fmt.Fprintf(c.App.ErrWriter, "+ %s\n", shellJoin(append([]string{launcher}, args...)))
@@ -342,7 +344,7 @@ func runProgram(c *cli.Context, launcher, prog, jsonPath string, np int, extra .
 		return nil, cli.Exit(fmt.Sprintf("%s: stopped on your signal (%s; mpirun exited %d)", c.Command.Name, signalName(stopped), code), 128+int(stopped))
 	}
 	if code != 0 {
-		return nil, cli.Exit(fmt.Sprintf("%s: the run of %s failed (exit status %d); see its output above", c.Command.Name, prog, code), 1)
+		return nil, cli.Exit(fmt.Sprintf("%s: the run of %s failed (exit status %d); see its output above", c.Command.Name, what, code), 1)
 	}
 	data, err := os.ReadFile(jsonPath)
 	if err != nil {

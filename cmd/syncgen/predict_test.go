@@ -356,6 +356,11 @@ func TestTuneCalibrateFlagErrors(t *testing.T) {
 		{args: tune("--wire", "keep,f8"), code: 2, stderr: `tune: --wire: "f8": want keep or a dtype: f64, f32, f16, bf16, i64, i32, i8, u8`},
 		{args: tune("--wire", "bf16", "--run", "1"), code: 1, stderr: "no-mpirun not found"},
 		{args: tune("--run=-1"), code: 2, stderr: "tune: --run -1: want the number of best candidates to run, 0 (none, the default) or more"},
+		// --args that --run cannot take, refused before anything is built.
+		{args: tune("--run", "1", "--args", "--steps 3 --check off"), code: 2, stderr: "tune: --args: --check off: tune --run picks its winner among checked runs"},
+		{args: tune("--run", "1", "--args", "--check=off"), code: 2, stderr: "tune: --args: --check off:"},
+		{args: tune("--run", "1", "--args", "--json r.json"), code: 2, stderr: "tune: --args: --json: tune --run gives each run its own --json; leave it out"},
+		{args: tune("--run", "1", "--args", "-profile=x.json"), code: 2, stderr: "tune: --args: -profile=x.json: tune --run gives each run its own --profile"},
 		{args: cal("--max", "5", "-o", p), code: 2, stderr: "calibrate: --max 5: want a size of at least 16 bytes, such as 64M: the sweep goes from 4 B in steps of 4, and the fit needs at least 2 sizes"},
 		{args: cal("--max", "15", "-o", p), code: 2, stderr: "at least 16 bytes"},
 		{args: cal("--max", "16", "-o", p), code: 1, stderr: "no-mpirun not found"},
@@ -435,13 +440,32 @@ func TestTuneRunLabels(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("SYNCGEN_CACHE", filepath.Join(dir, "cache"))
 	plan := writeFile(t, dir, "plan.sync", strings.Replace(tunePlan, "cap 128KiB", "cap 2KiB", 1))
-	report := writeFile(t, dir, "report.json", `{"summary": {"step_p50_ms": 2.5, "wrong": 0}}`)
+	report := writeFile(t, dir, "report.json", `{"summary": {"step_p50_ms": 2.5, "wrong": 0, "checks": 23}}`)
 	launcher, _ := fakeLauncher(t, dir, report)
-	code, out, errOut := syncgen(t, "tune", "--np", "2", "--profile", "ib-hdr", "--caps", "none", "--firsts", "none", "--orders", "reverse",
-		"--streams", "1", "--group-below", "none", "--run", "2", "--mpirun", launcher, plan)
+	tune := func(launcher string) (int, string, string) {
+		return syncgen(t, "tune", "--np", "2", "--profile", "ib-hdr", "--caps", "none", "--firsts", "none", "--orders", "reverse",
+			"--streams", "1", "--group-below", "none", "--run", "2", "--mpirun", launcher, plan)
+	}
+	code, out, errOut := tune(launcher)
 	if code != 0 || strings.Count(errOut, "tune: running candidate") != 2 || !strings.Contains(errOut, " (the plan as written)\n") ||
-		!strings.Contains(errOut, " (no cap order reverse)\n") || strings.Contains(errOut, " (no cap)\n") {
+		!strings.Contains(errOut, " (no cap order reverse)\n") || strings.Contains(errOut, " (no cap)\n") ||
+		!strings.Contains(out, "# winner (fastest measured with 0 wrong)") {
 		t.Fatalf("exit %d; want one progress line for the grid's candidate, one for the plan as written\n%s%s", code, out, errOut)
+	}
+	// A run that checked nothing (a plan's check off) counts no wrong
+	// element: the table and the winner say it is unchecked.
+	writeFile(t, dir, "report.json", `{"summary": {"step_p50_ms": 2.5, "wrong": 0, "checks": 0}}`)
+	code, out, errOut = tune(launcher)
+	if code != 0 || strings.Count(out, "  unchecked") != 2 || !strings.Contains(out, "# winner (fastest measured; unchecked: its run checked no element)") {
+		t.Fatalf("unchecked runs: exit %d\n%s%s", code, out, errOut)
+	}
+	// A failed run is named by its candidate and --args, not by the
+	// temporary program's path.
+	failing := writeFile(t, dir, "failing-mpirun", "#!/bin/sh\nexit 3\n")
+	os.Chmod(failing, 0o755)
+	code, out, errOut = tune(failing)
+	if code != 1 || !strings.Contains(errOut, `tune: the run of candidate 1 (the plan as written) with --args "--steps 20 --warmup 3" failed (exit status 3)`) {
+		t.Fatalf("a failed run: exit %d\n%s%s", code, out, errOut)
 	}
 }
 

@@ -62,7 +62,7 @@ Examples:
 			&cli.IntFlag{Name: "run", Usage: "run the best `K` candidates (and the plan as written) for real, checked, and pick the winner by measurement"},
 			&cli.StringFlag{Name: "out", Usage: "write the winning plan to `FILE.sync`"},
 			&cli.StringFlag{Name: "plot", Usage: "write the step time against the cap as SVG to `FILE.svg`"},
-			&cli.StringFlag{Name: "args", Value: "--steps 20 --warmup 3", Usage: "the program's flags for --run"},
+			&cli.StringFlag{Name: "args", Value: "--steps 20 --warmup 3", Usage: "the program's flags for --run, split at spaces (not --json, --profile or --check off: tune sets the first two, and picks among checked runs)"},
 			&cli.StringFlag{Name: "mpirun", Value: "mpirun", Usage: "the MPI launcher `PATH`"},
 			&cli.BoolFlag{Name: "oversubscribe", Usage: "with --run, run more than " + strconv.Itoa(maxRanksPerCore) + " ranks a core (refused otherwise, as a likely typo)"},
 		},
@@ -89,6 +89,9 @@ Examples:
 			}
 			if k := c.Int("run"); k < 0 {
 				return cli.Exit(fmt.Sprintf("tune: --run %d: want the number of best candidates to run, 0 (none, the default) or more", k), 2)
+			}
+			if err := checkTuneArgs(strings.Fields(c.String("args"))); err != nil {
+				return cli.Exit("tune: --args: "+err.Error(), 2)
 			}
 			grid, err := tuneGrid(c)
 			if err != nil {
@@ -131,7 +134,10 @@ Examples:
 				return err
 			}
 			how := "best predicted"
-			if c.Int("run") > 0 {
+			switch {
+			case c.Int("run") > 0 && winner.Unchecked:
+				how = "fastest measured; unchecked: its run checked no element"
+			case c.Int("run") > 0:
 				how = "fastest measured with 0 wrong"
 			}
 			fmt.Fprintf(c.App.Writer, "# winner (%s): %s, predicted step %.3f ms\n", how, candidateLabel(winner), float64(winner.Step)/1e6)
@@ -170,6 +176,32 @@ func checkTuneTargets(c *cli.Context, plan string, imports []string) error {
 	return checkTargets("tune", plan, imports,
 		target{flag: "--out", path: c.String("out"), what: "the winning plan", example: "tuned.sync", plan: true},
 		target{flag: "--plot", path: c.String("plot"), what: "the plot", example: "caps.svg"})
+}
+
+// checkTuneArgs refuses the program flags of --args that --run cannot
+// take: --json and --profile, which tune gives each run itself (the
+// program would refuse them given twice, after the candidate is built),
+// and --check off, which would leave every candidate unchecked and so
+// eligible to win with wrong elements uncounted.
+func checkTuneArgs(args []string) error {
+	for i, a := range args {
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.HasPrefix(a, "-") {
+			continue
+		}
+		switch name {
+		case "json", "profile":
+			return fmt.Errorf("%s: tune --run gives each run its own --%s; leave it out", a, name)
+		case "check":
+			if !hasValue && i+1 < len(args) {
+				value = args[i+1]
+			}
+			if value == "off" {
+				return fmt.Errorf("--check off: tune --run picks its winner among checked runs, and unchecked ones would count 0 wrong; check every step or every N (--check N)")
+			}
+		}
+	}
+	return nil
 }
 
 // defaultStreams is --streams when it is not given: 1 and 2 streams, but
@@ -294,21 +326,23 @@ func runCandidates(c *cli.Context, t *tune.Tuning, path string, np, k int) (*tun
 			return nil, cli.Exit("tune: "+err.Error(), 1)
 		}
 		fmt.Fprintf(c.App.ErrWriter, "tune: running candidate %d (%s)\n", i+1, candidateLabel(cand))
-		report, err := buildAndRun(c, launcher, plan, filepath.Join(cdir, "cand_sync"), np, append(extra, "--profile", c.String("profile"))...)
+		what := fmt.Sprintf("candidate %d (%s) with --args %q", i+1, candidateLabel(cand), c.String("args"))
+		report, err := buildAndRun(c, launcher, plan, what, filepath.Join(cdir, "cand_sync"), np, append(extra, "--profile", c.String("profile"))...)
 		os.Remove(plan)
 		if err != nil {
 			return nil, err
 		}
 		var r struct {
 			Summary struct {
-				P50   float64 `json:"step_p50_ms"`
-				Wrong int64   `json:"wrong"`
+				P50    float64 `json:"step_p50_ms"`
+				Wrong  int64   `json:"wrong"`
+				Checks int     `json:"checks"`
 			} `json:"summary"`
 		}
 		if err := json.Unmarshal(report, &r); err != nil {
 			return nil, cli.Exit(fmt.Sprintf("tune: reading the run's report: %v", err), 1)
 		}
-		cand.Ran, cand.Wrong = true, r.Summary.Wrong
+		cand.Ran, cand.Wrong, cand.Unchecked = true, r.Summary.Wrong, r.Summary.Checks == 0
 		cand.Measured = time.Duration(r.Summary.P50 * 1e6)
 		if cand.Wrong == 0 && (winner == nil || cand.Measured < winner.Measured) {
 			winner = cand
