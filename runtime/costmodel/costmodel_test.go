@@ -1,6 +1,7 @@
 package costmodel
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -128,6 +129,10 @@ func TestValidate(t *testing.T) {
 		`{"format":"syncgen-profile/1","ranks":2,"collectives":[]}`:                            "no collectives",
 		strings.Replace(good, `"segments"`, `"segments":[],"x"`, 1):                            "unknown field",
 		strings.Replace(good, `}]}]}`, `},{"from_bytes":0,"alpha_us":1,"busbw_gbs":1}]}]}`, 1): "not after segment",
+		good + "\n" + good: fmt.Sprintf("byte %d: more after the profile's JSON object", len(good)+1),
+	}
+	if _, err := ParseProfile([]byte(good + " \n\t")); err != nil {
+		t.Errorf("a profile and white space: %v", err)
 	}
 	for in, want := range bad {
 		if _, err := ParseProfile([]byte(in)); err == nil || !strings.Contains(err.Error(), want) {

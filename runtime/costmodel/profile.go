@@ -103,6 +103,11 @@ func ParseProfile(data []byte) (*Profile, error) {
 	if err := dec.Decode(&p); err != nil {
 		return nil, fmt.Errorf("not a syncgen profile (JSON): %v; write one with `syncgen calibrate`", err)
 	}
+	// One object: anything after it (a second profile pasted in, a
+	// stray edit) would otherwise be ignored.
+	if rest := bytes.TrimLeft(data[dec.InputOffset():], " \t\r\n"); len(rest) > 0 {
+		return nil, fmt.Errorf("byte %d: more after the profile's JSON object; a profile file holds one", len(data)-len(rest))
+	}
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
