@@ -130,6 +130,7 @@ func TestValidate(t *testing.T) {
 		strings.Replace(good, `"segments"`, `"segments":[],"x"`, 1):                            "unknown field",
 		strings.Replace(good, `}]}]}`, `},{"from_bytes":0,"alpha_us":1,"busbw_gbs":1}]}]}`, 1): "not after segment",
 		good + "\n" + good: fmt.Sprintf("byte %d: more after the profile's JSON object", len(good)+1),
+		" \n":              "the file is empty, not a profile",
 	}
 	if _, err := ParseProfile([]byte(good + " \n\t")); err != nil {
 		t.Errorf("a profile and white space: %v", err)

@@ -97,6 +97,9 @@ func ParseProfile(data []byte) (*Profile, error) {
 	if len(data) > maxProfileBytes {
 		return nil, fmt.Errorf("%d bytes is too large for a profile (at most %d)", len(data), maxProfileBytes)
 	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, fmt.Errorf("the file is empty, not a profile; write one with `syncgen calibrate`")
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	var p Profile
