@@ -109,6 +109,12 @@ func runImport(c *cli.Context) error {
 			}
 			return cli.Exit(fmt.Sprintf("import: -o %s %s: %s", out, why, fix), 2)
 		}
+		// Before the model is read: the module could not be written.
+		if _, err := os.Stat(out); notThere(err) {
+			if err := checkCreatable(filepath.Dir(out)); err != nil {
+				return cli.Exit(fmt.Sprintf("import: -o %s: %v; give -o another path", out, err), 2)
+			}
+		}
 	}
 	m, err := importer.Read(in)
 	if err != nil {

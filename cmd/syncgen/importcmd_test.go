@@ -364,6 +364,12 @@ func TestImportOutputPaths(t *testing.T) {
 			t.Errorf("-o %s: exit %d: %s", out, code, errOut)
 		}
 	}
+	// A path under a file is refused before the model is read, as every
+	// command's output is.
+	under := filepath.Join(st, "x.sync")
+	if code, _, errOut := syncgen(t, "import", st, "-o", under); code != 2 || errOut != "syncgen: import: -o "+under+": "+st+" is a file, not a directory, so the file cannot be written under it; give -o another path\n" {
+		t.Errorf("-o %s: exit %d: %q", under, code, errOut)
+	}
 }
 
 // Scalars (BatchNorm's num_batches_tracked, CLIP's logit_scale) are
