@@ -249,6 +249,78 @@ func TestImportTiedAndFrozen(t *testing.T) {
 	}
 }
 
+// scripts/dump-params.py, run against a stand-in for PyTorch (a module
+// "torch" with what the script uses), writes a list that syncgen import
+// reads: registration order, dtypes, requires_grad, the tied names; and
+// it answers a missing module, factory or PyTorch with one line, not a
+// traceback.
+func TestDumpParamsScript(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3")
+	}
+	dir := t.TempDir()
+	stubs := filepath.Join(dir, "stubs")
+	os.MkdirAll(filepath.Join(stubs, "torch"), 0o755)
+	writeFile(t, stubs, "torch/__init__.py", `import contextlib
+class _DType:
+    def __init__(self, name): self.name = name
+    def __str__(self): return "torch." + self.name
+float32, bfloat16 = _DType("float32"), _DType("bfloat16")
+@contextlib.contextmanager
+def device(name):
+    yield
+`)
+	writeFile(t, stubs, "tinymodel.py", `import torch
+class P:
+    def __init__(self, shape, dtype=torch.float32, grad=True): self.shape, self.dtype, self.requires_grad = shape, dtype, grad
+class LM:
+    def __init__(self, layers):
+        emb = P((100, 8))
+        self.params = [("emb.weight", emb)] + [("h.%d.w" % i, P((8, 8), torch.bfloat16)) for i in range(layers)] + [("norm.bias", P((8,), grad=False)), ("head.weight", emb)]
+    def named_parameters(self, remove_duplicate=True):
+        seen = set()
+        for name, p in self.params:
+            if remove_duplicate and id(p) in seen: continue
+            seen.add(id(p))
+            yield name, p
+def build(layers=2): return LM(layers)
+`)
+	script, _ := filepath.Abs("../../scripts/dump-params.py")
+	dump := func(stubs string, args ...string) (string, string, error) {
+		cmd := exec.Command(python, append([]string{script}, args...)...)
+		cmd.Env = append(os.Environ(), "PYTHONPATH="+stubs)
+		var out, errOut strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		err := cmd.Run()
+		return out.String(), errOut.String(), err
+	}
+	out, errOut, err := dump(stubs, "tinymodel:build", `{"layers": 3}`)
+	if err != nil {
+		t.Fatalf("dump-params.py: %v\n%s", err, errOut)
+	}
+	list := writeFile(t, dir, "params.json", out)
+	code, module, summary := syncgen(t, "import", list)
+	if code != 0 || !strings.Contains(summary, "tied: head.weight shares the storage of emb.weight, declared once") ||
+		!strings.Contains(module, "tensor emb.weight f32[100, 8]\ntensor h.{0..2}.w bf16[8, 8]\ntensor norm.bias f32[8] frozen\n") {
+		t.Fatalf("import of the script's list: exit %d\n%s%s\n%s", code, module, summary, out)
+	}
+	for _, c := range []struct {
+		stubs string
+		args  []string
+		want  string
+	}{
+		{stubs, []string{"nosuchmodel:build"}, "dump-params.py: cannot import module 'nosuchmodel' (No module named 'nosuchmodel'): put its package on PYTHONPATH"},
+		{stubs, []string{"tinymodel:nothing"}, "dump-params.py: module 'tinymodel' has no callable 'nothing'"},
+		{stubs, []string{"tinymodel:build", "{layers: 3}"}, "dump-params.py: KWARGS_JSON '{layers: 3}' is not JSON"},
+		{dir, []string{"tinymodel:build"}, "dump-params.py: needs PyTorch (No module named 'torch')"},
+	} {
+		if _, errOut, err := dump(c.stubs, c.args...); err == nil || !strings.HasPrefix(errOut, c.want) || strings.Count(errOut, "\n") != 1 {
+			t.Errorf("%v: %v, stderr %q; want one line starting %q", c.args, err, errOut, c.want)
+		}
+	}
+}
+
 // -o that names a file the import reads (the safetensors file, a shard or
 // the index of a directory, the parameter list), spelled otherwise or
 // linked, is refused with exit 2 and leaves the file as it was.
