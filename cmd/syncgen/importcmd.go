@@ -137,7 +137,7 @@ func runImport(c *cli.Context) error {
 	if err := checkModule(text, prep.Tensors); err != nil {
 		return cli.Exit(fmt.Sprintf("import: %s: %v", in, err), 1)
 	}
-	printImportSummary(c, m, prep)
+	printImportSummary(c, m, prep, opts.Order)
 	if out == "" || out == "-" {
 		_, err := fmt.Fprint(c.App.Writer, text)
 		return err
@@ -194,8 +194,9 @@ func checkModule(text string, want []importer.Tensor) error {
 	return nil
 }
 
-// printImportSummary prints the summary on standard error.
-func printImportSummary(c *cli.Context, m *importer.Model, prep *importer.Prepared) {
+// printImportSummary prints the summary on standard error; order is
+// --order as given.
+func printImportSummary(c *cli.Context, m *importer.Model, prep *importer.Prepared, order string) {
 	w := c.App.ErrWriter
 	st := importer.StatsOf(m.Params)
 	fmt.Fprintf(w, "read %s\n", st)
@@ -235,6 +236,15 @@ func printImportSummary(c *cli.Context, m *importer.Model, prep *importer.Prepar
 			verb = "share"
 		}
 		fmt.Fprintf(w, "tied: %s %s the storage of %s, declared once\n", strings.Join(group[1:], ", "), verb, group[0])
+	}
+	if !m.FileOrder {
+		// The order sets when each gradient is ready: a silent guess
+		// would shift every bucket's start.
+		how := "the names' order, numbers as numbers (layers.2 before layers.10)"
+		if order == "file" {
+			how = "the file's order (writers sort by dtype and name)"
+		}
+		fmt.Fprintf(w, "note: declared in %s: safetensors files do not record the model's own order, which sets when each gradient is ready in the backward; check the module's order, or import the parameter list of scripts/dump-params.py, which has it\n", how)
 	}
 }
 
