@@ -70,6 +70,15 @@ func TestCurveChoice(t *testing.T) {
 			t.Errorf("%s %s: got the curve of %v, want %v", c.op, c.dt, got, c.want)
 		}
 	}
+	// A curve's name leaves out what it does not narrow.
+	for _, c := range []struct {
+		c    Curve
+		want string
+	}{{p.Curves[0], "allreduce"}, {p.Curves[1], "allreduce sum f16"}, {p.Curves[2], "allreduce f32"}, {Curve{Collective: "allgather", DType: "bf16"}, "allgather bf16"}} {
+		if got := c.c.Key(); got != c.want {
+			t.Errorf("key %q, want %q", got, c.want)
+		}
+	}
 }
 
 func TestFitRecoversSegments(t *testing.T) {

@@ -176,16 +176,17 @@ func (p *Profile) Validate() error {
 	if len(p.Curves) == 0 {
 		return fmt.Errorf("no collectives: a profile needs at least one curve")
 	}
-	seen := map[string]bool{}
+	seen := map[[3]string]bool{}
 	for i, c := range p.Curves {
 		where := fmt.Sprintf("collectives[%d] (%s)", i, c.Key())
 		if !knownCollective(c.Collective) {
 			return fmt.Errorf("%s: unknown collective %q; the collectives are %s", where, c.Collective, strings.Join(Collectives, ", "))
 		}
-		if seen[c.Key()] {
+		key := [3]string{c.Collective, c.Op, c.DType}
+		if seen[key] {
 			return fmt.Errorf("%s: a second curve for the same collective, op and dtype", where)
 		}
-		seen[c.Key()] = true
+		seen[key] = true
 		if len(c.Segments) == 0 {
 			return fmt.Errorf("%s: no segments", where)
 		}
@@ -217,9 +218,19 @@ func (p *Profile) Validate() error {
 	return nil
 }
 
-// Key names the curve: "allreduce", "allreduce sum f32".
-func (c *Curve) Key() string {
-	return strings.TrimSpace(strings.Join([]string{c.Collective, c.Op, c.DType}, " "))
+// Key names the curve: "allreduce", "allreduce sum f32", "allgather f32".
+func (c *Curve) Key() string { return curveName(c.Collective, c.Op, c.DType) }
+
+// curveName names a collective, its operator and dtype, leaving out the
+// empty ones: "allgather f32", not "allgather  f32".
+func curveName(coll, op, dtype string) string {
+	var parts []string
+	for _, s := range []string{coll, op, dtype} {
+		if s != "" {
+			parts = append(parts, s)
+		}
+	}
+	return strings.Join(parts, " ")
 }
 
 func knownCollective(name string) bool {

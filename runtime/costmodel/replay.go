@@ -456,7 +456,7 @@ func (r *replay) curve(o *Op, b int, n int64) (*Curve, error) {
 	if err != nil {
 		return nil, err
 	}
-	want := strings.TrimSpace(strings.Join([]string{o.Collective, o.Op, dtype}, " "))
+	want := curveName(o.Collective, o.Op, dtype)
 	if c.Op != "" && c.Op != o.Op || c.DType != "" && c.DType != dtype {
 		r.notes[fmt.Sprintf("%s: the profile has no curve of its own; predicted with %s's (calibrate --plan with this plan measures it)", want, c.Key())] = true
 	}
