@@ -46,17 +46,20 @@ a bare pattern lacks (h/0/w, h[0].w); a brace range needs the bare form.
 
 The language has no scalars: a tensor of shape [] is declared as shape [1]. A
 tensor without elements (a dimension 0) has no gradient bytes and is left out,
-with a note on standard error that names it.
+with a note on standard error that names it. A dtype the language lacks needs
+--cast; the error lists every such dtype with its cast.
 
 A summary goes to standard error: tensors, parameters, bytes by dtype, the
-check against the index's total size, and tied weights that appear once.
+check against the index's total size, tied weights that appear once, and for
+safetensors which order the module took (the file does not record the model's).
 
 Exit status: 0; 1 when the input cannot be read or is not valid (the error
 names the file and the byte offset or the tensor), or the module cannot be
 written (nothing is left half-written: it is written to a temporary name and
 renamed; missing directories are created); 2 for a usage error, such as an
--o that is a directory or names a file the import reads (the safetensors
-file, the index or a shard, the parameter list).
+-o that is a directory, lies under a file or names a file the import reads
+(the safetensors file, the index or a shard, the parameter list), or a
+--cast whose FROM is no dtype.
 
 Examples:
    syncgen import gpt2/model.safetensors -o models/gpt2.sync
