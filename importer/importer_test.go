@@ -609,6 +609,36 @@ func TestSingulars(t *testing.T) {
 	}
 }
 
+// Tensors that add up to more than a program holds (a parameter list
+// has no data to bound them) are refused by Prepare with the tensor where
+// the sum passes 2^63-1, not by the checker as a bug of the import; the
+// summary's sums saturate instead of wrapping to negative counts.
+func TestTotalsBeyondAProgram(t *testing.T) {
+	var params []Param
+	for i := range 200 {
+		params = append(params, Param{Name: fmt.Sprintf("l.%d.w", i), DType: "F64", Shape: []int64{1 << 56}})
+	}
+	_, err := Prepare(&Model{Params: params, FileOrder: true}, Options{})
+	if err == nil || err.Error() != `the tensors add up to 2^63 bytes or more from tensor "l.15.w" on (f64[72057594037927936]), more than a program holds: check the shapes, or leave tensors out (--exclude)` {
+		t.Errorf("Prepare: %v", err)
+	}
+	// A cast widens the bytes: 64 F4 tensors of 2^56 elements are 2^61
+	// bytes in the file, but 2^63 as bf16.
+	var f4 []Param
+	for i := range 64 {
+		f4 = append(f4, Param{Name: fmt.Sprintf("q.%d", i), DType: "F4", Shape: []int64{1 << 56}})
+	}
+	if _, err := Prepare(&Model{Params: f4, FileOrder: true}, Options{Cast: map[string]string{"F4": "bf16"}}); err == nil || !strings.Contains(err.Error(), `from tensor "q.63" on`) {
+		t.Errorf("Prepare, F4 as bf16: %v", err)
+	}
+	if got := StatsOf(params).String(); got != "200 tensors (0 frozen), 9,223,372,036,854,775,807 parameters, 8.00 EiB (F64 8.00 EiB)" {
+		t.Errorf("stats: %s", got)
+	}
+	if got := StatsOf(params[:2]).String(); got != "2 tensors (0 frozen), 144,115,188,075,855,872 parameters, 1.00 EiB (F64 1.00 EiB)" {
+		t.Errorf("stats: %s", got)
+	}
+}
+
 // FuzzHeader: no header or parameter list makes the readers panic, what
 // the header reader accepts tiles the data exactly, and what either
 // accepts, once prepared, makes a module that the language's checker

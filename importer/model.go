@@ -86,6 +86,18 @@ func tensorBytes(dtype string, elems int64) (int64, bool) {
 	return bits / 8, bits%8 == 0
 }
 
+// satAdd returns a+b for counts (0 or more), saturating at
+// math.MaxInt64 rather than wrapping around to a negative count.
+func satAdd(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+// languageBytes are the element sizes of the language's dtypes.
+var languageBytes = map[string]int64{"f64": 8, "f32": 4, "f16": 2, "bf16": 2, "i64": 8, "i32": 4, "i8": 1, "u8": 1}
+
 // languageDTypes maps the dtypes the language has.
 var languageDTypes = map[string]string{
 	"F64": "f64", "F32": "f32", "F16": "f16", "BF16": "bf16", "I64": "i64", "I32": "i32", "I8": "i8", "U8": "u8",
@@ -138,10 +150,10 @@ func StatsOf(params []Param) Stats {
 		if p.Frozen {
 			s.Frozen++
 		}
-		s.Params += p.Elems()
+		s.Params = satAdd(s.Params, p.Elems())
 		b, _ := tensorBytes(p.DType, p.Elems())
-		by[p.DType] += b
-		s.Total += b
+		by[p.DType] = satAdd(by[p.DType], b)
+		s.Total = satAdd(s.Total, b)
 	}
 	for dt, b := range by {
 		s.Bytes = append(s.Bytes, DTypeBytes{dt, b})
@@ -161,6 +173,12 @@ func (s Stats) String() string {
 
 func humanBytes(n int64) string {
 	switch {
+	case n >= 1<<60:
+		return fmt.Sprintf("%.2f EiB", float64(n)/(1<<60))
+	case n >= 1<<50:
+		return fmt.Sprintf("%.2f PiB", float64(n)/(1<<50))
+	case n >= 1<<40:
+		return fmt.Sprintf("%.2f TiB", float64(n)/(1<<40))
 	case n >= 1<<30:
 		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
 	case n >= 1<<20:

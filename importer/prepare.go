@@ -3,6 +3,7 @@ package importer
 import (
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"sort"
 	"strings"
@@ -121,6 +122,9 @@ func Prepare(m *Model, opts Options) (*Prepared, error) {
 		}
 		out.Tensors = append(out.Tensors, Tensor{Name: p.Name, DType: dt, Shape: shape, Frozen: p.Frozen})
 	}
+	if err := checkTotals(out.Tensors); err != nil {
+		return nil, err
+	}
 	if len(out.Tensors) == 0 {
 		if len(out.Empty) > 0 {
 			return nil, fmt.Errorf("no tensor is left to declare: the %s without elements cannot be declared", count(len(out.Empty), "tensor"))
@@ -171,6 +175,29 @@ func checkDTypes(params []Param, cast map[string]string) error {
 		msg += fmt.Sprintf("; other dtypes without a counterpart: %s: cast them too (%s)", strings.Join(what, ", "), strings.Join(casts, " "))
 	}
 	return errors.New(msg)
+}
+
+// checkTotals refuses tensors whose elements or bytes (in the language's
+// dtypes, after casts) add up to more than 2^63-1, which no program
+// holds: the checker would refuse the module.
+func checkTotals(tensors []Tensor) error {
+	var elems, bytes int64
+	for _, t := range tensors {
+		n := int64(1)
+		for _, d := range t.Shape {
+			n *= d // each tensor's count fits: shapeBytes checked it
+		}
+		size := int64(math.MaxInt64)
+		if n <= math.MaxInt64/languageBytes[t.DType] {
+			size = n * languageBytes[t.DType]
+		}
+		elems, bytes = satAdd(elems, n), satAdd(bytes, size)
+		if elems == math.MaxInt64 || bytes == math.MaxInt64 {
+			return fmt.Errorf("the tensors add up to 2^63 bytes or more from tensor %q on (%s), more than a program holds: check the shapes, or leave tensors out (--exclude)",
+				t.Name, t.decl())
+		}
+	}
+	return nil
 }
 
 // matchPatterns returns which of names any of pats matches, through

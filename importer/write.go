@@ -22,7 +22,7 @@ func Module(tensors []Tensor, source string) string {
 		for _, d := range tensors[i].Shape {
 			n *= d
 		}
-		params += n
+		params = satAdd(params, n)
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "// Tensors of %s, written by `syncgen import`: %s, %s,\n", source, count(len(tensors), "tensor"), paramCount(params))
