@@ -133,6 +133,29 @@ func TestTuneStreamsByBackend(t *testing.T) {
 	}
 }
 
+// TestUnmeasuredNotes: predict and tune say where a prediction rests on
+// figures the profile did not measure for the plan: a bf16 sum curve
+// measured up to 4 KiB, taken for the plan's f32 average of 128 KiB
+// buckets.
+func TestUnmeasuredNotes(t *testing.T) {
+	dir := t.TempDir()
+	plan := writeFile(t, dir, "plan.sync", tunePlan)
+	prof := writeFile(t, dir, "bf16.json", `{"format": "syncgen-profile/1", "backend": "cpu", "ranks": 2,
+  "collectives": [{"collective": "allreduce", "op": "sum", "dtype": "bf16", "segments": [{"from_bytes": 0, "alpha_us": 5, "busbw_gbs": 2}],
+    "points": [{"bytes": 4, "us": 5}, {"bytes": 4096, "us": 7}]}]}`)
+	const other = "allreduce avg f32: the profile has no curve of its own; predicted with allreduce sum bf16's (calibrate --plan with this plan measures it)\n"
+	code, out, errOut := syncgen(t, "predict", "--profile", prof, plan)
+	if code != 0 || !strings.Contains(out, "# note: "+other) ||
+		!strings.Contains(out, "# note: allreduce sum bf16: collectives up to 128.0 KiB, beyond the largest size the profile measured (4.0 KiB): its last segment extrapolated; calibrate with a larger --max\n") {
+		t.Errorf("predict: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = syncgen(t, "tune", "--profile", prof, "--caps", "64K", "--firsts", "none", "--orders", "reverse", "--group-below", "none", plan)
+	if code != 0 || !strings.Contains(out, "# winner (best predicted): cap 64KiB order reverse") || !strings.Contains(out, "# note on the winner's prediction: "+other) ||
+		!strings.Contains(out, "# note on the winner's prediction: allreduce sum bf16: collectives up to 64.0 KiB") {
+		t.Errorf("tune: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
 // TestPredictTuneNeedProfile: predict and tune without --profile are
 // usage errors (status 2) that say what --profile takes, whether or not
 // the plan's file is given, never "unknown command FILE.sync".

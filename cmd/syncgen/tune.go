@@ -141,6 +141,11 @@ Examples:
 				how = "fastest measured with 0 wrong"
 			}
 			fmt.Fprintf(c.App.Writer, "# winner (%s): %s, predicted step %.3f ms\n", how, candidateLabel(winner), float64(winner.Step)/1e6)
+			// What its prediction left out or took from elsewhere, as
+			// predict says it: the ranking rests on the same figures.
+			for _, n := range winner.Notes {
+				fmt.Fprintf(c.App.Writer, "# note on the winner's prediction: %s\n", n)
+			}
 			if out := c.String("out"); out != "" {
 				// The plan's imports are relative to its directory: the
 				// winner names the same files from --out's.
