@@ -132,6 +132,10 @@ func TestSafetensorsErrors(t *testing.T) {
 		{"metadata string", header(`{"__metadata__": "pt"}`), "__metadata__ must be an object of strings"},
 		// A header length shorter than the header cuts its JSON off; a
 		// dimension that is not a whole number is named, not Go's type.
+		// One too long takes in data bytes: said as such, not as a
+		// tensor reaching beyond the (shortened) data.
+		{"length long", append(binary.LittleEndian.AppendUint64(nil, 62+4), `{"a": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}}`+"\x01\x02\x03\x04"+strings.Repeat("\x00", 12)...),
+			`header byte 70: "\x01\x02\x03\x04" after the header's JSON object, where only padding (spaces) may follow: the header length (bytes 0-7, 66) is too long`},
 		{"length short", append(binary.LittleEndian.AppendUint64(nil, 20), `{"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}    `...),
 			`tensor "a": the header's JSON is cut off at byte 28, where the header length (bytes 0-7) says the header ends`},
 		{"dimension", header(`{"a": {"dtype": "F32", "shape": [99999999999999999999], "data_offsets": [0, 4]}}`),

@@ -91,6 +91,16 @@ func ParseHeader(header []byte, dataBytes int64) ([]Param, error) {
 		// encoding/json would replace the bytes and read another name.
 		return nil, fmt.Errorf("header byte %d is not UTF-8: a safetensors header is UTF-8 JSON, tensor names included; the file is corrupt, or its writer is broken", 8+at)
 	}
+	// The object's end first: bytes after it that are not padding mean
+	// that the header length is wrong (it took in the data), which would
+	// otherwise show as tensors reaching beyond the data.
+	pre := json.NewDecoder(bytes.NewReader(header))
+	var whole json.RawMessage
+	if err := pre.Decode(&whole); err == nil {
+		if err := checkPadding(header, pre.InputOffset()); err != nil {
+			return nil, err
+		}
+	}
 	dec := json.NewDecoder(bytes.NewReader(header))
 	dec.UseNumber()
 	tok, err := dec.Token()
@@ -142,17 +152,26 @@ func ParseHeader(header []byte, dataBytes int64) ([]Param, error) {
 	if _, err := dec.Token(); err != nil {
 		return nil, headerJSONError(err, 8, len(header))
 	}
-	// After the object only whitespace may follow: the padding (spaces)
-	// that writers add to align the data.
-	for i := dec.InputOffset(); i < int64(len(header)); i++ {
-		if c := header[i]; c != ' ' && c != '\t' && c != '\n' && c != '\r' {
-			return nil, fmt.Errorf("header byte %d: %s after the header's JSON object, where only padding (spaces) may follow", 8+i, snippet(header[i:]))
-		}
+	if err := checkPadding(header, dec.InputOffset()); err != nil {
+		return nil, err
 	}
 	if err := checkTiling(params, offsets, dataBytes, 8+int64(len(header))); err != nil {
 		return nil, err
 	}
 	return params, nil
+}
+
+// checkPadding checks that after the header's JSON object, which ends at
+// offset end of header, only whitespace follows: the padding (spaces)
+// that writers add to align the data.
+func checkPadding(header []byte, end int64) error {
+	for i := end; i < int64(len(header)); i++ {
+		if c := header[i]; c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			return fmt.Errorf("header byte %d: %s after the header's JSON object, where only padding (spaces) may follow: the header length (bytes 0-7, %d) is too long, or the file is corrupt",
+				8+i, snippet(header[i:]), len(header))
+		}
+	}
+	return nil
 }
 
 // headerJSONError says why the header (of hlen bytes, from byte 8 of the
