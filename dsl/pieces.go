@@ -15,6 +15,7 @@ package dsl
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/syncgen/syncgen/ir"
@@ -203,4 +204,21 @@ func hasTarget(ts []pieceTarget, b int) bool {
 		}
 	}
 	return false
+}
+
+// filledBuckets returns the buckets whose gradients a backward of tensors
+// refills: nil for a whole backward (every bucket), else those of the
+// piece's tensors that are in a bucket (an implicit bucket not yet
+// created holds nothing to forget).
+func (c *checker) filledBuckets(tensors []int) []int {
+	if tensors == nil {
+		return nil
+	}
+	out := []int{}
+	for _, t := range tensors {
+		if b := c.prog.Tensors[t].Bucket; b >= 0 && !slices.Contains(out, b) {
+			out = append(out, b)
+		}
+	}
+	return out
 }

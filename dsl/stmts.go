@@ -121,7 +121,6 @@ func (c *checker) resolveTimed(st *blockState, t *TimedStmt, inGroup bool) ir.St
 			return ir.Stmt{}
 		}
 		st.sawBackward = true
-		st.train.backward()
 	}
 	ok := true
 	d, msg, hint := parseDuration(t.Duration.Text)
@@ -132,6 +131,9 @@ func (c *checker) resolveTimed(st *blockState, t *TimedStmt, inGroup bool) ir.St
 	s := ir.Stmt{Kind: kind, Pos: f.pos(t.Pos.Offset), Duration: d}
 	tensors, piecesOK := c.resolvePiece(st, t)
 	s.Tensors = tensors
+	if kind == ir.StmtBackward {
+		st.train.backward(c.filledBuckets(tensors))
+	}
 	on, optsOK := c.timedOptions(t, &s)
 	stream, sok := c.stmtStream(f, on, "compute", t.Kind, kw)
 	if !ok || !optsOK || !sok || !piecesOK {

@@ -35,11 +35,21 @@ func (t *trainState) init() {
 	}
 }
 
-// backward refills every gradient: what was synchronised or unscaled is
-// no longer.
-func (t *trainState) backward() {
-	clear(t.synced)
-	clear(t.unscaled)
+// backward refills the gradients of buckets (nil: every bucket): what was
+// synchronised or unscaled of them is no longer. A backward in pieces
+// refills only its tensors' buckets, so that a bucket synchronised or
+// unscaled before another bucket's piece stays so.
+func (t *trainState) backward(buckets []int) {
+	t.init()
+	if buckets == nil {
+		clear(t.synced)
+		clear(t.unscaled)
+		return
+	}
+	for _, b := range buckets {
+		delete(t.synced, b)
+		delete(t.unscaled, b)
+	}
 }
 
 // collective notes a collective of buckets.
