@@ -93,6 +93,9 @@ func TestUpdateMatchesReference(t *testing.T) {
 		// The unscale and update after synced wait for the allreduce's
 		// casts back into the f32 gradients, not only for the allreduce.
 		{2, "apart"},
+		// ... and for an allreduce into an output that reads the bucket
+		// after the in-place one, on another stream.
+		{2, "syncedinto"},
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("%s/np%d", c.plan, c.np), func(t *testing.T) {

@@ -409,7 +409,11 @@ func (e *Engine) issueGroup(items []collItem, group bool) {
 				Coll: it.coll, Op: it.op, Bytes: bytes, Group: group, Start: starts[k], End: end})
 			if it.into >= 0 {
 				// The source is unchanged: its tensors need no cast back.
+				// It was read, though: an unscale after synced, which
+				// writes the source, waits for this collective too, as
+				// the checker's race rules (docs/language.md §7) order it.
 				e.tr.synced[it.into] = readyMark{ev: end, step: e.stepNo, ok: true}
+				e.tr.synced[it.bucket] = readyMark{ev: end, step: e.stepNo, ok: true}
 				continue
 			}
 			e.tr.synced[it.bucket] = readyMark{ev: end, step: e.stepNo, ok: true}

@@ -24,27 +24,28 @@ import (
 // plans maps a plan name to its constructor; the argument is what follows
 // a ':' in the name (e.g. the size in "allreduce:64MiB").
 var plans = map[string]func(arg string) (*rt.Plan, error){
-	"basic":     basic,
-	"matrix":    matrix,
-	"wire":      wire,
-	"overlap":   overlap,
-	"group":     group,
-	"chain":     chain,
-	"init":      initPlan,
-	"big":       big,
-	"allreduce": allreduce,
-	"avgsum":    avgSum,
-	"other":     other,
-	"root":      rootPlan,
-	"after":     afterPlan,
-	"train":     trainPlan,
-	"apart":     apartPlan,
-	"scaled":    scaledPlan,
-	"zero":      zeroPlan,
-	"wavg":      wavgPlan,
-	"ranks":     ranksPlan,
-	"pieces":    piecesPlan,
-	"into":      intoPlan,
+	"basic":      basic,
+	"matrix":     matrix,
+	"wire":       wire,
+	"overlap":    overlap,
+	"group":      group,
+	"chain":      chain,
+	"init":       initPlan,
+	"big":        big,
+	"allreduce":  allreduce,
+	"avgsum":     avgSum,
+	"other":      other,
+	"root":       rootPlan,
+	"after":      afterPlan,
+	"train":      trainPlan,
+	"apart":      apartPlan,
+	"syncedinto": syncedIntoPlan,
+	"scaled":     scaledPlan,
+	"zero":       zeroPlan,
+	"wavg":       wavgPlan,
+	"ranks":      ranksPlan,
+	"pieces":     piecesPlan,
+	"into":       intoPlan,
 }
 
 func main() {
@@ -718,6 +719,33 @@ func apartPlan(string) (*rt.Plan, error) {
 	g := b.bucket("grads", rt.BF16, b.tensor("w", rt.F32, 1024, 1024))
 	opt := rt.Optimizer{Kind: rt.SGD, LR: 0.125}
 	b.p.Step = syncedUpdateStep(compute, comm, opt, g)
+	return b.p, nil
+}
+
+// syncedIntoPlan ("syncedinto"): a bucket all-reduced in place, then read
+// by an allreduce into an output on another stream that first computes
+// for a while, then unscaled and updated after synced: the unscale, which
+// writes the bucket, must wait for the out-of-place allreduce too (the
+// bucket's latest collective), or the output holds unscaled sums.
+func syncedIntoPlan(string) (*rt.Plan, error) {
+	b := newBuilder("syncedinto")
+	b.p.Scaler = &rt.Scaler{Rule: rt.ScaleStatic, Init: 4}
+	compute := b.stream("compute", rt.PriorityDefault)
+	comm := b.stream("comm", rt.PriorityHigh)
+	side := b.stream("side", rt.PriorityDefault)
+	g := b.bucket("grads", rt.F32, b.tensor("w", rt.F32, 1000))
+	b.p.Buckets = append(b.p.Buckets, rt.Bucket{Name: "sum", Wire: rt.F32, Elems: 1000, Out: &rt.Output{Of: g, Size: rt.OutSame}})
+	sum := len(b.p.Buckets) - 1
+	opt := rt.Optimizer{Kind: rt.SGD, LR: 0.125}
+	b.p.Step = func(s *rt.Step) {
+		s.Backward(src(10), compute, time.Millisecond)
+		s.AllReduce(src(11), comm, rt.Sum, rt.AfterReady(), g)
+		s.Compute(src(12), side, 50*time.Millisecond)
+		s.AllReduceInto(src(13), side, rt.Sum, rt.AfterStream(comm), g, sum)
+		s.Unscale(src(14), compute, false, rt.AfterSynced(), g)
+		s.Update(src(15), compute, opt, rt.AfterSynced(), g)
+		s.Wait(src(16), side)
+	}
 	return b.p, nil
 }
 
