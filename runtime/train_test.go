@@ -87,6 +87,10 @@ func TestUpdateMatchesReference(t *testing.T) {
 		{2, "train:sgd-plain:f64"},
 		{2, "train:sgd:bf16:master"},
 		{4, "zero"}, // each rank keeps and updates its shard only
+		// A reduce into an output between the reducescatter and the
+		// update leaves the bucket reduce-scattered: the update is still
+		// the shard's.
+		{2, "zerointo"},
 		// The tensors' gradients live apart from the f32 wire buffer: the
 		// new parameters go over them, and the allgather casts them in.
 		{2, "zero:f32"},

@@ -115,6 +115,11 @@ func (e *Engine) setUpTrain(injections []Injection) error {
 				}
 			}
 		case plan.StmtColl:
+			if s.Into != nil {
+				// Out of place: the source stays as the collective
+				// before left it (reduce-scattered or not).
+				continue
+			}
 			for _, b := range s.Buckets {
 				last[b] = s.Coll
 			}

@@ -40,6 +40,7 @@ var plans = map[string]func(arg string) (*rt.Plan, error){
 	"train":      trainPlan,
 	"apart":      apartPlan,
 	"syncedinto": syncedIntoPlan,
+	"zerointo":   zeroIntoPlan,
 	"scaled":     scaledPlan,
 	"zero":       zeroPlan,
 	"wavg":       wavgPlan,
@@ -808,6 +809,32 @@ func zeroPlan(arg string) (*rt.Plan, error) {
 		s.Update(src(13), compute, opt, rt.AfterStream(comm), g)
 		s.AllGather(src(14), comm, rt.AfterStream(compute), g)
 		s.Wait(src(15), comm)
+	}
+	return b.p, nil
+}
+
+// zeroIntoPlan ("zerointo"): ZeRO's step with a reduce of the
+// reduce-scattered gradients into an output before the update: out of
+// place, it leaves the bucket reduce-scattered, so the update is still
+// this rank's shard's and writes the new parameters into it for the
+// allgather.
+func zeroIntoPlan(string) (*rt.Plan, error) {
+	b := newBuilder("zerointo")
+	b.p.Scaler = &rt.Scaler{Rule: rt.ScaleStatic, Init: 4}
+	compute := b.stream("compute", rt.PriorityDefault)
+	comm := b.stream("comm", rt.PriorityHigh)
+	g := b.bucket("grads", rt.F32, b.tensor("w", rt.F32, 100))
+	b.p.Buckets = append(b.p.Buckets, rt.Bucket{Name: "peak", Wire: rt.F32, Elems: 100, Out: &rt.Output{Of: g, Size: rt.OutSame}})
+	peak := len(b.p.Buckets) - 1
+	opt := rt.Optimizer{Kind: rt.SGD, LR: 0.125}
+	b.p.Step = func(s *rt.Step) {
+		s.Backward(src(10), compute, time.Millisecond)
+		s.ReduceScatter(src(11), comm, rt.Sum, rt.AfterReady(), g)
+		s.ReduceInto(src(12), comm, rt.Max, 0, rt.After{}, g, peak)
+		s.Unscale(src(13), compute, false, rt.AfterStream(comm), g)
+		s.Update(src(14), compute, opt, rt.AfterStream(comm), g)
+		s.AllGather(src(15), comm, rt.AfterStream(compute), g)
+		s.Wait(src(16), comm)
 	}
 	return b.p, nil
 }
