@@ -18,6 +18,7 @@ package check
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	goruntime "runtime"
 	"sync"
 	"sync/atomic"
@@ -993,7 +994,7 @@ func (s *sim) reduce(op plan.RedOp, x []float64) float64 {
 			sum += v
 			bound += math.Abs(v)
 		}
-		if bound > s.limit {
+		if bound > s.limit*s.commonPow2(x) || bound > s.maxWire {
 			return math.NaN()
 		}
 		if op == plan.Avg {
@@ -1027,6 +1028,31 @@ func (s *sim) reduce(op plan.RedOp, x []float64) float64 {
 		return v
 	}
 	return math.NaN()
+}
+
+// commonPow2 returns the largest power of two that divides every one of
+// the integers x on a float wire, 1 on an integer wire. Every partial sum
+// of such values is a multiple of it, and stays exact while its multiple
+// stays within the exact limit: an output's values that still carry the
+// loss scale (a power of two) sum exactly as the unscaled ones would.
+func (s *sim) commonPow2(x []float64) float64 {
+	if !s.wire.IsFloat() {
+		return 1 // the exact limit of an integer dtype is its largest value
+	}
+	low := math.MaxInt
+	for _, v := range x {
+		if v == 0 {
+			continue
+		}
+		b := math.Float64bits(v)
+		exp := int(b>>52) & 0x7ff
+		mant := b&(1<<52-1) | 1<<52
+		low = min(low, exp-1075+bits.TrailingZeros64(mant))
+	}
+	if low <= 0 || low == math.MaxInt {
+		return 1
+	}
+	return math.Ldexp(1, low)
 }
 
 // known reports whether v is a value rather than a marker.

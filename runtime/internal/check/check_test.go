@@ -696,3 +696,34 @@ func TestCheckerAccumulatedGivesUp(t *testing.T) {
 		}
 	}
 }
+
+// An output's values that still carry the loss scale (a power of two) are
+// summed exactly, as their unscaled multiples would be, unless the sum
+// leaves the wire's finite range; on an integer wire the exact limit is
+// the largest value and no factor widens it.
+func TestReduceScaledValues(t *testing.T) {
+	sim := func(dt elem.DType) *sim {
+		return &sim{wire: dt, tdt: dt, limit: float64(dt.ExactLimit()), mult: 1, maxWire: MaxFinite(dt), vals: make([][]float64, 2)}
+	}
+	const scale = 65536
+	cases := []struct {
+		dt   elem.DType
+		op   plan.RedOp
+		x    []float64
+		want float64 // NaN: not predicted
+	}{
+		{elem.F32, plan.Sum, []float64{1000 * scale, -999 * scale}, scale},
+		{elem.F32, plan.Sum, []float64{1000 * scale, 999 * scale}, 1999 * scale},
+		{elem.F32, plan.Avg, []float64{1000 * scale, 998 * scale}, 999 * scale},
+		{elem.F16, plan.Sum, []float64{1024 * 32, 1000 * 32}, 2024 * 32},
+		{elem.F16, plan.Sum, []float64{1024 * 64, 1024 * 64}, math.NaN()}, // past 65504
+		{elem.F32, plan.Sum, []float64{(1 << 24) + 1, 1}, math.NaN()},     // odd: past the exact limit
+		{elem.I8, plan.Sum, []float64{64, 64}, math.NaN()},                // 128 is no i8
+	}
+	for _, c := range cases {
+		got := sim(c.dt).reduce(c.op, c.x)
+		if got != c.want && !(math.IsNaN(got) && math.IsNaN(c.want)) {
+			t.Errorf("%v %v of %v = %v, want %v", c.dt, c.op, c.x, got, c.want)
+		}
+	}
+}
