@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -20,12 +21,13 @@ import (
 // (tensors of every dtype, declared, capped and implicit buckets, wire
 // casts, several streams, every collective and operator the checker allows,
 // `after ready`, `after STREAM`, waits, groups and init blocks; for a share
-// of the seeds a training step: `update`, `unscale`, a loss scaler and
-// `divide before`), checks that the front end accepts them, and runs each
-// under mpirun on the CPU backend with checks: every element and every
-// updated parameter must be exact. A few of the training plans are also
-// resumed from a checkpoint and must end where a run that never stopped
-// ends.
+// of the seeds gradient accumulation, a backward in pieces, out-of-place
+// collectives (`into`), and a training step: `update`, `unscale`, a loss
+// scaler and `divide before`), checks that the front end accepts them, and
+// runs each under mpirun on the CPU backend with checks: every element and
+// every updated parameter must be exact. A few of the training plans are
+// also resumed from a checkpoint, at the same or another number of ranks,
+// and must end where a run that never stopped ends.
 func TestRandomPlans(t *testing.T) {
 	needToolchain(t)
 	mpirun := needMPIRun(t)
@@ -156,6 +158,27 @@ type genBucket struct {
 	wire   string
 	first  int  // declaration index of its first tensor (a backward makes it ready after that one)
 	pre    bool // divide before
+	// An output buffer of `into` (out): the buffer it was first written
+	// from, and how its length derives from that one's ("same", "shard",
+	// "gather"), which every later `into` of it must share.
+	out   bool
+	src   int
+	class string
+}
+
+// genOut is what the block being generated wrote into an output buffer.
+type genOut struct {
+	// written: by the block so far; an output is read only then, so that
+	// what it holds is known (the previous step's contents are not
+	// modelled).
+	written bool
+	// reduced: its values went through a reduction (a product of them is
+	// not predicted); fractions: they may hold fractions, of an average
+	// or of a `divide before` reduce (only a min or a max may reduce
+	// them); mag bounds their
+	// magnitude, which no pattern shrinks for the output's own sums.
+	reduced, fractions bool
+	mag                float64
 }
 
 // planGen generates one random plan that is valid by construction: it
@@ -181,11 +204,13 @@ type planGen struct {
 	// (docs/runtime.md), so only a bucket's first reduction may be a prod,
 	// and never one in init, whose fill the step's reductions choose.
 	reduced map[int]bool
-	// fractions says which buckets a `reduce op avg` divided before the
-	// sum since the latest backward: the division is in place, so the
-	// ranks but the root hold fractions, whose sums the checker does not
-	// predict (their rounding may depend on the order); only a min or a
-	// max may reduce them.
+	// fractions says which buckets may hold fractions since the latest
+	// backward: a `reduce op avg` divided before the sum (in place, so
+	// the ranks but the root hold fractions), or an average that is not
+	// the first reduction after the fill (only the first averages the
+	// pattern's avg kind, whose averages are integers). The checker does
+	// not predict their sums (their rounding may depend on the order);
+	// only a min or a max may reduce them.
 	fractions map[int]bool
 
 	// The training step (stress_train_test.go). tr draws its choices, so
@@ -204,6 +229,32 @@ type planGen struct {
 	// genSince.inject).
 	updates, unscales int
 	injectable        []genInject
+
+	// The features drawn from x (gradient accumulation, a backward in
+	// pieces, `into`), so that the seeds without them generate the plans
+	// they always did.
+	x     *rand.Rand
+	accum int // micro-batches of a step (0: a plain step)
+	// pieces lists the tensors of each piece of the step's backward (nil:
+	// one whole backward); pending counts, per bucket, the pieces still
+	// to come in the step that fill it (a collective of the bucket waits
+	// for them: the checker requires it with accumulation, and a bucket
+	// partly refilled is not modelled); a bucket with a tensor that no
+	// piece fills is never synchronised in the step.
+	pieces    [][]int
+	nextPiece int
+	pending   map[int]int
+	into      bool
+	outs      map[int]*genOut
+	// sums counts the sums and averages in place on each bucket since its
+	// fill; maxRoot is the largest root, anyPre whether a bucket divides
+	// before the sum (both bound the number of ranks a resume may take).
+	sums map[int]int
+	// collected marks the buckets with a collective in place in the
+	// block (`after synced` needs one; an `into` only reads its source).
+	collected map[int]bool
+	maxRoot   int
+	anyPre    bool
 }
 
 var (
@@ -214,8 +265,12 @@ var (
 
 func newPlanGen(seed uint64) *planGen {
 	r := rand.New(rand.NewPCG(seed, 0x5eed))
-	g := &planGen{r: r, ranks: 1 + r.IntN(4), tr: rand.New(rand.NewPCG(seed, 0x7a1a))}
+	g := &planGen{r: r, ranks: 1 + r.IntN(4), tr: rand.New(rand.NewPCG(seed, 0x7a1a)), x: rand.New(rand.NewPCG(seed, 0xfea7))}
 	g.train = g.tr.IntN(2) == 0
+	if g.x.IntN(3) == 0 {
+		g.accum = 2 + g.x.IntN(3)
+	}
+	g.into = g.x.IntN(2) == 0
 	return g
 }
 
@@ -264,12 +319,19 @@ func (g *planGen) plan() string {
 	if g.train {
 		g.declareScaler()
 	}
+	if g.x.IntN(3) == 0 {
+		g.cutPieces()
+	}
 	if r.IntN(3) == 0 {
 		g.line(0, "init {")
 		g.block(true)
 		g.line(0, "}")
 	}
-	g.line(0, "step {")
+	if g.accum >= 2 {
+		g.line(0, "step accumulate %d {", g.accum)
+	} else {
+		g.line(0, "step {")
+	}
 	g.block(false)
 	g.line(0, "}")
 	return g.b.String()
@@ -338,6 +400,7 @@ func (g *planGen) declareBuckets() {
 		pre := g.train && slices.Contains(genFloats, wire) && g.ranks != 3 && g.tr.IntN(3) == 0
 		if pre {
 			opts += " divide before"
+			g.anyPre = true
 		}
 		g.line(0, "bucket %s { %s }%s", name, strings.Join(pats, ", "), opts)
 		for k, piece := range pieces {
@@ -412,12 +475,23 @@ func (g *planGen) block(init bool) {
 	g.fractions = map[int]bool{}
 	g.synced = map[int][]int{}
 	g.since = map[int]*genSince{}
+	g.sums = map[int]int{}
+	g.collected = map[int]bool{}
+	for _, o := range g.outs {
+		o.written = false
+	}
 	if !init {
-		g.backward()
+		g.startStep()
 	}
 	for range 1 + r.IntN(5) {
 		switch k := r.IntN(10); {
-		case k == 0 && !init:
+		case k == 0 && !init && g.pieces != nil:
+			if g.nextPiece < len(g.pieces) {
+				g.piece()
+			}
+		case k == 0 && !init && g.accum < 2:
+			// With accumulation a second whole backward would add the
+			// micro-batch's gradients twice (the checker refuses it).
 			g.backward()
 		case k == 1:
 			g.line(1, "compute %dms on %s", r.IntN(2), pick(r, g.streams))
@@ -428,6 +502,9 @@ func (g *planGen) block(init bool) {
 		default:
 			g.collective(init, 1)
 		}
+	}
+	for !init && g.pieces != nil && g.nextPiece < len(g.pieces) {
+		g.piece()
 	}
 	g.collective(init, 1) // so that every block has something to check
 	if g.train && !init {
@@ -444,9 +521,11 @@ func (g *planGen) wait(s string) {
 // bucket ready in turn, as the runtime fills the gradients.
 func (g *planGen) backward() {
 	s := "compute"
-	all := make([]int, len(g.buckets))
-	for b := range all {
-		all[b] = b
+	var all []int
+	for b := range g.buckets {
+		if !g.buckets[b].out {
+			all = append(all, b)
+		}
 	}
 	for _, t := range g.racing(s, join(g.vc[s], g.host), all) {
 		g.wait(t)
@@ -458,6 +537,7 @@ func (g *planGen) backward() {
 	g.reduced = map[int]bool{}
 	g.fractions = map[int]bool{}
 	clear(g.since)
+	clear(g.sums)
 	for _, b := range order {
 		clock = slices.Clone(clock)
 		clock[g.streamIndex(s)]++
@@ -477,15 +557,88 @@ type genColl struct {
 	buckets []int
 	kind    string
 	op      string // "" for a collective that does not reduce
+	out     int    // the output buffer of `into` (-1: in place)
+}
+
+// touched returns the buffers c reads or writes.
+func (c *genColl) touched() []int {
+	if c.out < 0 {
+		return c.buckets
+	}
+	return append(slices.Clone(c.buckets), c.out)
+}
+
+// genRanks bounds the number of ranks a plan may run with, a resume at
+// another number included.
+const genRanks = 4
+
+// exactLimit is the largest magnitude up to which every integer is exact
+// in dtype dt (elem.DType.ExactLimit).
+func exactLimit(dt string) float64 {
+	switch dt {
+	case "f64", "i64":
+		return 1 << 53
+	case "f32":
+		return 1 << 24
+	case "f16":
+		return 1 << 11
+	case "bf16":
+		return 1 << 8
+	case "i32":
+		return math.MaxInt32
+	case "i8":
+		return math.MaxInt8
+	}
+	return math.MaxUint8
+}
+
+// limit returns the exact limit of bucket b's wire and tensors.
+func (g *planGen) limit(b int) float64 {
+	l := exactLimit(g.buckets[b].wire)
+	for _, t := range g.tensors {
+		if t.bucket == b && !g.buckets[b].out {
+			l = min(l, exactLimit(t.dtype))
+		}
+	}
+	return l
+}
+
+// mag bounds the magnitude of buffer b's values: the pattern's (at most
+// 1000 a micro-batch, and within the exact limit) grown by the sums in
+// place since the fill, or an output's.
+func (g *planGen) mag(b int) float64 {
+	if g.buckets[b].out {
+		return g.outs[b].mag
+	}
+	return min(1000*float64(max(g.accum, 1))*math.Pow(genRanks, float64(g.sums[b])), g.limit(b))
+}
+
+// eligible reports whether a collective of the block may name buffer b: an
+// output once the block wrote it; in a step with pieces, a bucket once
+// every piece that fills it has run.
+func (g *planGen) eligible(b int, init bool) bool {
+	if g.buckets[b].out {
+		return g.outs[b] != nil && g.outs[b].written
+	}
+	return init || g.pieces == nil || g.pending[b] == 0
 }
 
 // newCollective picks a collective, its targets and options (without after).
 func (g *planGen) newCollective(init bool, exclude []int) *genColl {
 	r := g.r
+	var elig []int
+	for b := range g.buckets {
+		if g.eligible(b, init) {
+			elig = append(elig, b)
+		}
+	}
+	if len(elig) == 0 {
+		return nil
+	}
 	var buckets []int
 	var targets []string
 	for range 1 + r.IntN(2) {
-		b := r.IntN(len(g.buckets))
+		b := elig[r.IntN(len(elig))]
 		if !slices.Contains(buckets, b) && !slices.Contains(exclude, b) {
 			buckets = append(buckets, b)
 			targets = append(targets, g.buckets[b].target)
@@ -495,6 +648,7 @@ func (g *planGen) newCollective(init bool, exclude []int) *genColl {
 		return nil
 	}
 	slices.Sort(buckets)
+	into := g.into && len(buckets) == 1 && g.x.IntN(3) == 0
 	kind := pick(r, []string{"allreduce", "broadcast", "reduce", "allgather", "reducescatter"})
 	opts, op := "", ""
 	switch kind {
@@ -503,30 +657,101 @@ func (g *planGen) newCollective(init bool, exclude []int) *genColl {
 	case "reduce":
 		opts = fmt.Sprintf(" to %d", r.IntN(g.ranks))
 	}
+	if kind == "broadcast" || kind == "reduce" {
+		var root int
+		fmt.Sscanf(opts[strings.LastIndex(opts, " ")+1:], "%d", &root)
+		g.maxRoot = max(g.maxRoot, root)
+	}
 	if kind == "allreduce" || kind == "reduce" || kind == "reducescatter" {
 		ops := []string{"sum", "avg", "min", "max", "prod"}
+		drop := func(f func(op string) bool) { ops = slices.DeleteFunc(ops, f) }
 		for _, b := range buckets {
 			if !slices.Contains(genFloats, g.buckets[b].wire) {
-				ops = slices.DeleteFunc(ops, func(op string) bool { return op == "avg" })
+				drop(func(op string) bool { return op == "avg" })
 			}
 			// The checker does not predict a product of values
 			// that carry the loss scale.
 			if init || g.reduced[b] || g.scaler != 0 && slices.Contains(genFloats, g.buckets[b].wire) {
-				ops = slices.DeleteFunc(ops, func(op string) bool { return op == "prod" })
+				drop(func(op string) bool { return op == "prod" })
+			}
+			// An accumulated value is a sum of micro-batches' ±1 at
+			// least, whose product over the ranks must stay exact.
+			if g.accum >= 2 && math.Pow(float64(g.accum), genRanks) > g.limit(b) {
+				drop(func(op string) bool { return op == "prod" })
 			}
 			if g.fractions[b] {
-				ops = slices.DeleteFunc(ops, func(op string) bool { return op != "min" && op != "max" })
+				drop(func(op string) bool { return op != "min" && op != "max" })
+			}
+			if into && g.buckets[b].pre {
+				drop(func(op string) bool { return op == "avg" }) // the language refuses it
+			}
+			if o := g.outs[b]; g.buckets[b].out {
+				// No pattern shrinks for an output's own sums.
+				drop(func(op string) bool { return op == "prod" })
+				if o.mag*genRanks > exactLimit(g.buckets[b].wire) {
+					drop(func(op string) bool { return op == "sum" || op == "avg" })
+				}
+				if o.fractions {
+					drop(func(op string) bool { return op != "min" && op != "max" })
+				}
 			}
 		}
 		op = pick(r, ops)
 		opts += " op " + op
 		for _, b := range buckets {
+			if g.buckets[b].out {
+				continue
+			}
+			// An average is an integer only where it is the first
+			// reduction after the fill (the pattern's avg kind);
+			// after another one, or in init, it may hold fractions.
+			if op == "avg" && !into && (init || g.reduced[b]) {
+				g.fractions[b] = true
+			}
 			g.reduced[b] = true
-			g.fractions[b] = g.fractions[b] || kind == "reduce" && op == "avg" && g.buckets[b].pre
+			g.fractions[b] = g.fractions[b] || kind == "reduce" && op == "avg" && g.buckets[b].pre && !into
+			if !into && (op == "sum" || op == "avg") {
+				g.sums[b]++
+			}
 		}
 	}
-	s := pick(r, g.streams[1:])
-	return &genColl{text: kind + " " + strings.Join(targets, ", ") + opts + " on " + s, stream: s, buckets: buckets, kind: kind, op: op}
+	c := &genColl{stream: pick(r, g.streams[1:]), buckets: buckets, kind: kind, op: op, out: -1}
+	if into {
+		c.out = g.output(buckets[0], kind, exclude)
+		opts += " into " + g.buckets[c.out].target
+	}
+	c.text = kind + " " + strings.Join(targets, ", ") + opts + " on " + c.stream
+	return c
+}
+
+// output returns the output buffer of an `into` from buffer src: one that
+// an earlier `into` from src of the same kind of length declared, or a
+// new one.
+func (g *planGen) output(src int, kind string, exclude []int) int {
+	class := "same"
+	switch kind {
+	case "reducescatter":
+		class = "shard"
+	case "allgather":
+		class = "gather"
+	}
+	var reuse []int
+	for b, bk := range g.buckets {
+		if bk.out && bk.src == src && bk.class == class && !slices.Contains(exclude, b) {
+			reuse = append(reuse, b)
+		}
+	}
+	if len(reuse) > 0 && g.x.IntN(2) == 0 {
+		return pick(g.x, reuse)
+	}
+	n := 0
+	for _, bk := range g.buckets {
+		if bk.out {
+			n++
+		}
+	}
+	g.buckets = append(g.buckets, genBucket{target: fmt.Sprintf("out%d", n), wire: g.buckets[src].wire, out: true, src: src, class: class})
+	return len(g.buckets) - 1
 }
 
 // order returns the clock of c with the dependency after ("" for none).
@@ -551,7 +776,7 @@ func (g *planGen) order(c *genColl, after string) []int {
 // does.
 func (g *planGen) orderRaceFree(c *genColl, init bool) (after string, clock []int, ok bool) {
 	cands := []string{""}
-	if !init && g.ready != nil {
+	if !init && g.ready != nil && !slices.ContainsFunc(c.buckets, func(b int) bool { return g.ready[b] == nil }) {
 		cands = append(cands, "ready")
 	}
 	cands = append(cands, g.streams...)
@@ -561,7 +786,7 @@ func (g *planGen) orderRaceFree(c *genColl, init bool) (after string, clock []in
 			continue
 		}
 		clock := g.order(c, a)
-		if len(g.racing(c.stream, clock, c.buckets)) == 0 {
+		if len(g.racing(c.stream, clock, c.touched())) == 0 {
 			return a, clock, true
 		}
 	}
@@ -573,8 +798,42 @@ func (g *planGen) apply(c *genColl, clock []int) {
 	for _, b := range c.buckets {
 		g.touch(c.stream, clock, b)
 		g.synced[b] = clock
-		g.sinceOf(b).collective(c.kind, c.op)
+		switch {
+		case c.out >= 0:
+			// Out of place: the source is only read.
+		case g.buckets[b].out:
+			o := g.outs[b]
+			o.reduced = o.reduced || c.op != ""
+			o.fractions = o.fractions || c.op == "avg"
+			if c.op == "sum" || c.op == "avg" {
+				o.mag *= genRanks
+			}
+		default:
+			g.sinceOf(b).collective(c.kind, c.op)
+			g.collected[b] = true
+		}
 	}
+	if c.out < 0 {
+		return
+	}
+	src := c.buckets[0]
+	o := &genOut{written: true, mag: g.mag(src)}
+	if s := g.outs[src]; g.buckets[src].out {
+		o.reduced, o.fractions = s.reduced, s.fractions
+	} else {
+		o.reduced, o.fractions = g.reduced[src], g.fractions[src]
+	}
+	o.reduced = o.reduced || c.op != ""
+	o.fractions = o.fractions || c.op == "avg"
+	if c.op == "sum" || c.op == "avg" {
+		o.mag *= genRanks
+	}
+	if g.outs == nil {
+		g.outs = map[int]*genOut{}
+	}
+	g.outs[c.out] = o
+	g.touch(c.stream, clock, c.out)
+	g.synced[c.out] = clock
 }
 
 func withAfter(text, after string) string {
@@ -598,7 +857,7 @@ func (g *planGen) collective(init bool, indent int) {
 func (g *planGen) issue(c *genColl, init bool, indent int) {
 	after, clock, ok := g.orderRaceFree(c, init)
 	if !ok {
-		for _, t := range g.racing(c.stream, g.order(c, ""), c.buckets) {
+		for _, t := range g.racing(c.stream, g.order(c, ""), c.touched()) {
 			g.wait(t)
 		}
 		after, clock = "", g.order(c, "")
@@ -629,7 +888,7 @@ func (g *planGen) group(init bool) {
 			continue
 		}
 		members = append(members, member{c, after, clock})
-		used = append(used, c.buckets...)
+		used = append(used, c.touched()...)
 	}
 	if len(members) == 0 {
 		g.collective(init, 1)
@@ -641,4 +900,133 @@ func (g *planGen) group(init bool) {
 		g.line(2, "%s", withAfter(m.c.text, m.after))
 	}
 	g.line(1, "}")
+}
+
+// cutPieces cuts the tensors into the pieces of the step's backward, in
+// random pieces of one to four, a few tensors in none.
+func (g *planGen) cutPieces() {
+	n := 1 + g.x.IntN(4)
+	pieces := make([][]int, n)
+	for i := range g.tensors {
+		if g.x.IntN(8) == 0 {
+			continue // never refilled, so never synchronised
+		}
+		k := g.x.IntN(n)
+		pieces[k] = append(pieces[k], i)
+	}
+	for _, p := range pieces {
+		if len(p) > 0 {
+			g.pieces = append(g.pieces, p)
+		}
+	}
+	if g.pieces == nil {
+		g.pieces = [][]int{{0}}
+	}
+}
+
+// startStep starts the step with its backward, or its first piece.
+func (g *planGen) startStep() {
+	if g.pieces == nil {
+		g.backward()
+		return
+	}
+	g.ready = map[int][]int{}
+	g.nextPiece = 0
+	g.pending = map[int]int{}
+	for b := range g.buckets {
+		if !g.buckets[b].out {
+			g.pending[b] = len(g.pieces) + 1 // a tensor in no piece: never
+		}
+	}
+	for b := range g.pending {
+		n := 0
+		for _, p := range g.pieces {
+			if slices.ContainsFunc(p, func(i int) bool { return g.tensors[i].bucket == b }) {
+				n++
+			}
+		}
+		if !slices.ContainsFunc(g.tensors, func(t genTensor) bool { return t.bucket == b && !g.inPiece(t) }) {
+			g.pending[b] = n
+		}
+	}
+	g.piece()
+}
+
+// inPiece reports whether a piece fills tensor t.
+func (g *planGen) inPiece(t genTensor) bool {
+	for _, p := range g.pieces {
+		for _, i := range p {
+			if g.tensors[i].name == t.name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// piece writes the step's next backward piece: it waits for the streams
+// that still use its buckets (with `after STREAM` or waits), then makes
+// each of its buckets ready in turn, after the bucket's earlier pieces.
+func (g *planGen) piece() {
+	x := g.x
+	p := g.pieces[g.nextPiece]
+	g.nextPiece++
+	s := "compute"
+	if x.IntN(3) == 0 {
+		s = pick(x, g.streams)
+	}
+	// The buckets in the order they become ready: the piece fills its
+	// tensors in reverse declaration order.
+	last := map[int]int{}
+	for _, i := range p {
+		b := g.tensors[i].bucket
+		if v, ok := last[b]; !ok || i < v {
+			last[b] = i
+		}
+	}
+	var bs []int
+	for b := range last {
+		bs = append(bs, b)
+	}
+	slices.SortFunc(bs, func(a, b int) int { return last[b] - last[a] })
+	after := ""
+	clock := join(g.vc[s], g.host)
+	if racing := g.racing(s, clock, bs); len(racing) == 1 && x.IntN(2) == 0 {
+		after = racing[0]
+		clock = join(clock, g.vc[after])
+	} else {
+		for _, t := range racing {
+			g.wait(t)
+		}
+		clock = join(g.vc[s], g.host)
+	}
+	for _, b := range bs {
+		clock = slices.Clone(clock)
+		clock[g.streamIndex(s)]++
+		// `after ready` waits for the bucket's earlier pieces too.
+		if prev := g.ready[b]; prev != nil {
+			g.ready[b] = join(clock, prev)
+		} else {
+			g.ready[b] = clock
+		}
+		g.touch(s, clock, b)
+		g.pending[b]--
+		delete(g.reduced, b)
+		delete(g.fractions, b)
+		delete(g.since, b)
+		delete(g.sums, b)
+	}
+	clock = slices.Clone(clock)
+	clock[g.streamIndex(s)]++
+	g.vc[s] = clock
+	var pats []string
+	for _, i := range p {
+		name := g.tensors[i].name
+		if strings.HasPrefix(name, "l") && x.IntN(3) == 0 {
+			name = name[:strings.Index(name, ".")] + ".*"
+		}
+		pats = append(pats, name)
+	}
+	text := fmt.Sprintf("backward %dms on %s", x.IntN(2), s)
+	g.line(1, "%s", withAfter(text, after)+" for "+strings.Join(pats, ", "))
 }

@@ -199,12 +199,21 @@ func (g *planGen) paramDTypes(b int) []string {
 // right after a reducescatter), and parameters of one dtype, with `master
 // f32` if need be.
 func (g *planGen) updatable(b int) bool {
+	if !g.trainable(b) {
+		return false
+	}
 	s := g.sinceOf(b)
 	if !slices.Contains(genFloats, g.buckets[b].wire) || !s.synced || s.shape == genUndefined {
 		return false
 	}
 	dts := g.paramDTypes(b)
 	return len(dts) == 1 || !slices.Contains(dts, "f64")
+}
+
+// trainable reports whether an update or unscale may name bucket b: not
+// an output buffer, and refilled by the step's backward.
+func (g *planGen) trainable(b int) bool {
+	return !g.buckets[b].out && g.eligible(b, false)
 }
 
 // trainStep ends the step with unscales (with a scaler: of every bucket
@@ -214,7 +223,7 @@ func (g *planGen) trainStep() {
 	r := g.tr
 	var unsynced []int
 	for b := range g.buckets {
-		if s := g.sinceOf(b); slices.Contains(genFloats, g.buckets[b].wire) && !s.synced && s.shape == genWhole {
+		if s := g.sinceOf(b); g.trainable(b) && slices.Contains(genFloats, g.buckets[b].wire) && !s.synced && s.shape == genWhole {
 			unsynced = append(unsynced, b)
 		}
 	}
@@ -227,7 +236,10 @@ func (g *planGen) trainStep() {
 		}
 		s, op := pick(r, g.streams[1:]), pick(r, ops)
 		g.reduced[b] = true
-		c := &genColl{text: fmt.Sprintf("allreduce %s op %s on %s", g.buckets[b].target, op, s), stream: s, buckets: []int{b}, kind: "allreduce", op: op}
+		if op == "sum" || op == "avg" {
+			g.sums[b]++
+		}
+		c := &genColl{text: fmt.Sprintf("allreduce %s op %s on %s", g.buckets[b].target, op, s), stream: s, buckets: []int{b}, kind: "allreduce", op: op, out: -1}
 		g.issue(c, false, 1)
 	}
 	var upd, uns []int
@@ -240,7 +252,7 @@ func (g *planGen) trainStep() {
 		for b := range g.buckets {
 			// Unscaling values that collectives left undefined could find
 			// an overflow in them.
-			other := slices.Contains(genFloats, g.buckets[b].wire) && g.synced[b] != nil &&
+			other := g.trainable(b) && slices.Contains(genFloats, g.buckets[b].wire) && g.collected[b] &&
 				g.sinceOf(b).shape != genUndefined && r.IntN(3) == 0
 			if slices.Contains(upd, b) || other {
 				uns = append(uns, b)
@@ -256,7 +268,7 @@ func (g *planGen) trainStep() {
 	for _, b := range upd {
 		if g.sinceOf(b).shape == genSharded && r.IntN(3) != 0 {
 			s := pick(r, g.streams[1:])
-			c := &genColl{text: "allgather " + g.buckets[b].target + " on " + s, stream: s, buckets: []int{b}, kind: "allgather"}
+			c := &genColl{text: "allgather " + g.buckets[b].target + " on " + s, stream: s, buckets: []int{b}, kind: "allgather", out: -1}
 			g.issue(c, false, 1)
 		}
 	}
@@ -375,7 +387,7 @@ func (g *planGen) trainStmt(kind string, buckets []int) {
 	}
 
 	cands := []string{""}
-	if !slices.ContainsFunc(buckets, func(b int) bool { return g.synced[b] == nil }) {
+	if !slices.ContainsFunc(buckets, func(b int) bool { return !g.collected[b] }) {
 		cands = append(cands, "synced")
 	}
 	for _, t := range g.streams {
@@ -423,6 +435,8 @@ type genTrainRun struct {
 	overflows     []string
 	overflowSteps []int
 	resume, async bool
+	// world is the number of ranks the resumed run takes.
+	world int
 }
 
 // trainRun chooses how the generated training plan runs.
@@ -446,23 +460,38 @@ func (g *planGen) trainRun() genTrainRun {
 	}
 	run.resume = (g.updates > 0 || g.scaler != 0) && r.IntN(3) == 0
 	run.async = r.IntN(2) == 0
+	run.world = g.ranks
+	if run.resume && g.x.IntN(3) != 0 {
+		// Another world: one that holds the plan's roots, and a power of
+		// two where a bucket divides before the sum.
+		var worlds []int
+		for w := 1; w <= genRanks; w++ {
+			if w != g.ranks && w > g.maxRoot && (!g.anyPre || w&(w-1) == 0) {
+				worlds = append(worlds, w)
+			}
+		}
+		if len(worlds) > 0 {
+			run.world = pick(g.x, worlds)
+		}
+	}
 	return run
 }
 
-// flags returns the program's flags for a run that starts at step first
-// (the steps of run's overflows before it are left out: a resumed run
-// refuses them).
-func (run genTrainRun) flags(first int) []string {
+// flags returns the program's flags for a run of world ranks that starts
+// at step first (the steps of run's overflows before it are left out: a
+// resumed run refuses them; their ranks are taken modulo world).
+func (run genTrainRun) flags(first, world int) []string {
 	check := "1"
 	if len(run.overflows) > 0 {
 		check = "2"
 	}
 	out := []string{"--steps", fmt.Sprint(genTrainSteps - 1), "--warmup", "1", "--check", check}
 	for _, o := range run.overflows {
-		var step int
-		fmt.Sscanf(o, "%d:", &step)
+		var step, rank int
+		var rest string
+		fmt.Sscanf(o, "%d:%d:%s", &step, &rank, &rest)
 		if step >= first {
-			out = append(out, "--overflow", o)
+			out = append(out, "--overflow", fmt.Sprintf("%d:%d:%s", step, rank%world, rest))
 		}
 	}
 	return out
@@ -472,7 +501,9 @@ func (run genTrainRun) flags(first int) []string {
 // exact, the updates and unscales in the report, the scaler skipping the
 // steps with overflows and no other. For a resumed plan the run writes
 // checkpoints, a second run resumes from the one after 2 steps, and the
-// two end with the same checkpoint.
+// two end with the same checkpoint; resumed at another number of ranks,
+// with the same steps, updates and scaler (the averages and their
+// parameters are the new world's, which the checks cover).
 func runTrainPlan(t *testing.T, mpirun, bin string, g *planGen, src string) {
 	t.Helper()
 	run := g.trainRun()
@@ -489,15 +520,15 @@ func runTrainPlan(t *testing.T, mpirun, bin string, g *planGen, src string) {
 		}
 		return out
 	}
-	a := runPlanReport(t, mpirun, bin, g.ranks, src, append(run.flags(0), ck(straight)...)...)
+	a := runPlanReport(t, mpirun, bin, g.ranks, src, append(run.flags(0, g.ranks), ck(straight)...)...)
 	g.checkTraining(t, a, run, 0, src)
 	if !run.resume {
 		return
 	}
 	const at = 2
-	flags := append(run.flags(at), ck(resumed)...)
+	flags := append(run.flags(at, run.world), ck(resumed)...)
 	flags = append(flags, "--resume", filepath.Join(straight, "step-00000002"))
-	b := runPlanReport(t, mpirun, bin, g.ranks, src, flags...)
+	b := runPlanReport(t, mpirun, bin, run.world, src, flags...)
 	g.checkTraining(t, b, run, at, src)
 	if b.Checkpoints == nil || b.Checkpoints.ResumedAt == nil || *b.Checkpoints.ResumedAt != at {
 		t.Fatalf("the resumed run's checkpoints: %+v, want resumed_at_step %d\nplan:\n%s", b.Checkpoints, at, src)
@@ -507,6 +538,15 @@ func runTrainPlan(t *testing.T, mpirun, bin string, g *planGen, src string) {
 	}
 	last := fmt.Sprintf("step-%08d", genTrainSteps)
 	ma, mb := checkpointMetadata(t, filepath.Join(straight, last)), checkpointMetadata(t, filepath.Join(resumed, last))
+	if run.world != g.ranks {
+		if mb["world_size"] != float64(run.world) {
+			t.Fatalf("the resumed run's checkpoint has world_size %v, want %d\nplan:\n%s", mb["world_size"], run.world, src)
+		}
+		for _, k := range []string{"world_size", "shards", "buckets"} {
+			delete(ma, k)
+			delete(mb, k)
+		}
+	}
 	if !reflect.DeepEqual(ma, mb) {
 		t.Fatalf("the checkpoints after %d steps differ:\nstraight %v\nresumed  %v\nplan:\n%s", genTrainSteps, ma, mb, src)
 	}
