@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -173,9 +174,31 @@ func parseShard(path string, data []byte) (*Shard, error) {
 				dt = d
 			}
 		}
-		s.Tensors[name] = Tensor{Name: name, DType: dt, Shape: e.Shape, Data: body[e.Offsets[0]:e.Offsets[1]]}
+		data := body[e.Offsets[0]:e.Offsets[1]]
+		// A tensor is what its dtype and shape say it is: the engine
+		// takes its bytes as that many elements.
+		if !dt.Valid() {
+			return nil, fmt.Errorf("shard %s: tensor %q: dtype %q is not one that syncgen writes", path, name, e.DType)
+		}
+		if n, ok := shapeBytes(e.Shape, dt.Size()); !ok || n != int64(len(data)) {
+			return nil, fmt.Errorf("shard %s: tensor %q: shape %v of %s does not fit its %d bytes", path, name, e.Shape, e.DType, len(data))
+		}
+		s.Tensors[name] = Tensor{Name: name, DType: dt, Shape: e.Shape, Data: data}
 	}
 	return s, nil
+}
+
+// shapeBytes is the size of a tensor of shape and elements of size bytes;
+// ok is false for a negative dimension or a size past int64.
+func shapeBytes(shape []int64, size int64) (int64, bool) {
+	n := size
+	for _, d := range shape {
+		if d < 0 || d > 0 && n > math.MaxInt64/d {
+			return 0, false
+		}
+		n *= d
+	}
+	return n, true
 }
 
 // Metadata commits a checkpoint.
@@ -334,12 +357,80 @@ func ReadMetadata(dir string) (*Metadata, error) {
 	if err != nil {
 		return nil, err
 	}
+	path := filepath.Join(dir, MetadataName)
 	var md Metadata
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&md); err != nil || md.Format != Format {
-		return nil, fmt.Errorf("%s: not a syncgen checkpoint's metadata", filepath.Join(dir, MetadataName))
+	if err := json.Unmarshal(data, &md); err != nil {
+		if !bytes.Contains(data, []byte(Format)) {
+			return nil, fmt.Errorf("%s: not a syncgen checkpoint's metadata", path)
+		}
+		// Ours, cut short or changed after its commit.
+		return nil, fmt.Errorf("%s is damaged (%v): resume from another checkpoint", path, err)
+	}
+	if md.Format != Format {
+		return nil, fmt.Errorf("%s: not a syncgen checkpoint's metadata (format %q, want %q)", path, md.Format, Format)
+	}
+	if err := md.check(); err != nil {
+		return nil, fmt.Errorf("%s is damaged: %v: resume from another checkpoint", path, err)
 	}
 	return &md, nil
+}
+
+// check refuses metadata that syncgen never writes, so that what resume
+// indexes and allocates by it stays in range: steps and updates counted
+// from 0, a world of at least one rank with one shard each under its own
+// name, buckets of known dtypes whose slices cover them, and dynamic
+// balancing's state for every rank.
+func (md *Metadata) check() error {
+	if md.Steps < 0 {
+		return fmt.Errorf("steps %d", md.Steps)
+	}
+	if md.Applied < 0 || md.Applied > md.Steps {
+		return fmt.Errorf("%d updates applied in %d steps", md.Applied, md.Steps)
+	}
+	if md.WorldSize < 1 {
+		return fmt.Errorf("world size %d", md.WorldSize)
+	}
+	if len(md.Shards) != md.WorldSize {
+		return fmt.Errorf("%d shards for %d ranks", len(md.Shards), md.WorldSize)
+	}
+	for r, s := range md.Shards {
+		if s.File != ShardName(r) || s.Bytes < 8 {
+			return fmt.Errorf("shard %d: file %q of %d bytes, want %s", r, s.File, s.Bytes, ShardName(r))
+		}
+	}
+	seen := map[string]bool{}
+	for _, b := range md.Buckets {
+		dt := elem.InvalidDType
+		for d := range stNames {
+			if d.String() == b.DType {
+				dt = d
+			}
+		}
+		switch {
+		case seen[b.Name]:
+			return fmt.Errorf("bucket %q listed twice", b.Name)
+		case !dt.Valid():
+			return fmt.Errorf("bucket %q: dtype %q", b.Name, b.DType)
+		case b.Elems < 0 || b.Elems > math.MaxInt64/dt.Size():
+			return fmt.Errorf("bucket %q: %d elements", b.Name, b.Elems)
+		case b.States < 0 || b.States > 2:
+			return fmt.Errorf("bucket %q: %d optimizer states", b.Name, b.States)
+		case b.Sharded && (b.Slice < 0 || b.Slice < (b.Elems+int64(md.WorldSize)-1)/int64(md.WorldSize)):
+			return fmt.Errorf("bucket %q: slices of %d elements do not cover its %d on %d ranks", b.Name, b.Slice, b.Elems, md.WorldSize)
+		}
+		seen[b.Name] = true
+	}
+	if b := md.Balance; b != nil {
+		if b.Every < 1 || len(b.Shares) != md.WorldSize || len(b.SimulatedNs) != md.WorldSize || len(b.Samples) != md.WorldSize {
+			return fmt.Errorf("balance: every %d, state of %d, %d and %d ranks for %d", b.Every, len(b.Shares), len(b.SimulatedNs), len(b.Samples), md.WorldSize)
+		}
+		for r := range md.WorldSize {
+			if b.Shares[r] < 1 || b.SimulatedNs[r] < 0 || b.Samples[r] < 0 {
+				return fmt.Errorf("balance: rank %d: share %d, %d ns, %d samples", r, b.Shares[r], b.SimulatedNs[r], b.Samples[r])
+			}
+		}
+	}
+	return nil
 }
 
 // Format names the metadata's format.
@@ -361,8 +452,9 @@ func Committed(root string) ([]string, error) {
 		if !e.IsDir() || !ok {
 			continue
 		}
+		// StepDir's names alone: digits, no sign.
 		steps, err := strconv.Atoi(n)
-		if err != nil {
+		if err != nil || n == "" || n[0] < '0' || n[0] > '9' {
 			continue
 		}
 		dir := filepath.Join(root, e.Name())

@@ -48,11 +48,7 @@ func TestShardRoundTrip(t *testing.T) {
 func TestCommittedAndPrune(t *testing.T) {
 	root := t.TempDir()
 	for _, steps := range []int{10, 2, 30} {
-		d := StepDir(root, steps)
-		os.MkdirAll(d, 0o755)
-		if err := Commit(d, &Metadata{Format: Format, Steps: steps}); err != nil {
-			t.Fatal(err)
-		}
+		commitStub(t, root, "", steps)
 	}
 	os.MkdirAll(StepDir(root, 40), 0o755) // never committed
 	cks, _ := Committed(root)
@@ -107,14 +103,7 @@ func BenchmarkWriteShard(b *testing.B) {
 // checkpoint at a later step goes before the one just committed.
 func TestPruneOwnPlanNewestCommitted(t *testing.T) {
 	root := t.TempDir()
-	commit := func(hash string, steps int) {
-		t.Helper()
-		d := StepDir(root, steps)
-		os.MkdirAll(d, 0o755)
-		if err := Commit(d, &Metadata{Format: Format, PlanHash: hash, Steps: steps}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	commit := func(hash string, steps int) { commitStub(t, root, hash, steps) }
 	commit("other", 50) // another plan's
 	commit("p", 10)     // an earlier run of p, up to step 10
 	commit("p", 2)      // this run of p
@@ -132,11 +121,7 @@ func TestPruneOwnPlanNewestCommitted(t *testing.T) {
 func TestPruneKeepsTheResumedCheckpoint(t *testing.T) {
 	root := t.TempDir()
 	for _, steps := range []int{8, 10, 2, 4} {
-		d := StepDir(root, steps)
-		os.MkdirAll(d, 0o755)
-		if err := Commit(d, &Metadata{Format: Format, PlanHash: "p", Steps: steps}); err != nil {
-			t.Fatal(err)
-		}
+		commitStub(t, root, "p", steps)
 	}
 	if err := Prune(root, 1, "p", StepDir(root, 8)+"/"); err != nil {
 		t.Fatal(err)
@@ -150,11 +135,7 @@ func TestPruneKeepsTheResumedCheckpoint(t *testing.T) {
 // resume no longer lists it, and its shards stay until they are replaced.
 func TestUncommit(t *testing.T) {
 	root := t.TempDir()
-	d := StepDir(root, 6)
-	os.MkdirAll(d, 0o755)
-	if err := Commit(d, &Metadata{Format: Format, Steps: 6}); err != nil {
-		t.Fatal(err)
-	}
+	d := commitStub(t, root, "", 6)
 	shard := filepath.Join(d, ShardName(0))
 	if err := os.WriteFile(shard, []byte("old"), 0o644); err != nil {
 		t.Fatal(err)
@@ -184,4 +165,19 @@ func committedNames(root string) string {
 		names = append(names, filepath.Base(c))
 	}
 	return strings.Join(names, " ")
+}
+
+// commitStub commits a checkpoint of plan hash after steps steps in root,
+// of one rank, without its shard, and returns its directory.
+func commitStub(t *testing.T, root, hash string, steps int) string {
+	t.Helper()
+	d := StepDir(root, steps)
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	md := &Metadata{Format: Format, PlanHash: hash, Steps: steps, WorldSize: 1, Shards: []ShardInfo{{File: ShardName(0), Bytes: 8}}}
+	if err := Commit(d, md); err != nil {
+		t.Fatal(err)
+	}
+	return d
 }

@@ -52,7 +52,8 @@ func commitFake(t *testing.T, root, hash string, steps int) string {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	md := &ckpt.Metadata{Format: ckpt.Format, PlanHash: hash, PlanName: "p", Source: "p.sync", Steps: steps}
+	md := &ckpt.Metadata{Format: ckpt.Format, PlanHash: hash, PlanName: "p", Source: "p.sync", Steps: steps,
+		WorldSize: 1, Shards: []ckpt.ShardInfo{{File: ckpt.ShardName(0), Bytes: 8}}}
 	if err := ckpt.Commit(dir, md); err != nil {
 		t.Fatal(err)
 	}
