@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -26,7 +29,9 @@ Every rank issues the same collectives in the same order on each stream, so
 the records say exactly which collective each stream is stuck in and which
 rank is missing from it: one that never issued it (and where its host
 was), one that issued it but never started it, or one that wrote no record
-at all (it was killed or stopped).
+at all (it was killed or stopped). Records of an older job in DIR, and files
+that are not records (one cut short by a rank killed as it wrote), are left
+out, and the merge says which.
 
 Example:
    mpirun -np 4 ./model_sync --timeout 60s     # ... timeout
@@ -35,11 +40,12 @@ Example:
 			if c.NArg() != 1 {
 				return cli.Exit("flightrec: want one DIR; usage: syncgen flightrec DIR", 2)
 			}
-			recs, err := readFlightRecords(c.Args().First())
+			recs, skipped, err := readFlightRecords(c.Args().First())
 			if err != nil {
 				return cli.Exit("flightrec: "+err.Error(), 1)
 			}
 			job, older := newestJob(recs, time.Time{})
+			printSkipped(c.App.Writer, skipped)
 			printOlder(c.App.Writer, older)
 			mergeFlightRecords(c.App.Writer, job)
 			return nil
@@ -76,28 +82,84 @@ type flightRecord struct {
 }
 
 // readFlightRecords reads every flight record in dir, of whichever job
-// wrote it.
-func readFlightRecords(dir string) ([]*flightRecord, error) {
-	files, err := filepath.Glob(filepath.Join(dir, "flightrec-rank-*.json"))
-	if err != nil || len(files) == 0 {
-		return nil, fmt.Errorf("%s holds no flight record (flightrec-rank-*.json)", dir)
+// wrote it. A file that is not a record it can merge (cut short by a rank
+// killed as it wrote, or another program's) is left out and named in
+// skipped, so that the others still say who is missing; it is an error
+// only when no record is left.
+func readFlightRecords(dir string) (recs []*flightRecord, skipped []string, err error) {
+	if st, err := os.Stat(dir); err != nil {
+		return nil, nil, fmt.Errorf("%s: %v: give the directory the ranks wrote their flight records into (the program's --flight-dir, default flightrec)", dir, unwrapPathError(err))
+	} else if !st.IsDir() {
+		return nil, nil, fmt.Errorf("%s is not a directory: give the directory the ranks wrote their flight records into (the program's --flight-dir, default flightrec)", dir)
 	}
-	var recs []*flightRecord
+	files, _ := filepath.Glob(filepath.Join(dir, "flightrec-rank-*.json"))
 	for _, f := range files {
-		data, err := os.ReadFile(f)
+		r, err := readFlightRecord(f)
 		if err != nil {
-			return nil, err
+			skipped = append(skipped, err.Error())
+			continue
 		}
-		var r flightRecord
-		if err := json.Unmarshal(data, &r); err != nil || r.Version != "syncgen-flightrec-1" {
-			return nil, fmt.Errorf("%s is not a flight record", f)
-		}
-		if st, err := os.Stat(f); err == nil {
-			r.written = st.ModTime()
-		}
-		recs = append(recs, &r)
+		recs = append(recs, r)
 	}
-	return recs, nil
+	if len(recs) == 0 {
+		msg := fmt.Sprintf("%s holds no flight record (flightrec-rank-*.json): the ranks write them only when a step times out or mpirun ends the job", dir)
+		if len(skipped) > 0 {
+			msg = fmt.Sprintf("%s holds no flight record that can be read: %s", dir, strings.Join(skipped, "; "))
+		}
+		return nil, skipped, errors.New(msg)
+	}
+	return recs, skipped, nil
+}
+
+// Bounds of a record's numbers, so that the merge's arithmetic stays in
+// range: ranks as MPI numbers them, steps as the fill pattern does (32
+// bits), and collectives per step below 2^31.
+const (
+	maxRecordStep = math.MaxUint32
+	maxPerStep    = math.MaxInt32
+)
+
+// readFlightRecord reads and checks one rank's record.
+func readFlightRecord(path string) (*flightRecord, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", path, unwrapPathError(err))
+	}
+	var r flightRecord
+	if err := json.Unmarshal(data, &r); err != nil {
+		if bytes.Contains(data, []byte(flightVersion)) {
+			return nil, fmt.Errorf("%s is cut short or damaged (%v)", path, err)
+		}
+		return nil, fmt.Errorf("%s is not a flight record", path)
+	}
+	if r.Version != flightVersion {
+		return nil, fmt.Errorf("%s is not a flight record (version %q, want %q)", path, r.Version, flightVersion)
+	}
+	// A step of -1 is a rank still setting up, before step 0.
+	bad := r.WorldSize < 1 || r.WorldSize > maxRanks || r.Rank < 0 || r.Rank >= r.WorldSize || r.Step < -1 || r.Step > maxRecordStep
+	for _, s := range r.Streams {
+		bad = bad || s.Per < 0 || s.Per > maxPerStep
+	}
+	for _, e := range r.Entries {
+		bad = bad || e.Seq < 0 || e.Seq > (maxRecordStep+1)*maxPerStep
+	}
+	if bad {
+		return nil, fmt.Errorf("%s is damaged: rank %d of %d ranks in step %d, or a stream or collective numbered out of range", path, r.Rank, r.WorldSize, r.Step)
+	}
+	if st, err := os.Stat(path); err == nil {
+		r.written = st.ModTime()
+	}
+	return &r, nil
+}
+
+// flightVersion is the records' format, as engine.FlightVersion names it.
+const flightVersion = "syncgen-flightrec-1"
+
+// printSkipped says which files were left out as not records.
+func printSkipped(w io.Writer, skipped []string) {
+	for _, s := range skipped {
+		fmt.Fprintf(w, "(left out: %s)\n", s)
+	}
 }
 
 // jobKey is what every rank's record of one job shares.
@@ -168,18 +230,24 @@ func describeJob(r *flightRecord) string {
 // mergeFlightRecords prints where each stream is stuck and who is
 // missing, from the records of one job (newestJob).
 func mergeFlightRecords(w io.Writer, recs map[int]*flightRecord) {
-	var any *flightRecord
 	var ranks []int
-	for r, rec := range recs {
+	for r := range recs {
 		ranks = append(ranks, r)
-		any = rec
 	}
 	sort.Ints(ranks)
-	var missing []int
-	for r := 0; r < any.WorldSize; r++ {
-		if recs[r] == nil {
-			missing = append(missing, r)
+	// Every record of one job tells the same plan and world; the lowest
+	// rank's is read, so that the output does not depend on map order.
+	any := recs[ranks[0]]
+	// The ranks without a record, as spans between those with one: a
+	// world of thousands with a few records is a few spans, not a loop
+	// over the world.
+	var missing [][2]int
+	from := 0
+	for _, r := range append(ranks, any.WorldSize) {
+		if r > from {
+			missing = append(missing, [2]int{from, r - 1})
 		}
+		from = max(from, r+1)
 	}
 	timedOut := false
 	for _, r := range ranks {
@@ -204,7 +272,11 @@ func mergeFlightRecords(w io.Writer, recs map[int]*flightRecord) {
 	fmt.Fprintf(w, "plan %s, %d ranks; records of %d\n", any.Plan, any.WorldSize, len(recs))
 	for _, r := range ranks {
 		rec := recs[r]
-		fmt.Fprintf(w, "  rank %d: step %d; %s", r, rec.Step, rec.Reason)
+		step := fmt.Sprintf("step %d", rec.Step)
+		if rec.Step < 0 {
+			step = "setting up, before step 0"
+		}
+		fmt.Fprintf(w, "  rank %d: %s; %s", r, step, rec.Reason)
 		if rec.HostAt != "" {
 			fmt.Fprintf(w, "; host at %s", rec.HostAt)
 		}
@@ -221,7 +293,7 @@ func mergeFlightRecords(w io.Writer, recs map[int]*flightRecord) {
 		for _, r := range ranks {
 			rec := recs[r]
 			next[r], state[r] = (rec.Step+1)*s.Per, "" // all of its step issued and done
-			issued := rec.Step * s.Per
+			issued := max(rec.Step, 0) * s.Per         // none while setting up (step -1)
 			for _, e := range rec.Entries {
 				if e.Stream != s.Name {
 					continue
@@ -265,8 +337,15 @@ func mergeFlightRecords(w io.Writer, recs map[int]*flightRecord) {
 			}
 		}
 		var parts []string
-		for _, r := range missing {
-			parts = append(parts, fmt.Sprintf("rank %d wrote no flight record (killed, stopped or unreachable)", r))
+		for _, m := range missing {
+			who := fmt.Sprintf("rank %d", m[0])
+			switch {
+			case m[1] == m[0]+1:
+				who = fmt.Sprintf("ranks %d, %d", m[0], m[1])
+			case m[1] > m[0]:
+				who = fmt.Sprintf("ranks %d..%d", m[0], m[1])
+			}
+			parts = append(parts, who+" wrote no flight record (killed, stopped or unreachable)")
 		}
 		// A rank that did not time out while others did was not running
 		// (stopped, frozen): it recorded only when mpirun ended the job.

@@ -39,7 +39,7 @@ func TestFlightRecordsOfTheNewestJob(t *testing.T) {
 	writeFlightRecord(t, dir, t0.UTC().Format(time.RFC3339Nano), 0, 5, t0.Add(time.Second))
 	t1 := t0.Add(30 * time.Second)
 	writeFlightRecord(t, dir, t1.UTC().Format(time.RFC3339Nano), 1, 2, t1.Add(time.Second))
-	all, err := readFlightRecords(dir)
+	all, _, err := readFlightRecords(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestFlightRecordHangAtStepZero(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "flightrec-rank-00001.json"), []byte(rec), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	all, err := readFlightRecords(dir)
+	all, _, err := readFlightRecords(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,5 +92,87 @@ func TestFlightRecordHangAtStepZero(t *testing.T) {
 	mergeFlightRecords(&b, recs)
 	if want := "rank 1 never issued it (last done: none; its host at: --fault hang"; !strings.Contains(b.String(), want) {
 		t.Errorf("merge lacks %q:\n%s", want, b.String())
+	}
+}
+
+// FuzzFlightRecords feeds the merge two files as ranks 0's and 1's
+// records: reading and merging never panic, and what is printed stays
+// within a bound of the input (a world of 2^31 ranks with one record is
+// a span of missing ranks, not a line for each).
+func FuzzFlightRecords(f *testing.F) {
+	rec := func(rank, world, step int, job string) []byte {
+		return fmt.Appendf(nil, `{"version": "syncgen-flightrec-1", "rank": %d, "world_size": %d, "plan": "zs", "plan_hash": "abc", "job": %q,
+ "step": %d, "host_at": "wait comm", "reason": "timeout: step %d ran for 2s", "late_ms": 3,
+ "streams": [{"pg_name": "compute", "collectives_per_step": 0}, {"pg_name": "comm", "collectives_per_step": 2}],
+ "entries": [{"pg_name": "comm", "collective_seq_id": %d, "profiling_name": "allreduce", "bucket": "grads[0]", "src": "zs.sync:9:5", "state": "started"}]}`,
+			rank, world, job, step, step, 2*max(step, 0))
+	}
+	job := "2026-01-02T03:04:05Z"
+	f.Add(rec(0, 2, 3, job), rec(1, 2, 3, job))
+	f.Add(rec(0, 2, 3, job), rec(1, 2, 1, "2025-01-02T03:04:05Z"))
+	f.Add(rec(0, 2147483647, 0, job), rec(1, 2147483647, 0, job))
+	f.Add(rec(0, 2, 3, job), []byte("{"))
+	f.Add(rec(0, 4, -1, job), rec(3, 4, 4294967295, job))
+	f.Add(rec(5, 2, -7, job), []byte(`{"version": "syncgen-flightrec-1", "rank": 1, "world_size": 2`))
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		for rank, data := range [][]byte{a, b} {
+			if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("flightrec-rank-%05d.json", rank)), data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		all, skipped, err := readFlightRecords(dir)
+		if err != nil {
+			return
+		}
+		var out strings.Builder
+		job, older := newestJob(all, time.Time{})
+		printSkipped(&out, skipped)
+		printOlder(&out, older)
+		mergeFlightRecords(&out, job)
+		if limit := 64*(len(a)+len(b)) + 4096; out.Len() > limit {
+			t.Fatalf("merged %d and %d bytes into %d bytes of output:\n%.2000s", len(a), len(b), out.Len(), out.String())
+		}
+	})
+}
+
+// A directory of records where one rank's was cut short (killed as it
+// wrote) and a huge world has few records: the merge leaves the damaged
+// file out and says so, and names the ranks without a record as spans.
+// An empty directory, one of unrelated files, a missing one and a file
+// are each named as such, with what to give.
+func TestFlightrecDamagedAndEmpty(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Now()
+	job := now.UTC().Format(time.RFC3339Nano)
+	writeFlightRecord(t, dir, job, 0, 3, now)
+	cut := filepath.Join(dir, "flightrec-rank-00001.json")
+	if err := os.WriteFile(cut, []byte(`{"version": "syncgen-flightrec-1", "rank": 1, "world_s`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	all, skipped, err := readFlightRecords(dir)
+	if err != nil || len(all) != 1 || len(skipped) != 1 || !strings.Contains(skipped[0], cut+" is cut short or damaged") {
+		t.Fatalf("read %d records, left out %q: %v", len(all), skipped, err)
+	}
+	all[0].WorldSize = 1 << 30
+	recs, _ := newestJob(all, time.Time{})
+	var b strings.Builder
+	mergeFlightRecords(&b, recs)
+	if want := "ranks 1..1073741823 wrote no flight record"; !strings.Contains(b.String(), want) {
+		t.Errorf("merge lacks %q:\n%s", want, b.String())
+	}
+
+	empty, other := t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(other, "notes.txt"), []byte("x"), 0o644)
+	os.WriteFile(filepath.Join(other, "flightrec-rank-00000.json"), []byte(`{"a": 1}`), 0o644)
+	for d, want := range map[string]string{
+		empty:                             "holds no flight record (flightrec-rank-*.json): the ranks write them only when",
+		other:                             "holds no flight record that can be read: " + filepath.Join(other, "flightrec-rank-00000.json") + " is not a flight record",
+		filepath.Join(empty, "none"):      "none: no such file or directory: give the directory",
+		filepath.Join(other, "notes.txt"): "notes.txt is not a directory: give the directory",
+	} {
+		if _, _, err := readFlightRecords(d); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", d, err, want)
+		}
 	}
 }

@@ -202,8 +202,8 @@ func TestFlightRecordNamesTheMissingRank(t *testing.T) {
 	if !strings.Contains(errOut, "rank 0 wrote no flight record") || strings.Contains(errOut, "rank 0: step 3") {
 		t.Errorf("a second job into the same directory: syncgen run merged another job's record:\n%s", errOut)
 	}
-	if code, _, errOut := syncgen(t, "flightrec", filepath.Join(dir, "none")); code != 1 || !strings.Contains(errOut, "holds no flight record") {
-		t.Errorf("an empty directory: exit %d: %s", code, errOut)
+	if code, _, errOut := syncgen(t, "flightrec", filepath.Join(dir, "none")); code != 1 || !strings.Contains(errOut, "none: no such file or directory: give the directory") {
+		t.Errorf("a directory that does not exist: exit %d: %s", code, errOut)
 	}
 }
 

@@ -166,7 +166,7 @@ func explainFailure(c *cli.Context, progArgs []string, since time.Time) {
 			dir = value
 		}
 	}
-	all, err := readFlightRecords(dir)
+	all, _, err := readFlightRecords(dir)
 	if err != nil {
 		return
 	}
