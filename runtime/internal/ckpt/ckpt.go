@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/syncgen/syncgen/runtime/internal/elem"
@@ -70,7 +71,7 @@ func WriteShard(path string, meta map[string]string, tensors []Tensor) (int64, s
 	}
 	f, err := os.Create(path)
 	if err != nil {
-		return 0, "", err
+		return 0, "", fmt.Errorf("writing %s: %w%s", path, err, fullHint(err))
 	}
 	var lenBytes [8]byte
 	binary.LittleEndian.PutUint64(lenBytes[:], uint64(len(h)))
@@ -99,7 +100,7 @@ func WriteShard(path string, meta map[string]string, tensors []Tensor) (int64, s
 	}
 	sum := <-sums
 	if err != nil {
-		return 0, "", fmt.Errorf("writing %s: %w", path, err)
+		return 0, "", fmt.Errorf("writing %s: %w%s", path, err, fullHint(err))
 	}
 	return size, sum, nil
 }
@@ -303,9 +304,19 @@ func Commit(dir string, md *Metadata) error {
 		err = syncDir(dir)
 	}
 	if err != nil {
-		return fmt.Errorf("committing the checkpoint %s: %w", dir, err)
+		return fmt.Errorf("committing the checkpoint %s: %w%s", dir, err, fullHint(err))
 	}
 	return nil
+}
+
+// fullHint says what to do when a checkpoint's write failed for want of
+// space: the checkpoints committed before are whole, since a checkpoint
+// counts only once its metadata is in place.
+func fullHint(err error) string {
+	if !errors.Is(err, syscall.ENOSPC) && !errors.Is(err, syscall.EDQUOT) {
+		return ""
+	}
+	return " (the disk is full: free space there or give another --checkpoint-dir, or a smaller --checkpoint-keep; the checkpoints committed before this one are whole, and --resume auto takes the newest of them)"
 }
 
 // Uncommit makes dir, a checkpoint about to be written again (a run that
@@ -345,7 +356,7 @@ func SyncDir(dir string) error { return syncDir(dir) }
 // without it is a checkpoint that was never committed.
 func ReadMetadata(dir string) (*Metadata, error) {
 	data, err := os.ReadFile(filepath.Join(dir, MetadataName))
-	if errors.Is(err, os.ErrNotExist) {
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 		const todo = "give a checkpoint's step-NNNNNNNN directory, or --checkpoint-dir DIR --resume auto for the newest committed one in DIR"
 		if st, e := os.Stat(dir); e != nil {
 			return nil, fmt.Errorf("%s does not exist: %s", dir, todo)

@@ -181,3 +181,26 @@ func commitStub(t *testing.T, root, hash string, steps int) string {
 	}
 	return d
 }
+
+// A shard that the disk has no room for says so, and what to do
+// (/dev/full answers every write with ENOSPC).
+func TestWriteShardDiskFull(t *testing.T) {
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full")
+	}
+	_, _, err := WriteShard("/dev/full", nil, []Tensor{{Name: "param/g", DType: elem.F32, Shape: []int64{1}, Data: make([]byte, 4)}})
+	if err == nil || !strings.Contains(err.Error(), "the disk is full: free space there or give another --checkpoint-dir") {
+		t.Errorf("writing to a full disk: %v", err)
+	}
+}
+
+// A file given as a checkpoint is named as not one, with what to give.
+func TestReadMetadataOfAFile(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "plan.sync")
+	if err := os.WriteFile(f, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadMetadata(f); err == nil || !strings.Contains(err.Error(), f+" is not a checkpoint (a step-NNNNNNNN directory): give") {
+		t.Errorf("a file: %v", err)
+	}
+}
