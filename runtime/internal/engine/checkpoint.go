@@ -7,6 +7,7 @@ package engine
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -43,12 +44,19 @@ func (c Checkpointing) CheckDir() error {
 	if c.Every <= 0 {
 		return nil
 	}
+	const todo = "give --checkpoint-dir a directory that every rank can write"
 	if err := os.MkdirAll(c.Dir, 0o755); err != nil {
-		return fmt.Errorf("the checkpoint directory: %w", err)
+		return fmt.Errorf("the checkpoint directory %s cannot be made (%v): %s", c.Dir, err, todo)
 	}
 	f, err := os.CreateTemp(c.Dir, ".writable-*")
 	if err != nil {
-		return fmt.Errorf("the checkpoint directory %s cannot be written: %w", c.Dir, err)
+		// The cause alone, not the probe's random name: the ranks then
+		// find the same error, which rank 0 prints once.
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return fmt.Errorf("the checkpoint directory %s cannot be written (%v): %s", c.Dir, err, todo)
 	}
 	f.Close()
 	return os.Remove(f.Name())

@@ -167,3 +167,24 @@ func TestFindResumeSinceElse(t *testing.T) {
 		}
 	}
 }
+
+// A checkpoint directory that cannot be written gives every rank the same
+// error (the probe's random name left out), so rank 0 prints it once, with
+// what to do; so does one that cannot be made.
+func TestCheckDirSameOnEveryRank(t *testing.T) {
+	if _, err := os.Stat("/proc/self"); err != nil {
+		t.Skip("no /proc")
+	}
+	c := Checkpointing{Every: 1, Dir: "/proc"} // no file can be made there, even by root
+	e1, e2 := c.CheckDir(), c.CheckDir()
+	if e1 == nil || e2 == nil || e1.Error() != e2.Error() || !strings.Contains(e1.Error(), "the checkpoint directory /proc cannot be written (") ||
+		!strings.HasSuffix(e1.Error(), "): give --checkpoint-dir a directory that every rank can write") {
+		t.Errorf("two ranks' errors:\n%v\n%v", e1, e2)
+	}
+	file := filepath.Join(t.TempDir(), "f")
+	os.WriteFile(file, nil, 0o644)
+	c.Dir = filepath.Join(file, "ck")
+	if err := c.CheckDir(); err == nil || !strings.Contains(err.Error(), "cannot be made (mkdir "+file+": not a directory): give --checkpoint-dir") {
+		t.Errorf("under a file: %v", err)
+	}
+}
