@@ -402,32 +402,9 @@ func FindResume(value, root string, p *plan.Plan, total int) (ResumePoint, error
 func findResume(value, root string, p *plan.Plan, total int, before time.Time, note string) (ResumePoint, error) {
 	dir := value
 	if value == "auto" {
-		cks, err := ckpt.Committed(root)
-		if !before.IsZero() {
-			cks = slices.DeleteFunc(cks, func(d string) bool {
-				md, err := ckpt.ReadMetadata(d)
-				return err == nil && !md.CommittedAt(d).Before(before)
-			})
-		}
-		if err != nil || len(cks) == 0 {
-			return ResumePoint{}, fmt.Errorf("auto: no committed checkpoint in %s%s", root, emptyHint(root))
-		}
-		// The newest whose metadata reads: one damaged after its commit
-		// (a disk error, a hand edit) is passed over, and rank 0 says so,
-		// rather than refusing while an older one would do.
-		dir = cks[len(cks)-1]
-		var damaged []string
-		for len(cks) > 1 {
-			_, err := ckpt.ReadMetadata(dir)
-			if err == nil {
-				break
-			}
-			damaged = append(damaged, err.Error())
-			cks = cks[:len(cks)-1]
-			dir = cks[len(cks)-1]
-		}
-		if len(damaged) > 0 {
-			note = fmt.Sprintf("resuming from %s, the newest committed checkpoint whose metadata reads; passed over: %s", dir, strings.Join(damaged, "; "))
+		var err error
+		if dir, note, err = autoCheckpoint(root, p, before); err != nil {
+			return ResumePoint{}, err
 		}
 	}
 	md, err := ckpt.ReadMetadata(dir)
@@ -452,6 +429,51 @@ func findResume(value, root string, p *plan.Plan, total int, before time.Time, n
 			dir, stepCount(md.Steps), md.Steps-1, stepCount(total), total-1)
 	}
 	return ResumePoint{Dir: dir, MD: md, Note: note}, nil
+}
+
+// autoCheckpoint is the checkpoint --resume auto takes: the newest
+// committed checkpoint of plan p in root (committed before `before`,
+// when it is not zero) whose metadata reads. A checkpoint directory may
+// hold other plans' checkpoints too (pruning leaves them alone), and they
+// are passed over, as is one whose metadata was damaged after its commit
+// (a disk error, a hand edit), which the note names, rather than refusing
+// while an older one would do.
+func autoCheckpoint(root string, p *plan.Plan, before time.Time) (dir, note string, err error) {
+	cks, err := ckpt.Committed(root)
+	if err != nil || len(cks) == 0 {
+		return "", "", fmt.Errorf("auto: no committed checkpoint in %s%s", root, emptyHint(root))
+	}
+	var damaged, others []string
+	for i := len(cks) - 1; i >= 0 && dir == ""; i-- {
+		md, err := ckpt.ReadMetadata(cks[i])
+		switch {
+		case err != nil:
+			damaged = append(damaged, err.Error())
+		case !before.IsZero() && !md.CommittedAt(cks[i]).Before(before):
+		case md.PlanHash != p.Hash:
+			others = append(others, fmt.Sprintf("%s (plan %q)", filepath.Base(cks[i]), md.PlanName))
+		default:
+			dir = cks[i]
+		}
+	}
+	if dir == "" {
+		var held []string
+		if len(others) > 0 {
+			held = append(held, "those of other plans: "+strings.Join(others, ", "))
+		}
+		if len(damaged) > 0 {
+			held = append(held, "those whose metadata does not read: "+strings.Join(damaged, "; "))
+		}
+		if len(held) == 0 {
+			held = append(held, "only checkpoints committed since the job began")
+		}
+		return "", "", fmt.Errorf("auto: no committed checkpoint of plan %q in %s, which holds %s: run without --resume to start from step 0, or give the --checkpoint-dir that this plan's checkpoints were written to",
+			p.Name, root, strings.Join(held, "; and "))
+	}
+	if len(damaged) > 0 {
+		note = fmt.Sprintf("resuming from %s, the newest committed checkpoint whose metadata reads; passed over: %s", dir, strings.Join(damaged, "; "))
+	}
+	return dir, note, nil
 }
 
 // stepCount is "1 step" or "N steps".

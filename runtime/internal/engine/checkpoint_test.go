@@ -188,3 +188,21 @@ func TestCheckDirSameOnEveryRank(t *testing.T) {
 		t.Errorf("under a file: %v", err)
 	}
 }
+
+// --resume auto in a directory that other plans' runs share takes this
+// plan's newest checkpoint, passing over another plan's at a later step;
+// with none of this plan it names what the directory holds.
+func TestFindResumeAutoSharedDirectory(t *testing.T) {
+	root := t.TempDir()
+	p := &plan.Plan{Name: "p", Source: "p.sync", Hash: "aaaa"}
+	four := commitFake(t, root, "aaaa", 4)
+	commitFake(t, root, "bbbb", 9)
+	if rp, err := FindResume("auto", root, p, 10); err != nil || rp.Dir != four || rp.Note != "" {
+		t.Errorf("auto past another plan's: %+v %v, want %s", rp, err, four)
+	}
+	q := &plan.Plan{Name: "q", Source: "q.sync", Hash: "cccc"}
+	want := `auto: no committed checkpoint of plan "q" in ` + root + `, which holds those of other plans: step-00000009 (plan "p"), step-00000004 (plan "p"): run without --resume`
+	if _, err := FindResume("auto", root, q, 10); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("auto with none of the plan: %v, want %q", err, want)
+	}
+}
