@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/syncgen/syncgen/runtime/internal/ckpt"
 	"github.com/syncgen/syncgen/runtime/internal/engine"
 )
 
@@ -46,5 +47,17 @@ func TestFaultsThatNeverFire(t *testing.T) {
 	}
 	if err := checkInjectionsAfter(in[:1], 4); err != nil {
 		t.Errorf("an overflow after the resume: %v", err)
+	}
+}
+
+// A rank that times out in resume's agreement without a checkpoint to
+// read is waiting for the others to set up, and says so, not that it is
+// reading a checkpoint the run does not have.
+func TestResumePhase(t *testing.T) {
+	if got := resumePhase(engine.ResumePoint{}); got != "waiting for every rank to finish setting up" {
+		t.Errorf("without a checkpoint: %q", got)
+	}
+	if got := resumePhase(engine.ResumePoint{Dir: "ck/step-00000004", MD: &ckpt.Metadata{Steps: 4}}); got != "reading the checkpoint" {
+		t.Errorf("with one: %q", got)
 	}
 }

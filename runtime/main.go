@@ -197,7 +197,7 @@ func (r *runner) run() int {
 	}
 	r.phase.Enter("setting up the streams and buffers")
 	e, mem := r.setUp(prog)
-	r.phase.Enter("reading the checkpoint")
+	r.phase.Enter(resumePhase(from))
 	if status := r.resume(e, from); status >= 0 {
 		return status
 	}

@@ -97,6 +97,16 @@ func (r *runner) findResume() (engine.ResumePoint, int) {
 	return rp, -1
 }
 
+// resumePhase names the phase of resume for the phase watch: reading the
+// checkpoint, or without one only the ranks' agreement, where a rank
+// waits for the others to finish setting up.
+func resumePhase(rp engine.ResumePoint) string {
+	if rp.MD != nil {
+		return "reading the checkpoint"
+	}
+	return "waiting for every rank to finish setting up"
+}
+
 // resume restores the state of checkpoint rp on e (nothing for none).
 // Each rank reads its own shards, so one rank may refuse (a changed shard)
 // where the others do not: they agree before any goes on, every rank,
