@@ -341,7 +341,29 @@ func TestRunRestartKeepsTheUsersResume(t *testing.T) {
 	// status 2, and no restart.
 	code, out, errOut = syncgen(t, "run", "-np", "2", "--restarts", "2", "-o", bin, plan, "--", "--quiet",
 		"--resume", "auto", "--checkpoint-dir", filepath.Join(dir, "empty"), "--flight-dir", filepath.Join(dir, "fr"))
-	if code != 2 || !strings.Contains(out+errOut, "auto: no committed checkpoint in") || strings.Contains(errOut, "restart 1 of 2") {
+	if code != 2 || !strings.Contains(out+errOut, "auto: no committed checkpoint") || strings.Contains(errOut, "restart 1 of 2") ||
+		!strings.Contains(errOut, "syncgen run: not restarted: the job cannot run as it was started (exit 2;") {
 		t.Errorf("--resume auto with no checkpoint: exit %d, want 2 and no restart\n%s%s", code, out, errOut)
+	}
+	// A failure that every launch repeats (a damaged shard, status 1) is
+	// restarted until none is left, and syncgen run says so.
+	flipped := filepath.Join(dir, "flipped")
+	if err := os.CopyFS(flipped, os.DirFS(filepath.Join(ck, "step-00000008"))); err != nil {
+		t.Fatal(err)
+	}
+	shard := filepath.Join(flipped, "rank-00000.safetensors")
+	b, err := os.ReadFile(shard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)-1] ^= 1
+	if err := os.WriteFile(shard, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = syncgen(t, "run", "-np", "2", "--restarts", "1", "-o", bin, plan, "--", "--quiet", "--steps", "8",
+		"--resume", flipped, "--flight-dir", filepath.Join(dir, "fr"))
+	if code != 1 || strings.Count(errOut, "sha256") != 2 || !strings.Contains(errOut, "restart 1 of 1") ||
+		!strings.HasSuffix(errOut, "syncgen run: the job failed (exit 1), and no restart is left (--restarts 1)\n") {
+		t.Errorf("a damaged shard at every launch: exit %d, want 1 after 1 restart\n%s%s", code, out, errOut)
 	}
 }

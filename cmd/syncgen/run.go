@@ -144,6 +144,14 @@ Slurm (srun --mpi=pmix).`,
 					if code == 0 {
 						return nil
 					}
+					// Say why --restarts did not act, where it was given.
+					switch {
+					case restarts == 0 || stopped != 0:
+					case code == 2:
+						fmt.Fprintf(c.App.ErrWriter, "syncgen run: not restarted: the job cannot run as it was started (exit 2; the program says why above), and would fail the same way again\n")
+					default:
+						fmt.Fprintf(c.App.ErrWriter, "syncgen run: the job failed (exit %d), and no restart is left (--restarts %d)\n", code, restarts)
+					}
 					return cli.Exit("", code)
 				}
 				progArgs = restartArgs(c, progArgs, code, attempt+1, restarts, began)
