@@ -359,6 +359,10 @@ func mergeFlightRecords(w io.Writer, recs map[int]*flightRecord) {
 		if len(waiting) > 0 {
 			parts = append(parts, plural("rank", waiting)+" waiting in it")
 		}
+		if len(missing) == 0 && len(frozen) == 0 && len(notIssued) == 0 {
+			// Every rank issued it: none is missing from it.
+			parts = append(parts, "no rank is missing (every rank issued it): it was slow rather than stuck; give a --timeout longer than a step takes, or look at the network between the ranks")
+		}
 		fmt.Fprintf(w, "stream %s #%d %s: %s\n", s.Name, stuck, name, strings.Join(parts, "; "))
 	}
 }

@@ -176,3 +176,24 @@ func TestFlightrecDamagedAndEmpty(t *testing.T) {
 		}
 	}
 }
+
+// When every rank issued the collective a stream waits in, no rank is
+// missing: the merge says so and what to do, rather than leave the user
+// to look for a culprit.
+func TestFlightRecordNoRankMissing(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Now()
+	job := now.UTC().Format(time.RFC3339Nano)
+	writeFlightRecord(t, dir, job, 0, 3, now)
+	writeFlightRecord(t, dir, job, 1, 3, now)
+	all, _, err := readFlightRecords(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, _ := newestJob(all, time.Time{})
+	var b strings.Builder
+	mergeFlightRecords(&b, recs)
+	if want := "ranks 0, 1 issued it but never started it; no rank is missing (every rank issued it): it was slow rather than stuck; give a --timeout longer"; !strings.Contains(b.String(), want) {
+		t.Errorf("merge lacks %q:\n%s", want, b.String())
+	}
+}
