@@ -64,7 +64,11 @@ func resolveFaults(specs []string, totalSteps int) ([]engine.Fault, error) {
 		} else if f.Step, err = strconv.Atoi(parts[2]); err != nil || f.Step < 0 {
 			return nil, fmt.Errorf("--fault %q: step %q is not a step number (counted from 0, warm-up included; start, for crash and stop, before MPI starts)", spec, parts[2])
 		}
-		if last := totalSteps - 1; f.Step > last && kind != engine.FaultCrashInSave || kind == engine.FaultCrashInSave && f.Step > totalSteps {
+		if kind == engine.FaultCrashInSave && f.Step > totalSteps {
+			// STEP counts the steps before the checkpoint: up to all of them.
+			return nil, fmt.Errorf("--fault %q: the run has %s, so no checkpoint follows %s; give at most %d", spec, stepCount(totalSteps), stepCount(f.Step), totalSteps)
+		}
+		if last := totalSteps - 1; f.Step > last && kind != engine.FaultCrashInSave {
 			return nil, fmt.Errorf("--fault %q: step %d is past the run's last step, %d", spec, f.Step, last)
 		}
 		if kind == engine.FaultDelay {

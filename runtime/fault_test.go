@@ -50,6 +50,19 @@ func TestFaultsThatNeverFire(t *testing.T) {
 	}
 }
 
+// A crash-in-save after more steps than the run has names the most it
+// can take: STEP counts the steps before the checkpoint, so all of them
+// is the last (the last step's number is one less).
+func TestCrashInSavePastTheRun(t *testing.T) {
+	if _, err := resolveFaults([]string{"crash-in-save:1:10"}, 10); err != nil {
+		t.Errorf("after every step: %v", err)
+	}
+	_, err := resolveFaults([]string{"crash-in-save:1:11"}, 10)
+	if want := `--fault "crash-in-save:1:11": the run has 10 steps, so no checkpoint follows 11 steps; give at most 10`; err == nil || err.Error() != want {
+		t.Errorf("after more steps than the run has: %v, want %q", err, want)
+	}
+}
+
 // A rank that times out in resume's agreement without a checkpoint to
 // read is waiting for the others to set up, and says so, not that it is
 // reading a checkpoint the run does not have.
