@@ -121,6 +121,11 @@ const (
 
 // readFlightRecord reads and checks one rank's record.
 func readFlightRecord(path string) (*flightRecord, error) {
+	// Only a plain file: reading a named pipe of that name would wait for
+	// a writer for good.
+	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a flight record (not a regular file)", path)
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", path, unwrapPathError(err))
