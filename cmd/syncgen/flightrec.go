@@ -119,7 +119,7 @@ const (
 	maxPerStep    = math.MaxInt32
 )
 
-// readFlightRecord reads and checks one rank's record.
+// readFlightRecord reads and checks the record at path.
 func readFlightRecord(path string) (*flightRecord, error) {
 	// Only a plain file: reading a named pipe of that name would wait for
 	// a writer for good.
@@ -130,6 +130,19 @@ func readFlightRecord(path string) (*flightRecord, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", path, unwrapPathError(err))
 	}
+	r, err := parseFlightRecord(path, data)
+	if err != nil {
+		return nil, err
+	}
+	if st, err := os.Stat(path); err == nil {
+		r.written = st.ModTime()
+	}
+	return r, nil
+}
+
+// parseFlightRecord reads and checks one rank's record, the contents of
+// the file at path.
+func parseFlightRecord(path string, data []byte) (*flightRecord, error) {
 	var r flightRecord
 	if err := json.Unmarshal(data, &r); err != nil {
 		if bytes.Contains(data, []byte(flightVersion)) {
@@ -150,9 +163,6 @@ func readFlightRecord(path string) (*flightRecord, error) {
 	}
 	if bad {
 		return nil, fmt.Errorf("%s is damaged: rank %d of %d ranks in step %d, or a stream or collective numbered out of range", path, r.Rank, r.WorldSize, r.Step)
-	}
-	if st, err := os.Stat(path); err == nil {
-		r.written = st.ModTime()
 	}
 	return &r, nil
 }

@@ -368,7 +368,12 @@ func ReadMetadata(dir string) (*Metadata, error) {
 	if err != nil {
 		return nil, err
 	}
-	path := filepath.Join(dir, MetadataName)
+	return parseMetadata(filepath.Join(dir, MetadataName), data)
+}
+
+// parseMetadata reads and checks the metadata file at path, of contents
+// data.
+func parseMetadata(path string, data []byte) (*Metadata, error) {
 	var md Metadata
 	if err := json.Unmarshal(data, &md); err != nil {
 		if !bytes.Contains(data, []byte(Format)) {
