@@ -451,7 +451,7 @@ func autoCheckpoint(root string, p *plan.Plan, before time.Time) (dir, note stri
 			damaged = append(damaged, err.Error())
 		case !before.IsZero() && !md.CommittedAt(cks[i]).Before(before):
 		case md.PlanHash != p.Hash:
-			others = append(others, fmt.Sprintf("%s (plan %q)", filepath.Base(cks[i]), md.PlanName))
+			others = append(others, otherPlan(filepath.Base(cks[i]), md, p))
 		default:
 			dir = cks[i]
 		}
@@ -474,6 +474,16 @@ func autoCheckpoint(root string, p *plan.Plan, before time.Time) (dir, note stri
 		note = fmt.Sprintf("resuming from %s, the newest committed checkpoint whose metadata reads; passed over: %s", dir, strings.Join(damaged, "; "))
 	}
 	return dir, note, nil
+}
+
+// otherPlan names checkpoint base of another plan than p for a message:
+// by the plan's name, and where the names are the same (the plan was
+// edited since the checkpoint, so it cannot resume it) by both hashes.
+func otherPlan(base string, md *ckpt.Metadata, p *plan.Plan) string {
+	if md.PlanName == p.Name {
+		return fmt.Sprintf("%s (plan %q as it was then, hash %.12s: this program's plan %q, hash %.12s, differs)", base, md.PlanName, md.PlanHash, p.Name, p.Hash)
+	}
+	return fmt.Sprintf("%s (plan %q)", base, md.PlanName)
 }
 
 // stepCount is "1 step" or "N steps".

@@ -205,4 +205,11 @@ func TestFindResumeAutoSharedDirectory(t *testing.T) {
 	if _, err := FindResume("auto", root, q, 10); err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("auto with none of the plan: %v, want %q", err, want)
 	}
+	// The same plan edited since: the name alone would read as this
+	// plan's, so both hashes are named.
+	edited := &plan.Plan{Name: "p", Source: "p.sync", Hash: "dddd"}
+	want = `step-00000004 (plan "p" as it was then, hash aaaa: this program's plan "p", hash dddd, differs)`
+	if _, err := FindResume("auto", root, edited, 10); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("auto with the plan edited: %v, want %q", err, want)
+	}
 }
