@@ -33,10 +33,14 @@ func TestRandomPlans(t *testing.T) {
 	mpirun := needMPIRun(t)
 	dir := t.TempDir()
 	t.Setenv("SYNCGEN_CACHE", filepath.Join(dir, "cache"))
-	// SYNCGEN_TEST_RANDOM_PLANS=N runs N other seeds, for a longer campaign.
+	// SYNCGEN_TEST_RANDOM_PLANS=N runs N other seeds, for a longer
+	// campaign: from 1000, or from SYNCGEN_TEST_RANDOM_FIRST.
 	n, first := 12, uint64(1)
 	if v, err := strconv.Atoi(os.Getenv("SYNCGEN_TEST_RANDOM_PLANS")); err == nil && v > 0 {
 		n, first = v, 1000
+		if f, err := strconv.ParseUint(os.Getenv("SYNCGEN_TEST_RANDOM_FIRST"), 10, 64); err == nil {
+			first = f
+		}
 	}
 	var seeds []uint64
 	for i := range n {
