@@ -845,6 +845,9 @@ func (s *sim) sumBlock(op plan.RedOp, n int) []float64 {
 			bound += a
 			largest = max(largest, a)
 		}
+		if op == plan.Min || op == plan.Max {
+			bound = largest // the result is one of the inputs: there is no partial sum
+		}
 		if !(bound <= lim && largest <= one) || op == plan.Prod && s.mult != 1 {
 			red[j] = math.NaN()
 		}

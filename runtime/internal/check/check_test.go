@@ -727,3 +727,28 @@ func TestReduceScaledValues(t *testing.T) {
 		}
 	}
 }
+
+// The maximum or minimum of loss-scaled values is one of them: it is
+// predicted whenever each input is finite once scaled, even where their
+// sum would leave the wire's range, which only a sum or an average must
+// stay in. (The sim's values are unscaled; mult is the scale.)
+func TestScaledMaxOfLargeValues(t *testing.T) {
+	vals := [][]float64{{2000, -2000}, {1500, -1900}, {-3000, 100}}
+	for _, c := range []struct {
+		op   plan.RedOp
+		want []float64 // NaN: not predicted
+	}{
+		{plan.Max, []float64{2000, 100}},
+		{plan.Min, []float64{-3000, -2000}},
+		{plan.Sum, []float64{math.NaN(), math.NaN()}}, // 16 times 6500 or 4000 is past f16's 65504
+	} {
+		s := &sim{wire: elem.F16, tdt: elem.F16, limit: float64(elem.F16.ExactLimit()), mult: 16,
+			maxWire: MaxFinite(elem.F16), vals: vals, red: make([]float64, 2)}
+		got := s.sumBlock(c.op, 2)
+		for j := range got {
+			if got[j] != c.want[j] && !(math.IsNaN(got[j]) && math.IsNaN(c.want[j])) {
+				t.Errorf("%v: element %d = %v, want %v", c.op, j, got[j], c.want[j])
+			}
+		}
+	}
+}
