@@ -31,6 +31,9 @@ type heteroJSON struct {
 			From   int   `json:"from_step"`
 			Shares []int `json:"shares"`
 		} `json:"shares"`
+		BalancedShares []int   `json:"balanced_shares"`
+		SavingMs       float64 `json:"balanced_saving_ms"`
+		LongestRank    int     `json:"longest_compute_rank"`
 	} `json:"heterogeneous"`
 }
 
@@ -100,6 +103,17 @@ func TestStragglerIsNamed(t *testing.T) {
 	}
 	if h.Ranks[1].Score > 0.6 || h.Ranks[0].WaitMs <= h.Ranks[1].WaitMs {
 		t.Errorf("rank figures %+v: want rank 1 slow (score near 1/3) and waited for", h.Ranks)
+	}
+}
+
+// With one sample a rank nothing can move, so the what-if saves nothing
+// (in proportion to the speeds, fractional shares would have saved about
+// 5ms a step).
+func TestWholeSampleWhatIf(t *testing.T) {
+	j := heteroRun(t, 2, "--steps", "3", "--warmup", "0", "--check", "3", "--batch", "2", "--speed", "1=0.8")
+	h := j.Hetero
+	if !slices.Equal(h.BalancedShares, []int{1, 1}) || h.SavingMs != 0 || h.LongestRank != 1 {
+		t.Errorf("what if: shares %v saving %v ms on rank %d; want [1 1], 0 on rank 1", h.BalancedShares, h.SavingMs, h.LongestRank)
 	}
 }
 

@@ -181,6 +181,24 @@ func Rebalance(batch int, perSample []float64) []int {
 	return Shares(batch, w)
 }
 
+// Balanced is what balancing by measured speed would make of a step:
+// perSample[r] is rank r's mean compute per sample (0: no figure), the
+// shares are those that Rebalance gives for them (whole samples, at
+// least one a rank when batch allows, summing to batch), and longest is
+// the longest compute they would take, max over ranks of share times
+// compute per sample, in perSample's unit. The step waits for its
+// longest compute, and whole samples bound how close the ranks can get:
+// a rank that one sample already makes the slowest stays so.
+func Balanced(batch int, perSample []float64) (shares []int, longest float64) {
+	shares = Rebalance(batch, perSample)
+	for r, t := range perSample {
+		if t > 0 && !math.IsInf(t, 0) && !math.IsNaN(t) {
+			longest = max(longest, float64(shares[r])*t)
+		}
+	}
+	return shares, longest
+}
+
 // Shares splits batch whole samples among len(weights) ranks in
 // proportion to the weights (positive) by the largest remainder method,
 // ties going to the lower rank; then a rank left without a sample takes

@@ -1,6 +1,7 @@
 package hetero
 
 import (
+	"slices"
 	"testing"
 	"time"
 )
@@ -125,5 +126,38 @@ func TestCheck(t *testing.T) {
 	}
 	if err := (&Spec{Speeds: map[int]float64{3: 0.5}, Batch: 4}).Check(4); err != nil {
 		t.Errorf("valid spec: %v", err)
+	}
+}
+
+// Balanced's shares are whole samples, at least one a rank, so its
+// longest compute is what those shares take and not the ideal of
+// fractional shares: with 4 samples on 4 ranks nothing can move, and a
+// rank 10 times slower still takes 10 times as long on its one sample.
+func TestBalancedWholeSamples(t *testing.T) {
+	cases := []struct {
+		batch     int
+		perSample []float64
+		shares    []int
+		longest   float64
+	}{
+		// Every rank keeps its one sample: the slow rank's 2 ms stays.
+		{4, []float64{2, 1, 1, 1}, []int{1, 1, 1, 1}, 2},
+		// A rank 10 times slower: proportional shares would be 0.64
+		// and 6.36 samples; whole samples give it 1, the other 6.
+		{7, []float64{10, 1}, []int{1, 6}, 10},
+		// Half speed on 10 samples: 1 3 3 3, the fast ranks' 3 samples
+		// the longest, not 10/3.5 of them.
+		{10, []float64{2, 1, 1, 1}, []int{1, 3, 3, 3}, 3},
+		// Enough samples: within a sample of the speed ratio.
+		{256, []float64{2, 1, 1, 1}, []int{37, 73, 73, 73}, 74},
+		// A rank without a figure keeps the others' mean weight and is
+		// left out of the longest.
+		{6, []float64{1, 0, 1}, []int{2, 2, 2}, 2},
+	}
+	for _, c := range cases {
+		shares, longest := Balanced(c.batch, c.perSample)
+		if !slices.Equal(shares, c.shares) || longest != c.longest {
+			t.Errorf("Balanced(%d, %v) = %v, %v; want %v, %v", c.batch, c.perSample, shares, longest, c.shares, c.longest)
+		}
 	}
 }

@@ -3,7 +3,7 @@ package report
 // Heterogeneous ranks: per rank its compute, what it waited at the step's
 // first collective for the others, its speed relative to the fastest; the
 // rank the others waited for; the shares over time; and what balanced
-// shares would save.
+// shares, in whole samples, would save.
 
 import (
 	"fmt"
@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/syncgen/syncgen/runtime/internal/hetero"
 	"github.com/syncgen/syncgen/runtime/internal/result"
 	"github.com/syncgen/syncgen/runtime/internal/text"
 )
@@ -23,10 +24,16 @@ type ranksReport struct {
 	// slowest is the rank with the lowest speed score, waitedFor the one
 	// that reached the first collective last most often (-1: none).
 	slowest, waitedFor int
-	// balanced is the mean step's compute that shares in proportion to
-	// the measured speeds would give every rank; saving the slowest
-	// rank's compute less that.
-	balanced, saving time.Duration
+	// longest is the rank with the longest mean compute a step, the one
+	// that bounds the step. balancedShares are the shares that balancing
+	// by the measured speeds would give (whole samples, at least one a
+	// rank), balanced the longest compute a step they would take, and
+	// saving the longest rank's compute less that (0 when whole samples
+	// leave nothing to gain).
+	longest        int
+	balancedShares []int
+	balanced       time.Duration
+	saving         time.Duration
 }
 
 // rankFigures are one rank's means over the measured steps.
@@ -59,7 +66,7 @@ func rankFiguresTail(vals []float64, res *result.Results) []float64 {
 // sbase+4*s+1, the tail that rankFiguresTail wrote at the end of each
 // record of length recLen(rank) values.
 func buildRanks(res *result.Results, n, ns, sbase int, recLen func(rank int) int, at func(rank, i int) float64) ranksReport {
-	rr := ranksReport{het: res.Hetero, slowest: -1, waitedFor: -1}
+	rr := ranksReport{het: res.Hetero, slowest: -1, waitedFor: -1, longest: -1}
 	if res.Hetero == nil || ns == 0 || len(res.RankSteps) != ns {
 		return rr
 	}
@@ -72,9 +79,6 @@ func buildRanks(res *result.Results, n, ns, sbase int, recLen func(rank int) int
 				latest, who = fc, r
 			}
 		}
-		if who >= 0 {
-			last[who]++
-		}
 		for r := 0; r < n; r++ {
 			f := &rr.ranks[r]
 			f.compute += time.Duration(at(r, sbase+4*s+1))
@@ -83,8 +87,12 @@ func buildRanks(res *result.Results, n, ns, sbase int, recLen func(rank int) int
 			}
 			f.share += max(at(r, recLen(r)-2*ns+2*s+1), 1)
 		}
+		if who >= 0 {
+			last[who]++
+		}
 	}
-	var best, rate float64
+	var best float64
+	perSample := make([]float64, n)
 	for r := range rr.ranks {
 		f := &rr.ranks[r]
 		f.compute /= time.Duration(ns)
@@ -93,10 +101,9 @@ func buildRanks(res *result.Results, n, ns, sbase int, recLen func(rank int) int
 		if f.compute > 0 {
 			f.perSample = float64(f.compute) / f.share
 			best = max(best, 1/f.perSample)
-			rate += 1 / f.perSample
 		}
+		perSample[r] = f.perSample
 	}
-	var slowestCompute time.Duration
 	for r := range rr.ranks {
 		f := &rr.ranks[r]
 		if f.perSample > 0 {
@@ -108,11 +115,15 @@ func buildRanks(res *result.Results, n, ns, sbase int, recLen func(rank int) int
 		if rr.waitedFor < 0 || last[r] > last[rr.waitedFor] {
 			rr.waitedFor = r
 		}
-		slowestCompute = max(slowestCompute, f.compute)
+		if rr.longest < 0 || f.compute > rr.ranks[rr.longest].compute {
+			rr.longest = r
+		}
 	}
-	if rate > 0 {
-		rr.balanced = time.Duration(float64(res.Hetero.Batch) / rate)
-		rr.saving = max(slowestCompute-rr.balanced, 0)
+	if best > 0 {
+		shares, longest := hetero.Balanced(res.Hetero.Batch, perSample)
+		rr.balancedShares = shares
+		rr.balanced = time.Duration(longest)
+		rr.saving = max(rr.ranks[rr.longest].compute-rr.balanced, 0)
 	}
 	return rr
 }
@@ -145,8 +156,15 @@ func printRanks(w io.Writer, rep *Report) {
 		}
 		fmt.Fprintf(w, "# shares %s\n", strings.Join(parts, "; "))
 	}
-	fmt.Fprintf(w, "# what if: shares in proportion to the measured speeds would make every rank's compute %s a step, saving %s a step on the slowest rank's %s\n",
-		text.Dur(rr.balanced), text.Dur(rr.saving), text.Dur(rr.balanced+rr.saving))
+	if rr.balancedShares == nil {
+		return
+	}
+	saving := "nothing"
+	if rr.saving > 0 {
+		saving = text.Dur(rr.saving) + " a step"
+	}
+	fmt.Fprintf(w, "# what if: shares in proportion to the measured speeds (%s) would make the longest compute %s a step, saving %s on rank %d's %s\n",
+		joinInts(rr.balancedShares), text.Dur(rr.balanced), saving, rr.longest, text.Dur(rr.ranks[rr.longest].compute))
 }
 
 // jsonRanks is the per-rank part of the JSON file (milliseconds).
@@ -159,8 +177,13 @@ type jsonRanks struct {
 	Slowest   int            `json:"slowest_rank"`
 	WaitedFor int            `json:"waited_for_rank"`
 	Shares    []jsonShareSet `json:"shares"`
-	Balanced  float64        `json:"balanced_compute_ms"`
-	Saving    float64        `json:"balanced_saving_ms"`
+	// BalancedShares, Balanced and Saving are the what-if: the shares
+	// balancing by the measured speeds would give, the longest compute
+	// a step they would take, and what that saves on LongestRank's.
+	BalancedShares []int   `json:"balanced_shares,omitempty"`
+	Balanced       float64 `json:"balanced_compute_ms"`
+	Saving         float64 `json:"balanced_saving_ms"`
+	LongestRank    int     `json:"longest_compute_rank"`
 }
 
 // jsonRank is one rank's figures.
@@ -186,7 +209,7 @@ func makeJSONRanks(rep *Report) *jsonRanks {
 		return nil
 	}
 	j := &jsonRanks{Batch: rr.het.Batch, Balance: rr.het.Balance, Every: rr.het.Every, From: rr.het.From, Slowest: rr.slowest, WaitedFor: rr.waitedFor,
-		Balanced: ms(rr.balanced), Saving: ms(rr.saving)}
+		BalancedShares: rr.balancedShares, Balanced: ms(rr.balanced), Saving: ms(rr.saving), LongestRank: rr.longest}
 	for r, f := range rr.ranks {
 		j.Ranks = append(j.Ranks, jsonRank{Rank: r, Speed: rr.het.Speeds[r], Share: f.share, ComputeMs: ms(f.compute), WaitMs: ms(f.wait), Score: f.score})
 	}
