@@ -22,8 +22,10 @@ type ranksReport struct {
 	het   *result.Hetero
 	ranks []rankFigures
 	// slowest is the rank with the lowest speed score, waitedFor the one
-	// that reached the first collective last most often (-1: none).
-	slowest, waitedFor int
+	// whose late arrivals at the first collective cost the others the
+	// most waiting in total (-1: none), lastSteps the steps in which it
+	// arrived last.
+	slowest, waitedFor, lastSteps int
 	// longest is the rank with the longest mean compute a step, the one
 	// that bounds the step. balancedShares are the shares that balancing
 	// by the measured speeds would give (whole samples, at least one a
@@ -71,7 +73,12 @@ func buildRanks(res *result.Results, n, ns, sbase int, recLen func(rank int) int
 		return rr
 	}
 	rr.ranks = make([]rankFigures, n)
-	last := make([]int, n) // steps in which the rank reached the first collective last
+	// last counts the steps in which a rank reached the first collective
+	// last, cost the others' waiting for it then: a rank last by a few
+	// microseconds in many steps costs less than a straggler last by
+	// milliseconds in a few.
+	last := make([]int, n)
+	cost := make([]float64, n)
 	for s := 0; s < ns; s++ {
 		latest, who := -1.0, -1
 		for r := 0; r < n; r++ {
@@ -84,6 +91,9 @@ func buildRanks(res *result.Results, n, ns, sbase int, recLen func(rank int) int
 			f.compute += time.Duration(at(r, sbase+4*s+1))
 			if fc := at(r, recLen(r)-2*ns+2*s); fc >= 0 {
 				f.wait += time.Duration(latest - fc)
+				if who >= 0 {
+					cost[who] += latest - fc
+				}
 			}
 			f.share += max(at(r, recLen(r)-2*ns+2*s+1), 1)
 		}
@@ -112,13 +122,14 @@ func buildRanks(res *result.Results, n, ns, sbase int, recLen func(rank int) int
 		if rr.slowest < 0 || f.score < rr.ranks[rr.slowest].score {
 			rr.slowest = r
 		}
-		if rr.waitedFor < 0 || last[r] > last[rr.waitedFor] {
+		if rr.waitedFor < 0 || cost[r] > cost[rr.waitedFor] {
 			rr.waitedFor = r
 		}
 		if rr.longest < 0 || f.compute > rr.ranks[rr.longest].compute {
 			rr.longest = r
 		}
 	}
+	rr.lastSteps = last[rr.waitedFor]
 	if best > 0 {
 		shares, longest := hetero.Balanced(res.Hetero.Batch, perSample)
 		rr.balancedShares = shares
@@ -147,8 +158,8 @@ func printRanks(w io.Writer, rep *Report) {
 		fmt.Fprintf(w, "  %4d %7.3g %10.1f %12.3f %12.3f %7.3f\n", r, h.Speeds[r], f.share, ms(f.compute), ms(f.wait), f.score)
 	}
 	fmt.Fprintf(w, "# speed: declared; share: mean samples a step; compute: mean a step; wait: mean time at the step's first collective for the latest rank; score: samples per second over the fastest rank's\n")
-	fmt.Fprintf(w, "# slowest rank %d (score %.3f); the others waited most often for rank %d\n",
-		rr.slowest, rr.ranks[rr.slowest].score, rr.waitedFor)
+	fmt.Fprintf(w, "# slowest rank %d (score %.3f); the others waited longest for rank %d (the last at the first collective in %d of %d steps)\n",
+		rr.slowest, rr.ranks[rr.slowest].score, rr.waitedFor, rr.lastSteps, len(rep.stepTimes))
 	if len(h.Course) > 1 || h.Balance != "off" {
 		var parts []string
 		for _, c := range h.Course {
