@@ -1,11 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -63,76 +63,184 @@ func hostsList(hosts []hostSlots) string {
 	return strings.Join(items, ",")
 }
 
-// readHostfile reads an Open MPI hostfile: one host a line, "[USER@]NAME
-// [slots=N] [max_slots=N]", # comments and blank lines ignored (a host
-// without slots takes one rank). Lines may end in CRLF; crlf reports
-// whether one did (Open MPI's own parser refuses them). What Open MPI
-// would refuse inside mpirun is refused here: a host on two lines, a key
-// given twice, max_slots below slots. name is the file's name for errors,
-// which give its line.
-func readHostfile(r io.Reader, name string) (hosts []hostSlots, crlf bool, err error) {
-	// bufio.ScanLines drops a line's CR, so look for them first.
+// slotKeys are the words Open MPI's hostfile reader takes for a host's
+// slots, maxSlotKeys those it takes for its max_slots.
+var (
+	slotKeys    = []string{"slots", "cpu", "count"}
+	maxSlotKeys = []string{"max_slots", "max-slots", "slots_max", "slots-max", "max_cpu", "max-cpu",
+		"cpu_max", "cpu-max", "max_count", "max-count", "count_max", "count-max"}
+)
+
+// readHostfile reads an Open MPI hostfile as Open MPI 4 reads it: one
+// host a line, "[USER@]NAME [slots=N] [max_slots=N]" (cpu and count are
+// slots' other names, max-slots, slots_max and the like max_slots'; '='
+// may have spaces around it), comments from '#' or "//" to the end of
+// the line and between "/*" and "*/". slots=0 is a host that takes no
+// rank. A host with max_slots alone has that many slots. A host on
+// several lines takes one slot more for each line after the first that
+// gives no slots (Slurm's form, one line a rank); a later line that gives
+// slots, a key given twice on a line and max_slots below slots are
+// refused, as Open MPI refuses them, naming the file (name) and line.
+//
+// convert is why mpirun must get the hosts as --host NAME:SLOTS rather
+// than the file itself ("" when it can read the file): Open MPI cannot
+// parse CRLF line endings, and it gives a host on one line without slots
+// as many slots as the host has cores, where syncgen run counts one.
+func readHostfile(r io.Reader, name string) (hosts []hostSlots, convert string, err error) {
 	b, err := io.ReadAll(r)
 	if err != nil {
-		return nil, false, fmt.Errorf("%s: %v", name, err)
+		return nil, "", fmt.Errorf("%s: %v", name, err)
 	}
-	crlf = bytes.Contains(b, []byte("\r\n"))
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	line := 0
-	lineOf := map[string]int{}
-	for sc.Scan() {
-		line++
-		text, _, _ := strings.Cut(sc.Text(), "#")
-		fields := strings.Fields(text)
+	if bytes.Contains(b, []byte("\r\n")) {
+		convert = crlfReason
+	}
+	type seen struct {
+		index, line, lines int
+		bare               bool // the first line gave neither slots nor max_slots
+	}
+	byHost := map[string]*seen{}
+	for _, seg := range hostfileLines(string(b)) {
+		line := seg.line
+		fields := strings.Fields(strings.ReplaceAll(seg.text, "=", " = "))
 		if len(fields) == 0 {
 			continue
 		}
 		h := hostSlots{Name: fields[0], Slots: 1}
+		if h.Name == "=" || len(fields) > 1 && fields[1] == "=" {
+			return nil, "", fmt.Errorf("%s:%d: %q: want the host's name first, then slots=N, e.g. \"node1 slots=8\"", name, line, strings.TrimSpace(seg.text))
+		}
 		host := h.Name
 		if user, rest, ok := strings.Cut(h.Name, "@"); ok {
 			if err := checkUserName(user); err != nil {
-				return nil, false, fmt.Errorf("%s:%d: host %q: %v", name, line, h.Name, err)
+				return nil, "", fmt.Errorf("%s:%d: host %q: %v", name, line, h.Name, err)
 			}
 			host = rest
 		}
+		if n, slots, ok := strings.Cut(host, ":"); ok && n != "" && !strings.Contains(slots, ":") {
+			return nil, "", fmt.Errorf("%s:%d: host %q: NAME:SLOTS is --hosts' form (and MPICH's); an Open MPI hostfile takes \"%s slots=%s\"", name, line, h.Name, n, slots)
+		}
 		if err := checkHostName(host); err != nil {
-			return nil, false, fmt.Errorf("%s:%d: %v", name, line, err)
+			return nil, "", fmt.Errorf("%s:%d: %v", name, line, err)
 		}
-		if first, ok := lineOf[host]; ok {
-			return nil, false, fmt.Errorf("%s:%d: host %q is already on line %d (Open MPI refuses a host on two lines): give it one line, with the sum of the slots", name, line, host, first)
-		}
-		lineOf[host] = line
 		given := map[string]string{}
-		maxS := 0
-		for _, f := range fields[1:] {
-			key, value, ok := strings.Cut(f, "=")
+		slots, maxS := -1, 0
+		for rest := fields[1:]; len(rest) > 0; rest = rest[3:] {
+			if len(rest) < 3 || rest[1] != "=" || rest[2] == "=" {
+				return nil, "", fmt.Errorf("%s:%d: %q: want slots=N or max_slots=N after the host's name, as Open MPI's hostfiles (cpu=N and count=N are slots too)", name, line, strings.Join(rest[:min(len(rest), 3)], ""))
+			}
+			key, value := rest[0], rest[2]
+			canon := ""
+			switch {
+			case slices.Contains(slotKeys, key):
+				canon = "slots"
+			case slices.Contains(maxSlotKeys, key):
+				canon = "max_slots"
+			default:
+				return nil, "", fmt.Errorf("%s:%d: %q: want slots=N or max_slots=N after the host's name, as Open MPI's hostfiles (cpu=N and count=N are slots too)", name, line, key+"="+value)
+			}
 			n, err := strconv.Atoi(value)
-			if !ok || (key != "slots" && key != "max_slots" && key != "max-slots") || err != nil || n < 1 || n > maxSlots {
-				return nil, false, fmt.Errorf("%s:%d: %q: want slots=N or max_slots=N (N from 1 to %d) after the host's name, as Open MPI's hostfiles", name, line, f, maxSlots)
+			low := 0
+			if canon == "max_slots" {
+				low = 1
 			}
-			canon := strings.ReplaceAll(key, "-", "_")
+			if err != nil || strings.ContainsAny(value[:1], "+-") || n < low || n > maxSlots {
+				return nil, "", fmt.Errorf("%s:%d: %s=%s: want a number from %d to %d", name, line, key, value, low, maxSlots)
+			}
 			if prev, twice := given[canon]; twice {
-				return nil, false, fmt.Errorf("%s:%d: %s given twice (%q, then %q): give it once", name, line, canon, prev, f)
+				return nil, "", fmt.Errorf("%s:%d: %s given twice (%q, then %q): give it once", name, line, canon, prev, key+"="+value)
 			}
-			given[canon] = f
+			given[canon] = key + "=" + value
 			if canon == "slots" {
-				h.Slots = n
+				slots = n
 			} else {
 				maxS = n
 			}
 		}
-		if maxS > 0 && maxS < h.Slots {
-			return nil, false, fmt.Errorf("%s:%d: host %q: max_slots=%d is below slots=%d: raise max_slots or lower slots", name, line, h.Name, maxS, h.Slots)
+		if maxS > 0 && slots > maxS {
+			return nil, "", fmt.Errorf("%s:%d: host %q: max_slots=%d is below slots=%d: raise max_slots or lower slots", name, line, h.Name, maxS, slots)
 		}
+		bare := slots < 0 && maxS == 0
+		switch {
+		case slots >= 0:
+			h.Slots = slots
+		case maxS > 0:
+			h.Slots = maxS
+		}
+		if prev, ok := byHost[host]; ok {
+			if !bare {
+				return nil, "", fmt.Errorf("%s:%d: host %q is already on line %d: Open MPI takes a host on several lines only as one line a slot, without slots=N; give it one line, with the sum of the slots", name, line, host, prev.line)
+			}
+			if hosts[prev.index].Slots >= maxSlots {
+				return nil, "", fmt.Errorf("%s:%d: host %q: more than %d slots", name, line, host, maxSlots)
+			}
+			hosts[prev.index].Slots++
+			prev.lines++
+			continue
+		}
+		byHost[host] = &seen{index: len(hosts), line: line, lines: 1, bare: bare}
 		hosts = append(hosts, h)
 	}
-	if err := sc.Err(); err != nil {
-		return nil, false, fmt.Errorf("%s:%d: %v", name, line+1, err)
-	}
 	if len(hosts) == 0 {
-		return nil, false, fmt.Errorf("%s: no hosts: want one a line, e.g. \"node1 slots=8\"", name)
+		return nil, "", fmt.Errorf("%s: no hosts: want one a line, e.g. \"node1 slots=8\"", name)
 	}
-	return hosts, crlf, nil
+	if totalSlots(hosts) == 0 {
+		return nil, "", fmt.Errorf("%s: no slots: every host has slots=0; give at least one host slots", name)
+	}
+	if convert == "" {
+		for _, h := range hosts {
+			host := h.Name[strings.Index(h.Name, "@")+1:]
+			if s := byHost[host]; s.bare && s.lines == 1 {
+				convert = fmt.Sprintf("host %q has no slots=N: Open MPI would give it as many slots as it has cores, where syncgen run counts one", h.Name)
+				break
+			}
+		}
+	}
+	return hosts, convert, nil
+}
+
+// crlfReason is readHostfile's reason to convert a file with CRLF line
+// endings.
+const crlfReason = "the file has CRLF line endings, which Open MPI cannot read"
+
+// hostfileLine is a line of a hostfile as Open MPI's reader sees it: the
+// text between line ends, comments and the ends of block comments, and
+// the number of the line it is on.
+type hostfileLine struct {
+	text string
+	line int
+}
+
+// hostfileLines splits a hostfile into the lines Open MPI's reader takes
+// hosts from: '#' and "//" end a line's text, and a "/* ... */" comment,
+// which may span lines, ends the text before it and starts a new line
+// after it.
+func hostfileLines(s string) []hostfileLine {
+	var out []hostfileLine
+	inBlock := false
+	for i, raw := range strings.Split(s, "\n") {
+		rest := strings.TrimSuffix(raw, "\r")
+		for {
+			if inBlock {
+				end := strings.Index(rest, "*/")
+				if end < 0 {
+					break
+				}
+				rest, inBlock = rest[end+2:], false
+			}
+			cut, block := len(rest), false
+			for _, mark := range []string{"#", "//", "/*"} {
+				if j := strings.Index(rest, mark); j >= 0 && j < cut {
+					cut, block = j, mark == "/*"
+				}
+			}
+			out = append(out, hostfileLine{rest[:cut], i + 1})
+			if !block {
+				break
+			}
+			rest, inBlock = rest[cut+2:], true
+		}
+	}
+	return out
 }
 
 // checkHostName accepts what Open MPI accepts as a node's name: letters,
@@ -145,6 +253,9 @@ func checkHostName(name string) error {
 	}
 	if name[0] == '-' || len(name) > 253 {
 		return fmt.Errorf("host %q: not a host name: want letters, digits, '-' and '.', not starting with '-'", name)
+	}
+	if strings.ContainsAny(name, "[]") {
+		return fmt.Errorf("host %q: a Slurm host list, which Open MPI does not expand: list its hosts (scontrol show hostnames %q)", name, name)
 	}
 	for _, r := range name {
 		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.') {
@@ -182,8 +293,9 @@ func totalSlots(hosts []hostSlots) int {
 // returns the launcher's flags for them and the ranks the hosts take;
 // none when neither is given. --hosts goes to Open MPI's --host as
 // hostsList writes it, --hostfile to its --hostfile unchanged, except a
-// file with CRLF line endings, which Open MPI cannot parse: its hosts go
-// to --host.
+// file that Open MPI would read otherwise than readHostfile (CRLF line
+// endings, a host without slots): its hosts go to --host, with the
+// slots readHostfile counted.
 func hostsFlags(list, file string, listSet, fileSet bool) (flags []string, slots int, err error) {
 	var hosts []hostSlots
 	switch {
@@ -203,18 +315,27 @@ func hostsFlags(list, file string, listSet, fileSet bool) (flags []string, slots
 			return nil, 0, fmt.Errorf("run: --hostfile %s: %v", file, unwrapPathError(openErr))
 		}
 		defer f.Close()
-		var crlf bool
-		if hosts, crlf, err = readHostfile(f, file); err != nil {
+		var convert string
+		if hosts, convert, err = readHostfile(f, file); err != nil {
 			return nil, 0, fmt.Errorf("run: %v", err)
 		}
 		flags = []string{"--hostfile", file}
-		if crlf {
+		if convert != "" {
+			var items []hostSlots
 			for _, h := range hosts {
 				if strings.Contains(h.Name, "@") {
-					return nil, 0, fmt.Errorf("run: %s: host %q: the file has CRLF line endings, which Open MPI cannot read, and its --host takes no USER@: convert the file to LF endings (dos2unix %s)", file, h.Name, file)
+					fix := "give every host slots=N"
+					if convert == crlfReason {
+						fix = "convert the file to LF endings (dos2unix " + file + ")"
+					}
+					return nil, 0, fmt.Errorf("run: %s: %s; --host NAME:SLOTS, which syncgen run would pass instead, takes no USER@ (host %q): %s", file, convert, h.Name, fix)
+				}
+				// --host takes no host of 0 slots; it takes no rank either.
+				if h.Slots > 0 {
+					items = append(items, h)
 				}
 			}
-			flags = []string{"--host", hostsList(hosts)}
+			flags = []string{"--host", hostsList(items)}
 		}
 	default:
 		return nil, 0, nil

@@ -57,8 +57,11 @@ func TestHostsList(t *testing.T) {
 func TestHostsFlags(t *testing.T) {
 	dir := t.TempDir()
 	lf, crlf := filepath.Join(dir, "lf"), filepath.Join(dir, "crlf")
+	bare, userBare := filepath.Join(dir, "bare"), filepath.Join(dir, "user-bare")
 	os.WriteFile(lf, []byte("a slots=2\nb slots=2\n"), 0o644)
 	os.WriteFile(crlf, []byte("a slots=2\r\nb slots=2 max_slots=4\r\n"), 0o644)
+	os.WriteFile(bare, []byte("a\nb\nc slots=0\n"), 0o644)
+	os.WriteFile(userBare, []byte("u@a\nb slots=1\n"), 0o644)
 	for _, c := range []struct {
 		list, file       string
 		listSet, fileSet bool
@@ -69,6 +72,10 @@ func TestHostsFlags(t *testing.T) {
 		{flags: nil},
 		{file: lf, fileSet: true, flags: []string{"--hostfile", lf}, slots: 4},
 		{file: crlf, fileSet: true, flags: []string{"--host", "a:2,b:2"}, slots: 4},
+		// Open MPI would give a and b as many slots as they have cores,
+		// and put both ranks of -np 2 on a.
+		{file: bare, fileSet: true, flags: []string{"--host", "a:1,b:1"}, slots: 2},
+		{file: userBare, fileSet: true, err: `host "u@a" has no slots=N: Open MPI would give it as many slots as it has cores, where syncgen run counts one; --host NAME:SLOTS, which syncgen run would pass instead, takes no USER@ (host "u@a"): give every host slots=N`},
 		{listSet: true, err: "--hosts \"\": no hosts"},
 		{fileSet: true, err: "--hostfile \"\""},
 		{file: "/nonexistent", fileSet: true, err: "--hostfile /nonexistent: no such file"},
@@ -89,28 +96,54 @@ func TestHostsFlags(t *testing.T) {
 
 // TestReadHostfile checks a hostfile with comments, both slot keys, CRLF
 // and USER@HOST, and that what Open MPI refuses inside mpirun is refused
-// here with the line.
+// here with the line. The forms are those Open MPI 4.1's mpirun takes
+// (spaces around '=', cpu and count for slots, "//" and "/* */"
+// comments, slots=0, a host on several lines without slots) with the
+// slots it gives them, but for a host on one line without slots, which
+// it gives as many slots as it has cores: that one is counted one and
+// the file is passed as --host (convert).
 func TestReadHostfile(t *testing.T) {
-	for file, want := range map[string][]hostSlots{
-		"# two nodes\nnode1 slots=8 max_slots=16\n\n10.0.0.2 # no slots: one\n": {{"node1", 8}, {"10.0.0.2", 1}},
-		"localhost slots=2\r\nb\r\n": {{"localhost", 2}, {"b", 1}},
-		"root@node1 slots=2\n":       {{"root@node1", 2}},
-		"a slots=2 max-slots=2\n":    {{"a", 2}},
+	for _, c := range []struct {
+		file    string
+		want    []hostSlots
+		convert string
+	}{
+		{"# two nodes\nnode1 slots=8 max_slots=16\n\n10.0.0.2 # no slots: one\n", []hostSlots{{"node1", 8}, {"10.0.0.2", 1}}, `host "10.0.0.2" has no slots=N`},
+		{"localhost slots=2\r\nb slots=1\r\n", []hostSlots{{"localhost", 2}, {"b", 1}}, "CRLF"},
+		{"root@node1 slots=2\n", []hostSlots{{"root@node1", 2}}, ""},
+		{"a slots=2 max-slots=2\n", []hostSlots{{"a", 2}}, ""},
+		{"a slots = 2\nb\tcpu= 3 // c\nc count =1\n", []hostSlots{{"a", 2}, {"b", 3}, {"c", 1}}, ""},
+		{"a max_slots=4\nb slots_max=2 slots=1\n", []hostSlots{{"a", 4}, {"b", 1}}, ""},
+		{"a slots=0\nb slots=2\n", []hostSlots{{"a", 0}, {"b", 2}}, ""},
+		{"a\na\nb\nb\na\n", []hostSlots{{"a", 3}, {"b", 2}}, ""}, // Slurm's form
+		{"a slots=1\na\n", []hostSlots{{"a", 2}}, ""},
+		{"/* head */ a slots=1\n/* b slots=1\n*/ c slots=2 /* d */\n", []hostSlots{{"a", 1}, {"c", 2}}, ""},
+		{"a slots=2\nb\n", []hostSlots{{"a", 2}, {"b", 1}}, `host "b" has no slots=N`},
 	} {
-		got, _, err := readHostfile(strings.NewReader(file), "hosts")
-		if err != nil || !reflect.DeepEqual(got, want) {
-			t.Errorf("readHostfile(%q) = %v, %v; want %v", file, got, err, want)
+		got, convert, err := readHostfile(strings.NewReader(c.file), "hosts")
+		if err != nil || !reflect.DeepEqual(got, c.want) || (c.convert == "") != (convert == "") || !strings.Contains(convert, c.convert) {
+			t.Errorf("readHostfile(%q) = %v, %q, %v; want %v, %q", c.file, got, convert, err, c.want, c.convert)
 		}
 	}
 	for bad, msg := range map[string]string{
-		"node1 slots=0\n":                        "hosts:1:",
-		"a\nnode1 cpus=2\n":                      "hosts:2:",
+		"node1 slots=-1\n":                       "hosts:1: slots=-1: want a number from 0 to 4096",
+		"node1 slots=+2\n":                       "hosts:1: slots=+2",
+		"a\nnode1 cpus=2\n":                      `hosts:2: "cpus=2": want slots=N`,
+		"a SLOTS=2\n":                            `hosts:1: "SLOTS=2"`,
+		"a slots\n":                              `hosts:1: "slots": want slots=N`,
+		"slots=2\n":                              `hosts:1: "slots=2": want the host's name first`,
 		"# nothing\n":                            "no hosts",
+		"a slots=0\nb count=0\n":                 "no slots",
 		"a\nno/de slots=1\n":                     "hosts:2:",
 		"a_b slots=1\n":                          `hosts:1: host "a_b"`,
+		"a:2\n":                                  `hosts:1: host "a:2": NAME:SLOTS is --hosts' form (and MPICH's); an Open MPI hostfile takes "a slots=2"`,
+		"node[1-4] slots=2\n":                    `hosts:1: host "node[1-4]": a Slurm host list`,
 		"localhost slots=1\nlocalhost slots=1\n": `hosts:2: host "localhost" is already on line 1`,
+		"a\na slots=1\n":                         `hosts:2: host "a" is already on line 1`,
 		"u@a slots=1\n# c\na slots=1\n":          `hosts:3: host "a" is already on line 1`,
+		"a slots=4096\na\n":                      `hosts:2: host "a": more than 4096 slots`,
 		"localhost slots=2 slots=3\n":            "hosts:1: slots given twice",
+		"localhost slots=2 cpu=3\n":              "hosts:1: slots given twice",
 		"a max_slots=2 max-slots=3\n":            "hosts:1: max_slots given twice",
 		"localhost slots=2 max_slots=1\n":        "hosts:1: host \"localhost\": max_slots=1 is below slots=2",
 		"@a slots=1\n":                           "hosts:1:",
@@ -129,6 +162,7 @@ func TestReadHostfile(t *testing.T) {
 func FuzzHostfile(f *testing.F) {
 	f.Add("node1 slots=8\nnode2 slots=8 max_slots=8\n# c\n")
 	f.Add("a\n\nb slots=x\n")
+	f.Add("a slots = 2 // c\n/* x\n*/ b cpu=0\nb\n")
 	f.Fuzz(func(t *testing.T, s string) {
 		hosts, _, err := readHostfile(strings.NewReader(s), "f")
 		if err != nil {
@@ -139,9 +173,12 @@ func FuzzHostfile(f *testing.F) {
 			if i := strings.LastIndex(name, "@"); i >= 0 {
 				name = name[i+1:]
 			}
-			if checkHostName(name) != nil || h.Slots < 1 || h.Slots > maxSlots {
+			if checkHostName(name) != nil || h.Slots < 0 || h.Slots > maxSlots {
 				t.Fatalf("readHostfile(%q) gave host %+v", s, h)
 			}
+		}
+		if totalSlots(hosts) < 1 {
+			t.Fatalf("readHostfile(%q) gave hosts without slots: %+v", s, hosts)
 		}
 	})
 }
