@@ -74,9 +74,13 @@ func LauncherRank() string {
 }
 
 // LauncherSize is the world size that the launcher announces before MPI
-// starts (Open MPI, PMI, Slurm), if it does.
+// starts (Open MPI, PMI, Slurm's srun), if it does. Slurm's is the job
+// step's SLURM_STEP_NUM_TASKS, which srun sets for the tasks it starts,
+// and not SLURM_NTASKS, which salloc and sbatch set for the whole
+// allocation: a program started alone, or by mpirun, inside one is not
+// a world of that size.
 func LauncherSize() (int, bool) {
-	for _, v := range []string{"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"} {
+	for _, v := range []string{"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_STEP_NUM_TASKS"} {
 		if n, err := strconv.Atoi(os.Getenv(v)); err == nil && n > 0 {
 			return n, true
 		}
