@@ -135,7 +135,7 @@ func resolveHetero(f heteroFlags) (hetero.Spec, error) {
 	size, sized := proc.LauncherSize()
 	outside := func(flag, spec string, r int) error {
 		if sized && r >= size {
-			return fmt.Errorf("%s %q: rank %d is outside the world of %d ranks (0..%d)", flag, spec, r, size, size-1)
+			return fmt.Errorf("%s %q: rank %d is outside %s", flag, spec, r, hetero.World(size))
 		}
 		return nil
 	}

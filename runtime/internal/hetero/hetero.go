@@ -93,16 +93,25 @@ func (s *Spec) Check(size int) error {
 	sort.Ints(ranks)
 	for _, r := range ranks {
 		if r >= size {
-			return fmt.Errorf("--speed names rank %d, outside the world of %d ranks (0..%d)", r, size, size-1)
+			return fmt.Errorf("--speed names rank %d, outside %s", r, World(size))
 		}
 	}
 	if s.Straggler != nil && s.Straggler.Rank >= size {
-		return fmt.Errorf("--straggler names rank %d, outside the world of %d ranks (0..%d)", s.Straggler.Rank, size, size-1)
+		return fmt.Errorf("--straggler names rank %d, outside %s", s.Straggler.Rank, World(size))
 	}
 	if s.Batch > 0 && s.Batch < size {
-		return fmt.Errorf("--batch %d is smaller than the world of %d ranks: every rank needs at least one sample", s.Batch, size)
+		return fmt.Errorf("--batch %d is smaller than %s: every rank needs at least one sample", s.Batch, World(size))
 	}
 	return nil
+}
+
+// World names a world of size ranks and its ranks for a message: "the
+// world of 4 ranks (0..3)", "the world of 1 rank (rank 0)".
+func World(size int) string {
+	if size == 1 {
+		return "the world of 1 rank (rank 0)"
+	}
+	return fmt.Sprintf("the world of %d ranks (0..%d)", size, size-1)
 }
 
 // GlobalBatch is the batch the shares sum to: Batch, or one per rank.

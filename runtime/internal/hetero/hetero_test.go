@@ -161,3 +161,15 @@ func TestBalancedWholeSamples(t *testing.T) {
 		}
 	}
 }
+
+// A rank outside a world of one is named in the singular.
+func TestCheckWorldOfOne(t *testing.T) {
+	s := &Spec{Speeds: map[int]float64{3: 0.5}}
+	if err := s.Check(1); err == nil || err.Error() != "--speed names rank 3, outside the world of 1 rank (rank 0)" {
+		t.Errorf("Check(1) = %v", err)
+	}
+	s = &Spec{Batch: 3}
+	if err := s.Check(4); err == nil || err.Error() != "--batch 3 is smaller than the world of 4 ranks (0..3): every rank needs at least one sample" {
+		t.Errorf("Check(4) = %v", err)
+	}
+}
