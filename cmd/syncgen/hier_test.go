@@ -154,8 +154,8 @@ func TestHierarchicalOneHost(t *testing.T) {
 		want string
 		ran  bool
 	}{
-		{2, "blocking", "algo hierarchical: reduce-scatter inside each host (2 ranks), allreduce of each slice across 1 host(s)", true},
-		{4, "blocking", "algo hierarchical: reduce-scatter inside each host (4 ranks), allreduce of each slice across 1 host(s)", true},
+		{2, "blocking", "algo hierarchical: reduce-scatter inside each host (2 ranks), allreduce of each slice across 1 host,", true},
+		{4, "blocking", "algo hierarchical: reduce-scatter inside each host (4 ranks), allreduce of each slice across 1 host,", true},
 		{2, "nonblocking", "algo hierarchical: runs flat: the nonblocking mode", false},
 	}
 	for _, c := range cases {
@@ -192,7 +192,7 @@ func TestClusterHierarchical(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("2 hosts x 2 ranks: exit %d\n%s", code, out)
 	}
-	want := "reduce-scatter inside each host (2 ranks), allreduce of each slice across 2 host(s)"
+	want := "reduce-scatter inside each host (2 ranks), allreduce of each slice across 2 hosts,"
 	if !strings.Contains(out, want) {
 		t.Errorf("the header does not say %q\n%s", want, out)
 	}

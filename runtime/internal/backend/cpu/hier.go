@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/syncgen/syncgen/runtime/internal/backend"
+	"github.com/syncgen/syncgen/runtime/internal/text"
 	"github.com/syncgen/syncgen/runtime/mpi"
 )
 
@@ -92,7 +93,8 @@ func (b *cpuBackend) HierNote() string {
 	if !hc.even {
 		return "runs flat: the hosts hold different numbers of ranks"
 	}
-	return fmt.Sprintf("reduce-scatter inside each host (%d ranks), allreduce of each slice across %d host(s), allgather inside the host", hc.lsize, hc.hosts)
+	return fmt.Sprintf("reduce-scatter inside each host (%d rank%s), allreduce of each slice across %d host%s, allgather inside the host",
+		hc.lsize, text.Plural(hc.lsize), hc.hosts, text.Plural(hc.hosts))
 }
 
 // Phase figures: the C layer times each phase of every piece around its
