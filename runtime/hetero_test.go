@@ -40,6 +40,12 @@ type heteroJSON struct {
 // heteroRun runs the basic plan (backward 20ms) with np ranks and the
 // given flags, and reads its JSON.
 func heteroRun(t *testing.T, np int, args ...string) heteroJSON {
+	j, _ := heteroRunOut(t, np, args...)
+	return j
+}
+
+// heteroRunOut is heteroRun that also returns the run's output.
+func heteroRunOut(t *testing.T, np int, args ...string) (heteroJSON, result) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "out.json")
 	r := ok(t, np, append([]string{"basic", "--json", path, "--quiet"}, args...)...)
@@ -64,7 +70,7 @@ func heteroRun(t *testing.T, np int, args ...string) heteroJSON {
 			t.Errorf("np %d: shares from step %d are %v: want %d summing to %d", np, s.From, s.Shares, np, j.Hetero.Batch)
 		}
 	}
-	return j
+	return j, r
 }
 
 // With the last rank at half speed, dynamic balancing moves the shares to
@@ -112,10 +118,11 @@ func TestStragglerIsNamed(t *testing.T) {
 // straggler from step 4, in the last 2 by about 35ms. And with one
 // sample a rank nothing can move, so the what-if saves nothing (in
 // proportion to the speeds, fractional shares would have saved about 5ms
-// a step).
+// a step), nor can balancing every step.
 func TestWaitedForAndWholeSampleWhatIf(t *testing.T) {
-	j := heteroRun(t, 2, "--steps", "6", "--warmup", "0", "--check", "6", "--batch", "2",
-		"--speed", "0=0.8", "--straggler", "1:3:4")
+	j, r := heteroRunOut(t, 2, "--steps", "6", "--warmup", "0", "--check", "6", "--batch", "2",
+		"--speed", "0=0.8", "--straggler", "1:3:4", "--balance", "dynamic:1")
+	mustContain(t, r, "# ranks: global batch 2, balance dynamic every 1 step\n")
 	h := j.Hetero
 	if h.WaitedFor != 1 {
 		t.Errorf("waited for rank %d, want 1, the straggler (figures %+v)", h.WaitedFor, h.Ranks)

@@ -148,7 +148,7 @@ func printRanks(w io.Writer, rep *Report) {
 	h := rr.het
 	fmt.Fprintf(w, "#\n# ranks: global batch %d, balance %s", h.Batch, h.Balance)
 	if h.Balance == "dynamic" {
-		fmt.Fprintf(w, " every %d steps", h.Every)
+		fmt.Fprintf(w, " every %d step%s", h.Every, text.Plural(h.Every))
 	}
 	if h.From != "" {
 		fmt.Fprintf(w, " (from %s)", h.From)
