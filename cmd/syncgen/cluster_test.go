@@ -115,7 +115,10 @@ func TestClusterHostLost(t *testing.T) {
 
 // TestClusterRunHostfile runs `syncgen run --hostfile` on 2 hosts x 2
 // ranks: -np comes from the hostfile's slots, Open MPI's --hostfile gets
-// the file, and the report lists both hosts with 0 wrong.
+// the file (in Slurm's form, a line a rank, which Open MPI sums), and the
+// report lists both hosts with 0 wrong. Then on a file of a and b without
+// slots: one rank each, passed as --host, where Open MPI would have given
+// a as many slots as it has cores and put both ranks on it.
 func TestClusterRunHostfile(t *testing.T) {
 	needToolchain(t)
 	dir := t.TempDir()
@@ -124,19 +127,25 @@ func TestClusterRunHostfile(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", sg, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	hostfile := filepath.Join(dir, "hosts")
-	if err := os.WriteFile(hostfile, []byte("# the cluster's two hosts\na slots=2\nb slots=2\n"), 0o644); err != nil {
+	hostfile, bare := filepath.Join(dir, "hosts"), filepath.Join(dir, "bare")
+	if err := os.WriteFile(hostfile, []byte("# the cluster's two hosts, a line a rank\na\na\nb // the second\nb\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bare, []byte("a\nb\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	plan, err := filepath.Abs("../../examples/hello.sync")
 	if err != nil {
 		t.Fatal(err)
 	}
-	code, out := inCluster(t, sg+" run --hostfile "+hostfile+" -o "+dir+"/ "+plan+" -- --steps 2 --warmup 1 --check 1 --backend cpu")
+	run := sg + " run -o " + dir + "/ " + plan + " --hostfile "
+	flags := " -- --steps 2 --warmup 1 --check 1 --backend cpu"
+	code, out := inCluster(t, run+hostfile+flags+" && "+run+bare+flags)
 	if code != 0 {
 		t.Fatalf("syncgen run --hostfile: exit %d\n%s", code, out)
 	}
-	for _, want := range []string{"-np 4 --hostfile " + hostfile, "hosts: a (ranks 0-1), b (ranks 2-3)", "# 0 wrong"} {
+	for _, want := range []string{"-np 4 --hostfile " + hostfile, "hosts: a (ranks 0-1), b (ranks 2-3)", "# 0 wrong",
+		"-np 2 --host a:1,b:1", "hosts: a (rank 0), b (rank 1)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("syncgen run --hostfile: output lacks %q\n%s", want, out)
 		}
