@@ -32,6 +32,10 @@ type heteroFlags struct {
 	// steps and warmup point to the run's --steps and --warmup, which
 	// bound --straggler's FROMSTEP; nil: unbounded.
 	steps, warmup *int
+	// balanceFrom is the plan's ranks declaration's position when the
+	// balance is its default, not a --balance given: an error about it
+	// then names the plan and not a flag that was not given.
+	balanceFrom string
 }
 
 // maxBatch bounds --batch: samples a step, not a typo.
@@ -223,6 +227,9 @@ func resolveHetero(f heteroFlags) (hetero.Spec, error) {
 		return s, fmt.Errorf("--balance %q: want off, static or dynamic[:K]", f.balance)
 	}
 	if s.Balance != hetero.Even && s.Batch == 0 {
+		if f.balanceFrom != "" {
+			return s, fmt.Errorf("the plan's ranks declaration (%s) has balance %s, which needs a global batch to share, and --batch 0 leaves none: give --batch N (samples, at least one a rank), or --balance off", f.balanceFrom, s.Balance)
+		}
 		return s, fmt.Errorf("--balance %s needs a global batch to share: give --batch N (samples, at least one a rank)", s.Balance)
 	}
 	return s, nil

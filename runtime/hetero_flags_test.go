@@ -41,6 +41,8 @@ func TestResolveHetero(t *testing.T) {
 		{heteroFlags{batch: 8, balance: "dynamic:0"}, "dynamic:K"},
 		{heteroFlags{batch: 8, balance: "fair"}, "want off, static or dynamic"},
 		{heteroFlags{batch: -1}, "--batch -1"},
+		// The plan's balance, with --batch 0: the plan's, not a flag.
+		{heteroFlags{balance: "dynamic:5", balanceFrom: "mixed.sync:8"}, "the plan's ranks declaration (mixed.sync:8) has balance dynamic, which needs a global batch to share, and --batch 0 leaves none"},
 	}
 	for _, c := range bad {
 		if _, err := resolveHetero(c.f); err == nil || !strings.Contains(err.Error(), c.want) {

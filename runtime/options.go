@@ -236,6 +236,9 @@ func parseOptions(p *plan.Plan, prog string, args []string, out io.Writer) (*opt
 	if o.faults, err = resolveFaults(o.faultSpecs, o.warmup+o.steps); err != nil {
 		return nil, err
 	}
+	if p.Ranks != nil && !given["balance"] {
+		o.heteroFlags.balanceFrom = string(p.Ranks.At)
+	}
 	if o.hetero, err = resolveHetero(o.heteroFlags); err != nil {
 		return nil, err
 	}
