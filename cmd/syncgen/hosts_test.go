@@ -35,6 +35,7 @@ func TestParseHosts(t *testing.T) {
 		"a_b:2":     `host "a_b": '_'`,
 		"root@a:2":  "takes no user",
 		"a:2,b+c:1": `host "b+c"`,
+		"node[1-2]": `host "node[1-2]": a Slurm host list, which Open MPI does not expand: list its hosts (scontrol show hostnames "node[1-2]")`,
 	} {
 		_, err := parseHosts(bad)
 		if err == nil || !strings.Contains(err.Error(), msg) {
