@@ -588,7 +588,11 @@ func TestRaces(t *testing.T) {
 		// Two unscales on two streams set (and agree on) one flag: they
 		// must be ordered too.
 		{"backward 1ms on compute; allreduce ba, bb on comm after ready; unscale ba on side after synced; unscale bb on compute after synced; update bb sgd on compute after side", true},
-		{"backward 1ms on compute; allreduce ba, bb on comm after ready; unscale ba on side after synced; unscale bb on compute after side; update ba, bb sgd on compute", false},
+		// (Each bucket's collective is its own, in turn: the unscale of ba
+		// after synced is not ordered after bb's allreduce, which follows
+		// ba's, so neither is what waits for it, after side.)
+		{"backward 1ms on compute; allreduce ba, bb on comm after ready; unscale ba on side after synced; unscale bb on compute after side; update ba, bb sgd on compute", true},
+		{"backward 1ms on compute; allreduce ba, bb on comm after ready; unscale bb on side after synced; unscale ba on compute after side; update ba, bb sgd on compute", false},
 		// after synced works on the buckets in turn, each after its own
 		// latest collective: the update of ba, first, waits for the
 		// allreduce of ba and bb, not for the unscale after it; the update
@@ -596,6 +600,16 @@ func TestRaces(t *testing.T) {
 		// unscale.
 		{"backward 1ms on compute; allreduce ba, bb on comm after ready; unscale ba, bb on comm; allreduce bb on comm; update ba, bb sgd on compute after synced", true},
 		{"backward 1ms on compute; allreduce ba, bb on comm after ready; unscale ba, bb on comm; allreduce ba on comm; update ba, bb sgd on compute after synced", false},
+		// A collective of several buckets is one collective a bucket, in
+		// bucket order (ba, then bb): the unscale of ba after synced waits
+		// for ba's reducescatter only, so what waits for it (after comm)
+		// is not ordered after bb's, which comes later; the unscale of bb
+		// after synced waits for bb's, which comes after ba's.
+		{"backward 1ms on compute; reducescatter ba, bb on side after ready; unscale ba on comm after synced; unscale bb on compute after comm; update ba, bb sgd on side after compute", true},
+		{"backward 1ms on compute; reducescatter bb, ba on side after ready; unscale ba on comm after synced; unscale bb on compute after comm; update ba, bb sgd on side after compute", true},
+		{"backward 1ms on compute; reducescatter ba, bb on side after ready; unscale bb on comm after synced; unscale ba on compute after comm; update ba, bb sgd on side after compute", false},
+		// In a group the collectives of a stream end together.
+		{"backward 1ms on compute; group { reducescatter ba, bb on side after ready }; unscale ba on comm after synced; unscale bb on compute after comm; update ba, bb sgd on side after compute", false},
 	}
 	race := func(src, step string, want bool) {
 		t.Helper()

@@ -88,6 +88,8 @@ type raceState struct {
 	synced   map[int]*event
 	lastColl map[int]ir.Collective
 	reported map[raceKey]bool
+	// inGroup is set while a group's members are applied.
+	inGroup bool
 }
 
 // raceKey identifies a reported race: the statement and the other stream.
@@ -139,6 +141,10 @@ func (r *raceState) group(s ir.Stmt, members []*Stmt) {
 		write  bool
 	}
 	first := map[int]use{} // bucket -> the first member that has it
+	// A group's collectives on one stream end together, at one event,
+	// so each member is one event, whatever its buckets.
+	r.inGroup = true
+	defer func() { r.inGroup = false }()
 	for j, m := range s.Body {
 		if j >= len(members) {
 			break
@@ -219,6 +225,10 @@ func (r *raceState) stmt(s ir.Stmt, src *Stmt, afterOf []vclock) {
 		r.backward(s, clock, src)
 		return
 	}
+	if s.Kind == ir.StmtCollective && !r.inGroup && len(s.Buckets) > 1 {
+		r.collectivesInTurn(s, clock, src)
+		return
+	}
 	clock[s.Stream]++
 	copy(r.streams[s.Stream], clock)
 	e := &event{stream: s.Stream, clock: clock, pos: s.Pos, what: s.Kind.String()}
@@ -252,6 +262,25 @@ func (r *raceState) stmt(s ir.Stmt, src *Stmt, afterOf []vclock) {
 	case ir.StmtUpdate:
 		r.touch(e, overflowFlag, src, false)
 	}
+}
+
+// collectivesInTurn applies a collective statement of several buckets
+// outside a group that starts at clock: one event per bucket, in the
+// statement's order, as the runtime issues one collective per bucket on
+// the statement's stream and records each one's end. An `after synced`
+// that waits for a bucket's collective is so ordered after the
+// collectives of the buckets before it in the statement, and not after
+// those of the buckets after it. (Such a statement has no `into`: an
+// out-of-place collective has one source.)
+func (r *raceState) collectivesInTurn(s ir.Stmt, clock vclock, src *Stmt) {
+	for _, b := range s.Buckets {
+		clock[s.Stream]++
+		e := &event{stream: s.Stream, clock: slices.Clone(clock), pos: s.Pos, what: s.Collective.String()}
+		r.touch(e, b, src, true)
+		r.synced[b] = e
+		r.lastColl[b] = s.Collective
+	}
+	copy(r.streams[s.Stream], clock)
 }
 
 // overflowFlag stands for the step's overflow flag where a bucket index
