@@ -196,7 +196,12 @@ type planGen struct {
 	b       strings.Builder
 	tensors []genTensor
 	buckets []genBucket
-	streams []string
+	// declared counts the buckets that are pieces of declared buckets,
+	// the first of buckets, in the program's bucket order.
+	declared int
+	streams  []string
+	// inGroup is set while a group's members are generated.
+	inGroup bool
 	// The ordering model of the block being generated.
 	vc     map[string][]int // each stream's clock
 	host   []int
@@ -208,6 +213,11 @@ type planGen struct {
 	// (docs/runtime.md), so only a bucket's first reduction may be a prod,
 	// and never one in init, whose fill the step's reductions choose.
 	reduced map[int]bool
+	// products says which buckets' first reduction since the latest
+	// backward was a prod of accumulated gradients: the pattern sizes
+	// their values for the product alone, so a sum of the products may
+	// leave the exact range, and only a min or a max may follow.
+	products map[int]bool
 	// fractions says which buckets may hold fractions since the latest
 	// backward: a `reduce op avg` divided before the sum (in place, so
 	// the ranks but the root hold fractions), or an average that is not
@@ -418,6 +428,7 @@ func (g *planGen) declareBuckets() {
 			g.buckets = append(g.buckets, genBucket{target: target, wire: wire, first: slices.Min(piece), pre: pre})
 		}
 	}
+	g.declared = len(g.buckets)
 	for i := range g.tensors {
 		if g.tensors[i].bucket < 0 {
 			g.tensors[i].bucket = len(g.buckets)
@@ -476,6 +487,7 @@ func (g *planGen) block(init bool) {
 	g.access = map[int]map[string][]int{}
 	g.ready = nil
 	g.reduced = map[int]bool{}
+	g.products = map[int]bool{}
 	g.fractions = map[int]bool{}
 	g.synced = map[int][]int{}
 	g.since = map[int]*genSince{}
@@ -539,6 +551,7 @@ func (g *planGen) backward() {
 	slices.SortStableFunc(order, func(a, b int) int { return g.buckets[b].first - g.buckets[a].first })
 	g.ready = map[int][]int{}
 	g.reduced = map[int]bool{}
+	g.products = map[int]bool{}
 	g.fractions = map[int]bool{}
 	clear(g.since)
 	clear(g.sums)
@@ -683,7 +696,7 @@ func (g *planGen) newCollective(init bool, exclude []int) *genColl {
 			if g.accum >= 2 && math.Pow(float64(g.accum), genRanks) > g.limit(b) {
 				drop(func(op string) bool { return op == "prod" })
 			}
-			if g.fractions[b] {
+			if g.fractions[b] || g.products[b] {
 				drop(func(op string) bool { return op != "min" && op != "max" })
 			}
 			if into && g.buckets[b].pre {
@@ -712,6 +725,7 @@ func (g *planGen) newCollective(init bool, exclude []int) *genColl {
 			if op == "avg" && !into && (init || g.reduced[b]) {
 				g.fractions[b] = true
 			}
+			g.products[b] = g.products[b] || op == "prod" && !into && g.accum >= 2
 			g.reduced[b] = true
 			g.fractions[b] = g.fractions[b] || kind == "reduce" && op == "avg" && g.buckets[b].pre && !into
 			if !into && (op == "sum" || op == "avg") {
@@ -771,8 +785,49 @@ func (g *planGen) order(c *genColl, after string) []int {
 		clock = join(clock, g.vc[after])
 	}
 	clock = slices.Clone(clock)
-	clock[g.streamIndex(c.stream)]++
+	clock[g.streamIndex(c.stream)] += g.events(c)
 	return clock
+}
+
+// events is the number of events collective c is on its stream: one a
+// bucket for a collective of several buckets in place outside a group,
+// which the runtime issues as one collective a bucket, in bucket order,
+// each done at its own end; otherwise one.
+func (g *planGen) events(c *genColl) int {
+	if g.inGroup || c.out >= 0 {
+		return 1
+	}
+	return len(c.buckets)
+}
+
+// bucketClocks returns the clock at which collective c, applied at clock,
+// is done with bucket b (access) and what an `after synced` of b waits
+// for (synced). Of several collectives in turn (events), bucket b's is
+// at its place in the program's bucket order, known for the pieces of
+// declared buckets; where it is not known (implicit buckets, outputs),
+// the access is taken as late and the sync as early as can be, so the
+// plans generated are race-free whatever the order.
+func (g *planGen) bucketClocks(c *genColl, clock []int, b int) (access, synced []int) {
+	n := g.events(c)
+	if n == 1 {
+		return clock, clock
+	}
+	i := g.streamIndex(c.stream)
+	at := func(k int) []int {
+		t := slices.Clone(clock)
+		t[i] = clock[i] - n + 1 + k
+		return t
+	}
+	if slices.ContainsFunc(c.buckets, func(x int) bool { return x >= g.declared }) {
+		return clock, at(0)
+	}
+	pos := 0
+	for _, x := range c.buckets {
+		if x < b {
+			pos++
+		}
+	}
+	return at(pos), at(pos)
 }
 
 // orderRaceFree returns an `after` for c that orders it after every other
@@ -800,8 +855,9 @@ func (g *planGen) orderRaceFree(c *genColl, init bool) (after string, clock []in
 func (g *planGen) apply(c *genColl, clock []int) {
 	g.vc[c.stream] = clock
 	for _, b := range c.buckets {
-		g.touch(c.stream, clock, b)
-		g.synced[b] = clock
+		access, synced := g.bucketClocks(c, clock, b)
+		g.touch(c.stream, access, b)
+		g.synced[b] = synced
 		switch {
 		case c.out >= 0:
 			// Out of place: the source is only read.
@@ -881,6 +937,8 @@ func (g *planGen) group(init bool) {
 	}
 	var members []member
 	var used []int
+	g.inGroup = true
+	defer func() { g.inGroup = false }()
 	for range 1 + g.r.IntN(3) {
 		c := g.newCollective(init, used)
 		if c == nil {
@@ -895,6 +953,7 @@ func (g *planGen) group(init bool) {
 		used = append(used, c.touched()...)
 	}
 	if len(members) == 0 {
+		g.inGroup = false
 		g.collective(init, 1)
 		return
 	}
@@ -1016,6 +1075,7 @@ func (g *planGen) piece() {
 		g.touch(s, clock, b)
 		g.pending[b]--
 		delete(g.reduced, b)
+		delete(g.products, b)
 		delete(g.fractions, b)
 		delete(g.since, b)
 		delete(g.sums, b)
