@@ -13,7 +13,8 @@ package check
 // holds. Elements whose expected value is undefined (the other ranks'
 // slices after a reducescatter) are skipped; those whose partial results
 // would leave the exact integer range of the dtype are counted as
-// unchecked rather than guessed.
+// unchecked rather than guessed, except at two ranks, where a float
+// reduction is one rounding whatever the values (reducePair).
 
 import (
 	"fmt"
@@ -709,17 +710,23 @@ func (s *sim) markInjected(i0 int64, n int) {
 
 // castAll rounds every known value of the block to dt. Integers within
 // dt's exact range are what the pattern makes and stay as they are, which
-// saves the rounding code for nearly every element.
+// saves the rounding code for nearly every element. A value past dt's
+// range becomes NaN (not predicted): its infinity would read as the
+// undefined marker, and the element would be neither checked nor counted.
 func (s *sim) castAll(dt elem.DType, n int) {
 	switch dt {
 	case elem.F64:
 		return
 	case elem.F32:
-		// The conversion keeps NaN and infinity, so no test is needed.
+		// The conversion keeps NaN and the undefined marker.
 		for r := range s.vals {
 			v := s.vals[r][:n]
 			for j, x := range v {
-				v[j] = float64(float32(x))
+				y := float64(float32(x))
+				if math.IsInf(y, 0) && !math.IsInf(x, 0) {
+					y = math.NaN()
+				}
+				v[j] = y
 			}
 		}
 		return
@@ -736,7 +743,11 @@ func (s *sim) castAll(dt elem.DType, n int) {
 				continue
 			}
 			if known(x) {
-				v[j] = elem.RoundTo(x, dt)
+				if y := elem.RoundTo(x, dt); !math.IsInf(y, 0) {
+					v[j] = y
+				} else {
+					v[j] = math.NaN()
+				}
 			}
 		}
 	}
@@ -927,7 +938,7 @@ func (s *sim) reduceValues(op plan.RedOp, n int) []float64 {
 				bound += math.Abs(v)
 			}
 			switch {
-			case !ok:
+			case !ok || bound > s.limit && s.pairwise():
 				for r := range col {
 					col[r] = s.vals[r][j]
 				}
@@ -986,6 +997,9 @@ func (s *sim) reduce(op plan.RedOp, x []float64) float64 {
 		if math.IsInf(v, 0) {
 			return undefined
 		}
+	}
+	if s.pairwise() && (op == plan.Sum || op == plan.Avg || op == plan.Prod) {
+		return s.reducePair(op, x[0], x[1])
 	}
 	switch op {
 	case plan.Sum, plan.Avg:
@@ -1058,13 +1072,69 @@ func (s *sim) commonPow2(x []float64) float64 {
 	return math.Ldexp(1, low)
 }
 
+// pairwise reports whether the reductions being replayed combine two
+// ranks' values on a float wire, which reducePair predicts whatever the
+// values.
+func (s *sim) pairwise() bool { return len(s.vals) == 2 && s.wire.IsFloat() }
+
+// reducePair returns the sum, average or product of two ranks' values a
+// and b in the wire dtype, or NaN where it cannot be predicted exactly.
+//
+// At two ranks every backend applies the operator once to each element
+// (an MPI operator has no identity, and NCCL combines the two inputs
+// once), and one IEEE addition or multiplication is correctly rounded and
+// commutative: the result does not depend on the order, fractions or not.
+// Nor does it depend on whether a 16-bit format adds natively (NCCL's
+// __hadd) or in float32 and rounds once (the CPU backend's operators,
+// NCCL on older GPUs): float32's 24 bits are at least twice a 16-bit
+// format's 11 plus 2, so the second rounding gives the correctly rounded
+// result, as the float64 sum rounded to the dtype here does. The average
+// is that sum divided as avgOf says; NCCL's, which multiplies each input
+// by 1/2 before the sum, gives the same while no value is subnormal and
+// the sum is finite. So every value must be zero or at least twice the
+// smallest normal (a half of it, and a float32 product of two bf16
+// values, is then normal: nothing underflows), and the result finite.
+func (s *sim) reducePair(op plan.RedOp, a, b float64) float64 {
+	var r float64
+	switch op {
+	case plan.Sum, plan.Avg:
+		r = elem.RoundTo(a+b, s.wire)
+	case plan.Prod:
+		r = elem.RoundTo(a*b, s.wire)
+	default:
+		return math.NaN()
+	}
+	tiny := 2 * minNormal(s.wire)
+	for _, v := range [...]float64{a, b, r} {
+		if math.IsInf(v, 0) || v != 0 && math.Abs(v) < tiny {
+			return math.NaN()
+		}
+	}
+	if op == plan.Avg {
+		return s.avgOf(r)
+	}
+	return r
+}
+
+// minNormal is the smallest positive normal value of float dtype dt.
+func minNormal(dt elem.DType) float64 {
+	switch dt {
+	case elem.F64:
+		return 0x1p-1022
+	case elem.F16:
+		return 0x1p-14
+	}
+	return 0x1p-126 // f32 and bf16
+}
+
 // known reports whether v is a value rather than a marker.
 func known(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
 // weigh multiplies every rank's values by its weight, as a weighted
-// average's first part does in the wire dtype (optim.Scaled): exact for
-// an integer whose product stays within the exact range, NaN (not
-// predicted) otherwise. weights nil means 1 each.
+// average's first part does in the wire dtype (optim.Scaled): one
+// rounding, the same on every backend, so any finite product is
+// predicted (the sum after it is exact only where reduce says so); NaN
+// where it overflows. weights nil means 1 each.
 func (s *sim) weigh(weights []int, n int) {
 	for r, w := range weights {
 		if w == 1 || r >= len(s.vals) {
@@ -1075,11 +1145,11 @@ func (s *sim) weigh(weights []int, n int) {
 			if !known(x) {
 				continue
 			}
-			if x != math.Trunc(x) || math.Abs(x)*float64(w) > s.limit {
+			if y := optim.Scaled(x, float64(w), s.wire); known(y) {
+				v[j] = y
+			} else {
 				v[j] = math.NaN()
-				continue
 			}
-			v[j] = optim.Scaled(x, float64(w), s.wire)
 		}
 	}
 }

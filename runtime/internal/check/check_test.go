@@ -584,11 +584,13 @@ func TestCheckCostPerTensor(t *testing.T) {
 // after another reduction: the product multiplies values of the first
 // reduction's range (up to k, n·k after a sum), which stay exact only
 // while the product of n of them stays within L, so most elements are
-// unchecked from 2 ranks on with the 16-bit floats and the 8-bit
-// integers, from 3 with f32, 4 with i32 and 6 with f64 and i64; below,
-// none are, except after a sum, some one rank earlier.
+// unchecked from 2 ranks on with the 8-bit integers, from 3 with f16, bf16
+// and f32, 4 with i32 and 6 with f64 and i64; below, none are, except
+// after a sum, some one rank earlier. At 2 ranks a float product is one
+// rounding and predicted whatever its size, unless it overflows: f16's
+// products past 65504 are unchecked (TestPairReductionsChecked).
 func TestProdAfterReductionUnchecked(t *testing.T) {
-	from := map[elem.DType]int{elem.F16: 2, elem.BF16: 2, elem.I8: 2, elem.U8: 2, elem.F32: 3, elem.I32: 4, elem.F64: 6, elem.I64: 6}
+	from := map[elem.DType]int{elem.F16: 3, elem.BF16: 3, elem.I8: 2, elem.U8: 2, elem.F32: 3, elem.I32: 4, elem.F64: 6, elem.I64: 6}
 	for dt, most := range from {
 		for _, first := range []plan.RedOp{plan.Min, plan.Max, plan.Sum, plan.Avg} {
 			share := func(size int) float64 {
@@ -608,7 +610,7 @@ func TestProdAfterReductionUnchecked(t *testing.T) {
 			if s := share(most); s < 0.5 {
 				t.Errorf("%s, %s then prod over %d ranks: %.0f%% unchecked, want most", dt, first, most, 100*s)
 			}
-			if s := share(most - 1); s > 0 && (first != plan.Sum || s >= 0.5) {
+			if s := share(most - 1); s > 0 && (first != plan.Sum || s >= 0.5) && !(dt == elem.F16 && most-1 == 2) {
 				t.Errorf("%s, %s then prod over %d ranks: %.0f%% unchecked, want none", dt, first, most-1, 100*s)
 			}
 			if most > 2 {

@@ -28,8 +28,8 @@ import (
 //     counting the global batch B for each wavg: rank r's value times its
 //     share b_r, and every partial sum of those, stay within L because
 //     Σ b_r = B. With B > L (bf16 past 256 samples, f16 past 2048) even
-//     k = 1 overflows, and the elements whose weighted sums leave the
-//     exact range are counted as unchecked.
+//     k = 1 overflows, and over 3 or more ranks the elements whose
+//     weighted sums leave the exact range are counted as unchecked.
 //   - the first reduction is prod: values in {-2, -1, 1, 2} when 2^n <= L,
 //     else in {-1, 1} (u8: only positive ones); products of powers of two
 //     are exact in every float, and stay in range.
