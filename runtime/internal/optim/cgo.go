@@ -30,17 +30,25 @@ var (
 )
 
 // updateC runs the C kernel on the first elements of m and returns how
-// many it did: a multiple of 8, or 0 where it does not take the case
-// (float64 arithmetic, a float64 operand, no AVX2 and F16C).
+// many it did: a multiple of 8, or 0 where it does not take the case (no
+// AVX2 and F16C, a float64 operand of a float32 update or another of a
+// float64 one).
 func updateC(h *Hyper, m *Memory) int64 {
 	n := int64(len(m.Grad)) / m.GradDT.Size()
-	if h.F64 || n < 8 {
+	if n < 8 {
 		return 0
 	}
 	a := C.sg_update_args{kind: C.int32_t(h.Kind),
 		grad_dt: C.int32_t(m.GradDT), param_dt: C.int32_t(m.ParamDT), out_dt: C.int32_t(m.OutDT)}
-	for i, c := range h.consts32() {
-		a.c[i] = C.float(c)
+	if h.F64 {
+		a.f64 = 1
+		for i, c := range h.C {
+			a.d[i] = C.double(c)
+		}
+	} else {
+		for i, c := range h.consts32() {
+			a.c[i] = C.float(c)
+		}
 	}
 	return int64(C.sg_update(a, cPtr(m.Grad), cPtr(m.Param), cPtr(m.State[0]), cPtr(m.State[1]), cPtr(m.Out), C.int64_t(n)))
 }

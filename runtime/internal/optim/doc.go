@@ -18,8 +18,9 @@
 // Each share runs in C (sg_optim.c, through cgo) where the CPU has AVX2
 // and F16C, 8 elements at a time, and in Go otherwise and for the last
 // few elements; the Go loops are the reference, and the C gives their
-// bytes exactly (kernels_test.go compares them, NaNs included). float64
-// arithmetic stays in Go.
+// bytes exactly (kernels_test.go compares them, NaNs included), the
+// float64 update (f64 parameters) as well; float64 loss scaling stays in
+// Go.
 //
 // It imports only package elem, and includes elem's sg_half.h, the 16-bit
 // float conversions in C.

@@ -39,9 +39,21 @@ var specialF32 = []uint32{
 	0x7fc00000, 0xffc00000, 0x7f800001, 0xffa12345, 0x7fe00000, // NaNs
 }
 
+// specialF64 are float64's own special values for f64 operands: zeros,
+// subnormals, the smallest normal, the largest finite value, infinities
+// and NaNs (Go's, x86's default, a signalling one, one with a payload).
+var specialF64 = []uint64{
+	0x0000000000000000, 0x8000000000000000,
+	0x0000000000000001, 0x800fffffffffffff, 0x0010000000000000,
+	0x7fefffffffffffff, 0xffefffffffffffff,
+	0x7ff0000000000000, 0xfff0000000000000,
+	0x7ff8000000000001, 0xfff8000000000000, 0x7ff0000000000001, 0xfff4123456789abc,
+}
+
 // randomBytes returns n elements of dt: a third normal values of several
-// magnitudes, a third special values, a third random bit patterns (every
-// 16-bit pattern is a value of f16 and bf16, NaNs included).
+// magnitudes, a third special values (for f64, half of them its own), a
+// third random bit patterns (every 16-bit pattern is a value of f16 and
+// bf16, NaNs included).
 func randomBytes(rng *rand.Rand, n int, dt elem.DType) []byte {
 	b := make([]byte, n*int(dt.Size()))
 	for i := range n {
@@ -54,6 +66,9 @@ func randomBytes(rng *rand.Rand, n int, dt elem.DType) []byte {
 		case 1:
 			f32 = specialF32[rng.Intn(len(specialF32))]
 			f64 = float64(math.Float32frombits(f32))
+			if dt == elem.F64 && rng.Intn(2) == 0 {
+				f64 = math.Float64frombits(specialF64[rng.Intn(len(specialF64))])
+			}
 		default:
 			f32 = rng.Uint32()
 			f64 = math.Float64frombits(rng.Uint64())
@@ -145,10 +160,10 @@ func checkUpdate(t *testing.T, name string, h *Hyper, m *Memory) {
 	UpdateBytes(h, &fast)
 	updateGo(h, &ref)
 	// The kernels do every element below n rounded down to 8 where they
-	// run, unless the update is one they leave to Go.
+	// run, f64 included, unless the update is one they leave to Go.
 	n := len(m.Grad) / int(m.GradDT.Size())
 	want := int64(n &^ 7)
-	if !haveKernels() || h.F64 || m.GradDT == elem.F64 || math.IsInf(h.C[0], 0) {
+	if !haveKernels() || math.IsInf(h.C[0], 0) {
 		want = 0
 	}
 	if done := updateC(h, ptr(m.clone())); done != want {

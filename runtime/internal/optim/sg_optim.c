@@ -3,7 +3,8 @@
 // The optimizer update and loss scaling on 8 elements at a time, with AVX2
 // (and F16C for f16). They compute what the Go loops of bytes.go compute,
 // bit for bit: the same IEEE float32 operations in the same order (apply32,
-// Scaled), each rounded to nearest even, and the same conversions to and
+// Scaled), or float64 ones for f64 parameters (apply64), each rounded to
+// nearest even, and the same conversions to and
 // from the 16-bit floats (sg_half.h; go_nan makes its loads' NaNs Go's).
 // What makes that hold:
 //
@@ -13,7 +14,8 @@
 //     -ffp-contract=off (cgo does not accept that flag itself). No
 //     -ffast-math (checked below), which would reorder and approximate.
 //   - Division and square root are the correctly rounded vdivps and
-//     vsqrtps. Go's float32(math.Sqrt(float64(x))) is the correctly
+//     vsqrtps (vdivpd and vsqrtpd in float64, as Go's division and
+//     math.Sqrt). Go's float32(math.Sqrt(float64(x))) is the correctly
 //     rounded float32 square root as well (a double's 53 bits are more than
 //     the 2*24+2 that make the double rounding innocuous).
 //   - Subnormals are computed, not flushed: the code leaves MXCSR as it
@@ -146,6 +148,67 @@ SG_ISA static int64_t update_avx2(const sg_update_args *a, const void *grad, voi
 	return update_loop(&k, kind, gdt, pdt, odt, grad, param, state0, state1, out, n);
 }
 
+// The float64 update (Hyper.F64: parameters of f64), 4 elements a vector:
+// apply64's operations in the same order, as sgd8 and adamw8 are apply32's.
+
+// add_nan_first_pd is add_nan_first on doubles.
+SG_ISA static inline __m256d add_nan_first_pd(__m256d a, __m256d b) {
+	__m256d quiet = _mm256_or_pd(a, _mm256_castsi256_pd(_mm256_set1_epi64x(0x0008000000000000LL)));
+	return _mm256_blendv_pd(_mm256_add_pd(a, b), quiet, _mm256_cmp_pd(a, a, _CMP_UNORD_Q));
+}
+
+// The constants of a float64 update, one vector each.
+typedef struct {
+	__m256d c[8];
+	int wd, momentum; // SGD: the weight decay's and the momentum's are not zero
+} consts4d;
+
+// sgd4d is apply64's SGD on 4 elements, in the same order.
+SG_ISA static inline void sgd4d(const consts4d *k, __m256d g, __m256d *p, __m256d *s0) {
+	if (k->wd) g = add_nan_first_pd(g, _mm256_mul_pd(k->c[1], *p));
+	if (k->momentum) {
+		*s0 = add_nan_first_pd(_mm256_mul_pd(k->c[2], *s0), g);
+		g = *s0;
+	}
+	*p = _mm256_sub_pd(*p, _mm256_mul_pd(k->c[0], g));
+}
+
+// adamw4d is apply64's AdamW on 4 elements, in the same order.
+SG_ISA static inline void adamw4d(const consts4d *k, __m256d g, __m256d *p, __m256d *s0, __m256d *s1) {
+	*p = _mm256_mul_pd(*p, k->c[0]);
+	*s0 = add_nan_first_pd(_mm256_mul_pd(k->c[1], *s0), _mm256_mul_pd(k->c[2], g));
+	*s1 = add_nan_first_pd(_mm256_mul_pd(k->c[3], *s1), _mm256_mul_pd(_mm256_mul_pd(k->c[4], g), g));
+	__m256d denom = _mm256_add_pd(_mm256_div_pd(_mm256_sqrt_pd(*s1), k->c[6]), k->c[7]);
+	*p = _mm256_sub_pd(*p, _mm256_mul_pd(k->c[5], _mm256_div_pd(*s0, denom)));
+}
+
+// update_f64_avx2 applies the float64 update to the elements below n
+// rounded down to 8 (as the float32 kernels, so that the callers split the
+// same way) and returns how many it did.
+SG_ISA static int64_t update_f64_avx2(const sg_update_args *a, const double *grad, double *param, double *state0,
+                                      double *state1, double *out, int64_t n) {
+	consts4d k;
+	for (int j = 0; j < 8; j++) k.c[j] = _mm256_set1_pd(a->d[j]);
+	k.wd = a->d[1] != 0;
+	k.momentum = a->d[2] != 0;
+	int64_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		for (int64_t h = i; h < i + 8; h += 4) {
+			__m256d g = _mm256_loadu_pd(grad + h), p = _mm256_loadu_pd(param + h);
+			__m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
+			if (state0) s0 = _mm256_loadu_pd(state0 + h);
+			if (state1) s1 = _mm256_loadu_pd(state1 + h);
+			if (a->kind == SG_OPT_SGD) sgd4d(&k, g, &p, &s0);
+			else adamw4d(&k, g, &p, &s0, &s1);
+			_mm256_storeu_pd(param + h, p);
+			if (state0) _mm256_storeu_pd(state0 + h, s0);
+			if (state1) _mm256_storeu_pd(state1 + h, s1);
+			if (out) _mm256_storeu_pd(out + h, p);
+		}
+	}
+	return i;
+}
+
 // scale_avx2 is scaleRange's arithmetic: the product in float32, rounded to
 // the dtype; a NaN stored in f16 or bf16 is the positive quiet NaN, as
 // Scaled's RoundTo makes it. non_finite collects whether any result stored
@@ -200,11 +263,22 @@ int64_t sg_update(sg_update_args a, const void *grad, void *param, void *state0,
 	// constants, so that no NaN of a constant meets another NaN (see
 	// add_nan_first). Other combinations never come from the runtime; the
 	// Go loop does them.
-	int states_ok = a.kind == SG_OPT_SGD ? state1 == NULL && (state0 != NULL) == (a.c[2] != 0)
+	int momentum = a.f64 ? a.d[2] != 0 : a.c[2] != 0;
+	int states_ok = a.kind == SG_OPT_SGD ? state1 == NULL && (state0 != NULL) == momentum
 	                                     : a.kind == SG_OPT_ADAMW && state0 != NULL && state1 != NULL;
 	int finite = 1;
-	for (int j = 0; j < 8; j++) finite &= isfinite(a.c[j]) != 0;
-	if (!finite || !states_ok || !valid(a.grad_dt) || !valid(a.param_dt) || (out != NULL && !valid(a.out_dt))) return 0;
+	for (int j = 0; j < 8; j++) finite &= (a.f64 ? isfinite(a.d[j]) : isfinite(a.c[j])) != 0;
+	if (!finite || !states_ok) return 0;
+	if (a.f64) {
+		// Every operand of f64: the arithmetic is float64 from memory to
+		// memory, with no conversion.
+		if (a.grad_dt != SG_OPT_F64 || a.param_dt != SG_OPT_F64 || (out != NULL && a.out_dt != SG_OPT_F64)) return 0;
+#ifdef SG_X86
+		if (cpu_f16c()) return update_f64_avx2(&a, grad, param, state0, state1, out, n);
+#endif
+		return 0;
+	}
+	if (!valid(a.grad_dt) || !valid(a.param_dt) || (out != NULL && !valid(a.out_dt))) return 0;
 #ifdef SG_X86
 	if (cpu_f16c()) return update_avx2(&a, grad, param, state0, state1, out, n);
 #endif

@@ -11,19 +11,23 @@ enum { SG_OPT_F64 = 1, SG_OPT_F32, SG_OPT_F16, SG_OPT_BF16 };
 enum { SG_OPT_SGD = 1, SG_OPT_ADAMW };
 
 // sg_update_args is an update's constants and dtypes, as package optim's
-// Hyper (its constants in float32) and Memory give them. It holds no
+// Hyper and Memory give them: f64 says the update computes in float64
+// (Hyper.F64), with the constants d, else in float32 with c. It holds no
 // pointers, so that Go can pass it by value whatever memory the operands
 // are in.
 typedef struct {
 	float c[8];
-	int32_t kind;
+	double d[8];
+	int32_t kind, f64;
 	int32_t grad_dt, param_dt, out_dt;
 } sg_update_args;
 
 // sg_update applies the update to elements [0, done) of the operands and
 // returns done: n rounded down to a multiple of 8, or 0 where the CPU lacks
 // AVX2 and F16C or the kernels do not take the case (see sg_optim.c). The
-// caller does the rest. state0, state1 and out are NULL when absent.
+// caller does the rest. state0, state1 and out are NULL when absent. The
+// float32 update takes operands of f32, f16 and bf16, the float64 one of
+// f64 only.
 int64_t sg_update(sg_update_args a, const void *grad, void *param, void *state0, void *state1, void *out, int64_t n);
 
 // sg_scale_result is what sg_scale returns: how many elements it scaled,
