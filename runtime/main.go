@@ -121,6 +121,8 @@ type runner struct {
 	// usage is this rank's flag error, reported by agreeOnFlags.
 	usage string
 	be    backend.Backend
+	// e is the engine, once set up (setUp).
+	e     *engine.Engine
 	phase *engine.PhaseWatch
 	// partial is what a run that ends early writes its JSON from, once
 	// the steps run (writePartial).
@@ -147,9 +149,15 @@ func (r *runner) writePartial(reason string) {
 	}
 }
 
-// fatal prints err naming this rank and aborts the whole job.
+// fatal prints err naming this rank and aborts the whole job. Once the
+// steps run, it first writes this rank's flight record with err (and rank
+// 0's partial JSON), so that the records name this rank as the one that
+// failed rather than the ranks that mpirun then terminates.
 func (r *runner) fatal(err error) {
 	fmt.Fprintf(os.Stderr, "%s: rank %d (%s): error: %v\n", proc.Name(), r.h.Rank, r.h.Name, err)
+	if r.e != nil {
+		r.e.RecordFailure(err)
+	}
 	if r.be != nil {
 		engine.AbortBackend(r.be)
 	}
@@ -368,7 +376,7 @@ func (r *runner) setUp(prog *plan.Program) (*engine.Engine, *backend.Layout) {
 	if err != nil {
 		r.fatal(fmt.Errorf("setting up the %s backend: %w", r.be.Name(), err))
 	}
-	s.e = e
+	s.e, r.e = e, e
 	return e, e.Memory()
 }
 

@@ -29,7 +29,9 @@ Every rank issues the same collectives in the same order on each stream, so
 the records say exactly which collective each stream is stuck in and which
 rank is missing from it: one that never issued it (and where its host
 was), one that issued it but never started it, or one that wrote no record
-at all (it was killed or stopped). Records of an older job in DIR, and files
+at all (it was killed or stopped). A rank that ended the job itself, on an
+error of its own or terminated by a process outside the job, is named as
+the cause. Records of an older job in DIR, and files
 that are not records (one cut short by a rank killed as it wrote), are left
 out, and the merge says which.
 
@@ -102,7 +104,7 @@ func readFlightRecords(dir string) (recs []*flightRecord, skipped []string, err 
 		recs = append(recs, r)
 	}
 	if len(recs) == 0 {
-		msg := fmt.Sprintf("%s holds no flight record (flightrec-rank-*.json): the ranks write them only when a step times out or mpirun ends the job", dir)
+		msg := fmt.Sprintf("%s holds no flight record (flightrec-rank-*.json): the ranks write them only when a step times out, a rank fails mid-run or a rank is terminated", dir)
 		if len(skipped) > 0 {
 			msg = fmt.Sprintf("%s holds no flight record that can be read: %s", dir, strings.Join(skipped, "; "))
 		}
@@ -276,9 +278,18 @@ func mergeFlightRecords(w io.Writer, recs map[int]*flightRecord) {
 			earliest = recs[r].LateMs
 		}
 	}
+	// A rank that ended on an error of its own, or that a process outside
+	// the job terminated, ended the job: mpirun then terminated the
+	// others, whose records say only that.
+	var causes []int
+	for _, r := range ranks {
+		if endedTheJob(recs[r].Reason) {
+			causes = append(causes, r)
+		}
+	}
 	var frozen []int
 	for _, r := range ranks {
-		terminated := timedOut && strings.HasPrefix(recs[r].Reason, "terminated")
+		terminated := timedOut && strings.HasPrefix(recs[r].Reason, "terminated") && !slices.Contains(causes, r)
 		late := strings.HasPrefix(recs[r].Reason, "timeout") && recs[r].LateMs > earliest+1000
 		if terminated || late {
 			frozen = append(frozen, r)
@@ -296,6 +307,17 @@ func mergeFlightRecords(w io.Writer, recs map[int]*flightRecord) {
 			fmt.Fprintf(w, "; host at %s", rec.HostAt)
 		}
 		fmt.Fprintln(w)
+	}
+	if len(causes) > 0 && len(missing) == 0 && !timedOut {
+		// Every other rank wrote that it was ended with the job: where
+		// their streams stood says nothing of why.
+		for _, r := range causes {
+			fmt.Fprintf(w, "rank %d ended the job: %s (its record above)\n", r, causeOf(recs[r].Reason))
+		}
+		if len(causes) < len(ranks) {
+			fmt.Fprintln(w, "the other ranks were ended with the job (mpirun terminated them)")
+		}
+		return
 	}
 	for _, s := range any.Streams {
 		if s.Per == 0 {
@@ -339,7 +361,7 @@ func mergeFlightRecords(w io.Writer, recs map[int]*flightRecord) {
 		}
 		var waiting, queued, notIssued []string
 		for _, r := range ranks {
-			if next[r] != stuck || slices.Contains(frozen, r) {
+			if next[r] != stuck || slices.Contains(frozen, r) || slices.Contains(causes, r) {
 				continue
 			}
 			switch state[r] {
@@ -367,6 +389,9 @@ func mergeFlightRecords(w io.Writer, recs map[int]*flightRecord) {
 		for _, r := range frozen {
 			parts = append(parts, fmt.Sprintf("rank %d was stopped or frozen: it did not time out with the others, and recorded only when it ran again", r))
 		}
+		for _, r := range causes {
+			parts = append(parts, fmt.Sprintf("rank %d ended the job: %s (its record above)", r, causeOf(recs[r].Reason)))
+		}
 		parts = append(parts, notIssued...)
 		if len(queued) > 0 {
 			parts = append(parts, plural("rank", queued)+" issued it but never started it")
@@ -374,12 +399,27 @@ func mergeFlightRecords(w io.Writer, recs map[int]*flightRecord) {
 		if len(waiting) > 0 {
 			parts = append(parts, plural("rank", waiting)+" waiting in it")
 		}
-		if len(missing) == 0 && len(frozen) == 0 && len(notIssued) == 0 {
+		if len(missing) == 0 && len(frozen) == 0 && len(notIssued) == 0 && len(causes) == 0 {
 			// Every rank issued it: none is missing from it.
 			parts = append(parts, "no rank is missing (every rank issued it): it was slow rather than stuck; give a --timeout longer than a step takes, or look at the network between the ranks")
 		}
 		fmt.Fprintf(w, "stream %s #%d %s: %s\n", s.Name, stuck, name, strings.Join(parts, "; "))
 	}
+}
+
+// endedTheJob reports whether a record's reason says that its rank ended
+// the job: an error of its own (engine.RecordFailure), or a SIGTERM from a
+// process outside the job.
+func endedTheJob(reason string) bool {
+	return strings.HasPrefix(reason, "error") || strings.HasPrefix(reason, "terminated from outside")
+}
+
+// causeOf says how a rank ended the job (endedTheJob).
+func causeOf(reason string) string {
+	if strings.HasPrefix(reason, "error") {
+		return "an error of its own"
+	}
+	return "a process outside the job terminated it"
 }
 
 // lastDone names the collective before seq on its stream: "#5", or

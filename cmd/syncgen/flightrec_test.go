@@ -14,12 +14,18 @@ import (
 // ranks, stuck in step, into dir, dated written.
 func writeFlightRecord(t *testing.T, dir, job string, rank, step int, written time.Time) {
 	t.Helper()
+	writeFlightRecordWhy(t, dir, job, rank, step, written, fmt.Sprintf("terminated (SIGTERM) in step %d: mpirun ends the job", step))
+}
+
+// writeFlightRecordWhy is writeFlightRecord with the record's reason.
+func writeFlightRecordWhy(t *testing.T, dir, job string, rank, step int, written time.Time, reason string) {
+	t.Helper()
 	rec := fmt.Sprintf(`{"version": "syncgen-flightrec-1", "rank": %d, "world_size": 2, "plan": "zs", "plan_hash": "abc", "job": %q,
  "step": %d, "host_at": "the end of the step (waiting for every stream)",
- "reason": "terminated (SIGTERM) in step %d: mpirun ends the job",
+ "reason": %q,
  "streams": [{"pg_name": "compute", "collectives_per_step": 0}, {"pg_name": "comm", "collectives_per_step": 4}],
  "entries": [{"pg_name": "comm", "collective_seq_id": %d, "profiling_name": "reducescatter", "bucket": "grads[0]", "src": "zs.sync:9:5", "state": "scheduled"}]}`,
-		rank, job, step, step, 4*step)
+		rank, job, step, reason, 4*step)
 	path := filepath.Join(dir, fmt.Sprintf("flightrec-rank-%05d.json", rank))
 	if err := os.WriteFile(path, []byte(rec), 0o644); err != nil {
 		t.Fatal(err)
@@ -206,5 +212,41 @@ func TestFlightRecordNoRankMissing(t *testing.T) {
 	mergeFlightRecords(&b, recs)
 	if want := "ranks 0, 1 issued it but never started it; no rank is missing (every rank issued it): it was slow rather than stuck; give a --timeout longer"; !strings.Contains(b.String(), want) {
 		t.Errorf("merge lacks %q:\n%s", want, b.String())
+	}
+}
+
+// A rank that ended the job itself, on an error of its own or terminated
+// by a process outside the job, is named as the cause: its record says so
+// (engine.RecordFailure, termReason). With every other rank's record there
+// and no timeout, where the streams stood says nothing of why, and is not
+// shown: the merge once said that no rank was missing and the step was
+// slow. With a rank's record missing, the streams are shown too.
+func TestFlightRecordNamesTheRankThatEndedTheJob(t *testing.T) {
+	now := time.Now()
+	job := now.UTC().Format(time.RFC3339Nano)
+	merge := func(dir string) string {
+		all, _, err := readFlightRecords(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs, _ := newestJob(all, time.Time{})
+		var b strings.Builder
+		mergeFlightRecords(&b, recs)
+		return b.String()
+	}
+	dir := t.TempDir()
+	writeFlightRecordWhy(t, dir, job, 0, 3, now, "terminated (SIGTERM) in step 3 by its launcher (process 9 (mpirun)): mpirun ends the job")
+	writeFlightRecordWhy(t, dir, job, 1, 3, now, "error in step 3: checkpoint after 4 steps: no space left on device")
+	out := merge(dir)
+	want := "rank 1 ended the job: an error of its own (its record above)\nthe other ranks were ended with the job (mpirun terminated them)\n"
+	if !strings.HasSuffix(out, want) || strings.Contains(out, "stream comm") {
+		t.Errorf("a rank's own error: merge does not end with %q alone:\n%s", want, out)
+	}
+	dir = t.TempDir()
+	writeFlightRecordWhy(t, dir, job, 1, 3, now, "terminated from outside (SIGTERM from process 7 (bash), not its launcher) in step 3: a process outside the job ended this rank")
+	out = merge(dir)
+	want = "stream comm #12 reducescatter grads[0] (zs.sync:9:5): rank 0 wrote no flight record (killed, stopped or unreachable); rank 1 ended the job: a process outside the job terminated it (its record above)\n"
+	if !strings.HasSuffix(out, want) {
+		t.Errorf("a SIGTERM from outside, rank 0's record missing: merge does not end with %q:\n%s", want, out)
 	}
 }

@@ -154,9 +154,9 @@ type Config struct {
 	// Hetero is the ranks' heterogeneity: speeds, a straggler, jitter,
 	// the global batch and its balancing (the zero value: none).
 	Hetero hetero.Spec
-	// OnAbort, if not nil, runs when the job ends early (a timeout, or
-	// mpirun terminating this rank), with the reason: the runtime writes
-	// what it has.
+	// OnAbort, if not nil, runs when the job ends early (a timeout, an
+	// error of this rank's own, or mpirun terminating this rank), with the
+	// reason: the runtime writes what it has.
 	OnAbort func(reason string)
 	// Measure, if not nil, runs just before the first measured step
 	// (begin) and, behind a barrier that every rank's last sends are in

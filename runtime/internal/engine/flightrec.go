@@ -1,9 +1,11 @@
 package engine
 
-// The flight recorder: on a timeout every rank that can still run writes
-// what its streams were doing (one JSON file per rank), and `syncgen
+// The flight recorder: on a timeout, an error of a rank's own or a
+// SIGTERM, every rank that can still run writes what its streams were
+// doing and why it wrote (one JSON file per rank), and `syncgen
 // flightrec DIR` merges the files against the plan's fixed sequence of
-// collectives to name the rank missing from which collective. The field
+// collectives to name the rank that ended the job, or the one missing
+// from which collective. The field
 // names follow PyTorch's flight recorder where they mean the same.
 
 import (
@@ -12,11 +14,14 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/syncgen/syncgen/runtime/internal/result"
+	"github.com/syncgen/syncgen/runtime/internal/text"
 )
 
 // FlightRecord is one rank's file.
@@ -66,20 +71,92 @@ type FlightEntry struct {
 // flightWritten: this rank wrote its flight record.
 var flightWritten atomic.Bool
 
-// recordOnTerm writes the flight record when mpirun terminates this rank
-// (SIGTERM: another rank died or failed, and mpirun ends the job), then
-// exits as the signal would have.
+// recordOnTerm writes the flight record when this rank is terminated
+// (SIGTERM), saying by whom, then exits as the signal would have.
 func (e *Engine) recordOnTerm() {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM)
+	watchTermSender()
 	go func() {
 		<-sigs
-		reason := fmt.Sprintf("terminated (SIGTERM) in step %s: mpirun ends the job (another rank failed or the job was stopped)", e.stepName())
+		reason := termReason(e.stepName())
 		e.writeFlightRecord(reason, 0)
 		e.onAbort(reason)
 		os.Exit(128 + int(syscall.SIGTERM))
 	}()
 }
+
+// termReason is a flight record's reason for a SIGTERM in step: from the
+// rank's launcher (launchedBy), which ends the job because another rank
+// died or failed or the job was stopped; or from another process, outside
+// the job, which ended this rank first: the merge then names this rank as
+// the cause. Where the sender is not known, it is taken for the launcher,
+// the usual sender.
+func termReason(step string) string {
+	const ends = "mpirun ends the job (another rank failed or the job was stopped)"
+	pid, ok := termSender()
+	if !ok {
+		return fmt.Sprintf("terminated (SIGTERM) in step %s: %s", step, ends)
+	}
+	if launchedBy(pid) {
+		return fmt.Sprintf("terminated (SIGTERM) in step %s by its launcher (%s): %s", step, describePid(pid), ends)
+	}
+	return fmt.Sprintf("terminated from outside (SIGTERM from %s, not its launcher) in step %s: a process outside the job ended this rank, and mpirun then the job", describePid(pid), step)
+}
+
+// launchedBy reports whether pid is this rank's launcher: its parent
+// (mpirun, Open MPI's orted on another host, Slurm's slurmstepd), or Open
+// MPI's daemon of this host, which its session directory names
+// (PMIX_SERVER_TMPDIR=.../pid.N) when a wrapper (a shell, a debugger)
+// stands between them. Not any ancestor: the shell that started mpirun is
+// one, and a kill from it is from outside the job.
+func launchedBy(pid int) bool {
+	if pid == os.Getppid() {
+		return true
+	}
+	for _, dir := range strings.Split(os.Getenv("PMIX_SERVER_TMPDIR"), "/") {
+		if n, ok := strings.CutPrefix(dir, "pid."); ok && n == strconv.Itoa(pid) {
+			return true
+		}
+	}
+	return false
+}
+
+// describePid names a process: "process 123 (bash)", or "process 123"
+// when it is gone.
+func describePid(pid int) string {
+	comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+	if err != nil {
+		return fmt.Sprintf("process %d", pid)
+	}
+	return fmt.Sprintf("process %d (%s)", pid, strings.TrimSpace(string(comm)))
+}
+
+// RecordFailure writes this rank's flight record for err, an error of its
+// own that is about to end the job (the runtime aborts it next), and runs
+// OnAbort with the same reason, so that the records name this rank rather
+// than the ranks that mpirun then terminates: the reason starts with
+// "error", which the merge takes as the job's cause. Before the steps start no rank records (the watchdog arms
+// the recorder), so it writes nothing then.
+func (e *Engine) RecordFailure(err error) {
+	if e.wd == nil {
+		return
+	}
+	// The first line alone: a panic's stack follows its message.
+	msg, _, _ := strings.Cut(err.Error(), "\n")
+	where := "in step " + e.stepName()
+	select {
+	case <-e.wd.stop:
+		where = "after the steps" // gathering the results, closing
+	default:
+	}
+	reason := fmt.Sprintf("error %s: %s", where, text.Clip(msg, maxReason))
+	e.writeFlightRecord(reason, 0)
+	e.onAbort(reason)
+}
+
+// maxReason bounds the error a flight record quotes.
+const maxReason = 2000
 
 // FlightVersion names the file's format.
 const FlightVersion = "syncgen-flightrec-1"
