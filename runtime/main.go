@@ -39,7 +39,8 @@ import (
 // finalises. It exits the process: with status 0 when every check passed,
 // 1 when an element was wrong or something failed, 2 for bad flags. An
 // error or panic on one rank aborts the whole job (MPI_Abort) after
-// printing it, so that no rank hangs.
+// printing it, so that no rank hangs; a checkpoint's save that fails ends
+// every rank together instead, with status 1 and one error from rank 0.
 func Main(plan *Plan) {
 	os.Exit(mainArgs(plan, os.Args))
 }
@@ -230,7 +231,9 @@ func (r *runner) run() int {
 		report.PrintHeader(r.reportTo(), rep, info)
 	}
 	r.phase.Enter("")
-	r.runSteps(e, res)
+	if status := r.runSteps(e, res); status >= 0 {
+		return status
+	}
 	if err := r.net.Err(); err != nil {
 		info.Warn(fmt.Sprintf("bytes across hosts not counted: %v", err))
 		if r.h.Rank == 0 {
@@ -381,16 +384,44 @@ func (r *runner) setUp(prog *plan.Program) (*engine.Engine, *backend.Layout) {
 }
 
 // runSteps runs the init block and every step under the watchdog, with the
-// progress bar on rank 0.
-func (r *runner) runSteps(e *engine.Engine, res *result.Results) {
+// progress bar on rank 0. It returns the exit status when the run must end
+// here, else -1.
+func (r *runner) runSteps(e *engine.Engine, res *result.Results) int {
 	wd := e.StartWatchdog(r.opts.timeout)
 	progress := report.NewProgress(r.h.Rank == 0 && !r.opts.quiet)
-	if err := e.Run(res, progress.Update); err != nil {
+	err := e.Run(res, progress.Update)
+	var failed *engine.FailedSave
+	if errors.As(err, &failed) {
+		progress.Done()
+		wd.Close()
+		return r.failedSave(failed)
+	}
+	if err != nil {
 		r.fatal(err)
 	}
 	progress.Done()
 	wd.Close()
 	engine.AwaitTimeoutAbort()
+	return -1
+}
+
+// failedSave ends a run whose checkpoint's save failed, which every rank
+// knows alike at the same point of the run (engine.FailedSave): rank 0
+// writes its partial JSON and prints why once, naming the ranks that
+// failed, and every rank closes the backend and finalises MPI, without
+// MPI_Abort. The status is 1: a failure, which a restart may get past
+// (space freed, the file system back), unlike a usage error.
+func (r *runner) failedSave(f *engine.FailedSave) int {
+	engine.AwaitTimeoutAbort()
+	if r.h.Rank == 0 {
+		r.writePartial("error: " + f.Msg)
+		fmt.Fprintf(os.Stderr, "%s: error: %s\n", proc.Name(), f.Msg)
+	}
+	if err := r.be.Close(); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: rank %d: error: closing the %s backend: %v\n", proc.Name(), r.h.Rank, r.be.Name(), err)
+	}
+	_ = r.h.Finalize()
+	return 1
 }
 
 // reportRun is what the report is told of this run.

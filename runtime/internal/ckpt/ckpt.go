@@ -71,7 +71,7 @@ func WriteShard(path string, meta map[string]string, tensors []Tensor) (int64, s
 	}
 	f, err := os.Create(path)
 	if err != nil {
-		return 0, "", fmt.Errorf("writing %s: %w%s", path, err, fullHint(err))
+		return 0, "", fmt.Errorf("writing %s: %w%s", path, err, FullHint(err))
 	}
 	var lenBytes [8]byte
 	binary.LittleEndian.PutUint64(lenBytes[:], uint64(len(h)))
@@ -100,7 +100,7 @@ func WriteShard(path string, meta map[string]string, tensors []Tensor) (int64, s
 	}
 	sum := <-sums
 	if err != nil {
-		return 0, "", fmt.Errorf("writing %s: %w%s", path, err, fullHint(err))
+		return 0, "", fmt.Errorf("writing %s: %w%s", path, err, FullHint(err))
 	}
 	return size, sum, nil
 }
@@ -304,15 +304,15 @@ func Commit(dir string, md *Metadata) error {
 		err = syncDir(dir)
 	}
 	if err != nil {
-		return fmt.Errorf("committing the checkpoint %s: %w%s", dir, err, fullHint(err))
+		return fmt.Errorf("committing the checkpoint %s: %w%s", dir, err, FullHint(err))
 	}
 	return nil
 }
 
-// fullHint says what to do when a checkpoint's write failed for want of
+// FullHint says what to do when a checkpoint's write failed for want of
 // space: the checkpoints committed before are whole, since a checkpoint
 // counts only once its metadata is in place.
-func fullHint(err error) string {
+func FullHint(err error) string {
 	if !errors.Is(err, syscall.ENOSPC) && !errors.Is(err, syscall.EDQUOT) {
 		return ""
 	}

@@ -107,15 +107,55 @@ type pendingSave struct {
 	done    chan struct{}
 	size    int64
 	sum     string
-	err     error
-	staged  time.Duration // the synchronous part: copying the state to the host
-	began   time.Time     // when the save began
+	// failed is what failed on this rank (nil: nothing), set before done
+	// is closed.
+	failed *saveFailure
+	staged time.Duration // the synchronous part: copying the state to the host
+	began  time.Time     // when the save began
 	// simulated and samples are this rank's part of md.Balance at the
 	// save, which rank 0 gathers with the shards' checksums.
 	simulated time.Duration
 	samples   int
-	// committed reports rank 0's background commit (async saves).
+	// committed reports rank 0's background commit (async saves; nil on
+	// the other ranks, which wait for rank 0's word in awaitCommit).
 	committed chan error
+}
+
+// saveFailure is what failed on one rank in a checkpoint's save, in words
+// that are the same on every rank that failed alike (no rank's own file),
+// so that rank 0 says it once for them all.
+type saveFailure struct {
+	// Doing is what the rank was doing ("writing its shard into
+	// ck/step-00000004"), Cause the error ("no space left on device",
+	// with what to do on a full disk).
+	Doing string `json:"doing"`
+	Cause string `json:"cause"`
+}
+
+// failure describes err, met while doing.
+func failure(doing string, err error) *saveFailure {
+	cause := err.Error()
+	// The system's error alone, without the file: a rank's own shard
+	// would make every rank's line differ.
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		cause = pe.Err.Error() + ckpt.FullHint(err)
+	}
+	return &saveFailure{Doing: doing, Cause: cause}
+}
+
+// FailedSave is a checkpoint's save that failed, which every rank returns
+// at the same point of the run, having agreed on it: the run ends without
+// aborting the job, rank 0 prints Msg once (the other ranks have none),
+// and every rank finalises MPI: one error says who failed, not a line per
+// rank and MPI_Abort's noise.
+type FailedSave struct{ Msg string }
+
+func (f *FailedSave) Error() string {
+	if f.Msg == "" {
+		return "a checkpoint's save failed (rank 0 says why)"
+	}
+	return f.Msg
 }
 
 // saveCheckpoint writes the checkpoint after steps steps: this rank's
@@ -124,27 +164,37 @@ type pendingSave struct {
 // the shard is only staged here (copied to the host: the bytes current
 // now, whatever the steps do after) and written in the background; the
 // commit follows at the end of the next step (commitPending). It returns
-// the size of this rank's shard (0 while it is being written).
+// the size of this rank's shard (0 while it is being written). A rank
+// whose part fails still takes part in the agreement (commitSave), so
+// that every rank ends the run together (*FailedSave).
 func (e *Engine) saveCheckpoint(steps int) (int64, error) {
 	e.watchSave(steps)
 	defer watchIdle(e)
 	t0 := time.Now()
-	p, err := e.stageCheckpoint(steps)
-	if err != nil {
-		return 0, err
-	}
+	p := e.stageCheckpoint(steps)
 	p.staged, p.began = time.Since(t0), t0
-	go func() {
-		defer close(p.done)
-		meta := map[string]string{"format": ckpt.Format, "plan_hash": e.plan.Hash, "rank": fmt.Sprint(e.rank),
-			"world_size": fmt.Sprint(e.size), "steps": fmt.Sprint(steps)}
-		p.size, p.sum, p.err = ckpt.WriteShard(filepath.Join(p.dir, ckpt.ShardName(e.rank)), meta, p.tensors)
-		if p.err == nil {
-			e.faultAt(FaultCrashInSave, steps)
-			e.hooks.inSave(e, steps)
-		}
-		p.tensors = nil
-	}()
+	if p.failed != nil {
+		close(p.done)
+	} else {
+		go func() {
+			defer close(p.done)
+			meta := map[string]string{"format": ckpt.Format, "plan_hash": e.plan.Hash, "rank": fmt.Sprint(e.rank),
+				"world_size": fmt.Sprint(e.size), "steps": fmt.Sprint(steps)}
+			path := filepath.Join(p.dir, ckpt.ShardName(e.rank))
+			var err error
+			p.size, p.sum, err = ckpt.WriteShard(path, meta, p.tensors)
+			if err == nil {
+				err = e.hooks.failSave(e, steps, path)
+			}
+			if err != nil {
+				p.failed = failure("writing its shard into "+p.dir, err)
+			} else {
+				e.faultAt(FaultCrashInSave, steps)
+				e.hooks.inSave(e, steps)
+			}
+			p.tensors = nil
+		}()
+	}
 	if e.cfg.Checkpoint.Async {
 		e.pending = p
 		return 0, nil
@@ -153,23 +203,27 @@ func (e *Engine) saveCheckpoint(steps int) (int64, error) {
 }
 
 // stageCheckpoint copies this rank's state to the host and notes the
-// run's facts at this point.
-func (e *Engine) stageCheckpoint(steps int) (*pendingSave, error) {
+// run's facts at this point; what fails is in the save's failed.
+func (e *Engine) stageCheckpoint(steps int) *pendingSave {
 	dir := ckpt.StepDir(e.cfg.Checkpoint.Dir, steps)
+	p := &pendingSave{steps: steps, dir: dir, done: make(chan struct{})}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
+		p.failed = failure("making the directory "+dir, err)
+		return p
 	}
 	// Every rank uncommits the directory before it writes its shard, so
 	// that it is uncommitted before any shard changes; rank 0 commits it
 	// again only after every rank's shard is written (commitSave).
 	if err := ckpt.Uncommit(dir); err != nil {
-		return nil, err
+		p.failed = failure("uncommitting "+dir+" before writing it again", err)
+		return p
 	}
 	tensors, buckets, err := e.shardTensors()
 	if err != nil {
-		return nil, err
+		p.failed = &saveFailure{Doing: "copying its state to the host", Cause: err.Error()}
+		return p
 	}
-	p := &pendingSave{steps: steps, dir: dir, done: make(chan struct{}), tensors: tensors}
+	p.tensors = tensors
 	p.md = ckpt.Metadata{Format: ckpt.Format, PlanHash: e.plan.Hash, PlanName: e.plan.Name, Source: e.plan.Source,
 		Steps: steps, WorldSize: e.size, Applied: e.tr.applied, Buckets: buckets}
 	if e.tr.sc != nil {
@@ -179,60 +233,80 @@ func (e *Engine) stageCheckpoint(steps int) (*pendingSave, error) {
 		p.md.Balance = &ckpt.Balance{Every: h.spec.Every, Shares: slices.Clone(h.shares)}
 		p.simulated, p.samples = h.simulated, h.samples
 	}
-	return p, nil
+	return p
 }
 
 // shardRecord is what each rank tells rank 0 of its part of a checkpoint:
-// its shard, and its part of dynamic balancing's state.
+// its shard, or what failed, and its part of dynamic balancing's state.
 type shardRecord struct {
 	ckpt.ShardInfo
-	SimulatedNs int64 `json:"simulated_ns"`
-	Samples     int   `json:"samples"`
+	SimulatedNs int64        `json:"simulated_ns"`
+	Samples     int          `json:"samples"`
+	Host        string       `json:"host"`
+	Failed      *saveFailure `json:"failed,omitempty"`
 }
 
 // commitSave waits for p's shard and gathers every rank's size and
-// checksum on rank 0, which commits the checkpoint and prunes the old
-// ones (with Async, in the background: the fsyncs and the rename need no
-// other rank). Every rank calls it at the same point of the run.
+// checksum, or what failed, on rank 0. When every shard was written, rank
+// 0 commits the checkpoint and prunes the old ones (with Async, in the
+// background: the fsyncs and the rename need no other rank). Rank 0 then
+// tells every rank whether the save failed, and it is a *FailedSave on
+// every rank alike. Every rank calls it at the same point of the run.
 func (e *Engine) commitSave(p *pendingSave) (int64, error) {
 	defer e.hostAt.set("")
 	e.hostAt.set("writing its shard of the checkpoint after " + stepCount(p.steps))
 	<-p.done
-	if p.err != nil {
-		return 0, p.err
-	}
 	rec, _ := json.Marshal(shardRecord{ShardInfo: ckpt.ShardInfo{File: ckpt.ShardName(e.rank), Bytes: p.size, SHA256: p.sum},
-		SimulatedNs: int64(p.simulated), Samples: p.samples})
+		SimulatedNs: int64(p.simulated), Samples: p.samples, Host: e.h.Name, Failed: p.failed})
 	e.hostAt.set("gathering the shards' checksums of the checkpoint after " + stepCount(p.steps))
 	all, err := e.h.Gather(rec)
 	if err != nil {
 		return 0, fmt.Errorf("gathering the shards' checksums: %w", err)
 	}
-	if e.rank != 0 {
-		return p.size, nil
+	var msg string
+	if e.rank == 0 {
+		msg = e.commitShards(p, all)
 	}
+	if err := e.agreeOnSave(p, msg); err != nil {
+		return 0, err
+	}
+	if e.cfg.Checkpoint.Async {
+		e.committing = p
+	}
+	return p.size, nil
+}
+
+// commitShards is rank 0's part of commitSave: it reads every rank's
+// record and commits the checkpoint (starts committing it, with Async).
+// It returns why the save failed ("" when it did not).
+func (e *Engine) commitShards(p *pendingSave, all [][]byte) string {
 	md := p.md
 	if md.Balance != nil {
 		b := *md.Balance
 		md.Balance = &b
 	}
-	for _, r := range all {
-		var s shardRecord
-		if err := json.Unmarshal(r, &s); err != nil {
-			return 0, fmt.Errorf("a rank's shard record: %w", err)
+	recs := make([]shardRecord, len(all))
+	for r, data := range all {
+		if err := json.Unmarshal(data, &recs[r]); err != nil {
+			recs[r].Failed = &saveFailure{Doing: "telling rank 0 of its shard", Cause: err.Error()}
 		}
+	}
+	if msg := describeFailures(p.steps, recs); msg != "" {
+		return msg
+	}
+	for _, s := range recs {
 		md.Shards = append(md.Shards, s.ShardInfo)
 		if md.Balance != nil {
 			md.Balance.SimulatedNs = append(md.Balance.SimulatedNs, s.SimulatedNs)
 			md.Balance.Samples = append(md.Balance.Samples, s.Samples)
 		}
 	}
-	commit := func() error {
+	commit := func() string {
 		if err := ckpt.SyncDir(p.dir); err != nil {
-			return err
+			return e.commitFailure(p.steps, failure("making "+p.dir+" durable", err))
 		}
 		if err := ckpt.Commit(p.dir, &md); err != nil {
-			return err
+			return e.commitFailure(p.steps, failure("committing it (writing "+filepath.Join(p.dir, ckpt.MetadataName)+")", err))
 		}
 		// The checkpoint the run resumed from stays until the run has
 		// committed a later one: whatever a directory holds, pruning never
@@ -241,16 +315,109 @@ func (e *Engine) commitSave(p *pendingSave) (int64, error) {
 		if e.resumedFrom.MD != nil && md.Steps <= e.resumedFrom.Steps() {
 			protect = e.resumedFrom.Dir
 		}
-		return ckpt.Prune(e.cfg.Checkpoint.Dir, e.cfg.Checkpoint.Keep, e.plan.Hash, protect)
+		if err := ckpt.Prune(e.cfg.Checkpoint.Dir, e.cfg.Checkpoint.Keep, e.plan.Hash, protect); err != nil {
+			return fmt.Sprintf("the checkpoint after %s (after step %d) is committed, but removing the older checkpoints in %s failed on rank 0 (%s): %v",
+				stepCount(p.steps), p.steps-1, e.cfg.Checkpoint.Dir, e.h.Name, err)
+		}
+		return ""
 	}
 	if !e.cfg.Checkpoint.Async {
 		e.hostAt.set("committing the checkpoint after " + stepCount(p.steps))
-		return p.size, commit()
+		return commit()
 	}
 	p.committed = make(chan error, 1)
-	go func() { p.committed <- commit() }()
-	e.committing = p
-	return p.size, nil
+	go func() {
+		if msg := commit(); msg != "" {
+			p.committed <- errors.New(msg)
+		}
+		close(p.committed)
+	}()
+	return ""
+}
+
+// commitFailure says that rank 0's commit of the checkpoint after steps
+// steps failed (f).
+func (e *Engine) commitFailure(steps int, f *saveFailure) string {
+	return fmt.Sprintf("the checkpoint after %s (after step %d) failed on rank 0 (%s): %s: %s%s", stepCount(steps), steps-1, e.h.Name, f.Doing, f.Cause, wholeNote(f.Cause))
+}
+
+// wholeNote says that the checkpoints committed before a failed one are
+// whole, unless cause says it already (ckpt.FullHint).
+func wholeNote(cause string) string {
+	if strings.Contains(cause, "checkpoints committed before") {
+		return ""
+	}
+	return " (it is left uncommitted; the checkpoints committed before it are whole, and --resume auto takes the newest of them)"
+}
+
+// describeFailures says which ranks' parts of the checkpoint after steps
+// steps failed and why, one line for the ranks that failed alike ("" when
+// none did).
+func describeFailures(steps int, recs []shardRecord) string {
+	type group struct {
+		f     *saveFailure
+		ranks []int
+	}
+	var groups []group
+	for r, rec := range recs {
+		if rec.Failed == nil {
+			continue
+		}
+		i := slices.IndexFunc(groups, func(g group) bool { return *g.f == *rec.Failed })
+		if i < 0 {
+			i = len(groups)
+			groups = append(groups, group{f: rec.Failed})
+		}
+		groups[i].ranks = append(groups[i].ranks, r)
+	}
+	if len(groups) == 0 {
+		return ""
+	}
+	who := func(ranks []int) string {
+		switch {
+		case len(ranks) == len(recs) && len(recs) > 1:
+			return "every rank"
+		case len(ranks) == 1:
+			return fmt.Sprintf("rank %d (%s)", ranks[0], recs[ranks[0]].Host)
+		}
+		return text.RankList(ranks)
+	}
+	head := fmt.Sprintf("the checkpoint after %s (after step %d) failed", stepCount(steps), steps-1)
+	if len(groups) == 1 {
+		g := groups[0]
+		return fmt.Sprintf("%s on %s: %s: %s%s", head, who(g.ranks), g.f.Doing, g.f.Cause, wholeNote(g.f.Cause))
+	}
+	lines := []string{head + ":"}
+	for _, g := range groups {
+		lines = append(lines, fmt.Sprintf("  %s: %s: %s", who(g.ranks), g.f.Doing, g.f.Cause))
+	}
+	for _, g := range groups {
+		if note := wholeNote(g.f.Cause); note != "" {
+			lines = append(lines, "  "+strings.TrimSuffix(strings.TrimPrefix(note, " ("), ")"))
+			break
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// agreeOnSave tells every rank whether the save p failed, from rank 0,
+// which knows why (msg, "" when it did not fail): a *FailedSave on every
+// rank when it did.
+func (e *Engine) agreeOnSave(p *pendingSave, msg string) error {
+	if e.rank != 0 {
+		e.hostAt.set("waiting for rank 0's word on the checkpoint after " + stepCount(p.steps))
+	}
+	word := []byte{0}
+	if msg != "" {
+		word[0] = 1
+	}
+	if err := e.h.Bcast(0, word); err != nil {
+		return fmt.Errorf("agreeing on the checkpoint after %s: %w", stepCount(p.steps), err)
+	}
+	if word[0] != 0 {
+		return &FailedSave{Msg: msg}
+	}
+	return nil
 }
 
 // watchSave puts the save of the checkpoint after steps steps under the
@@ -259,7 +426,8 @@ func (e *Engine) watchSave(steps int) {
 	watchBetween(e, "saving the checkpoint after "+stepCount(steps))
 }
 
-// awaitCommit waits for rank 0's background commit of an async save.
+// awaitCommit waits for rank 0's background commit of an async save, and
+// tells every rank how it went (a *FailedSave when it failed).
 func (e *Engine) awaitCommit() error {
 	p := e.committing
 	if p == nil {
@@ -270,10 +438,13 @@ func (e *Engine) awaitCommit() error {
 	defer watchIdle(e)
 	e.hostAt.set("committing the checkpoint after " + stepCount(p.steps))
 	defer e.hostAt.set("")
-	if err := <-p.committed; err != nil {
-		return fmt.Errorf("committing the checkpoint after %s: %w", stepCount(p.steps), err)
+	var msg string
+	if p.committed != nil {
+		if err := <-p.committed; err != nil {
+			msg = err.Error()
+		}
 	}
-	return nil
+	return e.agreeOnSave(p, msg)
 }
 
 // commitPending commits the async save of an earlier step, if any: at the
@@ -293,6 +464,10 @@ func (e *Engine) commitPending() (result.Save, bool, error) {
 	defer watchIdle(e)
 	t0 := time.Now()
 	n, err := e.commitSave(p)
+	var failed *FailedSave
+	if errors.As(err, &failed) {
+		return result.Save{}, false, err
+	}
 	if err != nil {
 		return result.Save{}, false, fmt.Errorf("checkpoint after %s: %w", stepCount(p.steps), err)
 	}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -211,5 +212,28 @@ func TestFindResumeAutoSharedDirectory(t *testing.T) {
 	want = `step-00000004 (plan "p" as it was then, hash aaaa: this program's plan "p", hash dddd, differs)`
 	if _, err := FindResume("auto", root, edited, 10); err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("auto with the plan edited: %v, want %q", err, want)
+	}
+}
+
+// A failed save's error groups the ranks that failed alike, without their
+// own files (failure keeps the system's error alone), and says every rank
+// when all did; a rank alone is named with its host.
+func TestDescribeFailures(t *testing.T) {
+	full := failure("writing its shard into ck/step-00000004", &os.PathError{Op: "write", Path: "ck/step-00000004/rank-00003.safetensors", Err: syscall.ENOSPC})
+	other := &saveFailure{Doing: "copying its state to the host", Cause: "a device error"}
+	got := describeFailures(4, []shardRecord{{Host: "a", Failed: full}, {Host: "b"}, {Host: "c", Failed: other}, {Host: "d", Failed: full}})
+	want := "the checkpoint after 4 steps (after step 3) failed:\n" +
+		"  ranks 0, 3: writing its shard into ck/step-00000004: no space left on device (the disk is full: free space there or give another --checkpoint-dir, or a smaller --checkpoint-keep; the checkpoints committed before this one are whole, and --resume auto takes the newest of them)\n" +
+		"  rank 2 (c): copying its state to the host: a device error\n" +
+		"  it is left uncommitted; the checkpoints committed before it are whole, and --resume auto takes the newest of them"
+	if got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	got = describeFailures(4, []shardRecord{{Host: "a", Failed: full}, {Host: "b", Failed: full}})
+	if want := "the checkpoint after 4 steps (after step 3) failed on every rank: writing its shard into ck/step-00000004: no space left on device (the disk is full: "; !strings.HasPrefix(got, want) {
+		t.Errorf("got %q, want %q...", got, want)
+	}
+	if got := describeFailures(4, []shardRecord{{Host: "a"}, {Host: "b"}}); got != "" {
+		t.Errorf("no failure: %q", got)
 	}
 }

@@ -4,6 +4,7 @@ package engine
 // timing, model update and check that follow every step.
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	goruntime "runtime"
@@ -115,6 +116,10 @@ func (e *Engine) saveAfterStep(res *result.Results, i int) error {
 	}
 	t0 := time.Now()
 	n, err := e.saveCheckpoint(i + 1)
+	var failed *FailedSave
+	if errors.As(err, &failed) {
+		return err // it says which checkpoint
+	}
 	if err != nil {
 		return fmt.Errorf("checkpoint after %s (after step %d): %w", stepCount(i+1), i, err)
 	}

@@ -24,6 +24,10 @@ package engine
 //	    checkpoint after STEPS steps stops for good once the shard is
 //	    written, as on a file system that no longer answers, so the other
 //	    ranks wait in the save until --timeout.
+//	SYNCGEN_TEST_SAVE_FAIL=RANK:STEPS  rank RANK's write of its shard of
+//	    the checkpoint after STEPS steps fails as on a full disk: the shard
+//	    is cut to half its bytes and the write says ENOSPC. RANK -1: every
+//	    rank's, as on a full disk that all ranks share.
 //	SYNCGEN_TEST_ALLOCS=1  every rank prints how many heap allocations the
 //	    measured steps made (the steps should make none: cpuEvent.record).
 
@@ -34,7 +38,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 
+	"github.com/syncgen/syncgen/runtime/internal/ckpt"
 	"github.com/syncgen/syncgen/runtime/internal/elem"
 	"github.com/syncgen/syncgen/runtime/internal/plan"
 	"github.com/syncgen/syncgen/runtime/internal/proc"
@@ -47,6 +53,7 @@ type testHooks struct {
 	panic    []int // rank, step
 	hang     []int // rank, step, statement (-1: the start of the step)
 	hangSave []int // rank, steps of the checkpoint
+	saveFail []int // rank (-1: every rank), steps of the checkpoint
 	allocs   bool
 	// allocs0 is the count of heap allocations when the measured steps
 	// began (measuring).
@@ -87,6 +94,7 @@ var testHooksFromEnv = sync.OnceValue(func() *testHooks {
 		panic:    parse("SYNCGEN_TEST_PANIC", 2),
 		hang:     parse("SYNCGEN_TEST_HANG", 3),
 		hangSave: parse("SYNCGEN_TEST_HANG_SAVE", 2),
+		saveFail: parse("SYNCGEN_TEST_SAVE_FAIL", 2),
 	}
 	h.allocs = os.Getenv("SYNCGEN_TEST_ALLOCS") == "1"
 	return h
@@ -127,6 +135,22 @@ func (h *testHooks) inSave(e *Engine, steps int) {
 	if h.hangSave != nil && h.hangSave[0] == e.rank && h.hangSave[1] == steps {
 		sleepForever()
 	}
+}
+
+// failSave runs in this rank's writer of the checkpoint after steps
+// steps, once its shard is written at path: SYNCGEN_TEST_SAVE_FAIL's
+// rank leaves half of it, and returns the error that ckpt.WriteShard
+// returns on a full disk.
+func (h *testHooks) failSave(e *Engine, steps int, path string) error {
+	f := h.saveFail
+	if f == nil || (f[0] != e.rank && f[0] != -1) || f[1] != steps {
+		return nil
+	}
+	if st, err := os.Stat(path); err == nil {
+		os.Truncate(path, st.Size()/2)
+	}
+	err := &os.PathError{Op: "write", Path: path, Err: syscall.ENOSPC}
+	return fmt.Errorf("writing %s: %w%s", path, err, ckpt.FullHint(err))
 }
 
 // measuring runs when the measured steps begin.

@@ -11,10 +11,11 @@ type testHooks struct{}
 
 func testHooksFromEnv() *testHooks { return &testHooks{} }
 
-func (*testHooks) duringSetup(rank int)                   {}
-func (*testHooks) beforeStep(e *Engine, i int)            {}
-func (*testHooks) beforeStatement(e *Engine, at plan.Src) {}
-func (*testHooks) beforeCheck(e *Engine, i int)           {}
-func (*testHooks) inSave(e *Engine, steps int)            {}
-func (*testHooks) measuring()                             {}
-func (*testHooks) reportAllocs(e *Engine)                 {}
+func (*testHooks) duringSetup(rank int)                             {}
+func (*testHooks) beforeStep(e *Engine, i int)                      {}
+func (*testHooks) beforeStatement(e *Engine, at plan.Src)           {}
+func (*testHooks) beforeCheck(e *Engine, i int)                     {}
+func (*testHooks) inSave(e *Engine, steps int)                      {}
+func (*testHooks) failSave(e *Engine, steps int, path string) error { return nil }
+func (*testHooks) measuring()                                       {}
+func (*testHooks) reportAllocs(e *Engine)                           {}
