@@ -50,6 +50,17 @@ func TestFailedSaveEndsTogether(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(ck, "step-00000004", "metadata.json")); !os.IsNotExist(err) {
 			t.Errorf("rank %s: the failed checkpoint is committed: %v", c.rank, err)
 		}
+		if c.rank == "-1" {
+			// The failed save's partial shards stay until a later
+			// checkpoint of the plan is committed, which removes them.
+			if _, err := os.Stat(filepath.Join(ck, "step-00000004", "rank-00000.safetensors")); err != nil {
+				t.Fatalf("the failed save left no partial shard: %v", err)
+			}
+			runOK(t, 2, "train:sgd:f32", "--steps", "6", "--warmup", "0", "--checkpoint-every", "3", "--checkpoint-dir", ck, "--resume", "auto", "--quiet")
+			if _, err := os.Stat(filepath.Join(ck, "step-00000004")); !os.IsNotExist(err) {
+				t.Errorf("the failed save's directory is still there after the commit of a later checkpoint: %v", err)
+			}
+		}
 		var j struct {
 			Incomplete string `json:"incomplete"`
 		}

@@ -464,13 +464,8 @@ func Committed(root string) ([]string, error) {
 	}
 	var cks []ck
 	for _, e := range entries {
-		n, ok := strings.CutPrefix(e.Name(), "step-")
-		if !e.IsDir() || !ok {
-			continue
-		}
-		// StepDir's names alone: digits, no sign.
-		steps, err := strconv.Atoi(n)
-		if err != nil || n == "" || n[0] < '0' || n[0] > '9' {
+		steps, ok := stepOf(e)
+		if !ok {
 			continue
 		}
 		dir := filepath.Join(root, e.Name())
@@ -520,6 +515,116 @@ func Prune(root string, keep int, planHash, protect string) error {
 		}
 	}
 	return nil
+}
+
+// PruneUncommitted removes the checkpoints of plan planHash in root that
+// were never committed (a failed or interrupted save's partial shards,
+// whose space nothing else frees) and that are below step below, the
+// checkpoint just committed. Only a step-N directory without metadata
+// that syncgen's save of this plan left is removed (leftBy): its shards
+// whose headers read carry the plan's hash and N, at least one does, and
+// it holds nothing else but an unfinished commit's metadata. So are left
+// alone: other plans' directories (whose runs may be writing them now),
+// an empty one or one whose shards do not read yet (whose plan is not
+// known), and any at or past below, where a save of this run may be in
+// progress (an async save is always of a later step than the one
+// committed before it).
+func PruneUncommitted(root, planHash string, below int) error {
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		steps, ok := stepOf(e)
+		if !ok || steps >= below {
+			continue
+		}
+		dir := filepath.Join(root, e.Name())
+		if _, err := os.Lstat(filepath.Join(dir, MetadataName)); !errors.Is(err, fs.ErrNotExist) {
+			continue // committed, or not known to be uncommitted
+		}
+		if leftBy(dir, planHash, steps) {
+			if err := os.RemoveAll(dir); err != nil {
+				return fmt.Errorf("removing %s, a checkpoint never committed: %w", dir, err)
+			}
+		}
+	}
+	return nil
+}
+
+// stepOf is the steps of a step-N directory entry (ok false for any other
+// entry): StepDir's names alone, digits without a sign.
+func stepOf(e fs.DirEntry) (int, bool) {
+	n, ok := strings.CutPrefix(e.Name(), "step-")
+	if !e.IsDir() || !ok || n == "" || n[0] < '0' || n[0] > '9' {
+		return 0, false
+	}
+	steps, err := strconv.Atoi(n)
+	return steps, err == nil
+}
+
+// leftBy reports whether the uncommitted checkpoint directory dir of
+// steps steps holds only what a save of plan planHash writes: shards
+// (ShardName), at least one of whose headers reads and all of whose
+// readable headers say this plan, format and steps, and perhaps the
+// metadata of a commit that did not finish.
+func leftBy(dir, planHash string, steps int) bool {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	ours := false
+	for _, e := range entries {
+		name := e.Name()
+		switch {
+		case name == MetadataName+".tmp" && e.Type().IsRegular():
+		case strings.HasPrefix(name, "rank-") && strings.HasSuffix(name, ".safetensors") && e.Type().IsRegular():
+			meta, ok := shardMeta(filepath.Join(dir, name))
+			if !ok {
+				continue // cut short before its header was whole
+			}
+			if meta["format"] != Format || meta["plan_hash"] != planHash || meta["steps"] != strconv.Itoa(steps) {
+				return false
+			}
+			ours = true
+		default:
+			return false // not something a save writes
+		}
+	}
+	return ours
+}
+
+// maxShardHeader bounds the header shardMeta reads: syncgen writes a few
+// hundred bytes a bucket.
+const maxShardHeader = 64 << 20
+
+// shardMeta reads the __metadata__ of the shard at path from its header
+// alone (ok false when the header does not read whole).
+func shardMeta(path string) (map[string]string, bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, false
+	}
+	defer f.Close()
+	var lenBytes [8]byte
+	if _, err := io.ReadFull(f, lenBytes[:]); err != nil {
+		return nil, false
+	}
+	n := binary.LittleEndian.Uint64(lenBytes[:])
+	if n > maxShardHeader {
+		return nil, false
+	}
+	h := make([]byte, n)
+	if _, err := io.ReadFull(f, h); err != nil {
+		return nil, false
+	}
+	var header struct {
+		Meta map[string]string `json:"__metadata__"`
+	}
+	if err := json.Unmarshal(h, &header); err != nil || header.Meta == nil {
+		return nil, false
+	}
+	return header.Meta, true
 }
 
 // sameDir reports whether a and b name the same directory.

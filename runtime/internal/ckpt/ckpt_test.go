@@ -1,6 +1,7 @@
 package ckpt
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -202,5 +203,70 @@ func TestReadMetadataOfAFile(t *testing.T) {
 	}
 	if _, err := ReadMetadata(f); err == nil || !strings.Contains(err.Error(), f+" is not a checkpoint (a step-NNNNNNNN directory): give") {
 		t.Errorf("a file: %v", err)
+	}
+}
+
+// A save that failed or was interrupted leaves a step directory that is
+// never committed; PruneUncommitted removes those of its plan below the
+// checkpoint just committed, and nothing else: not another plan's, not
+// one whose plan its files do not tell, not one with a file a save does
+// not write, not one at or past the commit (a save in progress).
+func TestPruneUncommitted(t *testing.T) {
+	root := t.TempDir()
+	shard := func(steps, rank int, hash string, cut int64) {
+		t.Helper()
+		d := StepDir(root, steps)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		meta := map[string]string{"format": Format, "plan_hash": hash, "rank": fmt.Sprint(rank), "steps": fmt.Sprint(steps)}
+		p := filepath.Join(d, ShardName(rank))
+		n, _, err := WriteShard(p, meta, []Tensor{{Name: "param/g", DType: elem.F32, Shape: []int64{256}, Data: make([]byte, 1024)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cut > 0 {
+			os.Truncate(p, min(cut, n))
+		}
+	}
+	commitStub(t, root, "p", 2)
+	shard(2, 0, "p", 0) // beside the committed one's metadata: kept
+	// Removed: a full disk's shards, one cut in its data and one in its
+	// header, and an unfinished commit's metadata.
+	shard(1, 0, "p", 600)
+	shard(1, 1, "p", 5)
+	os.WriteFile(filepath.Join(StepDir(root, 1), MetadataName+".tmp"), []byte("{"), 0o644)
+	shard(7, 0, "p", 0) // removed
+	// Kept: another plan's; two plans' shards; a file a save does not
+	// write; an empty directory and one whose header does not read
+	// (whose they are is not known); shards of another step than their
+	// directory's (step-0000001 is step 1); at the commit and past it (a
+	// save in progress).
+	shard(3, 0, "other", 0)
+	shard(5, 0, "p", 0)
+	shard(5, 1, "other", 0)
+	shard(6, 0, "p", 0)
+	os.WriteFile(filepath.Join(StepDir(root, 6), "notes.txt"), nil, 0o644)
+	os.MkdirAll(StepDir(root, 4), 0o755)
+	shard(0, 0, "p", 5)
+	shard(9, 0, "p", 0)
+	os.Rename(StepDir(root, 9), filepath.Join(root, "step-0000001"))
+	shard(10, 0, "p", 0)
+	shard(11, 0, "p", 0)
+	os.MkdirAll(filepath.Join(root, "step-x"), 0o755)
+	if err := PruneUncommitted(root, "p", 10); err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := os.ReadDir(root)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	want := "step-00000000 step-00000002 step-00000003 step-00000004 step-00000005 step-00000006 step-0000001 step-00000010 step-00000011 step-x"
+	if got := strings.Join(names, " "); got != want {
+		t.Errorf("left %s, want %s", got, want)
+	}
+	if _, err := os.Stat(filepath.Join(StepDir(root, 2), ShardName(0))); err != nil {
+		t.Errorf("a committed checkpoint's shard was removed: %v", err)
 	}
 }

@@ -315,7 +315,11 @@ func (e *Engine) commitShards(p *pendingSave, all [][]byte) string {
 		if e.resumedFrom.MD != nil && md.Steps <= e.resumedFrom.Steps() {
 			protect = e.resumedFrom.Dir
 		}
-		if err := ckpt.Prune(e.cfg.Checkpoint.Dir, e.cfg.Checkpoint.Keep, e.plan.Hash, protect); err != nil {
+		err := ckpt.Prune(e.cfg.Checkpoint.Dir, e.cfg.Checkpoint.Keep, e.plan.Hash, protect)
+		if err == nil {
+			err = ckpt.PruneUncommitted(e.cfg.Checkpoint.Dir, e.plan.Hash, md.Steps)
+		}
+		if err != nil {
 			return fmt.Sprintf("the checkpoint after %s (after step %d) is committed, but removing the older checkpoints in %s failed on rank 0 (%s): %v",
 				stepCount(p.steps), p.steps-1, e.cfg.Checkpoint.Dir, e.h.Name, err)
 		}
