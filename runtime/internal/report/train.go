@@ -7,6 +7,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -18,8 +19,11 @@ import (
 // trainReport is the training step's part of the Report.
 type trainReport struct {
 	rows []trainRowReport
-	// Means over ranks and measured steps.
+	// Means over ranks and measured steps; the update's over the measured
+	// steps that applied it (applied of measured), since a step skipped on
+	// overflow runs the update's kernels without their work.
 	update, updateHidden, unscale, flag time.Duration
+	applied, measured                   int
 	// Parameter elements wrong and not checkable, over ranks and checks.
 	wrongParams, uncheckedParams int64
 	// The scaler's course (the same on every rank: the ranks agree on
@@ -35,12 +39,23 @@ type trainRowReport struct {
 	wrong int64         // parameter elements, on the bucket's update row
 }
 
-// trainFigures appends one rank's training figures to vals: row means,
-// per-bucket wrong and unchecked parameters, then per measured step
-// (update, hidden update, unscale, flag).
+// trainFigures appends one rank's training figures to vals: row means
+// (an update's over the measured steps that applied it), per-bucket wrong
+// and unchecked parameters, then per measured step (update, hidden update,
+// unscale, flag; the update's two 0 in a skipped step).
 func trainFigures(vals []float64, res *result.Results, nb int) []float64 {
+	applied := appliedSteps(res)
 	for _, r := range res.TrainRows {
-		vals = append(vals, float64(meanDur(r.Times)))
+		times := r.Times
+		if r.Kind == result.Update {
+			times = nil
+			for i, d := range r.Times {
+				if i >= len(applied) || applied[i] {
+					times = append(times, d)
+				}
+			}
+		}
+		vals = append(vals, float64(meanDur(times)))
 	}
 	for b := 0; b < nb; b++ {
 		vals = append(vals, float64(res.WrongParams[b]), float64(res.UncheckedParam[b]))
@@ -50,9 +65,29 @@ func trainFigures(vals []float64, res *result.Results, nb int) []float64 {
 		if i < len(res.TrainSteps) {
 			s = res.TrainSteps[i]
 		}
+		if !applied[i] {
+			s.Update, s.UpdateHidden = 0, 0
+		}
 		vals = append(vals, float64(s.Update), float64(s.UpdateHidden), float64(s.Unscale), float64(s.Flag))
 	}
 	return vals
+}
+
+// appliedSteps says, for each measured step, whether its updates were
+// applied: false where the step overflowed and skipped them. The scaler's
+// course covers every step the run ran, so its tail is the measured steps
+// (they come after the warm-up). Every rank skips the same steps.
+func appliedSteps(res *result.Results) []bool {
+	applied := make([]bool, len(res.Steps))
+	var skipped []bool
+	if sc := res.Scaling; sc != nil {
+		skipped = sc.Skipped
+	}
+	off := len(skipped) - len(applied)
+	for i := range applied {
+		applied[i] = off < 0 || !skipped[off+i]
+	}
+	return applied
 }
 
 // buildTrain reads what trainFigures wrote from index base of each rank's
@@ -83,6 +118,12 @@ func buildTrain(res *result.Results, nb, ns, n, base int, at func(rank, i int) f
 		tr.rows = append(tr.rows, rr)
 	}
 	sbase := base + nt + 2*nb
+	for _, a := range appliedSteps(res) {
+		if a {
+			tr.applied++
+		}
+	}
+	tr.measured = ns
 	var upd, hid, uns, flag float64
 	for s := 0; s < ns; s++ {
 		for r := 0; r < n; r++ {
@@ -94,7 +135,11 @@ func buildTrain(res *result.Results, nb, ns, n, base int, at func(rank, i int) f
 	}
 	if ns > 0 {
 		k := float64(ns * n)
-		tr.update, tr.updateHidden, tr.unscale, tr.flag = time.Duration(upd/k), time.Duration(hid/k), time.Duration(uns/k), time.Duration(flag/k)
+		tr.unscale, tr.flag = time.Duration(uns/k), time.Duration(flag/k)
+	}
+	if tr.applied > 0 {
+		k := float64(tr.applied * n)
+		tr.update, tr.updateHidden = time.Duration(upd/k), time.Duration(hid/k)
 	}
 	return tr
 }
@@ -139,7 +184,7 @@ func printTrain(w io.Writer, run *Run, rep *Report) {
 				}
 			}
 			tm, bw := "-", "-"
-			if measured {
+			if measured && (r.Kind != result.Update || tr.applied > 0) {
 				tm, bw = fmt.Sprintf("%.1f", float64(r.time)/1e3), fmt.Sprintf("%.3f", r.gbps)
 			}
 			fmt.Fprintf(w, "  %s %-9s %-10s %12d %12s %10s %7s\n", text.Cell(p.Buckets[r.Bucket].Name, 24), work,
@@ -155,7 +200,16 @@ func printTrain(w io.Writer, run *Run, rep *Report) {
 				unscale += " (the ranks' agreement on the flag " + text.Dur(tr.flag) + ")"
 			}
 		}
-		fmt.Fprintf(w, "# update %s a step, %.1f%% of it while communication ran%s\n", text.Dur(tr.update), tr.hiddenPct(), unscale)
+		hasUpdate := slices.ContainsFunc(tr.rows, func(r trainRowReport) bool { return r.Kind == result.Update })
+		switch {
+		case hasUpdate && tr.applied == 0:
+			fmt.Fprintf(w, "# update not timed: every measured step skipped it on overflow%s\n", unscale)
+		case hasUpdate && tr.applied < tr.measured:
+			fmt.Fprintf(w, "# update %s a step, %.1f%% of it while communication ran (over the %d of %d measured steps that applied it)%s\n",
+				text.Dur(tr.update), tr.hiddenPct(), tr.applied, tr.measured, unscale)
+		default:
+			fmt.Fprintf(w, "# update %s a step, %.1f%% of it while communication ran%s\n", text.Dur(tr.update), tr.hiddenPct(), unscale)
+		}
 	}
 	if sc := tr.scaling; sc != nil && len(sc.Scale) > 0 {
 		fmt.Fprintf(w, "# %s\n", scalerLine(p.Scaler.Rule.String(), sc, tr.skipped()))
@@ -206,6 +260,7 @@ type jsonTrain struct {
 	Rows            []jsonTrainRow `json:"rows"`
 	UpdateUs        float64        `json:"update_us"`
 	UpdateHiddenPct float64        `json:"update_hidden_pct"`
+	UpdateSteps     int            `json:"update_steps"`
 	UnscaleUs       float64        `json:"unscale_us"`
 	FlagUs          float64        `json:"flag_allreduce_us"`
 	WrongParams     int64          `json:"wrong_parameters"`
@@ -242,7 +297,7 @@ func makeJSONTrain(run *Run, rep *Report) *jsonTrain {
 	if len(tr.rows) == 0 && tr.scaling == nil {
 		return nil
 	}
-	j := &jsonTrain{Rows: []jsonTrainRow{}, UpdateUs: float64(tr.update) / 1e3, UpdateHiddenPct: tr.hiddenPct(),
+	j := &jsonTrain{Rows: []jsonTrainRow{}, UpdateUs: float64(tr.update) / 1e3, UpdateHiddenPct: tr.hiddenPct(), UpdateSteps: tr.applied,
 		UnscaleUs: float64(tr.unscale) / 1e3, FlagUs: float64(tr.flag) / 1e3, WrongParams: tr.wrongParams, UncheckedParams: tr.uncheckedParams}
 	for _, r := range tr.rows {
 		work := "unscale"

@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/syncgen/syncgen/runtime/internal/elem"
+	"github.com/syncgen/syncgen/runtime/internal/optim"
+	"github.com/syncgen/syncgen/runtime/internal/plan"
 	"github.com/syncgen/syncgen/runtime/internal/result"
 	"github.com/syncgen/syncgen/runtime/internal/scaler"
 )
@@ -89,4 +92,80 @@ func TestScalerLine(t *testing.T) {
 func jsonString(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// trainPlan is a plan whose step unscales and updates one bucket, with a
+// loss scaler.
+func trainPlan(t *testing.T) (*plan.Plan, *plan.Program) {
+	t.Helper()
+	p := &plan.Plan{
+		Name: "u", Source: "u.sync",
+		Tensors: []plan.Tensor{{Name: "x", DType: elem.F32, Shape: []int64{1000}, Bucket: 0}},
+		Streams: []plan.Stream{{Name: "compute"}, {Name: "comm"}},
+		Buckets: []plan.Bucket{{Name: "g", Wire: elem.F32, Elems: 1000, Tensors: []int{0}}},
+		Scaler:  &scaler.Spec{Rule: scaler.Torch},
+	}
+	prog, err := plan.Record(nil, func(s *plan.Recorder) {
+		s.Backward("u.sync:1:1", 0, time.Millisecond)
+		s.AllReduce("u.sync:2:1", 1, plan.Avg, plan.AfterReady(), 0)
+		s.Unscale("u.sync:3:1", 0, false, plan.AfterSynced(), 0)
+		s.Update("u.sync:4:1", 0, optim.Spec{Kind: optim.SGD, LR: 0.1}, plan.AfterSynced(), 0)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, prog
+}
+
+// TestUpdateTimeLeavesOutSkippedSteps: a step skipped on overflow runs the
+// update's kernels without their work, so the update's row, its line and
+// the JSON average over the measured steps that applied it; with none, the
+// update is not timed, rather than given a bandwidth it never had.
+func TestUpdateTimeLeavesOutSkippedSteps(t *testing.T) {
+	us := time.Microsecond
+	for _, c := range []struct {
+		skipped   []bool // warm-up step 0, then measured steps 1 to 3
+		row, line string
+		wantUs    float64
+		wantSteps int
+	}{
+		{[]bool{true, false, true, false}, "g sgd compute 12000 10.0 1.200 0",
+			"# update 10.0 us a step, 50.0% of it while communication ran (over the 2 of 3 measured steps that applied it); unscale and overflow check 4.0 us\n", 10, 2},
+		{[]bool{false, true, true, true}, "g sgd compute 12000 - - 0",
+			"# update not timed: every measured step skipped it on overflow; unscale and overflow check 4.0 us\n", 0, 0},
+	} {
+		p, prog := trainPlan(t)
+		res := result.New(p, prog)
+		res.Checked = 4
+		res.Scaling = &result.Scaling{Scale: []float64{64, 32, 32, 16}, Skipped: c.skipped}
+		for i := 1; i < 4; i++ {
+			upd := result.TrainStepStats{Update: 10 * us, UpdateHidden: 5 * us, Unscale: 4 * us}
+			if c.skipped[i] {
+				upd.Update, upd.UpdateHidden = us/2, 0
+			}
+			res.Steps = append(res.Steps, result.StepStats{Step: time.Millisecond})
+			res.TrainSteps = append(res.TrainSteps, upd)
+			for k := range res.TrainRows {
+				r := &res.TrainRows[k]
+				r.Times = append(r.Times, upd.Unscale)
+				r.Bytes = 8000
+				if r.Kind == result.Update {
+					r.Times[len(r.Times)-1] = upd.Update
+					r.Bytes = 12000
+				}
+			}
+		}
+		run := &Run{Plan: p, Prog: prog, Ranks: 1, Steps: 3, Warmup: 1, CheckEvery: 1}
+		rep := buildReport(p, prog, []int64{1000}, res, [][]byte{encodeFigures(res, 1)})
+		var out bytes.Buffer
+		printTrain(&out, run, rep)
+		rowFound := slices.ContainsFunc(strings.Split(out.String(), "\n"), func(l string) bool { return strings.Join(strings.Fields(l), " ") == c.row })
+		if !rowFound || !strings.Contains(out.String(), c.line) {
+			t.Errorf("skipped %v: report\n%s\nwant the row\n%s\nwant the line\n%s", c.skipped, out.String(), c.row, c.line)
+		}
+		j := makeJSONTrain(run, rep)
+		if j.UpdateUs != c.wantUs || j.UpdateSteps != c.wantSteps || j.Rows[1].TimeUs != c.wantUs {
+			t.Errorf("skipped %v: JSON update_us %v, update_steps %d, row time_us %v; want %v, %d, %v", c.skipped, j.UpdateUs, j.UpdateSteps, j.Rows[1].TimeUs, c.wantUs, c.wantSteps, c.wantUs)
+		}
+	}
 }
