@@ -110,6 +110,20 @@ func checkInjectionRanks(in []engine.Injection, size int) error {
 	return nil
 }
 
+// injectionsFrom splits in into the injections at step first or later,
+// which a run that starts at step first makes, and the flag values of
+// those before it.
+func injectionsFrom(in []engine.Injection, first int) (kept []engine.Injection, before []string) {
+	for _, x := range in {
+		if x.Step < first {
+			before = append(before, strconv.Quote(x.Spec))
+			continue
+		}
+		kept = append(kept, x)
+	}
+	return kept, before
+}
+
 // checkInjectionsAfter refuses injections into steps that a resumed run
 // does not run: it starts at step first, after its checkpoint.
 func checkInjectionsAfter(in []engine.Injection, first int) error {

@@ -84,6 +84,18 @@ func (r *runner) findResume() (engine.ResumePoint, int) {
 		// or the damaged checkpoints that auto passed over.
 		fmt.Fprintf(os.Stderr, "%s: %s\n", proc.Name(), rp.Note)
 	}
+	// A restart (--resume since:TIME, which syncgen run --restarts gives)
+	// passes on the job's flags: its overflows before the checkpoint it
+	// resumes from were injected by the launch that ran those steps, so
+	// they are left out rather than refused.
+	if strings.HasPrefix(r.opts.resume, engine.SincePrefix) {
+		var before []string
+		r.opts.injections, before = injectionsFrom(r.opts.injections, rp.Steps())
+		if len(before) > 0 && r.h.Rank == 0 {
+			fmt.Fprintf(os.Stderr, "%s: --overflow %s left out: this restart resumes at step %d, and the steps before it ran, with their overflows, in an earlier launch\n",
+				proc.Name(), strings.Join(before, ", "), rp.Steps())
+		}
+	}
 	// A --fault or --overflow that the run never reaches would pass
 	// without a word: a usage error, once the resumed step is known.
 	err = checkFaultsFire(r.opts.faults, r.opts.checkpoint, rp.Steps())

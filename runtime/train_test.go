@@ -271,3 +271,27 @@ func TestFaultHangEndsAtTimeout(t *testing.T) {
 	}
 	mustContain(t, r, "rank 1 host: waiting at --fault hang: rank 1 stopped at the start of step 3 on purpose")
 }
+
+// A restart (--resume since:TIME, as syncgen run --restarts gives it)
+// passes on the job's --overflow flags: those before the checkpoint it
+// resumes from were injected by the launch that ran those steps, so they
+// are left out with a note, where --resume DIR refuses them; the later
+// ones still fire.
+func TestRestartLeavesOutEarlierOverflows(t *testing.T) {
+	dir := t.TempDir()
+	since := "since:" + time.Now().UTC().Format(time.RFC3339Nano)
+	common := []string{"scaled:torch", "--steps", "5", "--warmup", "0", "--checkpoint-every", "2", "--checkpoint-dir", dir,
+		"--checkpoint-keep", "5", "--overflow", "1:0:w", "--overflow", "4:1:w=nan", "--quiet"}
+	if j := runOverflowing(t, 2, common...); !slices.Equal(j.Training.Scaler.Skipped, []int{1, 4}) {
+		t.Fatalf("straight run: skipped %v, want [1 4]", j.Training.Scaler.Skipped)
+	}
+	path := filepath.Join(t.TempDir(), "out.json")
+	r := mpirun(t, 2, nil, 90*time.Second, append(common, "--resume", since, "--json", path)...)
+	if r.code != 0 {
+		t.Fatalf("restart: exit %d:\n%s", r.code, r.out)
+	}
+	mustContain(t, r, `--overflow "1:0:w" left out: this restart resumes at step 4`)
+	if sc := readTrainJSON(t, path).Training.Scaler; sc.FirstStep != 4 || !slices.Equal(sc.Skipped, []int{4}) {
+		t.Fatalf("restart: first step %d, skipped %v; want 4, [4]", sc.FirstStep, sc.Skipped)
+	}
+}
