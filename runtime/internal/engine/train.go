@@ -6,7 +6,9 @@ package engine
 
 import (
 	"fmt"
+	"math"
 	"os"
+	"strconv"
 
 	"github.com/syncgen/syncgen/runtime/internal/backend"
 	"github.com/syncgen/syncgen/runtime/internal/check"
@@ -460,54 +462,101 @@ func (e *Engine) checkParams(res *result.Results) error {
 	return nil
 }
 
-// Warnings says what the plan's numbers make likely: a bucket whose sum
-// over the ranks can pass its wire dtype's largest value at the loss
-// scaler's first scale (wire headroom), which makes steps overflow where
-// no rank's gradients do. It is the same on every rank: the bounds come
-// from every rank's fill pattern.
+// Warnings says what the plan's numbers make likely: a gradient that
+// passes its dtype's or its bucket's wire dtype's largest value at the
+// loss scaler's first scale, or a bucket whose sum over the ranks can
+// (wire headroom), which makes steps overflow where no rank's gradients
+// do. It is the same on every rank: the bounds come from every rank's
+// fill pattern.
 func (e *Engine) Warnings() []string {
-	p := e.plan
-	if p.Scaler == nil || e.tr.sc == nil {
+	if e.plan.Scaler == nil || e.tr.sc == nil {
 		return nil
 	}
-	scale := e.tr.scale
+	return headroomWarnings(e.plan, e.flatStep, e.shapes, e.size, e.tr.scale)
+}
+
+// headroomWarnings is Warnings for plan p, whose flat step is flat and
+// fill patterns shapes, on size ranks at the first scale.
+func headroomWarnings(p *plan.Plan, flat []plan.Stmt, shapes []elem.PatternShape, size int, scale float64) []string {
 	summed := make([]bool, len(p.Buckets))
-	for _, s := range e.flatStep {
+	for _, s := range flat {
 		if s.Kind == plan.StmtColl && s.Coll.Reduces() && (s.Op == plan.Sum || s.Op == plan.Avg || s.Op == plan.WAvg) {
 			for _, b := range s.Buckets {
 				summed[b] = true
 			}
 		}
 	}
+	// A gradient is the sum of the step's micro-batches' fills.
+	micro := int64(max(p.Accumulate, 1))
+	static := p.Scaler.Rule == scaler.Static
 	var out []string
 	for b, bk := range p.Buckets {
-		if !summed[b] || !bk.Wire.IsFloat() {
+		if !bk.Wire.IsFloat() {
 			continue
 		}
-		var bound, one int64 // the largest sum over ranks, and value of one rank
+		// bound is the largest sum over ranks of one element's values;
+		// one, the largest value of one rank that passes the smallest
+		// largest value on its way (its tensor's dtype, then the wire's)
+		// at the scale, and top and dt that value and its dtype.
+		var bound, one int64
+		top, dt := check.MaxFinite(bk.Wire), bk.Wire
 		for _, t := range bk.Tensors {
+			tn := &p.Tensors[t]
+			if !tn.DType.IsFloat() {
+				continue
+			}
+			tTop, tDT := check.MaxFinite(bk.Wire), bk.Wire
+			if m := check.MaxFinite(tn.DType); m < tTop {
+				tTop, tDT = m, tn.DType
+			}
 			var sum int64
-			for r := range e.size {
-				fp := e.shapes[t].Params(r, e.size, 0, t)
+			for r := range size {
+				fp := shapes[t].Params(r, size, 0, t)
 				lo, hi := fp.ValueRange()
-				sum += max(-lo, hi)
-				one = max(one, -lo, hi)
+				v := micro * max(-lo, hi)
+				sum += v
+				if float64(v)*scale > tTop && float64(v)*scale/tTop > float64(one)*scale/top {
+					one, top, dt = v, tTop, tDT
+				}
 			}
 			bound = max(bound, sum)
 		}
-		top := check.MaxFinite(bk.Wire)
 		div := 1.0
 		if bk.PreDivide {
-			div = float64(e.size)
+			div = float64(size)
 		}
+		wireTop := check.MaxFinite(bk.Wire)
 		switch {
-		case float64(one)*scale > top:
-			out = append(out, fmt.Sprintf("bucket %q: at the first scale, %g, one rank's gradients can reach %g, past %s's largest value %g: steps will overflow until the scaler backs off; start it lower (scaler ... init)",
-				bk.Name, scale, float64(one)*scale, bk.Wire, top))
-		case float64(bound)*scale/div > top:
-			out = append(out, fmt.Sprintf("bucket %q: its %s sum over %d ranks can reach %g at the first scale, %g, past %s's largest value %g, where no rank's gradients do: steps will overflow; declare the bucket with `divide before` (every rank's share divided before the sum) or start the scaler lower",
-				bk.Name, bk.Wire, e.size, float64(bound)*scale, scale, bk.Wire, top))
+		case one > 0:
+			fits := fittingScale(top, float64(one))
+			what := fmt.Sprintf("a step that reaches it overflows, and is skipped, until the scaler backs off; start it at %s or lower (scaler ... init %s)", num(fits), num(fits))
+			if static {
+				what = fmt.Sprintf("a step that reaches it overflows and is skipped, and a static scale never backs off; use %s or lower (scaler static %s)", num(fits), num(fits))
+			}
+			out = append(out, fmt.Sprintf("bucket %q: at the first scale, %s, one rank's gradients can reach %s, past %s's largest value %s: %s",
+				bk.Name, num(scale), num(float64(one)*scale), dt, num(top), what))
+		case summed[b] && float64(bound)*scale/div > wireTop:
+			out = append(out, fmt.Sprintf("bucket %q: its %s sum over %d ranks can reach %s at the first scale, %s, past %s's largest value %s, where no rank's gradients do: steps will overflow; declare the bucket with `divide before` (every rank's share divided before the sum) or start the scaler lower",
+				bk.Name, bk.Wire, size, num(float64(bound)*scale), num(scale), bk.Wire, num(wireTop)))
 		}
 	}
 	return out
+}
+
+// fittingScale returns the largest power of two, at least 1, by which v
+// stays at or below top.
+func fittingScale(top, v float64) float64 {
+	s := 1.0
+	for s*2*v <= top {
+		s *= 2
+	}
+	return s
+}
+
+// num writes x for a message: whole numbers in full, others as %g.
+func num(x float64) string {
+	if x == math.Trunc(x) && math.Abs(x) < 1e21 {
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	}
+	return strconv.FormatFloat(x, 'g', -1, 64)
 }
