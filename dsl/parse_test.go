@@ -316,6 +316,9 @@ func TestSyntaxErrorExplanations(t *testing.T) {
 		// `into` without its name is the option missing its value, not
 		// a missing comma before a target called `into`.
 		{decls + "step {\n  allreduce g into\n}\n", "5:15", "`into` needs a value after it", "write `into NAME`"},
+		// torch.optim's options that syncgen keeps at their default.
+		{decls + "step { backward 1ms\n  allreduce g\n  update g sgd lr 0.1 nesterov 1\n}\n", "6:23", "unknown option `nesterov` of update", "syncgen's sgd is torch.optim.SGD without Nesterov momentum, its default; update takes: lr NUMBER"},
+		{decls + "step { backward 1ms\n  allreduce g\n  update g adamw amsgrad 1\n}\n", "6:18", "unknown option `amsgrad` of update", "syncgen's adamw is torch.optim.AdamW without AMSGrad, its default; update takes:"},
 		{decls + "step {\n  compute 20ms reads g\n}\n", "5:16", "unknown option `reads` of compute", "compute takes: on STREAM, after"},
 		{"bucket g { a } dtype f16\n", "1:16", "unknown option `dtype` of bucket", "did you mean `wire f16`? bucket takes: cap SIZE"},
 		{"tensor cap f32[1]\nbucket g { a cap }\n", "2:14", "patterns are separated by commas: `bucket g { a, cap }`", "PATTERN, ..."},

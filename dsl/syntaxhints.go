@@ -459,6 +459,15 @@ var optionSynonyms = map[string]string{
 	"stream": "on", "reduce_op": "op", "reduction": "op", "dtype": "wire", "type": "wire",
 }
 
+// fixedOptimizerOptions are torch.optim's options that syncgen's
+// optimizers keep at PyTorch's default, with what they are here.
+var fixedOptimizerOptions = map[string]string{
+	"dampening": "syncgen's sgd is torch.optim.SGD with dampening 0, its default",
+	"nesterov":  "syncgen's sgd is torch.optim.SGD without Nesterov momentum, its default",
+	"amsgrad":   "syncgen's adamw is torch.optim.AdamW without AMSGrad, its default",
+	"maximize":  "syncgen's optimizers minimise, as torch.optim's do by default",
+}
+
 // unknownOption explains a syntax error at a word WORD, followed by a
 // value on its line, after a complete statement or bucket: `broadcast g
 // root 0`, `compute 20ms reads g`. Read as a missing comma between targets
@@ -495,6 +504,8 @@ func unknownOption(f *sourceFile, toks []token, at int, cx syntaxContext) (Diagn
 		hint = fmt.Sprintf("a collective sends its tensors' dtype, or the `wire` dtype of their bucket: write `wire %s` on %s; %s", shortText(value.Value), bucket, hint)
 	case slices.Contains(opts, mean):
 		hint = fmt.Sprintf("did you mean `%s %s`? %s", mean, shortText(value.Value), hint)
+	case construct == "update" && fixedOptimizerOptions[strings.ToLower(t.Value)] != "":
+		hint = fixedOptimizerOptions[strings.ToLower(t.Value)] + "; " + hint
 	}
 	return f.errorAt(t.Pos.Offset, t.end(), fmt.Sprintf("unknown option %s of %s", code(t.Value), construct), hint), true
 }
