@@ -748,18 +748,21 @@ func (c *checker) scalerValue(name, key string, w *Word) float64 {
 			hint = "a scale below 1 would shift the scaled gradients down and lose their low bits; " + hint
 		}
 	}
-	frac, exp := math.Frexp(v)
+	// A float32 holds the powers of two from 2^-126 to 2^127; a value
+	// outside them is out of range, and no suggestion leaves them.
+	inFloat32 := func(v float64) bool { return v >= 0x1p-126 && v <= 0x1p127 }
+	frac, _ := math.Frexp(v)
 	switch {
 	case msg != "":
+	case v < 0x1p-126 || v >= 0x1p128:
+		msg = fmt.Sprintf("%s %s is out of float32's range", name, code(w.Text))
+		hint = "the scale is kept in float32: a power of two from 2^-126 to 2^127"
 	case frac != 0.5:
 		msg = fmt.Sprintf("%s %s is not a power of two", name, code(w.Text))
 		hint = "scaling by a power of two is exact (only the exponent changes)"
-		if p := nearestPowerOfTwo(v, valid); p != 0 {
+		if p := nearestPowerOfTwo(v, func(v float64) bool { return valid(v) && inFloat32(v) }); p != 0 {
 			hint = "did you mean " + code(num(p)) + "? " + hint
 		}
-	case exp-1 < -126 || exp-1 > 127:
-		msg = fmt.Sprintf("%s %s is out of float32's range", name, code(w.Text))
-		hint = "the scale is kept in float32: a power of two from 2^-126 to 2^127"
 	default:
 		return v
 	}

@@ -154,7 +154,11 @@ func TestTrainHints(t *testing.T) {
 		{"scaler dynamic init 0\n", "init must be at least 1, not `0`", "lose their low bits"},
 		{"scaler dynamic min 0.5\n", "min must be at least 1, not `0.5`", "e.g. `min 1`"},
 		{"scaler dynamic init 340282366920938463463374607431768211456\n", "init `340282366920938463463374607431768211456` is out of float32's range", "from 2^-126 to 2^127"},
-		{"scaler dynamic backoff 1e-40\n", "backoff `1e-40` is not a power of two", "did you mean"},
+		// Beyond float32's powers of two: out of range, whether a power of
+		// two or not, and no suggestion leaves the range.
+		{"scaler dynamic backoff 1e-40\n", "backoff `1e-40` is out of float32's range", "from 2^-126 to 2^127"},
+		{"scaler dynamic init 1e40\n", "init `1e40` is out of float32's range", "from 2^-126 to 2^127"},
+		{"scaler dynamic init 3e38\n", "init `3e38` is not a power of two", "did you mean `170141183460469230000000000000000000000`?"},
 		{"scaler dynamic interval 1.5\n", "interval must be an integer, not `1.5`", "interval"},
 		{"scaler dynamic hysteresis 0\n", "hysteresis must be at least 1, not 0", "a whole number of at least 1"},
 		{"scaler dynamic max 1e3\n", "max `1e3` is not a power of two", "did you mean `1024`?"},
