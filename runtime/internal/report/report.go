@@ -434,7 +434,12 @@ func Print(w io.Writer, run *Run, rep *Report) {
 			parts = append(parts, fmt.Sprintf("%d parameter elements unchecked (their gradients were not predictable)", n))
 		}
 		if rep.unchecked > 0 {
-			parts = append(parts, fmt.Sprintf("%d unchecked (values beyond the exact range of their dtype, or past 64 collectives since their last gradient)", rep.unchecked))
+			why := "values beyond the exact range of their dtype, or past 64 collectives since their last gradient"
+			if len(rep.train.skipped()) > 0 {
+				// The inf or NaN of an overflow, and what it reached.
+				why = "the inf or NaN of the steps skipped on overflow, values beyond the exact range of their dtype, or past 64 collectives since their last gradient"
+			}
+			parts = append(parts, fmt.Sprintf("%d unchecked (%s)", rep.unchecked, why))
 		}
 		parts = append(parts, fmt.Sprintf("%d check%s", rep.checks, text.Plural(rep.checks)))
 	}

@@ -169,3 +169,23 @@ func TestUpdateTimeLeavesOutSkippedSteps(t *testing.T) {
 		}
 	}
 }
+
+// The summary's unchecked elements name the overflows' inf and NaN among
+// their causes when steps were skipped, and only then.
+func TestUncheckedNamesOverflows(t *testing.T) {
+	for _, skipped := range []bool{true, false} {
+		p, prog := trainPlan(t)
+		res := result.New(p, prog)
+		res.Checked = 2
+		res.Unchecked[0] = 2
+		res.Scaling = &result.Scaling{Scale: []float64{64, 32}, Skipped: []bool{skipped, false}}
+		run := &Run{Plan: p, Prog: prog, Ranks: 1, Steps: 0, Warmup: 2, CheckEvery: 1, Quiet: true}
+		rep := buildReport(p, prog, []int64{1000}, res, [][]byte{encodeFigures(res, 1)})
+		var out bytes.Buffer
+		Print(&out, run, rep)
+		named := strings.Contains(out.String(), "2 unchecked (the inf or NaN of the steps skipped on overflow, values beyond")
+		if named != skipped {
+			t.Errorf("skipped %v: the summary names the overflows: %v\n%s", skipped, named, out.String())
+		}
+	}
+}
