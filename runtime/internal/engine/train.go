@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/syncgen/syncgen/runtime/internal/backend"
 	"github.com/syncgen/syncgen/runtime/internal/check"
@@ -472,7 +473,45 @@ func (e *Engine) Warnings() []string {
 	if e.plan.Scaler == nil || e.tr.sc == nil {
 		return nil
 	}
-	return headroomWarnings(e.plan, e.flatStep, e.shapes, e.size, e.tr.scale)
+	out := headroomWarnings(e.plan, e.flatStep, e.shapes, e.size, e.tr.scale)
+	return append(out, unfoundInjections(e.plan, e.flatStep, e.tr.injections)...)
+}
+
+// unfoundInjections warns of the --overflow values whose tensor no
+// unscale reads: nothing sets the overflow flag for them, so their step
+// is not skipped.
+func unfoundInjections(p *plan.Plan, flat []plan.Stmt, in []Injection) []string {
+	unscaled := make([]bool, len(p.Buckets))
+	var names []string
+	for _, s := range flat {
+		if s.Kind != plan.StmtUnscale {
+			continue
+		}
+		for _, b := range s.Buckets {
+			if !unscaled[b] {
+				names = append(names, fmt.Sprintf("%q", p.Buckets[b].Name))
+			}
+			unscaled[b] = true
+		}
+	}
+	var out []string
+	for _, x := range in {
+		tn := &p.Tensors[x.Tensor]
+		if tn.Bucket >= 0 && unscaled[tn.Bucket] {
+			continue
+		}
+		where := "is in no bucket"
+		if tn.Bucket >= 0 {
+			where = fmt.Sprintf("is in bucket %q, which no unscale reads", p.Buckets[tn.Bucket].Name)
+		}
+		use := "unscale its bucket"
+		if len(names) > 0 {
+			use = "name a tensor of an unscaled bucket (" + strings.Join(names, ", ") + "), or unscale its bucket"
+		}
+		out = append(out, fmt.Sprintf("--overflow %q: tensor %q %s, so nothing finds the overflow and step %d is not skipped; %s",
+			x.Spec, tn.Name, where, x.Step, use))
+	}
+	return out
 }
 
 // headroomWarnings is Warnings for plan p, whose flat step is flat and

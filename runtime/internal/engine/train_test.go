@@ -51,3 +51,29 @@ func TestHeadroomWarnings(t *testing.T) {
 		}
 	}
 }
+
+// An --overflow into a tensor whose bucket no unscale reads is found by
+// nothing: the header warns of it, naming the buckets that are unscaled.
+func TestUnfoundInjections(t *testing.T) {
+	p := &plan.Plan{
+		Name: "u", Source: "u.sync",
+		Tensors: []plan.Tensor{{Name: "a", DType: elem.F32, Shape: []int64{8}, Bucket: 0}, {Name: "b", DType: elem.F32, Shape: []int64{8}, Bucket: 1}},
+		Streams: []plan.Stream{{Name: "compute"}, {Name: "comm"}},
+		Buckets: []plan.Bucket{{Name: "ga", Wire: elem.F32, Elems: 8, Tensors: []int{0}}, {Name: "gb", Wire: elem.F32, Elems: 8, Tensors: []int{1}}},
+		Scaler:  &scaler.Spec{Rule: scaler.Torch},
+	}
+	prog, err := plan.Record(nil, func(s *plan.Recorder) {
+		s.Backward("u.sync:1:1", 0, time.Millisecond)
+		s.AllReduce("u.sync:2:1", 1, plan.Avg, plan.AfterReady(), 0, 1)
+		s.Unscale("u.sync:3:1", 0, false, plan.AfterSynced(), 0)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := []Injection{{Tensor: 0, Rank: 0, Step: 1, Spec: "1:0:a"}, {Tensor: 1, Rank: 1, Step: 2, Spec: "2:1:b"}}
+	got := strings.Join(unfoundInjections(p, plan.Flat(prog.Step), in), "\n")
+	want := `--overflow "2:1:b": tensor "b" is in bucket "gb", which no unscale reads, so nothing finds the overflow and step 2 is not skipped; name a tensor of an unscaled bucket ("ga"), or unscale its bucket`
+	if got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}
