@@ -277,6 +277,10 @@ type jsonTrainRow struct {
 	Bytes  int64   `json:"bytes"`
 	TimeUs float64 `json:"time_us"`
 	GBs    float64 `json:"gbs"`
+	// Wrong is an update's parameter and optimizer-state elements found
+	// wrong, as the table's column has them: absent on an unscale's row
+	// and when no check ran.
+	Wrong *int64 `json:"wrong,omitempty"`
 }
 
 // jsonScaler is the loss scaler's course: the scale of every step the run
@@ -301,11 +305,15 @@ func makeJSONTrain(run *Run, rep *Report) *jsonTrain {
 		UnscaleUs: float64(tr.unscale) / 1e3, FlagUs: float64(tr.flag) / 1e3, WrongParams: tr.wrongParams, UncheckedParams: tr.uncheckedParams}
 	for _, r := range tr.rows {
 		work := "unscale"
+		var wrong *int64
 		if r.Kind == result.Update {
 			work = optimizerOf(run.Prog, r.At)
+			if rep.checks > 0 {
+				wrong = &r.wrong
+			}
 		}
 		j.Rows = append(j.Rows, jsonTrainRow{Bucket: run.Plan.Buckets[r.Bucket].Name, Src: string(r.At), Stream: run.Plan.Streams[r.Stream].Name,
-			Work: work, Bytes: r.Bytes, TimeUs: float64(r.time) / 1e3, GBs: r.gbps})
+			Work: work, Bytes: r.Bytes, TimeUs: float64(r.time) / 1e3, GBs: r.gbps, Wrong: wrong})
 	}
 	if sc := tr.scaling; sc != nil {
 		j.Scaler = &jsonScaler{Rule: run.Plan.Scaler.Rule.String(), FirstStep: sc.First, Scale: append([]float64{}, sc.Scale...), Skipped: tr.skipped()}

@@ -164,6 +164,9 @@ func TestUpdateTimeLeavesOutSkippedSteps(t *testing.T) {
 			t.Errorf("skipped %v: report\n%s\nwant the row\n%s\nwant the line\n%s", c.skipped, out.String(), c.row, c.line)
 		}
 		j := makeJSONTrain(run, rep)
+		if w := j.Rows[1].Wrong; w == nil || *w != 0 || j.Rows[0].Wrong != nil {
+			t.Errorf("skipped %v: JSON rows' wrong: unscale %v, update %v; want none and 0", c.skipped, j.Rows[0].Wrong, w)
+		}
 		if j.UpdateUs != c.wantUs || j.UpdateSteps != c.wantSteps || j.Rows[1].TimeUs != c.wantUs {
 			t.Errorf("skipped %v: JSON update_us %v, update_steps %d, row time_us %v; want %v, %d, %v", c.skipped, j.UpdateUs, j.UpdateSteps, j.Rows[1].TimeUs, c.wantUs, c.wantSteps, c.wantUs)
 		}
