@@ -167,7 +167,7 @@ func trainBytes(p *ir.Program) int64 {
 // TestLanguageDocTrainingPlan runs the runnable plan of docs/language.md
 // §13 as its comment says to: it must run clean, without the warning that
 // its first loss scale overflows f16 and without a skipped step (with
-// init 64 the first step overflowed).
+// init 64, step 1 of the run overflowed).
 func TestLanguageDocTrainingPlan(t *testing.T) {
 	needToolchain(t)
 	mpirun := needMPIRun(t)
