@@ -90,15 +90,8 @@ func TestFlightRecordHangAtStepZero(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "flightrec-rank-00001.json"), []byte(rec), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	all, _, err := readFlightRecords(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	recs, _ := newestJob(all, time.Time{})
-	var b strings.Builder
-	mergeFlightRecords(&b, recs)
-	if want := "rank 1 never issued it (last done: none; its host at: --fault hang"; !strings.Contains(b.String(), want) {
-		t.Errorf("merge lacks %q:\n%s", want, b.String())
+	if out, want := mergedRecords(t, dir), "rank 1 never issued it (last done: none; its host at: --fault hang"; !strings.Contains(out, want) {
+		t.Errorf("merge lacks %q:\n%s", want, out)
 	}
 }
 
@@ -203,15 +196,8 @@ func TestFlightRecordNoRankMissing(t *testing.T) {
 	job := now.UTC().Format(time.RFC3339Nano)
 	writeFlightRecord(t, dir, job, 0, 3, now)
 	writeFlightRecord(t, dir, job, 1, 3, now)
-	all, _, err := readFlightRecords(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	recs, _ := newestJob(all, time.Time{})
-	var b strings.Builder
-	mergeFlightRecords(&b, recs)
-	if want := "ranks 0, 1 issued it but never started it; no rank is missing (every rank issued it): it was slow rather than stuck; give a --timeout longer"; !strings.Contains(b.String(), want) {
-		t.Errorf("merge lacks %q:\n%s", want, b.String())
+	if out, want := mergedRecords(t, dir), "ranks 0, 1 issued it but never started it; no rank is missing (every rank issued it): it was slow rather than stuck; give a --timeout longer"; !strings.Contains(out, want) {
+		t.Errorf("merge lacks %q:\n%s", want, out)
 	}
 }
 
@@ -224,29 +210,33 @@ func TestFlightRecordNoRankMissing(t *testing.T) {
 func TestFlightRecordNamesTheRankThatEndedTheJob(t *testing.T) {
 	now := time.Now()
 	job := now.UTC().Format(time.RFC3339Nano)
-	merge := func(dir string) string {
-		all, _, err := readFlightRecords(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		recs, _ := newestJob(all, time.Time{})
-		var b strings.Builder
-		mergeFlightRecords(&b, recs)
-		return b.String()
-	}
 	dir := t.TempDir()
 	writeFlightRecordWhy(t, dir, job, 0, 3, now, "terminated (SIGTERM) in step 3 by its launcher (process 9 (mpirun)): mpirun ends the job")
 	writeFlightRecordWhy(t, dir, job, 1, 3, now, "error in step 3: checkpoint after 4 steps: no space left on device")
-	out := merge(dir)
+	out := mergedRecords(t, dir)
 	want := "rank 1 ended the job: an error of its own (its record above)\nthe other ranks were ended with the job (mpirun terminated them)\n"
 	if !strings.HasSuffix(out, want) || strings.Contains(out, "stream comm") {
 		t.Errorf("a rank's own error: merge does not end with %q alone:\n%s", want, out)
 	}
 	dir = t.TempDir()
 	writeFlightRecordWhy(t, dir, job, 1, 3, now, "terminated from outside (SIGTERM from process 7 (bash), not its launcher) in step 3: a process outside the job ended this rank")
-	out = merge(dir)
+	out = mergedRecords(t, dir)
 	want = "stream comm #12 reducescatter grads[0] (zs.sync:9:5): rank 0 wrote no flight record (killed, stopped or unreachable); rank 1 ended the job: a process outside the job terminated it (its record above)\n"
 	if !strings.HasSuffix(out, want) {
 		t.Errorf("a SIGTERM from outside, rank 0's record missing: merge does not end with %q:\n%s", want, out)
 	}
+}
+
+// mergedRecords returns what the merge prints of the newest job's flight
+// records in dir.
+func mergedRecords(t *testing.T, dir string) string {
+	t.Helper()
+	all, _, err := readFlightRecords(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, _ := newestJob(all, time.Time{})
+	var b strings.Builder
+	mergeFlightRecords(&b, recs)
+	return b.String()
 }
