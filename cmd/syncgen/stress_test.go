@@ -202,6 +202,10 @@ type planGen struct {
 	streams  []string
 	// inGroup is set while a group's members are generated.
 	inGroup bool
+	// pairs is set once a reduction relies on the checker's rule for
+	// two ranks (sums of fractions, products of reduced values): a
+	// resume then keeps the two ranks.
+	pairs bool
 	// The ordering model of the block being generated.
 	vc     map[string][]int // each stream's clock
 	host   []int
@@ -686,18 +690,28 @@ func (g *planGen) newCollective(init bool, exclude []int) *genColl {
 			if !slices.Contains(genFloats, g.buckets[b].wire) {
 				drop(func(op string) bool { return op == "avg" })
 			}
+			// At two ranks the checker predicts a float sum, average
+			// or product of any values (one correctly rounded
+			// operation an element), but an f16 product past 65504.
+			pair := g.ranks == 2 && slices.Contains(genFloats, g.buckets[b].wire) && !init
 			// The checker does not predict a product of values
 			// that carry the loss scale.
-			if init || g.reduced[b] || g.scaler != 0 && slices.Contains(genFloats, g.buckets[b].wire) {
+			if init || g.reduced[b] && !(pair && g.buckets[b].wire != "f16") || g.scaler != 0 && slices.Contains(genFloats, g.buckets[b].wire) {
 				drop(func(op string) bool { return op == "prod" })
+			}
+			if g.reduced[b] && pair {
+				g.pairs = true
 			}
 			// An accumulated value is a sum of micro-batches' ±1 at
 			// least, whose product over the ranks must stay exact.
 			if g.accum >= 2 && math.Pow(float64(g.accum), genRanks) > g.limit(b) {
 				drop(func(op string) bool { return op == "prod" })
 			}
-			if g.fractions[b] || g.products[b] {
+			if (g.fractions[b] || g.products[b]) && !pair {
 				drop(func(op string) bool { return op != "min" && op != "max" })
+			}
+			if (g.fractions[b] || g.products[b]) && pair {
+				g.pairs = true
 			}
 			if into && g.buckets[b].pre {
 				drop(func(op string) bool { return op == "avg" }) // the language refuses it

@@ -461,7 +461,7 @@ func (g *planGen) trainRun() genTrainRun {
 	run.resume = (g.updates > 0 || g.scaler != 0) && r.IntN(3) == 0
 	run.async = r.IntN(2) == 0
 	run.world = g.ranks
-	if run.resume && g.x.IntN(3) != 0 {
+	if run.resume && !g.pairs && g.x.IntN(3) != 0 {
 		// Another world: one that holds the plan's roots, and a power of
 		// two where a bucket divides before the sum.
 		var worlds []int
