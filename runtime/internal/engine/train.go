@@ -6,9 +6,7 @@ package engine
 
 import (
 	"fmt"
-	"math"
 	"os"
-	"strconv"
 	"strings"
 
 	"github.com/syncgen/syncgen/runtime/internal/backend"
@@ -18,6 +16,7 @@ import (
 	"github.com/syncgen/syncgen/runtime/internal/plan"
 	"github.com/syncgen/syncgen/runtime/internal/result"
 	"github.com/syncgen/syncgen/runtime/internal/scaler"
+	"github.com/syncgen/syncgen/runtime/internal/text"
 )
 
 // Injection puts Value (+Inf, -Inf or NaN) into the first element of
@@ -568,15 +567,15 @@ func headroomWarnings(p *plan.Plan, flat []plan.Stmt, shapes []elem.PatternShape
 		switch {
 		case one > 0:
 			fits := fittingScale(top, float64(one))
-			what := fmt.Sprintf("a step that reaches it overflows, and is skipped, until the scaler backs off; start it at %s or lower (scaler ... init %s)", num(fits), num(fits))
+			what := fmt.Sprintf("a step that reaches it overflows, and is skipped, until the scaler backs off; start it at %s or lower (scaler ... init %s)", text.Num(fits), text.Num(fits))
 			if static {
-				what = fmt.Sprintf("a step that reaches it overflows and is skipped, and a static scale never backs off; use %s or lower (scaler static %s)", num(fits), num(fits))
+				what = fmt.Sprintf("a step that reaches it overflows and is skipped, and a static scale never backs off; use %s or lower (scaler static %s)", text.Num(fits), text.Num(fits))
 			}
 			out = append(out, fmt.Sprintf("bucket %q: at the first scale, %s, one rank's gradients can reach %s, past %s's largest value %s: %s",
-				bk.Name, num(scale), num(float64(one)*scale), dt, num(top), what))
+				bk.Name, text.Num(scale), text.Num(float64(one)*scale), dt, text.Num(top), what))
 		case summed[b] && float64(bound)*scale/div > wireTop:
 			out = append(out, fmt.Sprintf("bucket %q: its %s sum over %d ranks can reach %s at the first scale, %s, past %s's largest value %s, where no rank's gradients do: steps will overflow; declare the bucket with `divide before` (every rank's share divided before the sum) or start the scaler lower",
-				bk.Name, bk.Wire, size, num(float64(bound)*scale), num(scale), bk.Wire, num(wireTop)))
+				bk.Name, bk.Wire, size, text.Num(float64(bound)*scale), text.Num(scale), bk.Wire, text.Num(wireTop)))
 		}
 	}
 	return out
@@ -590,12 +589,4 @@ func fittingScale(top, v float64) float64 {
 		s *= 2
 	}
 	return s
-}
-
-// num writes x for a message: whole numbers in full, others as %g.
-func num(x float64) string {
-	if x == math.Trunc(x) && math.Abs(x) < 1e21 {
-		return strconv.FormatFloat(x, 'f', -1, 64)
-	}
-	return strconv.FormatFloat(x, 'g', -1, 64)
 }

@@ -4,7 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strconv"
+
+	"github.com/syncgen/syncgen/runtime/internal/text"
 )
 
 var ruleNames = [...]string{"none", "static", "torch", "megatron", "deepspeed"}
@@ -110,17 +111,17 @@ func (s Spec) Validate() error {
 		return err
 	}
 	if s.Min < 1 {
-		return fmt.Errorf("min %s is below 1: a scale below 1 shifts the scaled gradients down and loses their low bits; use 1", num(s.Min))
+		return fmt.Errorf("min %s is below 1: a scale below 1 shifts the scaled gradients down and loses their low bits; use 1", text.Num(s.Min))
 	}
 	if s.Min > s.Init {
-		return fmt.Errorf("min %s is above init %s: the scale starts at init and never goes below min; use min %s or less", num(s.Min), num(s.Init), num(s.Init))
+		return fmt.Errorf("min %s is above init %s: the scale starts at init and never goes below min; use min %s or less", text.Num(s.Min), text.Num(s.Init), text.Num(s.Init))
 	}
 	if s.Max != 0 {
 		if err := checkScale("max", s.Max, s.Init); err != nil {
 			return err
 		}
 		if s.Init > s.Max {
-			return fmt.Errorf("init %s is above max %s: the scale never goes above max; use init %s or less, or max %s or more", num(s.Init), num(s.Max), num(s.Max), num(s.Init))
+			return fmt.Errorf("init %s is above max %s: the scale never goes above max; use init %s or less, or max %s or more", text.Num(s.Init), text.Num(s.Max), text.Num(s.Max), text.Num(s.Init))
 		}
 	}
 	if s.Rule == Static {
@@ -128,7 +129,7 @@ func (s Spec) Validate() error {
 		// mistake (most likely the wrong rule).
 		if s.Growth != 0 || s.Backoff != 0 || s.Interval != 0 || s.Hysteresis != 0 {
 			return fmt.Errorf("static scale has growth %s, backoff %s, interval %d, hysteresis %d: a static scale never changes; leave them out, or use torch, megatron or deepspeed",
-				num(s.Growth), num(s.Backoff), s.Interval, s.Hysteresis)
+				text.Num(s.Growth), text.Num(s.Backoff), s.Interval, s.Hysteresis)
 		}
 		return nil
 	}
@@ -138,9 +139,9 @@ func (s Spec) Validate() error {
 			use = nearestPow2(s.Growth)
 		}
 		if isFinitePositive(s.Growth) && s.Growth <= 1 {
-			return fmt.Errorf("growth %s is not above 1: the scale would never grow; use %s", num(s.Growth), num(use))
+			return fmt.Errorf("growth %s is not above 1: the scale would never grow; use %s", text.Num(s.Growth), text.Num(use))
 		}
-		return fmt.Errorf("growth %s is not a power of two: %s; use %s", num(s.Growth), whyPow2, num(use))
+		return fmt.Errorf("growth %s is not a power of two: %s; use %s", text.Num(s.Growth), whyPow2, text.Num(use))
 	}
 	if !isPow2(s.Backoff) || s.Backoff >= 1 {
 		use := p.Backoff
@@ -148,9 +149,9 @@ func (s Spec) Validate() error {
 			use = nearestPow2(s.Backoff)
 		}
 		if isFinitePositive(s.Backoff) && s.Backoff >= 1 {
-			return fmt.Errorf("backoff %s is not below 1: the scale would never back off; use %s", num(s.Backoff), num(use))
+			return fmt.Errorf("backoff %s is not below 1: the scale would never back off; use %s", text.Num(s.Backoff), text.Num(use))
 		}
-		return fmt.Errorf("backoff %s is not a power of two in (0, 1): %s; use %s", num(s.Backoff), whyPow2, num(use))
+		return fmt.Errorf("backoff %s is not a power of two in (0, 1): %s; use %s", text.Num(s.Backoff), whyPow2, text.Num(use))
 	}
 	if s.Interval < 1 {
 		return fmt.Errorf("interval %d is below 1: it counts the clean steps before the scale grows; use %d", s.Interval, p.Interval)
@@ -162,7 +163,7 @@ func (s Spec) Validate() error {
 		return fmt.Errorf("torch has no hysteresis, so hysteresis %d would be ignored: PyTorch backs off at every overflow; use 1, or megatron or deepspeed for hysteresis", s.Hysteresis)
 	}
 	if s.Rule == DeepSpeed && s.Growth*s.Backoff != 1 {
-		return fmt.Errorf("deepspeed backoff %s is not 1/growth: DeepSpeed has one scale_factor, it multiplies by it to grow and divides by it to back off; use backoff %s", num(s.Backoff), num(1/s.Growth))
+		return fmt.Errorf("deepspeed backoff %s is not 1/growth: DeepSpeed has one scale_factor, it multiplies by it to grow and divides by it to back off; use backoff %s", text.Num(s.Backoff), text.Num(1/s.Growth))
 	}
 	return nil
 }
@@ -176,10 +177,10 @@ func checkScale(name string, x, alt float64) error {
 		if isFinitePositive(x) {
 			use = min(nearestPow2(x), MaxScale)
 		}
-		return fmt.Errorf("%s %s is not a power of two: %s; use %s", name, num(x), whyPow2, num(use))
+		return fmt.Errorf("%s %s is not a power of two: %s; use %s", name, text.Num(x), whyPow2, text.Num(use))
 	}
 	if x > MaxScale {
-		return fmt.Errorf("%s %s is above 2^127, the largest power of two a float32 holds: the libraries keep the scale in float32; use %s or less", name, num(x), num(MaxScale))
+		return fmt.Errorf("%s %s is above 2^127, the largest power of two a float32 holds: the libraries keep the scale in float32; use %s or less", name, text.Num(x), text.Num(MaxScale))
 	}
 	return nil
 }
@@ -207,15 +208,6 @@ func nearestPow2(x float64) float64 {
 		return lo
 	}
 	return hi
-}
-
-// num formats x for a message: integers in full ("4294967296"), others
-// as %g.
-func num(x float64) string {
-	if x == math.Trunc(x) && math.Abs(x) < 1e21 {
-		return strconv.FormatFloat(x, 'f', -1, 64)
-	}
-	return strconv.FormatFloat(x, 'g', -1, 64)
 }
 
 // State is everything a Scaler changes as it runs, as a checkpoint saves
@@ -305,7 +297,7 @@ func (c *Scaler) check(st State) error {
 		hi = s.Max
 	}
 	if !isPow2(st.Scale) || st.Scale < s.Min || st.Scale > hi {
-		return fmt.Errorf("scale %s is not a power of two in [%s, %s]", num(st.Scale), num(s.Min), num(hi))
+		return fmt.Errorf("scale %s is not a power of two in [%s, %s]", text.Num(st.Scale), text.Num(s.Min), text.Num(hi))
 	}
 	switch s.Rule {
 	case Static:

@@ -2,6 +2,8 @@ package text
 
 import (
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -24,6 +26,15 @@ func Bytes(n int64) string {
 		return fmt.Sprintf("%.1f KiB", float64(n)/k)
 	}
 	return fmt.Sprintf("%d B", n)
+}
+
+// Num renders x for a message: whole numbers in full ("4294967296",
+// not "4.294967296e+09"), others as %g.
+func Num(x float64) string {
+	if x == math.Trunc(x) && math.Abs(x) < 1e21 {
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	}
+	return strconv.FormatFloat(x, 'g', -1, 64)
 }
 
 // Count renders a count with a decimal suffix ("25.6M").
