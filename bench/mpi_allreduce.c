@@ -8,6 +8,11 @@
 //   mpicc -O2 -o mpi_allreduce mpi_allreduce.c
 //   mpirun -np 4 ./mpi_allreduce [-b 4K] [-e 256M] [-f 2] [-n iters] [-w warmup]
 //          [-m blocking|nonblocking|chunked|chunked-blocking|avg|avg2] [-c chunk] [-k inflight]
+//          [-p pool]
+//
+// -p cycles the calls through a pool of that many bytes, each call on the
+// next buffer of the message's size, so that the data comes from memory
+// as a plan's many buckets do, not from the cache a lone buffer stays in.
 //
 // nonblocking, chunked and chunked-blocking are there to find where Open
 // MPI's algorithms fall off a cliff: nonblocking is MPI_Iallreduce +
@@ -88,7 +93,7 @@ int main(int argc, char **argv) {
 	int rank, size;
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &size);
-	long minb = 4096, maxb = 256L << 20, chunk = 4L << 20;
+	long minb = 4096, maxb = 256L << 20, chunk = 4L << 20, pool = 0;
 	double factor = 2;
 	int iters = 0, warmup = 2, inflight = 2;
 	const char *mode = "blocking";
@@ -101,7 +106,9 @@ int main(int argc, char **argv) {
 		else if (!strcmp(argv[i], "-m")) mode = argv[i + 1];
 		else if (!strcmp(argv[i], "-c")) chunk = parse_size(argv[i + 1]);
 		else if (!strcmp(argv[i], "-k")) inflight = atoi(argv[i + 1]);
+		else if (!strcmp(argv[i], "-p")) pool = parse_size(argv[i + 1]);
 	}
+	if (pool < maxb) pool = maxb;
 	MPI_Op avg2 = MPI_OP_NULL;
 	if (!strcmp(mode, "avg2")) {
 		if (size != 2) {
@@ -112,12 +119,12 @@ int main(int argc, char **argv) {
 	}
 	if (inflight < 1) inflight = 1;
 	if (inflight > 64) inflight = 64;
-	float *buf = NULL;
-	if (posix_memalign((void **)&buf, 64, maxb)) MPI_Abort(MPI_COMM_WORLD, 1);
-	memset(buf, 0, maxb);
+	float *base = NULL;
+	if (posix_memalign((void **)&base, 64, pool)) MPI_Abort(MPI_COMM_WORLD, 1);
+	memset(base, 0, pool);
 	if (rank == 0)
-		printf("# mpi_allreduce mode=%s ranks=%d chunk=%ld inflight=%d\n# %12s %12s %10s %10s %12s\n", mode, size, chunk,
-		       inflight, "bytes", "time(us)", "algbw", "busbw", "median(us)");
+		printf("# mpi_allreduce mode=%s ranks=%d chunk=%ld inflight=%d pool=%ld\n# %12s %12s %10s %10s %12s\n", mode, size,
+		       chunk, inflight, pool, "bytes", "time(us)", "algbw", "busbw", "median(us)");
 	for (long bytes = minb; bytes <= maxb; bytes = (long)(bytes * factor)) {
 		long count = bytes / 4;
 		int n = iters;
@@ -128,7 +135,9 @@ int main(int argc, char **argv) {
 		}
 		double t = 0;
 		static double samples[100000];
+		long buffers = pool / bytes;
 		for (int it = -warmup; it < n; it++) {
+			float *buf = base + (long)((it + warmup) % buffers) * count;
 			MPI_Barrier(MPI_COMM_WORLD);
 			double t0 = MPI_Wtime();
 			if (!strcmp(mode, "nonblocking")) {
@@ -176,7 +185,7 @@ int main(int argc, char **argv) {
 		if (rank == 0) printf("  %12ld %12.1f %10.3f %10.3f %12.1f\n", bytes, t * 1e6, alg, bus, med * 1e6);
 		fflush(stdout);
 	}
-	free(buf);
+	free(base);
 	if (avg2 != MPI_OP_NULL) MPI_Op_free(&avg2);
 	MPI_Finalize();
 	return 0;
