@@ -150,3 +150,27 @@ step {
 		}
 	}
 }
+
+// TestProfileNamesAreTheIRs: a profile's valid collective, op and dtype
+// names are the language's, so every plan's collective finds its curve
+// by name and a profile names nothing a plan cannot use.
+func TestProfileNamesAreTheIRs(t *testing.T) {
+	var colls, ops, dtypes []string
+	for c := ir.AllReduce; c <= ir.ReduceScatter; c++ {
+		colls = append(colls, c.String())
+	}
+	for o := ir.Sum; o <= ir.WAvg; o++ {
+		ops = append(ops, o.String())
+	}
+	for d := ir.F64; d <= ir.U8; d++ {
+		dtypes = append(dtypes, d.String())
+	}
+	for _, c := range []struct {
+		what      string
+		got, want []string
+	}{{"collectives", costmodel.Collectives, colls}, {"ops", costmodel.Ops, ops}, {"dtypes", costmodel.DTypes, dtypes}} {
+		if !slices.Equal(c.got, c.want) {
+			t.Errorf("costmodel's %s %v, the IR's %v", c.what, c.got, c.want)
+		}
+	}
+}

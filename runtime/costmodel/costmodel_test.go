@@ -140,6 +140,20 @@ func TestValidate(t *testing.T) {
 		strings.Replace(good, `}]}]}`, `},{"from_bytes":0,"alpha_us":1,"busbw_gbs":1}]}]}`, 1): "not after segment",
 		good + "\n" + good: fmt.Sprintf("byte %d: more after the profile's JSON object", len(good)+1),
 		" \n":              "the file is empty, not a profile",
+		strings.Replace(good, `"allreduce"`, `"allreduce","op":"summ"`, 1):    `collectives[0] (allreduce summ): unknown op "summ"; the ops are sum, avg, min, max, prod, wavg`,
+		strings.Replace(good, `"allreduce"`, `"allreduce","op":"mean"`, 1):    `unknown op "mean" (did you mean "avg"?)`,
+		strings.Replace(good, `"allreduce"`, `"allreduce","dtype":"fp32"`, 1): `collectives[0] (allreduce fp32): unknown dtype "fp32" (did you mean "f32"?); the dtypes are f64, f32, f16, bf16, i64, i32, i8, u8`,
+		strings.Replace(good, `"allreduce"`, `"allreduce","dtype":"F16"`, 1):  `unknown dtype "F16" (did you mean "f16"?)`,
+		strings.Replace(good, `"allreduce"`, `"allgather","op":"sum"`, 1):     `collectives[0] (allgather sum): op "sum" on allgather, which reduces nothing`,
+	}
+	for _, in := range []string{
+		strings.Replace(good, `"allreduce"`, `"allreduce","op":"wavg","dtype":"bf16"`, 1),
+		strings.Replace(good, `"allreduce"`, `"reducescatter","op":"max","dtype":"u8"`, 1),
+		strings.Replace(good, `"allreduce"`, `"broadcast","dtype":"i64"`, 1),
+	} {
+		if _, err := ParseProfile([]byte(in)); err != nil {
+			t.Errorf("%s: %v", in, err)
+		}
 	}
 	if _, err := ParseProfile([]byte(good + " \n\t")); err != nil {
 		t.Errorf("a profile and white space: %v", err)

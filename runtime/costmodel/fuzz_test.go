@@ -1,6 +1,9 @@
 package costmodel
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 // FuzzParseProfile: reading a profile file never panics, and a profile it
 // accepts can be used for every collective at any size without a panic or
@@ -12,10 +15,16 @@ func FuzzParseProfile(f *testing.F) {
 	f.Add([]byte(`{"format":"syncgen-profile/1","ranks":2,"mem_gbs":1e-9,"collectives":[{"collective":"allreduce","segments":[{"from_bytes":0,"alpha_us":3.6e9,"step_us":3.6e9,"busbw_gbs":1e-9}]}]}`))
 	f.Add([]byte(`{"format":"syncgen-profile/1","ranks":2,"collectives":[{"collective":"allreduce","segments":[{"from_bytes":0,"alpha_us":1e308,"busbw_gbs":1e-300}]}]}`))
 	f.Add([]byte(`[]`))
+	f.Add([]byte(`{"format":"syncgen-profile/1","ranks":2,"collectives":[{"collective":"reduce","op":"max","dtype":"bf16","segments":[{"from_bytes":0,"alpha_us":3,"busbw_gbs":1}]}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := ParseProfile(data)
 		if err != nil {
 			return
+		}
+		for _, c := range p.Curves {
+			if (c.Op != "" && !slices.Contains(Ops, c.Op)) || (c.DType != "" && !slices.Contains(DTypes, c.DType)) {
+				t.Fatalf("accepted curve %s: an op or dtype the language lacks", c.Key())
+			}
 		}
 		for _, c := range Collectives {
 			for _, b := range []int64{0, 1, 1 << 20, 1 << 40} {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -73,6 +74,44 @@ type Point struct {
 
 // Collectives are the names a curve may have.
 var Collectives = []string{"allreduce", "broadcast", "reduce", "allgather", "reducescatter"}
+
+// Ops are the reduction operators a curve's op may name, the language's;
+// only the reducing collectives (reducingCollectives) take one.
+var Ops = []string{"sum", "avg", "min", "max", "prod", "wavg"}
+
+// DTypes are the wire dtypes a curve's dtype may name, the language's.
+var DTypes = []string{"f64", "f32", "f16", "bf16", "i64", "i32", "i8", "u8"}
+
+// reducingCollectives are the collectives that take a reduction operator.
+var reducingCollectives = []string{"allreduce", "reduce", "reducescatter"}
+
+// nameAliases maps spellings other tools use to the names above, for the
+// hint of an unknown op or dtype.
+var nameAliases = map[string]string{
+	"fp64": "f64", "float64": "f64", "double": "f64",
+	"fp32": "f32", "float32": "f32", "float": "f32",
+	"fp16": "f16", "float16": "f16", "half": "f16",
+	"bfloat16": "bf16",
+	"int64":    "i64", "int32": "i32", "int8": "i8", "uint8": "u8",
+	"mean": "avg", "average": "avg", "product": "prod",
+}
+
+// checkName returns an error when name, the curve's field (op or dtype),
+// is neither empty (any) nor one of valid; the error lists valid and, for
+// a known alias or a name in other case, the name meant.
+func checkName(field, name string, valid []string) error {
+	if name == "" || slices.Contains(valid, name) {
+		return nil
+	}
+	hint := ""
+	lower := strings.ToLower(name)
+	if alias, ok := nameAliases[lower]; ok && slices.Contains(valid, alias) {
+		hint = fmt.Sprintf(" (did you mean %q?)", alias)
+	} else if slices.Contains(valid, lower) {
+		hint = fmt.Sprintf(" (did you mean %q?)", lower)
+	}
+	return fmt.Errorf("unknown %s %q%s; the %ss are %s, or leave it out for any", field, name, hint, field, strings.Join(valid, ", "))
+}
 
 // maxProfileBytes bounds the size of a profile file: a profile is a few
 // hundred points at most.
@@ -161,7 +200,7 @@ func checkBandwidth(field string, v float64) error {
 }
 
 // Validate checks that the profile can be used: its format, known
-// collectives, figures within the bounds above (MaxLatencyUs, MinGBs,
+// collectives, operators (on reducing collectives only) and dtypes, figures within the bounds above (MaxLatencyUs, MinGBs,
 // MaxGBs), segments in size order.
 func (p *Profile) Validate() error {
 	if p.Format != Format {
@@ -181,6 +220,15 @@ func (p *Profile) Validate() error {
 		where := fmt.Sprintf("collectives[%d] (%s)", i, c.Key())
 		if !knownCollective(c.Collective) {
 			return fmt.Errorf("%s: unknown collective %q; the collectives are %s", where, c.Collective, strings.Join(Collectives, ", "))
+		}
+		if c.Op != "" && !slices.Contains(reducingCollectives, c.Collective) {
+			return fmt.Errorf("%s: op %q on %s, which reduces nothing; only %s take an op: leave it out", where, c.Op, c.Collective, strings.Join(reducingCollectives, ", "))
+		}
+		if err := checkName("op", c.Op, Ops); err != nil {
+			return fmt.Errorf("%s: %w", where, err)
+		}
+		if err := checkName("dtype", c.DType, DTypes); err != nil {
+			return fmt.Errorf("%s: %w", where, err)
 		}
 		key := [3]string{c.Collective, c.Op, c.DType}
 		if seen[key] {
