@@ -42,7 +42,7 @@ test: setup vet
 # syncgen import's header and index readers, the cost model's profile reader, syncgen run's hostfile
 # reader, syncgen flightrec's reader, the checkpoints' readers), briefly; longer runs: make fuzz FUZZTIME=2000000x
 fuzz:
-	@for t in dsl:FuzzParse dsl:FuzzCheck dsl:FuzzFormat importer:FuzzHeader importer:FuzzIndex runtime/costmodel:FuzzParseProfile cmd/syncgen:FuzzHostfile cmd/syncgen:FuzzFlightRecords runtime/internal/ckpt:FuzzShard runtime/internal/ckpt:FuzzMetadata runtime/internal/ckpt:FuzzCommitted; do \
+	@for t in dsl:FuzzParse dsl:FuzzCheck dsl:FuzzFormat importer:FuzzHeader importer:FuzzIndex runtime/costmodel:FuzzParseProfile cmd/syncgen:FuzzHostfile cmd/syncgen:FuzzFlightRecords cmd/syncgen:FuzzSplitWords runtime/internal/ckpt:FuzzShard runtime/internal/ckpt:FuzzMetadata runtime/internal/ckpt:FuzzCommitted; do \
 		pkg=$${t%%:*}; name=$${t#*:}; \
 		echo "fuzz $$name in ./$$pkg ($(FUZZTIME))"; \
 		$(GO) test ./$$pkg -run='^$$' -fuzz="^$$name\$$" -fuzztime=$(FUZZTIME) -fuzzminimizetime=$(FUZZMINIMIZETIME) || exit 1; \

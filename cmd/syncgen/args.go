@@ -143,3 +143,75 @@ func failFlag(args []string, cmd *cli.Command, name, msg string) []string {
 	}
 	return []string{args[0], args[1], "-" + name}
 }
+
+// splitWords splits s into words as a POSIX shell does, without expanding
+// anything: white space (space, tab, newline) separates words; a
+// backslash outside quotes takes the next character literally (a
+// backslash and a newline vanish); single quotes take everything up to
+// the next single quote literally; double quotes take everything up to the
+// next unescaped double quote, a backslash escaping only ", \, $, ` and
+// newline in them. An empty pair of quotes is an empty word. $VAR, ~ and
+// globs are left as written: --args is one string the user's shell has
+// already expanded. An unterminated quote or a trailing backslash is an
+// error that says where it started.
+func splitWords(s string) ([]string, error) {
+	var words []string
+	var word strings.Builder
+	inWord := false
+	for i := 0; i < len(s); i++ {
+		ch := s[i]
+		switch {
+		case ch == ' ' || ch == '\t' || ch == '\n':
+			if inWord {
+				words = append(words, word.String())
+				word.Reset()
+				inWord = false
+			}
+		case ch == '\\':
+			if i+1 == len(s) {
+				return nil, fmt.Errorf("a backslash at the end of %q escapes nothing; write \\\\ for a backslash", s)
+			}
+			i++
+			if s[i] != '\n' {
+				word.WriteByte(s[i])
+			}
+			inWord = true
+		case ch == '\'':
+			end := strings.IndexByte(s[i+1:], '\'')
+			if end < 0 {
+				return nil, fmt.Errorf("the single quote at byte %d of %q is not closed", i, s)
+			}
+			word.WriteString(s[i+1 : i+1+end])
+			i += 1 + end
+			inWord = true
+		case ch == '"':
+			start := i
+			closed := false
+			for i++; i < len(s); i++ {
+				if s[i] == '"' {
+					closed = true
+					break
+				}
+				if s[i] == '\\' && i+1 < len(s) && strings.IndexByte("\"\\$`\n", s[i+1]) >= 0 {
+					i++
+					if s[i] != '\n' {
+						word.WriteByte(s[i])
+					}
+					continue
+				}
+				word.WriteByte(s[i])
+			}
+			if !closed {
+				return nil, fmt.Errorf("the double quote at byte %d of %q is not closed", start, s)
+			}
+			inWord = true
+		default:
+			word.WriteByte(ch)
+			inWord = true
+		}
+	}
+	if inWord {
+		words = append(words, word.String())
+	}
+	return words, nil
+}

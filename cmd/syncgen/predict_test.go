@@ -382,6 +382,9 @@ func TestTuneCalibrateFlagErrors(t *testing.T) {
 		// --args that --run cannot take, refused before anything is built.
 		{args: tune("--run", "1", "--args", "--steps 3 --check off"), code: 2, stderr: "tune: --args: --check off: tune --run picks its winner among checked runs"},
 		{args: tune("--run", "1", "--args", "--check=off"), code: 2, stderr: "tune: --args: --check off:"},
+		{args: tune("--run", "1", "--args", "--check 'off'"), code: 2, stderr: "tune: --args: --check off:"},
+		{args: tune("--run", "1", "--args", "--trace 'a b"), code: 2, stderr: `tune: --args: the single quote at byte 8 of "--trace 'a b" is not closed`},
+		{args: tune("--run", "1", "--args", `--trace a\`), code: 2, stderr: `tune: --args: a backslash at the end of "--trace a\\" escapes nothing`},
 		{args: tune("--run", "1", "--args", "--json r.json"), code: 2, stderr: "tune: --args: --json: tune --run gives each run its own --json; leave it out"},
 		{args: tune("--run", "1", "--args", "-profile=x.json"), code: 2, stderr: "tune: --args: -profile=x.json: tune --run gives each run its own --profile"},
 		{args: cal("--max", "5", "-o", p), code: 2, stderr: "calibrate: --max 5: want a size of at least 16 bytes, such as 64M: the sweep goes from 4 B in steps of 4, and the fit needs at least 2 sizes"},
@@ -481,6 +484,23 @@ func TestTuneRunLabels(t *testing.T) {
 	code, out, errOut = tune(launcher)
 	if code != 0 || strings.Count(out, "  unchecked") != 2 || !strings.Contains(out, "# winner (fastest measured; unchecked: its run checked no element)") {
 		t.Fatalf("unchecked runs: exit %d\n%s%s", code, out, errOut)
+	}
+	// --args is split into words as a shell does: a quoted or escaped
+	// space stays inside its argument.
+	lines := writeFile(t, dir, "lines-mpirun", `#!/bin/sh
+for a; do printf '%s\n' "$a"; done > '`+filepath.Join(dir, "launcher.lines")+`'
+while [ $# -gt 0 ]; do
+	if [ "$1" = --json ]; then cp '`+report+`' "$2"; fi
+	shift
+done
+`)
+	os.Chmod(lines, 0o755)
+	code, out, errOut = syncgen(t, "tune", "--np", "2", "--profile", "ib-hdr", "--caps", "none", "--firsts", "none", "--orders", "reverse",
+		"--streams", "1", "--group-below", "none", "--run", "1", "--mpirun", lines,
+		"--args", `--steps 2 --trace 'my dir/t.json' --flight-dir "fr \"a\""  --resume x\ y`, plan)
+	got, _ := os.ReadFile(filepath.Join(dir, "launcher.lines"))
+	if code != 0 || !strings.Contains(string(got), "\n--steps\n2\n--trace\nmy dir/t.json\n--flight-dir\nfr \"a\"\n--resume\nx y\n--profile\nib-hdr\n") {
+		t.Fatalf("--args with quotes: exit %d, the program's arguments:\n%s\n%s%s", code, got, out, errOut)
 	}
 	// A failed run is named by its candidate and --args, not by the
 	// temporary program's path.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -39,8 +40,10 @@ predicted step time, the plan as written among them.
 
 --run K builds and runs the best K (and the plan as written) for real at
 --np ranks, every result checked: a candidate with a wrong element is not
-eligible, and the winner is the fastest measured p50. Without --run the
-winner is the best predicted. --out writes the winner as a formatted .sync
+eligible, and the winner is the fastest measured p50. --args, the runs'
+program flags, is split into words as a shell splits them (nothing is
+expanded): quote or backslash-escape a space inside an argument. Without
+--run the winner is the best predicted. --out writes the winner as a formatted .sync
 file; --plot an SVG of the predicted (and measured) step time against the
 cap. Both are checked before anything runs, and never write over the plan
 or a file it imports (nor --plot over any .sync file); docs/cli.md has the
@@ -48,6 +51,7 @@ rule for every output.
 
 Examples:
    syncgen tune --np 8 --profile nvlink-h100 examples/resnet50.sync
+   syncgen tune --np 2 --profile cpu2.json --run 2 --args "--steps 10 --flight-dir 'my runs/fr'" model.sync
    syncgen tune --np 4 --profile cpu4.json --run 3 --out tuned.sync --plot caps.svg examples/bert_large.sync`,
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "np", Value: 2, Usage: "number of ranks"},
@@ -62,7 +66,7 @@ Examples:
 			&cli.IntFlag{Name: "run", Usage: "run the best `K` candidates (and the plan as written) for real, checked, and pick the winner by measurement"},
 			&cli.StringFlag{Name: "out", Usage: "write the winning plan to `FILE.sync`"},
 			&cli.StringFlag{Name: "plot", Usage: "write the step time against the cap as SVG to `FILE.svg`"},
-			&cli.StringFlag{Name: "args", Value: "--steps 20 --warmup 3", Usage: "the program's flags for --run, split at spaces (not --json, --profile or --check off: tune sets the first two, and picks among checked runs)"},
+			&cli.StringFlag{Name: "args", Value: "--steps 20 --warmup 3", Usage: "the program's flags for --run, split into words as a shell does: quote or backslash-escape a space inside one (not --json, --profile or --check off: tune sets the first two, and picks among checked runs)"},
 			&cli.StringFlag{Name: "mpirun", Value: "mpirun", Usage: "the MPI launcher `PATH`"},
 			&cli.BoolFlag{Name: "oversubscribe", Usage: "with --run, run more than " + strconv.Itoa(maxRanksPerCore) + " ranks a core (refused otherwise, as a likely typo)"},
 		},
@@ -90,7 +94,11 @@ Examples:
 			if k := c.Int("run"); k < 0 {
 				return cli.Exit(fmt.Sprintf("tune: --run %d: want the number of best candidates to run, 0 (none, the default) or more", k), 2)
 			}
-			if err := checkTuneArgs(strings.Fields(c.String("args"))); err != nil {
+			args, err := splitWords(c.String("args"))
+			if err != nil {
+				return cli.Exit("tune: --args: "+err.Error(), 2)
+			}
+			if err := checkTuneArgs(args); err != nil {
 				return cli.Exit("tune: --args: "+err.Error(), 2)
 			}
 			grid, err := tuneGrid(c)
@@ -313,7 +321,11 @@ func runCandidates(c *cli.Context, t *tune.Tuning, path string, np, k int) (*tun
 		return nil, cli.Exit("tune: "+err.Error(), 1)
 	}
 	defer os.RemoveAll(dir)
-	extra := strings.Fields(c.String("args"))
+	// Checked in the command's action before anything ran.
+	extra, err := splitWords(c.String("args"))
+	if err != nil {
+		return nil, cli.Exit("tune: --args: "+err.Error(), 2)
+	}
 	var winner *tune.Candidate
 	for i, cand := range t.Candidates {
 		if i >= k && !cand.Current() {
@@ -332,7 +344,7 @@ func runCandidates(c *cli.Context, t *tune.Tuning, path string, np, k int) (*tun
 		}
 		fmt.Fprintf(c.App.ErrWriter, "tune: running candidate %d (%s)\n", i+1, candidateLabel(cand))
 		what := fmt.Sprintf("candidate %d (%s) with --args %q", i+1, candidateLabel(cand), c.String("args"))
-		report, err := buildAndRun(c, launcher, plan, what, filepath.Join(cdir, "cand_sync"), np, append(extra, "--profile", c.String("profile"))...)
+		report, err := buildAndRun(c, launcher, plan, what, filepath.Join(cdir, "cand_sync"), np, append(slices.Clip(extra), "--profile", c.String("profile"))...)
 		os.Remove(plan)
 		if err != nil {
 			return nil, err
