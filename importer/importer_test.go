@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -291,7 +292,7 @@ func testMatch(pattern string, names []string) ([]bool, error) {
 // Options: dtypes the language lacks, casts, frozen and excluded tensors,
 // names it cannot hold.
 func TestPrepareOptions(t *testing.T) {
-	m := &Model{FileOrder: true, Params: []Param{{Name: "w", DType: "F32", Shape: []int64{2}}, {Name: "mask", DType: "BOOL", Shape: []int64{4}}, {Name: "pos.freq", DType: "I16", Shape: []int64{8}}}}
+	m := &Model{FileOrder: true, Params: []Param{{Name: "w", DType: "F32", Shape: []int64{2}, GradKnown: true}, {Name: "mask", DType: "BOOL", Shape: []int64{4}, GradKnown: true}, {Name: "pos.freq", DType: "I16", Shape: []int64{8}, GradKnown: true}}}
 	if _, err := Prepare(m, Options{}); err == nil || !strings.Contains(err.Error(), `tensor "mask": dtype BOOL has no counterpart`) || !strings.Contains(err.Error(), "--cast BOOL=u8") {
 		t.Errorf("BOOL: %v", err)
 	}
@@ -768,5 +769,33 @@ func BenchmarkImport10k(b *testing.B) {
 		if len(Module(prep.Tensors, "bench")) == 0 {
 			b.Fatal("empty module")
 		}
+	}
+}
+
+// TestPrepareGradless: an integer or bool tensor of an input that does
+// not say which tensors have gradients (safetensors) is declared frozen
+// and named in Gradless; one whose requires_grad the input gives (a
+// parameter list) keeps it, and floating-point tensors are left alone.
+func TestPrepareGradless(t *testing.T) {
+	m := &Model{Params: []Param{
+		{Name: "w", DType: "F32", Shape: []int64{2}},
+		{Name: "bn.num_batches_tracked", DType: "I64"},
+		{Name: "fp8", DType: "F8_E4M3", Shape: []int64{2}},
+		{Name: "mask", DType: "BOOL", Shape: []int64{4}},
+		{Name: "listed", DType: "I32", Shape: []int64{3}, GradKnown: true},
+		{Name: "ids", DType: "U8", Shape: []int64{3}, Frozen: true},
+	}}
+	prep, err := Prepare(m, Options{Order: "file", Cast: map[string]string{"BOOL": "u8", "F8_E4M3": "bf16"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var frozen []string
+	for _, ts := range prep.Tensors {
+		if ts.Frozen {
+			frozen = append(frozen, ts.Name)
+		}
+	}
+	if !slices.Equal(frozen, []string{"bn.num_batches_tracked", "mask", "ids"}) || !slices.Equal(prep.Gradless, []string{"bn.num_batches_tracked", "mask"}) {
+		t.Errorf("frozen %q, gradless %q; want the I64 and BOOL tensors without requires_grad frozen, and ids frozen as read", frozen, prep.Gradless)
 	}
 }

@@ -17,6 +17,9 @@ type Param struct {
 	Shape []int64
 	// Frozen: no gradient (requires_grad false, or --frozen).
 	Frozen bool
+	// GradKnown: the input says whether the tensor has a gradient (a
+	// parameter list's requires_grad); safetensors files do not.
+	GradKnown bool
 	// Source is where it came from, for messages ("model-00001.safetensors").
 	Source string
 }
@@ -101,6 +104,14 @@ var languageBytes = map[string]int64{"f64": 8, "f32": 4, "f16": 2, "bf16": 2, "i
 // languageDTypes maps the dtypes the language has.
 var languageDTypes = map[string]string{
 	"F64": "f64", "F32": "f32", "F16": "f16", "BF16": "bf16", "I64": "i64", "I32": "i32", "I8": "i8", "U8": "u8",
+}
+
+// gradlessDTypes are the file dtypes that PyTorch never gives a
+// gradient (only floating-point and complex tensors can require one): in
+// a checkpoint they are buffers (BatchNorm's num_batches_tracked, BERT's
+// position_ids, masks), never parameters that training synchronises.
+var gradlessDTypes = map[string]bool{
+	"I64": true, "I32": true, "I16": true, "I8": true, "U8": true, "U16": true, "U32": true, "U64": true, "BOOL": true,
 }
 
 // Options say how to turn a Model into a module.

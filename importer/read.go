@@ -321,7 +321,8 @@ func ParseParamList(path string, data []byte) (*Model, error) {
 			return nil, fmt.Errorf("%s: parameter %q: %w", path, p.Name, err)
 		}
 		seen[p.Name] = true
-		m.Params = append(m.Params, Param{Name: p.Name, DType: dt, Shape: p.Shape, Frozen: p.RequiresGrad != nil && !*p.RequiresGrad, Source: path})
+		m.Params = append(m.Params, Param{Name: p.Name, DType: dt, Shape: p.Shape, Frozen: p.RequiresGrad != nil && !*p.RequiresGrad,
+			GradKnown: p.RequiresGrad != nil, Source: path})
 	}
 	if len(m.Params) == 0 {
 		return nil, fmt.Errorf("%s: the list has no parameters", path)

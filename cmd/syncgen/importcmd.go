@@ -46,7 +46,10 @@ a bare pattern lacks (h/0/w, h[0].w); a brace range needs the bare form.
 
 The language has no scalars: a tensor of shape [] is declared as shape [1]. A
 tensor without elements (a dimension 0) has no gradient bytes and is left out,
-with a note on standard error that names it. A dtype the language lacks needs
+with a note on standard error that names it. An integer or bool tensor whose
+input does not say requires_grad (every safetensors file) is declared frozen,
+with a note: PyTorch gives only floating-point tensors gradients, so it is a
+buffer (num_batches_tracked, position_ids). A dtype the language lacks needs
 --cast; the error lists every such dtype with its cast.
 
 A summary goes to standard error: tensors, parameters, bytes by dtype, the
@@ -204,17 +207,12 @@ func printImportSummary(c *cli.Context, m *importer.Model, prep *importer.Prepar
 	st := importer.StatsOf(m.Params)
 	fmt.Fprintf(w, "read %s\n", st)
 	if n := len(prep.Empty); n > 0 {
-		names := prep.Empty
-		more := ""
-		if len(names) > 10 {
-			names, more = names[:10], fmt.Sprintf(" and %d more", n-10)
-		}
-		quoted := make([]string, len(names))
-		for i, name := range names {
-			quoted[i] = strconv.Quote(name)
-		}
-		fmt.Fprintf(w, "note: left out %s without elements (a dimension 0, so no gradient bytes; the language's dimensions are at least 1): %s%s\n",
-			tensorCount(n), strings.Join(quoted, ", "), more)
+		fmt.Fprintf(w, "note: left out %s without elements (a dimension 0, so no gradient bytes; the language's dimensions are at least 1): %s\n",
+			tensorCount(n), quoteSome(prep.Empty, 10))
+	}
+	if n := len(prep.Gradless); n > 0 {
+		fmt.Fprintf(w, "note: declared %s of integer or bool dtype frozen (no gradient): PyTorch gives gradients only to floating-point tensors, so in a checkpoint these are buffers, not parameters that training synchronises: %s\n",
+			tensorCount(n), quoteSome(prep.Gradless, 10))
 	}
 	if len(prep.Tensors) != len(m.Params) {
 		var why []string
@@ -249,6 +247,20 @@ func printImportSummary(c *cli.Context, m *importer.Model, prep *importer.Prepar
 		}
 		fmt.Fprintf(w, "note: declared in %s: safetensors files do not record the model's own order, which sets when each gradient is ready in the backward; check the module's order, or import the parameter list of scripts/dump-params.py, which has it\n", how)
 	}
+}
+
+// quoteSome quotes the first max of names, comma-separated, and says how
+// many more there are: a note stays one line for a model of any size.
+func quoteSome(names []string, max int) string {
+	more := ""
+	if len(names) > max {
+		names, more = names[:max], fmt.Sprintf(" and %d more", len(names)-max)
+	}
+	quoted := make([]string, len(names))
+	for i, name := range names {
+		quoted[i] = strconv.Quote(name)
+	}
+	return strings.Join(quoted, ", ") + more
 }
 
 // tensorCount writes n tensors, singular for one: "1 tensor", "2 tensors".

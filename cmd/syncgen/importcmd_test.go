@@ -447,6 +447,8 @@ func TestImportOutputPaths(t *testing.T) {
 // Scalars (BatchNorm's num_batches_tracked, CLIP's logit_scale) are
 // declared as shape [1]; tensors without elements are left out with a
 // note naming them; from safetensors and from a parameter list alike.
+// The integer num_batches_tracked is frozen from both: the list says so,
+// and a safetensors file's integer tensor is a buffer (with a note).
 func TestImportScalarsAndEmpty(t *testing.T) {
 	dir := t.TempDir()
 	st := filepath.Join(dir, "m.safetensors")
@@ -470,7 +472,7 @@ func TestImportScalarsAndEmpty(t *testing.T) {
 		in, module, note string
 		orderNote        bool
 	}{
-		{st, "tensor bn.num_batches_tracked i64[1]\ntensor conv.weight f32[2, 2]\ntensor logit_scale f32[1]\n", `"bn.running_mean"`, true},
+		{st, "tensor bn.num_batches_tracked i64[1] frozen\ntensor conv.weight f32[2, 2]\ntensor logit_scale f32[1]\n", `"bn.running_mean"`, true},
 		{list, "tensor logit_scale f32[1]\ntensor bn.num_batches_tracked i64[1] frozen\ntensor conv.weight f32[2, 2]\n", `"proj.weight"`, false},
 	} {
 		out := filepath.Join(dir, "out.sync")
@@ -480,7 +482,8 @@ func TestImportScalarsAndEmpty(t *testing.T) {
 		}
 		if !strings.Contains(errOut, "note: left out 1 tensor without elements (a dimension 0, so no gradient bytes; the language's dimensions are at least 1): "+c.note+"\n") ||
 			!strings.Contains(errOut, "declared 3 of them (1 without elements left out)") || !strings.Contains(errOut, "read 4 tensors") ||
-			strings.Contains(errOut, orderNote) != c.orderNote {
+			strings.Contains(errOut, orderNote) != c.orderNote ||
+			strings.Contains(errOut, `note: declared 1 tensor of integer or bool dtype frozen (no gradient): PyTorch gives gradients only to floating-point tensors, so in a checkpoint these are buffers, not parameters that training synchronises: "bn.num_batches_tracked"`) != c.orderNote {
 			t.Errorf("import %s: summary:\n%s", c.in, errOut)
 		}
 		text, _ := os.ReadFile(out)
