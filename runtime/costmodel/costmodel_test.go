@@ -145,11 +145,21 @@ func TestValidate(t *testing.T) {
 		strings.Replace(good, `"allreduce"`, `"allreduce","dtype":"fp32"`, 1): `collectives[0] (allreduce fp32): unknown dtype "fp32" (did you mean "f32"?); the dtypes are f64, f32, f16, bf16, i64, i32, i8, u8`,
 		strings.Replace(good, `"allreduce"`, `"allreduce","dtype":"F16"`, 1):  `unknown dtype "F16" (did you mean "f16"?)`,
 		strings.Replace(good, `"allreduce"`, `"allgather","op":"sum"`, 1):     `collectives[0] (allgather sum): op "sum" on allgather, which reduces nothing`,
+		// A figure left out or null would decode as a silent 0.
+		strings.Replace(good, `"ranks":2,`, ``, 1):                                  "no ranks: give the world size the profile was measured at",
+		strings.Replace(good, `"alpha_us":3,`, ``, 1):                               "collectives[0] (allreduce): segment 0: no alpha_us: give the latency in microseconds",
+		strings.Replace(good, `"alpha_us":3`, `"alpha_us":null`, 1):                 "segment 0: no alpha_us",
+		strings.Replace(good, `,"busbw_gbs":1`, ``, 1):                              "segment 0: no busbw_gbs: give the bus bandwidth in GB/s, 0 for none",
+		strings.Replace(good, `"from_bytes":0,`, ``, 1):                             "segment 0: no from_bytes",
+		strings.Replace(good, `}]}]}`, `}],"points":[{"bytes":4}]}]}`, 1):           "collectives[0] (allreduce): point 0: a point needs bytes and us",
+		strings.Replace(good, `}]}]}`, `}],"points":[{"us":null,"bytes":4}]}]}`, 1): "point 0: a point needs bytes and us",
 	}
 	for _, in := range []string{
 		strings.Replace(good, `"allreduce"`, `"allreduce","op":"wavg","dtype":"bf16"`, 1),
 		strings.Replace(good, `"allreduce"`, `"reducescatter","op":"max","dtype":"u8"`, 1),
 		strings.Replace(good, `"allreduce"`, `"broadcast","dtype":"i64"`, 1),
+		strings.Replace(good, `"ranks":2`, `"ranks":0`, 1),
+		strings.Replace(good, `"busbw_gbs":1`, `"busbw_gbs":0,"step_us":0`, 1),
 	} {
 		if _, err := ParseProfile([]byte(in)); err != nil {
 			t.Errorf("%s: %v", in, err)

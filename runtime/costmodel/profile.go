@@ -150,10 +150,66 @@ func ParseProfile(data []byte) (*Profile, error) {
 	if rest := bytes.TrimLeft(data[dec.InputOffset():], " \t\r\n"); len(rest) > 0 {
 		return nil, fmt.Errorf("byte %d: more after the profile's JSON object; a profile file holds one", len(data)-len(rest))
 	}
+	// The format first: a file of another format is said to be one,
+	// not to lack this format's fields.
+	if p.Format == Format {
+		if err := checkRequired(data, &p); err != nil {
+			return nil, err
+		}
+	}
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
 	return &p, nil
+}
+
+// checkRequired returns an error naming the first figure that data, a
+// profile p was decoded from, leaves out or gives as null: ranks, a
+// segment's from_bytes, alpha_us and busbw_gbs, a point's bytes and us.
+// Decoded, each would be a silent 0 (a profile that scales like a
+// built-in one, a collective without latency or without a bandwidth
+// term), which Validate cannot tell from a written 0.
+func checkRequired(data []byte, p *Profile) error {
+	var shadow struct {
+		Ranks       *json.RawMessage `json:"ranks"`
+		Collectives []struct {
+			Segments []struct {
+				FromBytes *json.RawMessage `json:"from_bytes"`
+				AlphaUs   *json.RawMessage `json:"alpha_us"`
+				BusGBs    *json.RawMessage `json:"busbw_gbs"`
+			} `json:"segments"`
+			Points []struct {
+				Bytes *json.RawMessage `json:"bytes"`
+				Us    *json.RawMessage `json:"us"`
+			} `json:"points"`
+		} `json:"collectives"`
+	}
+	if err := json.Unmarshal(data, &shadow); err != nil {
+		return fmt.Errorf("not a syncgen profile (JSON): %v; write one with `syncgen calibrate`", err)
+	}
+	if shadow.Ranks == nil {
+		return fmt.Errorf("no ranks: give the world size the profile was measured at (0: any, for a model that scales like a built-in profile)")
+	}
+	for i, c := range shadow.Collectives {
+		where := fmt.Sprintf("collectives[%d] (%s)", i, p.Curves[i].Key())
+		for j, s := range c.Segments {
+			for _, f := range []struct {
+				name  string
+				value *json.RawMessage
+				what  string
+			}{{"from_bytes", s.FromBytes, "the size in bytes the segment starts at"}, {"alpha_us", s.AlphaUs, "the latency in microseconds"}, {"busbw_gbs", s.BusGBs, "the bus bandwidth in GB/s, 0 for none"}} {
+				if f.value == nil {
+					return fmt.Errorf("%s: segment %d: no %s: give %s", where, j, f.name, f.what)
+				}
+			}
+		}
+		for j, pt := range c.Points {
+			if pt.Bytes == nil || pt.Us == nil {
+				return fmt.Errorf("%s: point %d: a point needs bytes and us (its size and measured time in microseconds)", where, j)
+			}
+		}
+	}
+	return nil
 }
 
 // finite says whether v is a usable figure: finite and not negative.
