@@ -148,6 +148,15 @@ func TestHeteroRankOutsideWorld(t *testing.T) {
 	}
 }
 
+// A speed that would stretch a step's compute past an hour (a slip:
+// 1e-9 for 0.9) stops the run before the first step, naming the rank.
+func TestHeteroSpeedTooSlow(t *testing.T) {
+	r := mpirun(t, 2, nil, 60*time.Second, "basic", "--speed", "1=1e-9")
+	if r.code != 2 || !strings.Contains(r.out, "rank 1's compute would take") || !strings.Contains(r.out, "at speed 1e-09): more than 1h0m0s, so the run would not end") {
+		t.Fatalf("exit %d, want 2 and the rank's compute:\n%s", r.code, r.out)
+	}
+}
+
 // op wavg is exact on every element of every float dtype and reducing
 // collective, with shares that change during the run (dynamic balancing)
 // and with none (one sample a rank). No shares are computed for a step

@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"runtime/debug"
 	"strings"
@@ -292,6 +293,9 @@ func (r *runner) agreeOnPlan() (*plan.Program, *result.Results, cpu.Tuning, int)
 	if err == nil {
 		err = r.opts.hetero.Check(h.Size)
 	}
+	if err == nil {
+		err = r.opts.hetero.CheckStretch(h.Size, stepCompute(prog.Step, p.Micro()))
+	}
 	if err != nil {
 		return nil, nil, tune, r.agreedFailure(err)
 	}
@@ -562,6 +566,25 @@ func (r *runner) agreeOnFlags() bool {
 	}
 	_ = h.Finalize()
 	return true
+}
+
+// stepCompute is the simulated compute of a step of micro micro-batches
+// with statements ss: its backward and compute durations, added up for
+// each micro-batch (saturating).
+func stepCompute(ss []plan.Stmt, micro int) time.Duration {
+	var sum time.Duration
+	for _, s := range ss {
+		if s.Kind == plan.StmtBackward || s.Kind == plan.StmtCompute {
+			if s.Dur > math.MaxInt64-sum {
+				return math.MaxInt64
+			}
+			sum += s.Dur
+		}
+	}
+	if micro > 1 && sum > math.MaxInt64/time.Duration(micro) {
+		return math.MaxInt64
+	}
+	return sum * time.Duration(max(micro, 1))
 }
 
 // maxStepResultBytes bounds the per-step results a rank keeps: the engine

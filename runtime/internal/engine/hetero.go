@@ -103,7 +103,14 @@ func (e *Engine) stretch(d time.Duration) time.Duration {
 	if !h.on || e.stepNo < 0 {
 		return d
 	}
-	out := time.Duration(math.Round(float64(d)*h.factor)) + h.delay
+	// Saturate: a float past int64 converts to an undefined (on amd64
+	// negative) duration. The runtime refuses factors that pass an hour a
+	// step (hetero.CheckStretch); this keeps the engine's arithmetic sound
+	// for any spec.
+	out := time.Duration(math.MaxInt64)
+	if f := math.Round(float64(d) * h.factor); f < float64(math.MaxInt64-h.delay) {
+		out = time.Duration(f) + h.delay
+	}
 	h.delay = 0
 	h.simulated += out
 	return out

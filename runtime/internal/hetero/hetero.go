@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -101,6 +102,43 @@ func (s *Spec) Check(size int) error {
 	}
 	if s.Batch > 0 && s.Batch < size {
 		return fmt.Errorf("--batch %d is smaller than %s: every rank needs at least one sample", s.Batch, World(size))
+	}
+	return nil
+}
+
+// MaxStepCompute bounds a rank's simulated compute in one step: a speed
+// or straggler factor that stretches the plan's compute past it is a slip
+// (1e-9 for 0.9), and would make a rehearsal that never ends.
+const MaxStepCompute = time.Hour
+
+// CheckStretch refuses speeds and a straggler that stretch compute, the
+// plan's compute of one step (every backward and compute statement, each
+// micro-batch's), past MaxStepCompute on some rank of a world of size
+// ranks: at the first step's shares, the straggler's factor included.
+// Later shares cannot stretch it further: balancing gives a slow rank
+// fewer samples, never fewer than one.
+func (s *Spec) CheckStretch(size int, compute time.Duration) error {
+	if compute <= 0 {
+		return nil
+	}
+	shares := s.InitialShares(size)
+	for r := 0; r < size; r++ {
+		f := float64(shares[r]) / (float64(s.GlobalBatch(size)) / float64(size)) / s.Speed(r)
+		var why []string
+		if v, ok := s.Speeds[r]; ok {
+			why = append(why, fmt.Sprintf("speed %g", v))
+		}
+		if st := s.Straggler; st != nil && st.Rank == r {
+			f *= st.Factor
+			why = append(why, fmt.Sprintf("straggler factor %g", st.Factor))
+		}
+		if shares[r] > 1 && len(why) > 0 {
+			why = append(why, fmt.Sprintf("share %d of %d", shares[r], s.GlobalBatch(size)))
+		}
+		if d := float64(compute) * f; d > float64(MaxStepCompute) {
+			return fmt.Errorf("rank %d's compute would take %.3g hours a step (the plan's %v at %s): more than %v, so the run would not end; a speed is relative to 1 (0.5 takes twice as long), a straggler's factor multiplies its compute",
+				r, d/float64(time.Hour), compute, strings.Join(why, ", "), MaxStepCompute)
+		}
 	}
 	return nil
 }

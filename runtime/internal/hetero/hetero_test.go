@@ -2,6 +2,7 @@ package hetero
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -171,5 +172,39 @@ func TestCheckWorldOfOne(t *testing.T) {
 	s = &Spec{Batch: 3}
 	if err := s.Check(4); err == nil || err.Error() != "--batch 3 is smaller than the world of 4 ranks (0..3): every rank needs at least one sample" {
 		t.Errorf("Check(4) = %v", err)
+	}
+}
+
+// TestCheckStretch: a speed or straggler that stretches a step's compute
+// past MaxStepCompute on some rank is refused, naming the rank, what it
+// would take and why; up to the bound it is accepted.
+func TestCheckStretch(t *testing.T) {
+	const compute = 20 * time.Millisecond
+	// 20 ms at speed 1e-9 is 2e7 s, 5556 hours.
+	err := (&Spec{Speeds: map[int]float64{1: 1e-9}}).CheckStretch(2, compute)
+	if err == nil || !strings.Contains(err.Error(), "rank 1's compute would take 5.56e+03 hours a step (the plan's 20ms at speed 1e-09)") {
+		t.Errorf("speed 1e-9: %v", err)
+	}
+	err = (&Spec{Straggler: &Straggler{Rank: 0, Factor: 1e6, From: 3}}).CheckStretch(2, compute)
+	if err == nil || !strings.Contains(err.Error(), "rank 0's compute would take 5.56 hours a step (the plan's 20ms at straggler factor 1e+06)") {
+		t.Errorf("straggler 1e6: %v", err)
+	}
+	// Static shares in proportion to the speeds: rank 0 takes 99 of 100
+	// samples at speed 1, 1.98 times an even share.
+	err = (&Spec{Speeds: map[int]float64{1: 0.0101}, Batch: 100, Balance: Static}).CheckStretch(2, time.Hour/2)
+	if err != nil {
+		t.Errorf("static shares: %v", err)
+	}
+	if err := (&Spec{Speeds: map[int]float64{1: 0.5}}).CheckStretch(2, MaxStepCompute/2); err != nil {
+		t.Errorf("compute of MaxStepCompute, the bound: %v", err)
+	}
+	for _, s := range []*Spec{
+		{Speeds: map[int]float64{1: 0.5}, Straggler: &Straggler{Rank: 1, Factor: 3}},
+		{Speeds: map[int]float64{1: 20 * float64(compute) / float64(MaxStepCompute)}},
+		{},
+	} {
+		if err := s.CheckStretch(2, compute); err != nil {
+			t.Errorf("%+v: %v", s, err)
+		}
 	}
 }
