@@ -111,13 +111,17 @@ func (s *Spec) Check(size int) error {
 // (1e-9 for 0.9), and would make a rehearsal that never ends.
 const MaxStepCompute = time.Hour
 
-// CheckStretch refuses speeds and a straggler that stretch compute, the
+// CheckStretch refuses a jitter above MaxStepCompute, and speeds and a
+// straggler that stretch compute, the
 // plan's compute of one step (every backward and compute statement, each
 // micro-batch's), past MaxStepCompute on some rank of a world of size
 // ranks: at the first step's shares, the straggler's factor included.
 // Later shares cannot stretch it further: balancing gives a slow rank
 // fewer samples, never fewer than one.
 func (s *Spec) CheckStretch(size int, compute time.Duration) error {
+	if j := s.Jitter; j != nil && j.Max > MaxStepCompute {
+		return fmt.Errorf("--jitter's MAXDUR %v is more than %v a step, so the run would not end: give a delay of the order of a step's compute", j.Max, MaxStepCompute)
+	}
 	if compute <= 0 {
 		return nil
 	}

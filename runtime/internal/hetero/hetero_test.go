@@ -198,7 +198,12 @@ func TestCheckStretch(t *testing.T) {
 	if err := (&Spec{Speeds: map[int]float64{1: 0.5}}).CheckStretch(2, MaxStepCompute/2); err != nil {
 		t.Errorf("compute of MaxStepCompute, the bound: %v", err)
 	}
+	err = (&Spec{Jitter: &Jitter{Seed: 1, Max: 2 * time.Hour}}).CheckStretch(2, compute)
+	if err == nil || !strings.Contains(err.Error(), "--jitter's MAXDUR 2h0m0s is more than 1h0m0s a step") {
+		t.Errorf("jitter 2h: %v", err)
+	}
 	for _, s := range []*Spec{
+		{Jitter: &Jitter{Seed: 1, Max: time.Hour}},
 		{Speeds: map[int]float64{1: 0.5}, Straggler: &Straggler{Rank: 1, Factor: 3}},
 		{Speeds: map[int]float64{1: 20 * float64(compute) / float64(MaxStepCompute)}},
 		{},
