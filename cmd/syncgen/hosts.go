@@ -126,7 +126,13 @@ func readHostfile(r io.Reader, name string) (hosts []hostSlots, convert string, 
 		slots, maxS := -1, 0
 		for rest := fields[1:]; len(rest) > 0; rest = rest[3:] {
 			if len(rest) < 3 || rest[1] != "=" || rest[2] == "=" {
-				return nil, "", fmt.Errorf("%s:%d: %q: want slots=N or max_slots=N after the host's name, as Open MPI's hostfiles (cpu=N and count=N are slots too)", name, line, strings.Join(rest[:min(len(rest), 3)], ""))
+				// Quote the word as written: a second host on the line
+				// ("a b slots=2") is the word "b", not "bslots=".
+				word := rest[0]
+				if len(rest) > 1 && rest[1] == "=" {
+					word += "="
+				}
+				return nil, "", fmt.Errorf("%s:%d: %q: want slots=N or max_slots=N after the host's name, one host a line, as Open MPI's hostfiles (cpu=N and count=N are slots too)", name, line, word)
 			}
 			key, value := rest[0], rest[2]
 			canon := ""
