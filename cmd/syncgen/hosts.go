@@ -91,6 +91,12 @@ func readHostfile(r io.Reader, name string) (hosts []hostSlots, convert string, 
 	if err != nil {
 		return nil, "", fmt.Errorf("%s: %v", name, err)
 	}
+	// A byte-order mark (what some Windows editors write first) would be
+	// part of the first host's name to Open MPI: leave it out here, and
+	// pass the hosts as --host.
+	if rest, ok := bytes.CutPrefix(b, []byte("\ufeff")); ok {
+		b, convert = rest, bomReason
+	}
 	if bytes.Contains(b, []byte("\r\n")) {
 		convert = crlfReason
 	}
@@ -204,9 +210,12 @@ func readHostfile(r io.Reader, name string) (hosts []hostSlots, convert string, 
 	return hosts, convert, nil
 }
 
-// crlfReason is readHostfile's reason to convert a file with CRLF line
-// endings.
-const crlfReason = "the file has CRLF line endings, which Open MPI cannot read"
+// crlfReason and bomReason are readHostfile's reasons to convert a file
+// with CRLF line endings, or one that starts with a byte-order mark.
+const (
+	crlfReason = "the file has CRLF line endings, which Open MPI cannot read"
+	bomReason  = "the file starts with a byte-order mark (bytes EF BB BF), which Open MPI would read as part of the first host's name"
+)
 
 // hostfileLine is a line of a hostfile as Open MPI's reader sees it: the
 // text between line ends, comments and the ends of block comments, and
@@ -300,7 +309,7 @@ func totalSlots(hosts []hostSlots) int {
 // none when neither is given. --hosts goes to Open MPI's --host as
 // hostsList writes it, --hostfile to its --hostfile unchanged, except a
 // file that Open MPI would read otherwise than readHostfile (CRLF line
-// endings, a host without slots): its hosts go to --host, with the
+// endings, a byte-order mark, a host without slots): its hosts go to --host, with the
 // slots readHostfile counted.
 func hostsFlags(list, file string, listSet, fileSet bool) (flags []string, slots int, err error) {
 	var hosts []hostSlots
@@ -331,8 +340,11 @@ func hostsFlags(list, file string, listSet, fileSet bool) (flags []string, slots
 			for _, h := range hosts {
 				if strings.Contains(h.Name, "@") {
 					fix := "give every host slots=N"
-					if convert == crlfReason {
+					switch convert {
+					case crlfReason:
 						fix = "convert the file to LF endings (dos2unix " + file + ")"
+					case bomReason:
+						fix = "save the file without its byte-order mark (sed -i '1s/^\\xEF\\xBB\\xBF//' " + file + ")"
 					}
 					return nil, 0, fmt.Errorf("run: %s: %s; --host NAME:SLOTS, which syncgen run would pass instead, takes no USER@ (host %q): %s", file, convert, h.Name, fix)
 				}

@@ -63,6 +63,9 @@ func TestHostsFlags(t *testing.T) {
 	os.WriteFile(crlf, []byte("a slots=2\r\nb slots=2 max_slots=4\r\n"), 0o644)
 	os.WriteFile(bare, []byte("a\nb\nc slots=0\n"), 0o644)
 	os.WriteFile(userBare, []byte("u@a\nb slots=1\n"), 0o644)
+	bom, userBOM := filepath.Join(dir, "bom"), filepath.Join(dir, "user-bom")
+	os.WriteFile(bom, []byte("\ufeffa slots=2\nb slots=1\n"), 0o644)
+	os.WriteFile(userBOM, []byte("\ufeffu@a slots=2\n"), 0o644)
 	for _, c := range []struct {
 		list, file       string
 		listSet, fileSet bool
@@ -77,6 +80,9 @@ func TestHostsFlags(t *testing.T) {
 		// and put both ranks of -np 2 on a.
 		{file: bare, fileSet: true, flags: []string{"--host", "a:1,b:1"}, slots: 2},
 		{file: userBare, fileSet: true, err: `host "u@a" has no slots=N: Open MPI would give it as many slots as it has cores, where syncgen run counts one; --host NAME:SLOTS, which syncgen run would pass instead, takes no USER@ (host "u@a"): give every host slots=N`},
+		// A byte-order mark would be part of a's name to Open MPI.
+		{file: bom, fileSet: true, flags: []string{"--host", "a:2,b:1"}, slots: 3},
+		{file: userBOM, fileSet: true, err: `the file starts with a byte-order mark (bytes EF BB BF), which Open MPI would read as part of the first host's name; --host NAME:SLOTS, which syncgen run would pass instead, takes no USER@ (host "u@a"): save the file without its byte-order mark`},
 		{listSet: true, err: "--hosts \"\": no hosts"},
 		{fileSet: true, err: "--hostfile \"\""},
 		{file: "/nonexistent", fileSet: true, err: "--hostfile /nonexistent: no such file"},
