@@ -772,10 +772,11 @@ func BenchmarkImport10k(b *testing.B) {
 	}
 }
 
-// TestPrepareGradless: an integer or bool tensor of an input that does
-// not say which tensors have gradients (safetensors) is declared frozen
-// and named in Gradless; one whose requires_grad the input gives (a
-// parameter list) keeps it, and floating-point tensors are left alone.
+// TestPrepareGradless: an integer or bool tensor, or a norm's running
+// statistics, of an input that does not say which tensors have gradients
+// (safetensors) is declared frozen and named in Gradless; one whose
+// requires_grad the input gives (a parameter list) keeps it, and other
+// floating-point tensors are left alone.
 func TestPrepareGradless(t *testing.T) {
 	m := &Model{Params: []Param{
 		{Name: "w", DType: "F32", Shape: []int64{2}},
@@ -784,6 +785,10 @@ func TestPrepareGradless(t *testing.T) {
 		{Name: "mask", DType: "BOOL", Shape: []int64{4}},
 		{Name: "listed", DType: "I32", Shape: []int64{3}, GradKnown: true},
 		{Name: "ids", DType: "U8", Shape: []int64{3}, Frozen: true},
+		{Name: "bn.running_mean", DType: "F32", Shape: []int64{4}},
+		{Name: "layer/bn/running_var", DType: "F16", Shape: []int64{4}},
+		{Name: "listed.running_var", DType: "F32", Shape: []int64{4}, GradKnown: true},
+		{Name: "running_variance", DType: "F32", Shape: []int64{4}},
 	}}
 	prep, err := Prepare(m, Options{Order: "file", Cast: map[string]string{"BOOL": "u8", "F8_E4M3": "bf16"}})
 	if err != nil {
@@ -795,7 +800,8 @@ func TestPrepareGradless(t *testing.T) {
 			frozen = append(frozen, ts.Name)
 		}
 	}
-	if !slices.Equal(frozen, []string{"bn.num_batches_tracked", "mask", "ids"}) || !slices.Equal(prep.Gradless, []string{"bn.num_batches_tracked", "mask"}) {
-		t.Errorf("frozen %q, gradless %q; want the I64 and BOOL tensors without requires_grad frozen, and ids frozen as read", frozen, prep.Gradless)
+	wantGradless := []string{"bn.num_batches_tracked", "mask", "bn.running_mean", "layer/bn/running_var"}
+	if !slices.Equal(frozen, []string{"bn.num_batches_tracked", "mask", "ids", "bn.running_mean", "layer/bn/running_var"}) || !slices.Equal(prep.Gradless, wantGradless) {
+		t.Errorf("frozen %q, gradless %q; want the I64 and BOOL tensors and running statistics without requires_grad frozen, and ids frozen as read", frozen, prep.Gradless)
 	}
 }

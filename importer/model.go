@@ -114,6 +114,25 @@ var gradlessDTypes = map[string]bool{
 	"I64": true, "I32": true, "I16": true, "I8": true, "U8": true, "U16": true, "U32": true, "U64": true, "BOOL": true,
 }
 
+// runningStats are the last name components of the floating-point
+// buffers that PyTorch's normalisation layers (BatchNorm, InstanceNorm)
+// keep beside their parameters: statistics the forward updates, which
+// have no gradient and which DDP broadcasts instead of averaging. A
+// checkpoint holds them, and their name is the only sign.
+var runningStats = map[string]bool{"running_mean": true, "running_var": true}
+
+// bufferWithoutGradient says whether p, read from an input that does not
+// say which tensors have gradients, is a buffer that PyTorch gives none:
+// an integer or bool tensor, or a normalisation layer's running
+// statistics.
+func bufferWithoutGradient(p Param) bool {
+	if p.GradKnown {
+		return false
+	}
+	last := p.Name[strings.LastIndexAny(p.Name, "./")+1:]
+	return gradlessDTypes[p.DType] || runningStats[last]
+}
+
 // Options say how to turn a Model into a module.
 type Options struct {
 	// Order: "natural" (names with numbers in numeric order: layers.2

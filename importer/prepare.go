@@ -42,9 +42,10 @@ type Prepared struct {
 	// they have no gradient bytes, and a dimension of the language is at
 	// least 1. In the reader's order.
 	Empty []string
-	// Gradless are the integer and bool tensors declared frozen because
-	// the input does not say whether they have a gradient and PyTorch
-	// gives them none (gradlessDTypes). In the reader's order.
+	// Gradless are the tensors declared frozen because the input does not
+	// say whether they have a gradient and PyTorch gives them none: integer
+	// and bool tensors, and normalisation layers' running statistics
+	// (bufferWithoutGradient). In the reader's order.
 	Gradless []string
 }
 
@@ -64,8 +65,8 @@ func (e *PatternError) Unwrap() error { return e.Err }
 
 // Prepare applies opts to m's parameters: it leaves out the excluded
 // ones and those without elements, marks the frozen ones (and the
-// integer and bool tensors of an input that does not say which tensors
-// have gradients: Prepared.Gradless), maps the dtypes
+// buffers of an input that does not say which tensors have gradients:
+// Prepared.Gradless), maps the dtypes
 // to the language's (with the casts asked for), declares a scalar (shape
 // []) as shape [1], the language having no scalars, and orders them. A
 // dtype the language lacks, a name it cannot hold, or a pattern that
@@ -94,7 +95,7 @@ func Prepare(m *Model, opts Options) (*Prepared, error) {
 			out.Empty = append(out.Empty, p.Name)
 		default:
 			p.Frozen = p.Frozen || frozen[i]
-			if !p.Frozen && !p.GradKnown && gradlessDTypes[p.DType] {
+			if !p.Frozen && bufferWithoutGradient(p) {
 				p.Frozen = true
 				out.Gradless = append(out.Gradless, p.Name)
 			}

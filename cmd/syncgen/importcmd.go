@@ -46,10 +46,11 @@ a bare pattern lacks (h/0/w, h[0].w); a brace range needs the bare form.
 
 The language has no scalars: a tensor of shape [] is declared as shape [1]. A
 tensor without elements (a dimension 0) has no gradient bytes and is left out,
-with a note on standard error that names it. An integer or bool tensor whose
-input does not say requires_grad (every safetensors file) is declared frozen,
-with a note: PyTorch gives only floating-point tensors gradients, so it is a
-buffer (num_batches_tracked, position_ids). A dtype the language lacks needs
+with a note on standard error that names it. An integer or bool tensor, or a
+normalisation layer's running_mean or running_var, whose input does not say
+requires_grad (every safetensors file) is declared frozen, with a note: in a
+PyTorch checkpoint it is a buffer (num_batches_tracked, position_ids,
+BatchNorm's statistics), which has no gradient. A dtype the language lacks needs
 --cast; the error lists every such dtype with its cast.
 
 A summary goes to standard error: tensors, parameters, bytes by dtype, the
@@ -211,7 +212,7 @@ func printImportSummary(c *cli.Context, m *importer.Model, prep *importer.Prepar
 			tensorCount(n), quoteSome(prep.Empty, 10))
 	}
 	if n := len(prep.Gradless); n > 0 {
-		fmt.Fprintf(w, "note: declared %s of integer or bool dtype frozen (no gradient): PyTorch gives gradients only to floating-point tensors, so in a checkpoint these are buffers, not parameters that training synchronises: %s\n",
+		fmt.Fprintf(w, "note: declared %s frozen (no gradient): integer and bool tensors and normalisation layers' running_mean and running_var are buffers in a PyTorch checkpoint, not parameters whose gradients training synchronises: %s\n",
 			tensorCount(n), quoteSome(prep.Gradless, 10))
 	}
 	if len(prep.Tensors) != len(m.Params) {

@@ -483,7 +483,7 @@ func TestImportScalarsAndEmpty(t *testing.T) {
 		if !strings.Contains(errOut, "note: left out 1 tensor without elements (a dimension 0, so no gradient bytes; the language's dimensions are at least 1): "+c.note+"\n") ||
 			!strings.Contains(errOut, "declared 3 of them (1 without elements left out)") || !strings.Contains(errOut, "read 4 tensors") ||
 			strings.Contains(errOut, orderNote) != c.orderNote ||
-			strings.Contains(errOut, `note: declared 1 tensor of integer or bool dtype frozen (no gradient): PyTorch gives gradients only to floating-point tensors, so in a checkpoint these are buffers, not parameters that training synchronises: "bn.num_batches_tracked"`) != c.orderNote {
+			strings.Contains(errOut, `note: declared 1 tensor frozen (no gradient): integer and bool tensors and normalisation layers' running_mean and running_var are buffers in a PyTorch checkpoint, not parameters whose gradients training synchronises: "bn.num_batches_tracked"`) != c.orderNote {
 			t.Errorf("import %s: summary:\n%s", c.in, errOut)
 		}
 		text, _ := os.ReadFile(out)
