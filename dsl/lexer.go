@@ -403,6 +403,9 @@ type lexScan struct {
 	// account, on line bracketLine: whether a `[` is open on that line.
 	bracketAt, bracketLine int
 	bracketOpen            bool
+	// bracketIdx is the index of the last `[` that bracketOpen took
+	// into account.
+	bracketIdx int
 	// No `)` of the line of toks[parenFrom] is in toks(parenFrom,
 	// parenAt); toks[parenAt] is the first `)` after it on that line, or
 	// not a `)` at all (another line or the end of the file).
@@ -465,7 +468,7 @@ func (sc *lexScan) inBrackets(i int) bool {
 		}
 		switch t.Value {
 		case "[":
-			sc.bracketOpen = true
+			sc.bracketOpen, sc.bracketIdx = true, sc.bracketAt
 		case "]":
 			sc.bracketOpen = false
 		}
@@ -554,6 +557,12 @@ func (sc *lexScan) invalidHint(i, j int) (hint string, nameEnd int) {
 	// The run of tokens with no space between them that holds the
 	// characters, and the token before it.
 	run := sc.gluedRunOf(i)
+	if h, ok := sc.annotationHint(text, i, j, run); ok {
+		return h, run.b
+	}
+	if h, ok := sc.sliceHint(text, i); ok {
+		return h, j
+	}
 	if run.a == i && text == "+" && isDigits(strings.TrimPrefix(run.text, "+")) && sc.inBrackets(i) {
 		// `f32[4, +4]`: a dimension with a sign, not a name.
 		return sc.punctuationHint(text, j)
@@ -575,6 +584,82 @@ func (sc *lexScan) invalidHint(i, j int) (hint string, nameEnd int) {
 		return "names with characters other than ASCII letters, digits, _ and dots are written in quotes: " + strconv.Quote(run.text), run.b
 	}
 	return sc.punctuationHint(text, j)
+}
+
+// annotationHint explains a `:` or `=` glued to the end of the name of a
+// tensor declaration, before its dtype (`tensor a: f32[4]`, `tensor
+// a: float32[4]`, `tensor a.b:f32[4]`: another language's type
+// annotation): a tensor's name and dtype are separated by a space. A `:`
+// glued to something other than a dtype (`tensor dense/kernel:0 f32[4]`,
+// a TensorFlow name) is part of a name, which the quoting hint covers.
+func (sc *lexScan) annotationHint(text string, i, j int, run gluedRun) (string, bool) {
+	toks := sc.toks
+	if text != ":" && text != "=" || run.prev < 0 || !isTensorKeyword(toks[run.prev]) || run.a == i {
+		return "", false
+	}
+	// The dtype: glued to the `:`, or the next word of the line.
+	from := j + 1
+	glued := from <= run.b
+	if !glued {
+		for from < len(toks) && toks[from].Type == tokWhitespace && toks[from].Pos.Line == toks[j].Pos.Line {
+			from++
+		}
+	}
+	if from >= len(toks) || toks[from].Pos.Line != toks[j].Pos.Line || toks[from].Type != tokWord ||
+		glued && !isDTypeWord(toks[from].Value) {
+		return "", false
+	}
+	// The dtype (the language's name for another tool's, `float32`) and
+	// its shape as written, when the shape closes soon on the same line.
+	dtype := toks[from].Value
+	if a, ok := dtypeAliases[foreignDType(dtype)]; ok && !isDTypeWord(dtype) {
+		dtype = a
+	}
+	decl := dtype + "[SHAPE]"
+	for k := from + 1; k < len(toks) && k <= from+16 && toks[k].Pos.Line == toks[j].Pos.Line; k++ {
+		if toks[k].Value == "]" {
+			if s := tokensText(toks[from+1 : k+1]); len(s) <= 40 {
+				decl = dtype + s
+			}
+			break
+		}
+	}
+	name := tokensText(toks[run.a:i])
+	return "a tensor's name and its dtype are separated by a space, without " + code(text) + ": write " + code("tensor "+name+" "+decl), true
+}
+
+// sliceHint explains a `:` between the brackets after a collective's
+// target (`allreduce g[0:2]`, a slice as Python writes it): a target names
+// one piece or a whole bucket. A `:` in a tensor's shape (after a dtype)
+// is left to the other hints.
+func (sc *lexScan) sliceHint(text string, i int) (string, bool) {
+	toks := sc.toks
+	if text != ":" || !sc.inBrackets(i) {
+		return "", false
+	}
+	// The `[`: the one inBrackets saw open, so that many `:` on one
+	// line take linear time; or else found on the line, for an i below
+	// where inBrackets had scanned.
+	k := sc.bracketIdx
+	if k >= i || toks[k].Value != "[" {
+		for k = i - 1; k > 0 && toks[k].Value != "["; k-- {
+		}
+	}
+	if k < 1 || toks[k].Value != "[" || toks[k-1].Type != tokWord && toks[k-1].Type != tokString || isDTypeWord(toks[k-1].Value) {
+		return "", false
+	}
+	name := toks[k-1].Value
+	return "a target names one piece, " + code(name+"[0]") + ", or every piece of a bucket, " + code(name) +
+		"; list several pieces with commas: " + code(name+"[0], "+name+"[1]"), true
+}
+
+// tokensText returns the source text of toks.
+func tokensText(toks []token) string {
+	var b strings.Builder
+	for _, t := range toks {
+		b.WriteString(t.Value)
+	}
+	return b.String()
 }
 
 // fractionRest matches what follows the point of a number written

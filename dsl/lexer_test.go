@@ -210,6 +210,24 @@ func TestLexErrorsOnePerName(t *testing.T) {
 	}
 }
 
+// TestLexSliceHints checks the hint of every slice of a line, each about
+// its own target: the `[` of each comes from lexScan's bracket state, not
+// from a scan back along the line (which took quadratic time on a line of
+// many).
+func TestLexSliceHints(t *testing.T) {
+	src := "step { allreduce g[0:1], hh[2:3]; allreduce x[1:2:3] }\n"
+	f := newSourceFile("t.sync", []byte(src))
+	var got []string
+	for _, d := range lexErrors(f, lex(f.name, f.src)) {
+		h, _, _ := strings.Cut(d.Hint, ", or")
+		got = append(got, h)
+	}
+	want := []string{"a target names one piece, `g[0]`", "a target names one piece, `hh[0]`", "a target names one piece, `x[0]`", "a target names one piece, `x[0]`"}
+	if !slices.Equal(got, want) {
+		t.Errorf("hints %q, want %q", got, want)
+	}
+}
+
 func TestLexErrorHints(t *testing.T) {
 	for _, tc := range []struct{ src, hint string }{
 		{"import models/resnet50\n", `an import path is a quoted string: import "models/resnet50"`},
@@ -230,6 +248,18 @@ func TestLexErrorHints(t *testing.T) {
 		{"step:\n", "declarations need no `:` or `=`"},
 		{"tensor a = f32[4]\n", "declarations need no `:` or `=`"},
 		{"tensor a f32(4)\n", "a shape is written in square brackets"},
+		// A type annotation's `:` after a tensor's name, glued to the
+		// dtype too; a `:` inside a name with no dtype after it is the
+		// name's.
+		{"tensor a: f32[4]\n", "separated by a space, without `:`: write `tensor a f32[4]`"},
+		{"tensor a.b:f32[4, 2] frozen\n", "write `tensor a.b f32[4, 2]`"},
+		{"tensor y: float32[4]\n", "write `tensor y f32[4]`"},
+		{"tensor z= bf16\n", "without `=`: write `tensor z bf16[SHAPE]`"},
+		{"tensor kernel:0 f32[4]\n", `written in quotes: "kernel:0"`},
+		{"tensor a : f32[4]\n", "declarations need no `:` or `=`"},
+		// A slice of a bucket's pieces, as Python writes it.
+		{"tensor a f32[4]\nstep { allreduce g[0:2] }\n", "a target names one piece, `g[0]`, or every piece of a bucket, `g`; list several pieces with commas: `g[0], g[1]`"},
+		{"tensor a f32[0:2]\n", "declarations need no `:` or `=`"},
 		{"import \u201cmodels/resnet50\u201d\n", `straight quotes ` + "`\"`" + `, not typographic ones: "models/resnet50"`},
 		{"tensor a f32[4]\nstep { allreduce \u2018a\u2019 }\n", `not typographic ones: "a"`},
 		{"bucket \u6876 { a }\n", "bucket names are identifiers: ASCII letters"},
