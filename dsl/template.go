@@ -239,10 +239,15 @@ func (c *checker) compileLoop(f *sourceFile, fd *ForDecl, scope []*tmplLoop) *tm
 		l.ok = false
 	}
 	if l.ok && !l.used {
-		n := hi - lo + 1
+		// A range of one value repeats nothing, so no name would be
+		// declared twice: the message says what the rule is instead.
+		what := fmt.Sprintf("its body would declare the same names %d times", hi-lo+1)
+		if hi == lo {
+			what = "no name of its body says which iteration it belongs to"
+		}
 		c.errorf(f, vs, fmt.Sprintf("write %s in the names of the tensors it repeats, e.g. `h.{%s}.weight`; a name without it is declared again in every iteration",
 			code("{"+l.name+"}"), l.name),
-			"loop variable %s is not used: its body would declare the same names %d times", code(l.name), n)
+			"loop variable %s is not used: %s", code(l.name), what)
 		l.once = true
 	}
 	if !l.ok {

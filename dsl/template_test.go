@@ -250,6 +250,7 @@ func TestTemplateErrors(t *testing.T) {
 		{"for i in 0..1 {\n    tensor \"a {k}\" f32[1]\n}\n", "2:15", "`{k}` refers to no loop variable: no enclosing `for` binds `k`", "the enclosing loop's variable is `{i}`"},
 		{"tensor h.{i}.w f32[1]\n", "1:10", "`{i}` refers to no loop variable: the declaration is in no `for`", "a quoted name takes braces literally: \"h.{i}.w\""},
 		{"for i in 0..3 {\n    tensor a f32[1]\n}\n", "1:5", "loop variable `i` is not used: its body would declare the same names 4 times", "write `{i}` in the names"},
+		{"for i in 7..7 {\n    tensor a f32[1]\n}\n", "1:5", "loop variable `i` is not used: no name of its body says which iteration it belongs to", "write `{i}` in the names"},
 		{"for i in 0..1 {\n  for j in 0..2 {\n    for i in 0..1 { tensor a{i}{j} f32[1] }\n  }\n}\n", "3:9", "loop variable `i` is already the variable of the `for` on line 1", "name it differently, e.g. `k`"},
 		{"for i in 0..1 {\n    tensor a.{i} f32[1]\n    tensor b f32[1]\n}\n", "3:12", "duplicate tensor `b` in iteration i = 1 (first declared at plan.sync:3:12)",
 			"its name does not use `{i}`, so each iteration declares it again"},
