@@ -725,6 +725,19 @@ func (c *checker) streamNames() []string {
 	return out
 }
 
+// implicitStreamNote explains a use of `compute` or `comm` that no
+// stream declaration provides: the implicit streams exist only in a
+// program that declares none, and the first declaration, perhaps in an
+// imported module, is named. It returns "" for other names.
+func (c *checker) implicitStreamNote(name string) string {
+	if name != "compute" && name != "comm" || c.implicitStreams || len(c.prog.Streams) == 0 {
+		return ""
+	}
+	first := c.prog.Streams[0]
+	return fmt.Sprintf("; the implicit streams compute and comm exist only in a program that declares no stream, and %s declares %s",
+		first.Pos, code(first.Name))
+}
+
 // lookupStream resolves a stream name used in a statement.
 func (c *checker) lookupStream(f *sourceFile, w *Word) (int, bool) {
 	if i, ok := c.streamIndex[w.Text]; ok {
@@ -743,6 +756,7 @@ func (c *checker) lookupStream(f *sourceFile, w *Word) (int, bool) {
 		if c.implicitStreams {
 			hint = "with no stream declarations there are two implicit streams, compute and comm; declare `stream " + w.Text + "` to use it"
 		}
+		hint += c.implicitStreamNote(w.Text)
 	}
 	c.errorOnce("stream "+w.Text, usedTimes, f, wordSpan(w), hint, "no stream %s", code(w.Text))
 	return 0, false

@@ -1051,6 +1051,12 @@ func TestCheckHints(t *testing.T) {
 		// backward and compute wait for streams, not for gradients.
 		{"stream compute\nstep { compute 1ms after ready }\n", "compute takes no `after ready`", "belongs to a collective; compute takes `after STREAM`"},
 		{"stream compute\nstep { backward 1ms after comm }\n", "no stream `comm`", "declared streams: compute"},
+		// compute and comm, used where a declaration took them away, say
+		// which declaration (it may stand in an imported module).
+		{"stream side\nstep { backward 1ms }\n", "no stream `compute` for this backward",
+			"declare `stream compute`; the implicit streams compute and comm exist only in a program that declares no stream, and plan.sync:1:8 declares `side`"},
+		{"stream side\nstep { wait comm }\n", "no stream `comm`", "declared streams: side; the implicit streams compute and comm exist only in a program that declares no stream, and plan.sync:1:8"},
+		{"stream side\nstep { wait other }\n", "no stream `other`", "declared streams: side"},
 		{"stream compute\nstep { compute 1ms after compute after compute }\n", "duplicate option `after` (first on line 2)", "remove one of them"},
 		{"stream compute\nstep { compute 1ms from 0 }\n", "compute takes no `from`", "takes only `on STREAM` and `after STREAM`"},
 		{"tensor a f32[1]\nstream compute\nstream comm\nstep { allreduce a on comm; backward 1ms on compute }\n", "data race on bucket `a`: this backward on stream `compute` is not ordered after the allreduce on stream `comm` (line 4)", "add `after comm` to the backward (or `wait comm` before it)"},

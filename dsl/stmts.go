@@ -198,7 +198,7 @@ func (c *checker) stmtStream(f *sourceFile, on *Word, def, what string, kw span)
 		declared = " (declared: " + strings.Join(names, ", ") + ")"
 	}
 	c.errorOnce("default stream "+def, "%d statements without `on` need it; first here", f, kw,
-		fmt.Sprintf("without `on`, %s runs on %s; add `on STREAM`%s or declare `stream %s`", what, code(def), declared, def),
+		fmt.Sprintf("without `on`, %s runs on %s; add `on STREAM`%s or declare `stream %s`%s", what, code(def), declared, def, c.implicitStreamNote(def)),
 		"no stream %s for this %s", code(def), what)
 	return 0, false
 }
