@@ -159,7 +159,7 @@ func cacheRoot(dir string) (string, error) {
 		dir = filepath.Join(base, "syncgen")
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("build cache %s: %w", dir, err)
+		return "", fmt.Errorf("build cache %s: %w (every build compiles in it, --no-cache too: set SYNCGEN_CACHE to a directory you can write)", dir, err)
 	}
 	return dir, nil
 }

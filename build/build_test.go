@@ -167,3 +167,17 @@ func TestWriteModuleIntoDot(t *testing.T) {
 		t.Errorf("go.mod (%v):\n%s", err, mod)
 	}
 }
+
+// TestCacheRootUnwritable checks that a build cache that cannot be made
+// is an error that names it and says how to give another one.
+func TestCacheRootUnwritable(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(file, "cache") // under a file: never a directory
+	_, err := cacheRoot(dir)
+	if err == nil || !strings.Contains(err.Error(), "build cache "+dir) || !strings.Contains(err.Error(), "set SYNCGEN_CACHE to a directory you can write") {
+		t.Errorf("cacheRoot(%s) = %v, want an error that names it and SYNCGEN_CACHE", dir, err)
+	}
+}
