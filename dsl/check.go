@@ -903,15 +903,53 @@ func (c *checker) warnUnsynced() {
 		if c.buckets[b.name] != b {
 			continue
 		}
-		used := false
+		var unused []string // the pieces no collective names
 		for i := range b.count {
-			used = used || c.synced[b.first+i]
+			if !c.synced[b.first+i] {
+				unused = append(unused, c.prog.Buckets[b.first+i].Name)
+			}
 		}
-		if !used && b.count > 0 {
+		switch {
+		case b.count == 0 || len(unused) == 0:
+		case len(unused) == b.count:
 			c.warnf(b.file, nameSpan(b.decl.Name), fmt.Sprintf("name it in a collective, e.g. `allreduce %s`, or remove it", b.name),
 				"bucket %s is used by no collective: its gradients are never synchronised", code(b.name))
+		default:
+			// Some pieces of a capped bucket: the tensors of the others
+			// are synchronised, theirs never (the pieces follow from
+			// `cap`, so which tensors they hold is easy to miss).
+			c.warnUnsyncedPieces(b, unused)
 		}
 	}
+}
+
+// warnUnsyncedPieces warns about the pieces of bucket b, unused, that no
+// collective names while others of b are.
+func (c *checker) warnUnsyncedPieces(b *bucketInfo, unused []string) {
+	const shown = 4
+	list := make([]string, 0, shown)
+	for _, n := range unused[:min(len(unused), shown)] {
+		list = append(list, code(n))
+	}
+	names := strings.Join(list, ", ")
+	if len(unused) > shown {
+		names += ", ..."
+	}
+	hint := fmt.Sprintf("name it in a collective too, e.g. `allreduce %s`, or the whole bucket, `allreduce %s`", unused[0], b.name)
+	if len(unused) == 1 {
+		others := "its other piece is"
+		if b.count > 2 {
+			others = fmt.Sprintf("its other %d are", b.count-1)
+		}
+		c.warnf(b.file, nameSpan(b.decl.Name), hint,
+			"piece %s of bucket %s is used by no collective (%s): its gradients are never synchronised",
+			names, code(b.name), others)
+		return
+	}
+	hint = fmt.Sprintf("name them in collectives too, e.g. `allreduce %s`, or the whole bucket, `allreduce %s`", strings.Join(unused[:min(len(unused), 2)], ", "), b.name)
+	c.warnf(b.file, nameSpan(b.decl.Name), hint,
+		"%d of the %d pieces of bucket %s (%s) are used by no collective: their gradients are never synchronised",
+		len(unused), b.count, code(b.name), names)
 }
 
 // warnOverwritten warns about collectives that a later backward of the

@@ -812,18 +812,39 @@ func TestUncoveredWarningHints(t *testing.T) {
 }
 
 // A bucket that no collective names is warned about, with the collective
-// to add; one named by a piece or by a tensor of it is used.
+// to add; one named by a piece or by a tensor of it is used, but a piece
+// of it that no collective names is warned about too: its tensors are
+// never synchronised.
 func TestUnsyncedBucketWarning(t *testing.T) {
 	src := "tensor a f32[4]\ntensor b f32[4]\ntensor c f32[4]\ntensor d f32[4]\nbucket ga { a }\nbucket gb { b, d } cap 16B\nbucket gc { c }\n" +
 		"step { backward 1ms; allreduce gb[1], c after ready; wait comm }\n"
 	prog, diags := Check("plan.sync", []byte(src))
-	if prog == nil || len(diags) != 1 {
-		t.Fatalf("program %v, diagnostics %v; want one warning", prog != nil, diags)
+	if prog == nil || len(diags) != 2 {
+		t.Fatalf("program %v, diagnostics %v; want two warnings", prog != nil, diags)
 	}
-	d := diags[0]
-	if d.Severity != Warning || d.Pos.Line != 5 || d.Message != "bucket `ga` is used by no collective: its gradients are never synchronised" ||
-		d.Hint != "name it in a collective, e.g. `allreduce ga`, or remove it" {
-		t.Errorf("got %s (hint %q)", d.Error(), d.Hint)
+	for i, want := range []struct {
+		line      int
+		msg, hint string
+	}{
+		{5, "bucket `ga` is used by no collective: its gradients are never synchronised", "name it in a collective, e.g. `allreduce ga`, or remove it"},
+		{6, "piece `gb[0]` of bucket `gb` is used by no collective (its other piece is): its gradients are never synchronised",
+			"name it in a collective too, e.g. `allreduce gb[0]`, or the whole bucket, `allreduce gb`"},
+	} {
+		d := diags[i]
+		if d.Severity != Warning || d.Pos.Line != want.line || d.Message != want.msg || d.Hint != want.hint {
+			t.Errorf("got %s (hint %q), want line %d: %s (hint %q)", d.Error(), d.Hint, want.line, want.msg, want.hint)
+		}
+	}
+	// Every piece named, one by one or through its tensors: no warning.
+	src = "tensor a.{0..5} f32[4]\nbucket g { * } cap 16B\nstep { backward 1ms; allreduce g[0], g[1] after ready; allreduce a.{0..3} after ready; wait comm }\n"
+	if _, diags := Check("plan.sync", []byte(src)); len(diags) != 0 {
+		t.Errorf("every piece synchronised: got %v", diags)
+	}
+	// Many pieces: one warning that counts them and shows the first.
+	src = "tensor a.{0..9} f32[4]\nbucket g { * } cap 16B\nstep { backward 1ms; allreduce g[3] after ready; wait comm }\n"
+	_, diags = Check("plan.sync", []byte(src))
+	if len(diags) != 1 || diags[0].Message != "9 of the 10 pieces of bucket `g` (`g[0]`, `g[1]`, `g[2]`, `g[4]`, ...) are used by no collective: their gradients are never synchronised" {
+		t.Errorf("got %v", diags)
 	}
 }
 
