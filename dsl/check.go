@@ -880,7 +880,13 @@ func (c *checker) warnUncovered() {
 	}
 	for _, g := range groups {
 		if len(g.names) == 1 {
-			c.warnf(g.decl.file, nameSpan(g.decl.decl.Name), hint, "tensor %s is in no bucket and no collective synchronises it", code(g.names[0]))
+			h := hint
+			if _, shadowed := c.buckets[g.names[0]]; shadowed {
+				// A collective that names it takes the bucket of that name
+				// (§5), so naming it is no fix.
+				h = fmt.Sprintf("a collective that names %s takes the bucket of that name: add the tensor to a bucket, rename the tensor or the bucket, or mark the tensor `frozen`", code(g.names[0]))
+			}
+			c.warnf(g.decl.file, nameSpan(g.decl.decl.Name), h, "tensor %s is in no bucket and no collective synchronises it", code(g.names[0]))
 		} else {
 			c.warnf(g.decl.file, nameSpan(g.decl.decl.Name), "add them to a bucket, name them in a collective, or mark them `frozen`",
 				"%d tensors declared here (%s, ...) are in no bucket and no collective synchronises them", len(g.names), code(g.names[0]))

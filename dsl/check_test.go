@@ -809,6 +809,13 @@ func TestUncoveredWarningHints(t *testing.T) {
 	if !slices.Equal(hints, want) {
 		t.Errorf("hints = %q, want %q", hints, want)
 	}
+	// A tensor named like a bucket cannot be named in a collective: the
+	// name is the bucket's.
+	_, diags = Check("plan.sync", []byte("tensor a f32[4]\ntensor g f32[4]\nbucket g { a }\nstep { backward 1ms; allreduce g after ready; wait comm }\n"))
+	if len(diags) != 1 || diags[0].Message != "tensor `g` is in no bucket and no collective synchronises it" ||
+		diags[0].Hint != "a collective that names `g` takes the bucket of that name: add the tensor to a bucket, rename the tensor or the bucket, or mark the tensor `frozen`" {
+		t.Errorf("tensor shadowed by a bucket: got %v", diags)
+	}
 }
 
 // A bucket that no collective names is warned about, with the collective
