@@ -519,6 +519,18 @@ func isOddSpace(r rune) bool {
 	return r > unicode.MaxASCII && unicode.IsSpace(r)
 }
 
+// fullwidthOffset is the distance from the fullwidth forms U+FF01-U+FF5E
+// to the ASCII characters they stand for.
+const fullwidthOffset = 0xFEE0
+
+// isFullwidthPunct reports whether r is the fullwidth form of ASCII
+// punctuation (`［`, `，`, `：`), which input methods for East Asian
+// languages type. Fullwidth letters and digits are letters and digits,
+// which a quoted name may hold.
+func isFullwidthPunct(r rune) bool {
+	return r >= 0xFF01 && r <= 0xFF5E && !unicode.IsLetter(r) && !unicode.IsDigit(r)
+}
+
 // isLetters reports whether s is made of letters and digits only (a
 // name such as `é` or `λ1` in a script other than ASCII).
 func isLetters(s string) bool {
@@ -548,6 +560,15 @@ func (sc *lexScan) invalidHint(i, j int) (hint string, nameEnd int) {
 		return fmt.Sprintf("U+%04X is not an ordinary space (a non-breaking, zero-width or other Unicode space, often pasted from a web page); replace it with a space or delete it", r), j
 	case strings.ContainsAny(text, typographicQuotes):
 		return typographicQuoteHint(toks, i), lineEnd(toks, i)
+	case strings.IndexFunc(text, isFullwidthPunct) >= 0:
+		r, _ := utf8.DecodeRuneInString(text[strings.IndexFunc(text, isFullwidthPunct):])
+		ascii := string(r - fullwidthOffset)
+		what := fmt.Sprintf("%s (U+%04X) is the fullwidth form of %s, as an input method for Chinese, Japanese or Korean types it", code(string(r)), r, code(ascii))
+		if h, ok := punctuationHints[ascii]; ok {
+			// The ASCII character is not the language's either.
+			return what + "; " + h, j
+		}
+		return what + ": write " + code(ascii), j
 	}
 	if next := j + 1; text == "." && next < len(toks) && toks[next].Type == tokWord && toks[next].Pos.Offset == toks[j].end() &&
 		fractionRest.MatchString(toks[next].Value) {

@@ -257,6 +257,13 @@ func TestLexErrorHints(t *testing.T) {
 		{"tensor z= bf16\n", "without `=`: write `tensor z bf16[SHAPE]`"},
 		{"tensor kernel:0 f32[4]\n", `written in quotes: "kernel:0"`},
 		{"tensor a : f32[4]\n", "declarations need no `:` or `=`"},
+		// Fullwidth punctuation that input methods for East Asian
+		// languages type; the fullwidth form of punctuation the language
+		// lacks gets that character's hint.
+		{"tensor a f32\uff3b4\uff3d\n", "`\uff3b` (U+FF3B) is the fullwidth form of `[`, as an input method for Chinese, Japanese or Korean types it: write `[`"},
+		{"tensor a f32[4\uff0c4]\n", "is the fullwidth form of `,`"},
+		{"tensor a\uff1af32[4]\n", "is the fullwidth form of `:`, as an input method for Chinese, Japanese or Korean types it; declarations need no `:` or `=`"},
+		{"tensor \uff41 f32[4]\n", "written in quotes: \"\uff41\""},
 		// A slice of a bucket's pieces, as Python writes it.
 		{"tensor a f32[4]\nstep { allreduce g[0:2] }\n", "a target names one piece, `g[0]`, or every piece of a bucket, `g`; list several pieces with commas: `g[0], g[1]`"},
 		{"tensor a f32[0:2]\n", "declarations need no `:` or `=`"},
