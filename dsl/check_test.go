@@ -774,7 +774,8 @@ func TestLoadFromDisk(t *testing.T) {
 }
 
 // TestImportHints checks the hints of imports that cannot be read: a
-// directory names a file in it, a path without `.sync` the file with it.
+// directory names a file in it, a path without `.sync` the file with it,
+// a standard library module's file or base name the module.
 func TestImportHints(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(dir, "layers", "empty"), 0o755); err != nil {
@@ -788,6 +789,12 @@ func TestImportHints(t *testing.T) {
 		{"./layers/empty/", "cannot import `./layers/empty/`: is a directory", "an import names one .sync file, not a directory"},
 		{"./layers/attn", "cannot import `./layers/attn`: no such file or directory", "did you mean `./layers/attn.sync`? a file is imported by its whole name"},
 		{"./layers/mlp", "cannot import `./layers/mlp`: no such file or directory", "relative to the importing file's directory"},
+		// A standard library module written as the file that diagnostics
+		// name, or without its directory.
+		{"stdlib/models/resnet50.sync", "cannot import `stdlib/models/resnet50.sync`: no such file or directory",
+			"did you mean `import \"models/resnet50\"`? a module of the standard library is imported by its name, without .sync"},
+		{"models/tiny_mlp.sync", "cannot import `models/tiny_mlp.sync`: no such file or directory", "did you mean `import \"models/tiny_mlp\"`?"},
+		{"tiny_mlp", "no module `tiny_mlp` in the standard library", "did you mean `models/tiny_mlp`? the standard library has"},
 	} {
 		_, diags := Check(filepath.Join(dir, "plan.sync"), []byte("import \""+tc.imp+"\"\n"))
 		if len(diags) != 1 || diags[0].Message != tc.msg || !strings.Contains(diags[0].Hint, tc.hint) {

@@ -8,6 +8,7 @@ import (
 	"path"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/syncgen/syncgen/ir"
@@ -286,8 +287,26 @@ func importHint(p, name, dir string) string {
 		if fi, err := os.Stat(name + ".sync"); err == nil && !fi.IsDir() {
 			return "did you mean " + code(p+".sync") + "? a file is imported by its whole name"
 		}
+	case err != nil:
+		// `models/resnet50.sync` or `stdlib/models/resnet50.sync`, as
+		// diagnostics name the module's file: the module is imported by
+		// its name.
+		if m := stdlibModuleNamed(strings.TrimSuffix(path.Base(filepath.ToSlash(p)), ".sync")); m != "" {
+			return "did you mean " + code("import "+strconv.Quote(m)) + "? a module of the standard library is imported by its name, without .sync"
+		}
 	}
 	return fmt.Sprintf("a path that starts with ./ or ../ or ends in .sync is relative to the importing file's directory (here %s); one that starts with / is absolute", dir)
+}
+
+// stdlibModuleNamed returns the standard library module whose last path
+// element is base (`models/resnet50` for `resnet50`), or "".
+func stdlibModuleNamed(base string) string {
+	for _, m := range stdlib.Modules() {
+		if path.Base(m) == base {
+			return m
+		}
+	}
+	return ""
 }
 
 // stdlibModule loads the standard library file name (models/x.sync).
@@ -300,7 +319,12 @@ func (c *checker) stdlibModule(f *sourceFile, name, written string, sp span) (*m
 	if err != nil {
 		mods := stdlib.Modules()
 		hint := "the standard library has: " + strings.Join(mods, ", ") + "; a path to a file starts with ./ or ../ or ends in .sync"
-		if s := suggest(strings.TrimSuffix(name, ".sync"), mods); s != "" {
+		s := suggest(strings.TrimSuffix(name, ".sync"), mods)
+		if s == "" {
+			// `tiny_mlp` for `models/tiny_mlp`: too far for a misspelling.
+			s = stdlibModuleNamed(path.Base(written))
+		}
+		if s != "" {
 			hint = "did you mean " + code(s) + "? " + hint
 		}
 		d := f.errorAt(sp.start, sp.end, fmt.Sprintf("no module %s in the standard library", code(written)), hint)
