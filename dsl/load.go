@@ -20,7 +20,7 @@ import (
 // the whole program. The program is nil whenever there is an error; the
 // diagnostics (errors and warnings) are sorted by position.
 func Load(path string) (*ir.Program, Diagnostics) {
-	src, err := os.ReadFile(path)
+	src, err := ReadPlanFile(path)
 	if err != nil {
 		return nil, Diagnostics{fileDiag(Error, path, fmt.Sprintf("cannot read %s: %v", path, unwrapPathError(err)), readHint(path, err))}
 	}
@@ -260,7 +260,7 @@ func (c *checker) resolveImport(from *module, p string, sp span) (*module, *Diag
 		if m, ok := c.modules[key]; ok {
 			return m, nil
 		}
-		src, err := os.ReadFile(name)
+		src, err := readImport(name)
 		if err != nil {
 			d := f.errorAt(sp.start, sp.end, fmt.Sprintf("cannot import %s: %v", code(p), unwrapPathError(err)), importHint(p, name, from.dir))
 			return nil, &d
@@ -276,6 +276,8 @@ func (c *checker) resolveImport(from *module, p string, sp span) (*module, *Diag
 func importHint(p, name, dir string) string {
 	fi, err := os.Stat(name)
 	switch {
+	case err == nil && !fi.IsDir() && !fi.Mode().IsRegular():
+		return "an import names a .sync file; a named pipe or a device is never read as one (it could wait for a writer, or never end)"
 	case err == nil && fi.IsDir():
 		files, _ := filepath.Glob(filepath.Join(name, "*.sync"))
 		hint := "an import names one .sync file, not a directory"

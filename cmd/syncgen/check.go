@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -258,11 +257,11 @@ func nameFromOutput(out string) string {
 // readSource reads the plan at path, or standard input when path is "-".
 func readSource(c *cli.Context, path string) ([]byte, error) {
 	if path != "-" {
-		return os.ReadFile(path)
+		return dsl.ReadPlanFile(path)
 	}
 	in := c.App.Reader
 	if in == nil {
 		in = os.Stdin
 	}
-	return io.ReadAll(in)
+	return dsl.ReadPlan(in)
 }
