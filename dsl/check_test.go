@@ -773,6 +773,46 @@ func TestLoadFromDisk(t *testing.T) {
 	}
 }
 
+// TestImportThroughSymlink checks that a module reached through a
+// symbolic link is the file it links to: a diamond through a linked
+// directory includes it once, and a plan that imports itself through a
+// link is a cycle.
+func TestImportThroughSymlink(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, src string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("shared/x.sync", "tensor s.w f32[2]\n")
+	write("proj/a.sync", "import \"./common/x.sync\"\ntensor p f32[1]\n")
+	write("plan.sync", "import \"./proj/a.sync\"\nimport \"./shared/x.sync\"\nbucket g { * }\nstep { backward 1ms; allreduce g after ready }\n")
+	write("self.sync", "import \"./link.sync\"\ntensor a f32[1]\n")
+	if err := os.Symlink("../shared", filepath.Join(dir, "proj", "common")); err != nil {
+		t.Skipf("no symbolic links here: %v", err)
+	}
+	if err := os.Symlink("self.sync", filepath.Join(dir, "link.sync")); err != nil {
+		t.Fatal(err)
+	}
+	prog, diags := Load(filepath.Join(dir, "plan.sync"))
+	if prog == nil || len(diags) != 0 || len(prog.Tensors) != 2 {
+		t.Errorf("diamond through a linked directory: program %v, diagnostics %v; want 2 tensors and no diagnostics", prog != nil, diags)
+	}
+	_, diags = Load(filepath.Join(dir, "self.sync"))
+	if !diags.HasErrors() || !strings.HasPrefix(diags[0].Message, "import cycle: ") || diags[0].Pos.Line != 1 {
+		t.Errorf("a plan that imports itself through a link: %v, want an import cycle on line 1", diags)
+	}
+	for _, d := range diags {
+		if strings.Contains(d.Message, "duplicate") {
+			t.Errorf("unexpected %s", d.Error())
+		}
+	}
+}
+
 // TestImportHints checks the hints of imports that cannot be read: a
 // directory names a file in it, a path without `.sync` the file with it,
 // a standard library module's file or base name the module.

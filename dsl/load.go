@@ -99,10 +99,17 @@ type module struct {
 
 // moduleKey identifies a file on disk for cycle and repeat detection.
 func moduleKey(name string) string {
-	if abs, err := filepath.Abs(name); err == nil {
-		return "file:" + abs
+	abs, err := filepath.Abs(name)
+	if err != nil {
+		return "file:" + filepath.Clean(name)
 	}
-	return "file:" + filepath.Clean(name)
+	// One file reached through a symbolic link (a linked directory of
+	// shared modules) is one module: a diamond through it is included
+	// once, and a file that imports itself through a link is a cycle.
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		return "file:" + real
+	}
+	return "file:" + abs
 }
 
 // addModule parses a file and registers it.
