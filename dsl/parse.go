@@ -80,6 +80,14 @@ func binaryFileError(f *sourceFile) (Diagnostic, bool) {
 	if i < 0 {
 		return Diagnostic{}, false
 	}
+	if bytes.HasPrefix(f.src, []byte{0xff, 0xfe}) || bytes.HasPrefix(f.src, []byte{0xfe, 0xff}) {
+		// UTF-16's byte order mark: text, in an encoding whose ASCII
+		// characters carry a NUL byte each.
+		d := f.errorAt(0, 2, "not a UTF-8 file: it is UTF-16 text (it starts with UTF-16's byte order mark)",
+			"save it as UTF-8 without a byte order mark (Windows PowerShell 5's `>` and Out-File, and Notepad's \"Unicode\", write UTF-16)")
+		d.snippet = ""
+		return d, true
+	}
 	d := f.errorAt(i, i+1, "not a text file: it holds a NUL byte",
 		"a .sync plan is UTF-8 text; is this a compiled program (NAME_sync) or another binary file?")
 	d.snippet = ""

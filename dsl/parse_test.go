@@ -194,6 +194,19 @@ func TestParseBinaryFile(t *testing.T) {
 	if d := diags[0]; !strings.Contains(d.Message, "not a text file") || d.Pos.Line != 1 || d.Pos.Col != 8 {
 		t.Errorf("got %v, want 1:8: not a text file", d)
 	}
+	// UTF-16 text (what Windows PowerShell 5's `>` writes) is text in
+	// another encoding, not a program: little and big endian, by its
+	// byte order mark.
+	for _, src := range [][]byte{
+		{0xff, 0xfe, 't', 0, 'e', 0, 'n', 0},
+		{0xfe, 0xff, 0, 't', 0, 'e', 0, 'n'},
+	} {
+		_, diags := parseFile(newSourceFile("plan.sync", src))
+		if len(diags) != 1 || diags[0].Message != "not a UTF-8 file: it is UTF-16 text (it starts with UTF-16's byte order mark)" ||
+			!strings.HasPrefix(diags[0].Hint, "save it as UTF-8 without a byte order mark") || diags[0].Pos.Col != 1 {
+			t.Errorf("%q: got %v, want one error at 1:1: UTF-16", src, diags)
+		}
+	}
 }
 
 // TestLexErrorsCapped checks that a file full of invalid characters gets
