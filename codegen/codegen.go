@@ -828,16 +828,31 @@ func sourceComment(text string) *jen.Statement {
 // sanitizeComment keeps a string from ending a comment early or starting a
 // new line of code: names in .sync files may hold any character. A byte
 // order mark (U+FEFF) is replaced too: Go rejects one anywhere but at the
-// start of a file, even inside a comment.
+// start of a file, even inside a comment. The bidirectional controls are
+// written as escapes, as the string literals have them, so that they
+// cannot reorder how the generated code reads in an editor.
 func sanitizeComment(s string) string {
 	r := strings.NewReplacer("\n", `\n`, "\r", `\r`, "*/", `*\/`)
 	s = r.Replace(s)
-	return strings.Map(func(c rune) rune {
-		if c < 0x20 || c == 0x7f || c == '\u2028' || c == '\u2029' || c == '\ufeff' {
-			return '?'
+	var b strings.Builder
+	for _, c := range s {
+		switch {
+		case c < 0x20 || c == 0x7f || c == '\u2028' || c == '\u2029' || c == '\ufeff':
+			b.WriteByte('?')
+		case isBidiControl(c):
+			fmt.Fprintf(&b, `\u%04x`, c)
+		default:
+			b.WriteRune(c)
 		}
-		return c
-	}, s)
+	}
+	return b.String()
+}
+
+// isBidiControl reports whether c is one of Unicode's bidirectional
+// formatting characters (the embeddings, overrides and isolates, and the
+// left-to-right and right-to-left marks).
+func isBidiControl(c rune) bool {
+	return c >= '\u202a' && c <= '\u202e' || c >= '\u2066' && c <= '\u2069' || c == '\u200e' || c == '\u200f'
 }
 
 func dtypeName(d ir.DType) string {

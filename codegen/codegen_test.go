@@ -311,6 +311,28 @@ func TestBOMInBucketName(t *testing.T) {
 	}
 }
 
+// TestBidiInNames checks that the bidirectional controls of a name (a
+// quoted tensor name becomes the name of its implicit bucket, which
+// comments show) are escaped everywhere in the generated code, so that
+// they cannot reorder how it reads.
+func TestBidiInNames(t *testing.T) {
+	name := "a\u202eb\u2066c\u200fd"
+	prog := smallProgram([]string{name})
+	prog.Buckets[0].Name = name
+	prog.Buckets[0].Decl = name
+	files, err := codegen.Generate(prog, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := files[codegen.MainFile]
+	if i := bytes.IndexFunc(src, func(r rune) bool { return r == '\u202e' || r == '\u2066' || r == '\u200f' }); i >= 0 {
+		t.Errorf("generated code holds a bidirectional control at byte %d:\n%s", i, src)
+	}
+	if !bytes.Contains(src, []byte(`a\u202eb\u2066c\u200fd`)) {
+		t.Errorf("generated code does not write the name with escapes:\n%s", src)
+	}
+}
+
 // FuzzGenerateNames generates a plan with arbitrary tensor, stream and
 // bucket names and checks that the output still parses as Go.
 func FuzzGenerateNames(f *testing.F) {
