@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/syncgen/syncgen/runtime/internal/engine"
+	"github.com/syncgen/syncgen/runtime/internal/hetero"
 	"github.com/syncgen/syncgen/runtime/internal/proc"
 )
 
@@ -57,7 +58,7 @@ func resolveFaults(specs []string, totalSteps int) ([]engine.Fault, error) {
 			return nil, fmt.Errorf("--fault %q: rank %q is not a rank number (from 0)", spec, parts[1])
 		}
 		if size, ok := proc.LauncherSize(); ok && f.Rank >= size {
-			return nil, fmt.Errorf("--fault %q: rank %d is outside the world of %d ranks (0..%d)", spec, f.Rank, size, size-1)
+			return nil, fmt.Errorf("--fault %q: rank %d is outside %s", spec, f.Rank, hetero.World(size))
 		}
 		if parts[2] == "start" && (kind == engine.FaultStop || kind == engine.FaultCrash) {
 			f.Step = -1 // before MPI starts (startFaults)
@@ -88,7 +89,7 @@ func resolveFaults(specs []string, totalSteps int) ([]engine.Fault, error) {
 func checkFaultRanks(faults []engine.Fault, size int) error {
 	for _, f := range faults {
 		if f.Rank >= size {
-			return fmt.Errorf("--fault: rank %d is outside the world of %d ranks (0..%d)", f.Rank, size, size-1)
+			return fmt.Errorf("--fault: rank %d is outside %s", f.Rank, hetero.World(size))
 		}
 	}
 	return nil

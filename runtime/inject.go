@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/syncgen/syncgen/runtime/internal/engine"
+	"github.com/syncgen/syncgen/runtime/internal/hetero"
 	"github.com/syncgen/syncgen/runtime/internal/plan"
 	"github.com/syncgen/syncgen/runtime/internal/proc"
 )
@@ -69,7 +70,7 @@ func parseInjection(p *plan.Plan, spec string, totalSteps int) (engine.Injection
 		return engine.Injection{}, fmt.Errorf("rank %q is not a rank number (from 0); %s", parts[1], form)
 	}
 	if size, ok := proc.LauncherSize(); ok && rank >= size {
-		return engine.Injection{}, fmt.Errorf("rank %d is outside the world of %d ranks (0..%d)", rank, size, size-1)
+		return engine.Injection{}, fmt.Errorf("rank %d is outside %s", rank, hetero.World(size))
 	}
 	name, value := parts[2], math.Inf(1)
 	if i := strings.LastIndex(name, "="); i >= 0 {
@@ -104,7 +105,7 @@ func parseInjection(p *plan.Plan, spec string, totalSteps int) (engine.Injection
 func checkInjectionRanks(in []engine.Injection, size int) error {
 	for _, x := range in {
 		if x.Rank >= size {
-			return fmt.Errorf("--overflow: rank %d is outside the world of %d ranks (0..%d)", x.Rank, size, size-1)
+			return fmt.Errorf("--overflow: rank %d is outside %s", x.Rank, hetero.World(size))
 		}
 	}
 	return nil
