@@ -56,12 +56,44 @@ func TestFlightRecordOfARanksOwnError(t *testing.T) {
 // it, where its record once said that mpirun had ended the job. The
 // launcher's SIGTERM to the other rank is recorded as the launcher's.
 func TestFlightRecordOfASIGTERMFromOutside(t *testing.T) {
-	needMPI(t)
 	fr := filepath.Join(t.TempDir(), "fr")
+	mpirunPid, rank1, out, err := signalDelayedRank(t, syscall.SIGTERM, "--flight-dir", fr)
+	if rank1 <= 0 || err == nil {
+		t.Fatalf("rank 1 not found or exit 0 (%v):\n%s", err, out)
+	}
+	want := fmt.Sprintf("terminated from outside (SIGTERM from process %d (", os.Getpid())
+	if got := flightReason(t, fr, 1); !strings.HasPrefix(got, want) || !strings.Contains(got, "not its launcher) in step 2") {
+		t.Errorf("rank 1's reason %q, want %q...", got, want)
+	}
+	if got := flightReason(t, fr, 0); !strings.HasPrefix(got, "terminated (SIGTERM) in step 2 by its launcher (process "+strconv.Itoa(mpirunPid)+" (") {
+		t.Errorf("rank 0's reason %q, want mpirun's (process %d)", got, mpirunPid)
+	}
+}
+
+// A rank that the Go runtime ends on a fatal signal (a SIGSEGV that kill
+// sent, as a fault in C code would end it too) dies by a signal after its
+// stack dump, so that mpirun ends with 128 + that signal, not with Go's
+// status 2, the status of a job that cannot run as started, which syncgen
+// run --restarts would not restart.
+func TestFatalSignalIsNotAUsageError(t *testing.T) {
+	_, rank1, out, err := signalDelayedRank(t, syscall.SIGSEGV, "--flight-dir", "")
+	ee, isExit := err.(*exec.ExitError)
+	if rank1 <= 0 || !isExit || ee.ExitCode() <= 128 || !strings.Contains(out, "SIGSEGV") {
+		t.Fatalf("rank 1 (process %d) sent SIGSEGV: %v, want an exit status of 128 + a signal and the signal named:\n%s", rank1, err, out)
+	}
+}
+
+// signalDelayedRank runs basic at 2 ranks, rank 1 delayed at the start of
+// step 2, and sends sig to rank 1 there. It returns mpirun's process,
+// rank 1's (0 when not found), the output and how mpirun ended.
+func signalDelayedRank(t *testing.T, sig syscall.Signal, args ...string) (mpirunPid, rank1 int, out string, err error) {
+	t.Helper()
+	needMPI(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	argv := append(mpirunArgv(), "-np", "2", testprog, "basic", "--steps", "6", "--warmup", "0",
-		"--fault", "delay:1:2:50s", "--timeout", "55s", "--flight-dir", fr, "--quiet")
+		"--fault", "delay:1:2:50s", "--timeout", "55s", "--quiet")
+	argv = append(argv, args...)
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = t.TempDir()
 	pr, pw := io.Pipe()
@@ -70,13 +102,13 @@ func TestFlightRecordOfASIGTERMFromOutside(t *testing.T) {
 		t.Fatal(err)
 	}
 	delayed := make(chan bool, 1)
-	var out strings.Builder
+	var b strings.Builder
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		sc := bufio.NewScanner(pr)
 		for sc.Scan() {
-			out.WriteString(sc.Text() + "\n")
+			b.WriteString(sc.Text() + "\n")
 			if strings.HasPrefix(sc.Text(), "rank 1: --fault delay: starting step 2") {
 				delayed <- true
 			}
@@ -86,23 +118,14 @@ func TestFlightRecordOfASIGTERMFromOutside(t *testing.T) {
 	case <-delayed:
 	case <-done:
 	}
-	rank1 := childWithRank(t, cmd.Process.Pid, 1)
+	rank1 = childWithRank(t, cmd.Process.Pid, 1)
 	if rank1 > 0 {
-		syscall.Kill(rank1, syscall.SIGTERM)
+		syscall.Kill(rank1, sig)
 	}
-	err := cmd.Wait()
+	err = cmd.Wait()
 	pw.Close()
 	<-done
-	if rank1 <= 0 || err == nil {
-		t.Fatalf("rank 1 not found or exit 0 (%v):\n%s", err, out.String())
-	}
-	want := fmt.Sprintf("terminated from outside (SIGTERM from process %d (", os.Getpid())
-	if got := flightReason(t, fr, 1); !strings.HasPrefix(got, want) || !strings.Contains(got, "not its launcher) in step 2") {
-		t.Errorf("rank 1's reason %q, want %q...", got, want)
-	}
-	if got := flightReason(t, fr, 0); !strings.HasPrefix(got, "terminated (SIGTERM) in step 2 by its launcher (process "+strconv.Itoa(cmd.Process.Pid)+" (") {
-		t.Errorf("rank 0's reason %q, want mpirun's (process %d)", got, cmd.Process.Pid)
-	}
+	return cmd.Process.Pid, rank1, b.String(), err
 }
 
 // childWithRank is the pid of the child of parent that is MPI rank rank

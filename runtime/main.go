@@ -43,6 +43,13 @@ import (
 // printing it, so that no rank hangs; a checkpoint's save that fails ends
 // every rank together instead, with status 1 and one error from rank 0.
 func Main(plan *Plan) {
+	// A rank that the Go runtime ends (a fatal signal such as a SIGSEGV in
+	// C code or one sent with kill, SIGQUIT, a fatal error such as running
+	// out of memory) would exit with status 2, which is the status of a job
+	// that cannot run as started, which syncgen run --restarts does not
+	// restart: after its stack dump it dies by a signal instead, so that
+	// mpirun exits with 128 + the signal.
+	debug.SetTraceback("crash")
 	os.Exit(mainArgs(plan, os.Args))
 }
 
