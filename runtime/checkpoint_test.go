@@ -1,7 +1,12 @@
 package runtime_test
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -292,5 +297,65 @@ func TestTimeoutCoversCheckpointSave(t *testing.T) {
 		mustContain(t, r, "timeout: saving the checkpoint after 2 steps has taken",
 			"rank 0 host: waiting at gathering the shards' checksums of the checkpoint after 2 steps",
 			"rank 1 host: waiting at writing its shard of the checkpoint after 2 steps")
+	}
+}
+
+// A replicated bucket's copies in a checkpoint that differ (ranks that had
+// diverged when it was saved, a shard changed and its checksum written
+// anew) are found by the resumed run's checks: every rank checks against
+// rank 0's copy, so rank 1's own, restored from its shard, is wrong, where
+// a reference from each rank's own shard passed it unseen.
+func TestResumeChecksReplicatedCopiesAgainstOne(t *testing.T) {
+	dir := t.TempDir()
+	runOK(t, 2, "train:sgd:f32", "--steps", "2", "--warmup", "0", "--checkpoint-every", "2", "--checkpoint-dir", dir, "--quiet")
+	ck := filepath.Join(dir, "step-00000002")
+	changeShardParam(t, ck, 1, "param/grads[0]")
+	r := mpirun(t, 2, nil, 90*time.Second, "train:sgd:f32", "--steps", "4", "--warmup", "0", "--resume", ck, "--quiet")
+	// The parameter and its momentum, at both steps, on rank 1 alone.
+	if r.code != 1 || !strings.Contains(r.out, "# 4 wrong, of which 4 in parameters") || !strings.Contains(r.out, `rank 1: step 2: parameters of bucket "grads[0]": 2 wrong`) || strings.Contains(r.out, "rank 0: step") {
+		t.Fatalf("resumed from a checkpoint whose rank 1 holds another parameter: exit %d, want 1 and rank 1's parameter and momentum wrong at both checks:\n%s", r.code, r.out)
+	}
+}
+
+// changeShardParam adds 1 to the first element of tensor name (f32) in
+// rank's shard of checkpoint ck, and writes the shard's new size and
+// sha256 into the metadata, so that the checkpoint still reads as whole.
+func changeShardParam(t *testing.T, ck string, rank int, name string) {
+	t.Helper()
+	path := filepath.Join(ck, fmt.Sprintf("rank-%05d.safetensors", rank))
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := binary.LittleEndian.Uint64(data)
+	var header map[string]struct {
+		Offsets [2]int `json:"data_offsets"`
+	}
+	if err := json.Unmarshal(data[8:8+n], &header); err != nil {
+		t.Fatal(err)
+	}
+	at := 8 + int(n) + header[name].Offsets[0]
+	v := math.Float32frombits(binary.LittleEndian.Uint32(data[at:]))
+	binary.LittleEndian.PutUint32(data[at:], math.Float32bits(v+1))
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mdPath := filepath.Join(ck, "metadata.json")
+	raw, err := os.ReadFile(mdPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var md map[string]any
+	if err := json.Unmarshal(raw, &md); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(data)
+	shard := md["shards"].([]any)[rank].(map[string]any)
+	shard["sha256"], shard["bytes"] = hex.EncodeToString(sum[:]), len(data)
+	if raw, err = json.Marshal(md); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(mdPath, raw, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -761,7 +761,17 @@ func (e *Engine) Resume(rp ResumePoint) error {
 			n := bi.Elems
 			vals := [3][]float64{make([]float64, n), make([]float64, n), make([]float64, n)}
 			for k := range 1 + pm.Spec.States() {
-				elem.LoadAll(vals[k], full[k], pm.DType)
+				ref := full[k]
+				// Every rank's reference of a replicated bucket is rank 0's
+				// copy, so that the checks find a rank whose own copy
+				// differs (ranks that had diverged when it was saved, a
+				// changed shard) instead of carrying it on unseen.
+				if !bi.Sharded && min(e.rank, md.WorldSize-1) != 0 {
+					if ref, err = wholeBucket(bi, stateName(k, name), pm.DType, md.WorldSize, 0, read); err != nil {
+						return fmt.Errorf("%s: %w", dir, err)
+					}
+				}
+				elem.LoadAll(vals[k], ref, pm.DType)
 			}
 			e.model.SetReference(b, vals[0], vals[1], vals[2])
 		}
@@ -783,7 +793,7 @@ func (e *Engine) Resume(rp ResumePoint) error {
 
 // wholeBucket assembles one array (the parameters or a state) of a bucket
 // from the checkpoint, in the world it was written by: a replicated bucket
-// from one shard (this rank's, or rank 0's when the world was smaller), a
+// from one shard (this rank's, or the last one's when the world was smaller), a
 // sharded one from every rank's slice. Every shard read is checked.
 func wholeBucket(bi ckpt.BucketInfo, name string, dt elem.DType, world, rank int, read func(int) (*ckpt.Shard, error)) ([]byte, error) {
 	size := dt.Size()
