@@ -225,6 +225,7 @@ func (r *runner) run() int {
 	}
 	res.Origin = origin
 	info := report.GatherInfo(r.h, r.be, why, r.procNote)
+	e.SetHosts(info.RankHosts())
 	if r.be.Name() != "cpu" && hierNote != "" {
 		info.Warn(hierNote)
 	}

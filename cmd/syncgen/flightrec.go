@@ -27,9 +27,9 @@ wrote into DIR when the job failed (--flight-dir, default flightrec), one
 file per rank, each listing its streams' collectives of the step it was in.
 Every rank issues the same collectives in the same order on each stream, so
 the records say exactly which collective each stream is stuck in and which
-rank is missing from it: one that never issued it (and where its host
-was), one that issued it but never started it, or one that wrote no record
-at all (it was killed or stopped). A rank that ended the job itself, on an
+rank is missing from it, named with its host: one that never issued it (and
+where its host was), one that issued it but never started it, or one that
+wrote no record at all (it was killed or stopped). A rank that ended the job itself, on an
 error of its own or terminated by a process outside the job, is named as
 the cause. Records of an older job in DIR, and files
 that are not records (one cut short by a rank killed as it wrote), are left
@@ -57,17 +57,24 @@ Example:
 
 // flightRecord is a rank's file, as engine.FlightRecord writes it.
 type flightRecord struct {
-	Version   string  `json:"version"`
-	Rank      int     `json:"rank"`
-	WorldSize int     `json:"world_size"`
-	Plan      string  `json:"plan"`
-	PlanHash  string  `json:"plan_hash"`
-	Job       string  `json:"job"`
-	Step      int     `json:"step"`
-	HostAt    string  `json:"host_at"`
-	Reason    string  `json:"reason"`
-	LateMs    float64 `json:"late_ms"`
-	Streams   []struct {
+	Version   string `json:"version"`
+	Rank      int    `json:"rank"`
+	WorldSize int    `json:"world_size"`
+	Host      string `json:"host"`
+	// Hosts is every rank's host, as runs of ranks First..Last.
+	Hosts []struct {
+		Host  string `json:"host"`
+		First int    `json:"first"`
+		Last  int    `json:"last"`
+	} `json:"hosts"`
+	Plan     string  `json:"plan"`
+	PlanHash string  `json:"plan_hash"`
+	Job      string  `json:"job"`
+	Step     int     `json:"step"`
+	HostAt   string  `json:"host_at"`
+	Reason   string  `json:"reason"`
+	LateMs   float64 `json:"late_ms"`
+	Streams  []struct {
 		Name string `json:"pg_name"`
 		Per  int    `json:"collectives_per_step"`
 	} `json:"streams"`
@@ -163,6 +170,9 @@ func parseFlightRecord(path string, data []byte) (*flightRecord, error) {
 	for _, e := range r.Entries {
 		bad = bad || e.Seq < 0 || e.Seq > (maxRecordStep+1)*maxPerStep
 	}
+	for _, h := range r.Hosts {
+		bad = bad || h.First < 0 || h.Last < h.First || h.Last >= r.WorldSize
+	}
 	if bad {
 		return nil, fmt.Errorf("%s is damaged: rank %d of %d ranks in step %d, or a stream or collective numbered out of range", path, r.Rank, r.WorldSize, r.Step)
 	}
@@ -255,6 +265,7 @@ func mergeFlightRecords(w io.Writer, recs map[int]*flightRecord) {
 	// Every record of one job tells the same plan and world; the lowest
 	// rank's is read, so that the output does not depend on map order.
 	any := recs[ranks[0]]
+	hosts := hostsOf(recs, ranks)
 	// The ranks without a record, as spans between those with one: a
 	// world of thousands with a few records is a few spans, not a loop
 	// over the world.
@@ -302,7 +313,7 @@ func mergeFlightRecords(w io.Writer, recs map[int]*flightRecord) {
 		if rec.Step < 0 {
 			step = "setting up, before step 0"
 		}
-		fmt.Fprintf(w, "  rank %d: %s; %s", r, step, rec.Reason)
+		fmt.Fprintf(w, "  %s: %s; %s", rankName(hosts, r, r), step, rec.Reason)
 		if rec.HostAt != "" {
 			fmt.Fprintf(w, "; host at %s", rec.HostAt)
 		}
@@ -312,7 +323,7 @@ func mergeFlightRecords(w io.Writer, recs map[int]*flightRecord) {
 		// Every other rank wrote that it was ended with the job: where
 		// their streams stood says nothing of why.
 		for _, r := range causes {
-			fmt.Fprintf(w, "rank %d ended the job: %s (its record above)\n", r, causeOf(recs[r].Reason))
+			fmt.Fprintf(w, "%s ended the job: %s (its record above)\n", rankName(hosts, r, r), causeOf(recs[r].Reason))
 		}
 		if len(causes) < len(ranks) {
 			fmt.Fprintln(w, "the other ranks were ended with the job (mpirun terminated them)")
@@ -370,27 +381,20 @@ func mergeFlightRecords(w io.Writer, recs map[int]*flightRecord) {
 			case "scheduled":
 				queued = append(queued, fmt.Sprint(r))
 			default:
-				notIssued = append(notIssued, fmt.Sprintf("rank %d never issued it (last done: %s; its host at: %s)", r, lastDone(stuck), orNone(recs[r].HostAt)))
+				notIssued = append(notIssued, fmt.Sprintf("%s never issued it (last done: %s; its host at: %s)", rankName(hosts, r, r), lastDone(stuck), orNone(recs[r].HostAt)))
 			}
 		}
 		var parts []string
 		for _, m := range missing {
-			who := fmt.Sprintf("rank %d", m[0])
-			switch {
-			case m[1] == m[0]+1:
-				who = fmt.Sprintf("ranks %d, %d", m[0], m[1])
-			case m[1] > m[0]:
-				who = fmt.Sprintf("ranks %d..%d", m[0], m[1])
-			}
-			parts = append(parts, who+" wrote no flight record (killed, stopped or unreachable)")
+			parts = append(parts, rankName(hosts, m[0], m[1])+" wrote no flight record (killed, stopped or unreachable)")
 		}
 		// A rank that did not time out while others did was not running
 		// (stopped, frozen): it recorded only when mpirun ended the job.
 		for _, r := range frozen {
-			parts = append(parts, fmt.Sprintf("rank %d was stopped or frozen: it did not time out with the others, and recorded only when it ran again", r))
+			parts = append(parts, fmt.Sprintf("%s was stopped or frozen: it did not time out with the others, and recorded only when it ran again", rankName(hosts, r, r)))
 		}
 		for _, r := range causes {
-			parts = append(parts, fmt.Sprintf("rank %d ended the job: %s (its record above)", r, causeOf(recs[r].Reason)))
+			parts = append(parts, fmt.Sprintf("%s ended the job: %s (its record above)", rankName(hosts, r, r), causeOf(recs[r].Reason)))
 		}
 		parts = append(parts, notIssued...)
 		if len(queued) > 0 {
@@ -405,6 +409,61 @@ func mergeFlightRecords(w io.Writer, recs map[int]*flightRecord) {
 		}
 		fmt.Fprintf(w, "stream %s #%d %s: %s\n", s.Name, stuck, name, strings.Join(parts, "; "))
 	}
+}
+
+// hostSpan is a run of ranks First..Last on one host.
+type hostSpan struct {
+	host        string
+	first, last int
+}
+
+// hostsOf returns every known rank's host, as runs of ranks in order: the
+// list that the records carry of every rank (the lowest rank's record
+// that has one), else each record's own host.
+func hostsOf(recs map[int]*flightRecord, ranks []int) []hostSpan {
+	var spans []hostSpan
+	for _, r := range ranks {
+		if len(recs[r].Hosts) == 0 {
+			continue
+		}
+		for _, h := range recs[r].Hosts {
+			spans = append(spans, hostSpan{h.Host, h.First, h.Last})
+		}
+		return spans
+	}
+	for _, r := range ranks {
+		if recs[r].Host != "" {
+			spans = append(spans, hostSpan{recs[r].Host, r, r})
+		}
+	}
+	return spans
+}
+
+// rankName names ranks lo..hi with their hosts: "rank 1 (node2)", "ranks
+// 4, 5 (node2)", "ranks 2..9 (node1, node2)", so that a rank that wrote no
+// record (killed) is named with the host to look at. A rank of no known
+// host is named alone.
+func rankName(hosts []hostSpan, lo, hi int) string {
+	who := fmt.Sprintf("rank %d", lo)
+	switch {
+	case hi == lo+1:
+		who = fmt.Sprintf("ranks %d, %d", lo, hi)
+	case hi > lo:
+		who = fmt.Sprintf("ranks %d..%d", lo, hi)
+	}
+	var on []string
+	for _, h := range hosts {
+		if h.last >= lo && h.first <= hi && !slices.Contains(on, h.host) {
+			on = append(on, h.host)
+		}
+	}
+	switch {
+	case len(on) == 0:
+		return who
+	case len(on) > 3:
+		return fmt.Sprintf("%s (%s and %d more hosts)", who, strings.Join(on[:3], ", "), len(on)-3)
+	}
+	return fmt.Sprintf("%s (%s)", who, strings.Join(on, ", "))
 }
 
 // endedTheJob reports whether a record's reason says that its rank ended

@@ -240,3 +240,48 @@ func mergedRecords(t *testing.T, dir string) string {
 	mergeFlightRecords(&b, recs)
 	return b.String()
 }
+
+// The merge names each rank with its host, from the hosts of every rank
+// that the records list, so that a rank that wrote no record (killed) is
+// named with the host to look at; records without that list (an older
+// program's) name the hosts of the ranks that wrote them.
+func TestFlightRecordNamesTheHosts(t *testing.T) {
+	now := time.Now()
+	job := now.UTC().Format(time.RFC3339Nano)
+	write := func(dir string, rank int, hosts string) {
+		rec := fmt.Sprintf(`{"version": "syncgen-flightrec-1", "rank": %d, "world_size": 6, "host": "n%d", %s "plan": "zs", "plan_hash": "abc", "job": %q,
+ "step": 3, "reason": "terminated (SIGTERM) in step 3 by its launcher (process 9 (mpirun)): mpirun ends the job",
+ "streams": [{"pg_name": "comm", "collectives_per_step": 1}],
+ "entries": [{"pg_name": "comm", "collective_seq_id": 3, "profiling_name": "allreduce", "bucket": "g", "src": "zs.sync:9:5", "state": "started"}]}`,
+			rank, rank/2, hosts, job)
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("flightrec-rank-%05d.json", rank)), []byte(rec), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hosts := `"hosts": [{"host": "n0", "first": 0, "last": 1}, {"host": "n1", "first": 2, "last": 3}, {"host": "n2", "first": 4, "last": 5}],`
+	dir := t.TempDir()
+	write(dir, 0, hosts)
+	write(dir, 4, hosts)
+	out := mergedRecords(t, dir)
+	for _, want := range []string{
+		"  rank 0 (n0): step 3;",
+		"  rank 4 (n2): step 3;",
+		"stream comm #3 allreduce g (zs.sync:9:5): ranks 1..3 (n0, n1) wrote no flight record (killed, stopped or unreachable); rank 5 (n2) wrote no flight record",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("merge lacks %q:\n%s", want, out)
+		}
+	}
+	dir = t.TempDir()
+	write(dir, 0, "")
+	write(dir, 4, "")
+	out = mergedRecords(t, dir)
+	if want := "  rank 4 (n2): step 3;"; !strings.Contains(out, want) || !strings.Contains(out, "ranks 1..3 wrote no flight record") {
+		t.Errorf("records without every rank's host: merge lacks %q, or names a host it does not know:\n%s", want, out)
+	}
+	// A list that names ranks outside the world is a damaged record.
+	write(dir, 0, `"hosts": [{"host": "n0", "first": 0, "last": 6}],`)
+	if _, err := readFlightRecord(filepath.Join(dir, "flightrec-rank-00000.json")); err == nil || !strings.Contains(err.Error(), "is damaged") {
+		t.Errorf("a host list past the world: %v, want it damaged", err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -172,10 +173,12 @@ func TestFlightRecordNamesTheMissingRank(t *testing.T) {
 	plan := writeFile(t, dir, "fr.sync", restartPlan)
 	bin := filepath.Join(dir, "fr_sync")
 	for _, c := range []struct{ fault, want string }{
-		{"crash:1:3", "rank 1 wrote no flight record (killed, stopped or unreachable)"},
-		{"stop:1:3", "rank 1 was stopped or frozen"},
-		{"hang:1:3", "rank 1 never issued it"},
+		{"crash:1:3", `rank 1 \([^)]+\) wrote no flight record \(killed, stopped or unreachable\)`},
+		{"stop:1:3", `rank 1 \([^)]+\) was stopped or frozen`},
+		{"hang:1:3", `rank 1 \([^)]+\) never issued it`},
 	} {
+		// Each rank is named with its host.
+		want := regexp.MustCompile(c.want)
 		fr := filepath.Join(dir, strings.Split(c.fault, ":")[0])
 		code, _, errOut := syncgen(t, "run", "-np", "3", "-o", bin, plan, "--", "--steps", "6", "--warmup", "0",
 			"--fault", c.fault, "--timeout", "2s", "--flight-dir", fr, "--quiet")
@@ -186,11 +189,11 @@ func TestFlightRecordNamesTheMissingRank(t *testing.T) {
 			t.Errorf("%s: processes of the job remain: %s", c.fault, out)
 		}
 		// syncgen run itself says it, from the records.
-		if !strings.Contains(errOut, "syncgen run: the ranks' flight records ("+fr+") say:") || !strings.Contains(errOut, c.want) {
+		if !strings.Contains(errOut, "syncgen run: the ranks' flight records ("+fr+") say:") || !want.MatchString(errOut) {
 			t.Errorf("%s: syncgen run did not merge the flight records:\n%s", c.fault, errOut)
 		}
 		code, out, errOut := syncgen(t, "flightrec", fr)
-		if code != 0 || !strings.Contains(out, "stream comm #") || !strings.Contains(out, c.want) {
+		if code != 0 || !strings.Contains(out, "stream comm #") || !want.MatchString(out) {
 			t.Errorf("%s: flightrec exit %d:\n%s%s", c.fault, code, out, errOut)
 		}
 	}
@@ -199,7 +202,7 @@ func TestFlightRecordNamesTheMissingRank(t *testing.T) {
 	fr := filepath.Join(dir, "crash")
 	_, _, errOut := syncgen(t, "run", "-np", "3", "-o", bin, plan, "--", "--steps", "6", "--warmup", "0",
 		"--fault", "crash:0:2", "--timeout", "2s", "--flight-dir", fr, "--quiet")
-	if !strings.Contains(errOut, "rank 0 wrote no flight record") || strings.Contains(errOut, "rank 0: step 3") {
+	if !regexp.MustCompile(`rank 0 \([^)]+\) wrote no flight record`).MatchString(errOut) || regexp.MustCompile(`rank 0 \([^)]+\): step 3`).MatchString(errOut) {
 		t.Errorf("a second job into the same directory: syncgen run merged another job's record:\n%s", errOut)
 	}
 	if code, _, errOut := syncgen(t, "flightrec", filepath.Join(dir, "none")); code != 1 || !strings.Contains(errOut, "none: no such file or directory: give the directory") {

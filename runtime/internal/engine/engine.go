@@ -111,6 +111,9 @@ type Engine struct {
 	tracing bool
 	hostAt  watchPoint
 	wd      *Watchdog
+	// hosts is every rank's host (SetHosts), set before the steps, for
+	// the flight records.
+	hosts []HostRanks
 }
 
 // readyMark is a bucket's "all gradients ready" event of one step.

@@ -30,8 +30,11 @@ type FlightRecord struct {
 	Rank      int    `json:"rank"`
 	WorldSize int    `json:"world_size"`
 	Host      string `json:"host"`
-	Plan      string `json:"plan"`
-	PlanHash  string `json:"plan_hash"`
+	// Hosts is every rank's host, as runs of consecutive ranks, so that
+	// the merge names the host of a rank that wrote no record (killed).
+	Hosts    []HostRanks `json:"hosts,omitempty"`
+	Plan     string      `json:"plan"`
+	PlanHash string      `json:"plan_hash"`
 	// Job names the job that wrote the record, the same in every rank's
 	// record of it: rank 0's clock when the ranks agreed on the run's time
 	// origin (RFC 3339, UTC). Records of other jobs in the same directory
@@ -52,6 +55,42 @@ type FlightRecord struct {
 		CollectivesPerStep int `json:"collectives_per_step"`
 	} `json:"streams"`
 	Entries []FlightEntry `json:"entries"`
+}
+
+// HostRanks is a run of consecutive ranks on one host: ranks First to
+// Last.
+type HostRanks struct {
+	Host  string `json:"host"`
+	First int    `json:"first"`
+	Last  int    `json:"last"`
+}
+
+// SetHosts gives the engine every rank's host (by rank), for its flight
+// records: as runs of ranks, at most maxHostRuns of them, else none (ranks
+// dealt to hosts round-robin would make every record as long as the
+// world, in every rank's file).
+func (e *Engine) SetHosts(hosts []string) {
+	e.hosts = hostRuns(hosts)
+}
+
+// maxHostRuns bounds the runs of ranks a flight record lists.
+const maxHostRuns = 1024
+
+// hostRuns returns hosts (by rank) as runs of consecutive ranks on one
+// host, nil when there would be more than maxHostRuns.
+func hostRuns(hosts []string) []HostRanks {
+	var runs []HostRanks
+	for r, h := range hosts {
+		if n := len(runs); n > 0 && runs[n-1].Host == h {
+			runs[n-1].Last = r
+			continue
+		}
+		if len(runs) == maxHostRuns {
+			return nil
+		}
+		runs = append(runs, HostRanks{Host: h, First: r, Last: r})
+	}
+	return runs
 }
 
 // FlightEntry is one collective of the rank's current step.
@@ -191,7 +230,7 @@ func (e *Engine) writeFlightRecord(reason string, late time.Duration) {
 	if dir == "" || !flightWritten.CompareAndSwap(false, true) {
 		return // none asked for, or written already (the first reason counts)
 	}
-	fr := FlightRecord{Version: FlightVersion, Rank: e.rank, WorldSize: e.size, Host: e.h.Name, Plan: e.plan.Name,
+	fr := FlightRecord{Version: FlightVersion, Rank: e.rank, WorldSize: e.size, Host: e.h.Name, Hosts: e.hosts, Plan: e.plan.Name,
 		PlanHash: e.plan.Hash, Step: e.stepNo, HostAt: e.hostAt.get(), Reason: reason, LateMs: float64(late) / 1e6}
 	per := e.collectivesPerStep()
 	for i, s := range e.plan.Streams {
