@@ -370,7 +370,7 @@ func mergeFlightRecords(w io.Writer, recs map[int]*flightRecord) {
 			// to give; say so rather than leave a blank.
 			name = "(the stream's next collective, which no rank issued)"
 		}
-		var waiting, queued, notIssued []string
+		var waiting, queued, notIssued, done []string
 		for _, r := range ranks {
 			if next[r] != stuck || slices.Contains(frozen, r) || slices.Contains(causes, r) {
 				continue
@@ -380,9 +380,20 @@ func mergeFlightRecords(w io.Writer, recs map[int]*flightRecord) {
 				waiting = append(waiting, fmt.Sprint(r))
 			case "scheduled":
 				queued = append(queued, fmt.Sprint(r))
+			case "":
+				done = append(done, fmt.Sprint(r))
+				fallthrough
 			default:
 				notIssued = append(notIssued, fmt.Sprintf("%s never issued it (last done: %s; its host at: %s)", rankName(hosts, r, r), lastDone(stuck), orNone(recs[r].HostAt)))
 			}
+		}
+		// A stream on which every rank that wrote a record has done all of
+		// its step's collectives, and none has issued the next, is not
+		// where the job stopped (another stream is, or the host): its
+		// ranks did not fail to issue the next step's first collective.
+		idle := len(waiting) == 0 && len(queued) == 0 && len(done) > 0 && len(done) == len(notIssued)
+		if idle {
+			notIssued = nil
 		}
 		var parts []string
 		for _, m := range missing {
@@ -402,6 +413,19 @@ func mergeFlightRecords(w io.Writer, recs map[int]*flightRecord) {
 		}
 		if len(waiting) > 0 {
 			parts = append(parts, plural("rank", waiting)+" waiting in it")
+		}
+		if idle {
+			their := "their"
+			if len(done) == 1 {
+				their = "its"
+			}
+			parts = append([]string{plural("rank", done) + " did all of " + their + " step's collectives on it (none is stuck in one)"}, parts...)
+			where := fmt.Sprintf("after #%d", stuck-1)
+			if stuck == 0 {
+				where = "before its first collective"
+			}
+			fmt.Fprintf(w, "stream %s %s: %s\n", s.Name, where, strings.Join(parts, "; "))
+			continue
 		}
 		if len(missing) == 0 && len(frozen) == 0 && len(notIssued) == 0 && len(causes) == 0 {
 			// Every rank issued it: none is missing from it.
@@ -453,8 +477,14 @@ func rankName(hosts []hostSpan, lo, hi int) string {
 	}
 	var on []string
 	for _, h := range hosts {
-		if h.last >= lo && h.first <= hi && !slices.Contains(on, h.host) {
-			on = append(on, h.host)
+		// A host name is at most 64 bytes (HOST_NAME_MAX): a longer one,
+		// in a damaged record, is cut, so the merge stays short.
+		name := h.host
+		if len(name) > 64 {
+			name = name[:64] + "..."
+		}
+		if h.last >= lo && h.first <= hi && !slices.Contains(on, name) {
+			on = append(on, name)
 		}
 	}
 	switch {

@@ -285,3 +285,40 @@ func TestFlightRecordNamesTheHosts(t *testing.T) {
 		t.Errorf("a host list past the world: %v, want it damaged", err)
 	}
 }
+
+// A stream on which every rank that wrote a record did all of its step's
+// collectives is not where the job stopped: the merge says so, and names
+// the killed rank there too, where it once said that ranks 0 and 2 never
+// issued the stream's next collective, which is the next step's.
+func TestFlightRecordStreamDoneWithItsStep(t *testing.T) {
+	now := time.Now()
+	job := now.UTC().Format(time.RFC3339Nano)
+	dir := t.TempDir()
+	for _, rank := range []int{0, 2} {
+		rec := fmt.Sprintf(`{"version": "syncgen-flightrec-1", "rank": %d, "world_size": 3, "host": "vm", "plan": "zs", "plan_hash": "abc", "job": %q,
+ "step": 5, "host_at": "the end of the step (waiting for every stream)", "reason": "terminated (SIGTERM) in step 5 by its launcher (process 9 (mpirun)): mpirun ends the job",
+ "streams": [{"pg_name": "c0", "collectives_per_step": 2}, {"pg_name": "c1", "collectives_per_step": 1}],
+ "entries": [{"pg_name": "c0", "collective_seq_id": 10, "profiling_name": "allreduce", "bucket": "a", "src": "zs.sync:9:5", "state": "completed"},
+  {"pg_name": "c0", "collective_seq_id": 11, "profiling_name": "allreduce", "bucket": "b", "src": "zs.sync:9:5", "state": "completed"},
+  {"pg_name": "c1", "collective_seq_id": 5, "profiling_name": "allreduce", "bucket": "c", "src": "zs.sync:10:5", "state": "started"}]}`, rank, job)
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("flightrec-rank-%05d.json", rank)), []byte(rec), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := mergedRecords(t, dir)
+	for _, want := range []string{
+		"stream c0 after #11: ranks 0, 2 did all of their step's collectives on it (none is stuck in one); rank 1 wrote no flight record (killed, stopped or unreachable)\n",
+		"stream c1 #5 allreduce c (zs.sync:10:5): rank 1 wrote no flight record (killed, stopped or unreachable); ranks 0, 2 waiting in it\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("merge lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "never issued") {
+		t.Errorf("merge blames a rank that did its step's collectives:\n%s", out)
+	}
+	os.Remove(filepath.Join(dir, "flightrec-rank-00002.json"))
+	if out, want := mergedRecords(t, dir), "stream c0 after #11: rank 0 did all of its step's collectives on it (none is stuck in one); ranks 1, 2 wrote no flight record"; !strings.Contains(out, want) {
+		t.Errorf("merge lacks %q:\n%s", want, out)
+	}
+}
