@@ -206,6 +206,13 @@ func TestResumeRefusals(t *testing.T) {
 			t.Errorf("%v: exit %d, want %d and one error with %q, no abort:\n%s", c.args, r.code, code, c.want, r.out)
 		}
 	}
+	// The newest checkpoint's shard damaged: --resume auto would take it
+	// again, so the error names the one before it.
+	os.Truncate(filepath.Join(ck, "step-00000004", "rank-00001.safetensors"), 100)
+	r := mpirun(t, 2, nil, 60*time.Second, "train:adamw:f32", "--resume", "auto", "--checkpoint-dir", ck, "--steps", "6", "--quiet")
+	if want := "it is truncated or was changed; resume from another checkpoint (the newest committed checkpoint of this plan before it: --resume " + step2 + ")"; r.code != 1 || !strings.Contains(r.out, want) {
+		t.Errorf("the newest checkpoint damaged: exit %d, want 1 and %q:\n%s", r.code, want, r.out)
+	}
 }
 
 // A checkpoint written by 4 ranks resumes at 2 and at 3: the replicated

@@ -747,7 +747,7 @@ func (e *Engine) Resume(rp ResumePoint) error {
 		spans := []backend.Span{pm.Param, pm.State[0], pm.State[1]}
 		for k, sp := range spans[:1+pm.Spec.States()] {
 			if full[k], err = wholeBucket(bi, stateName(k, name), pm.DType, md.WorldSize, e.rank, read); err != nil {
-				return fmt.Errorf("%s: %w", dir, err)
+				return fmt.Errorf("%s: %w%s", dir, err, olderHint(dir, p.Hash, md.Steps))
 			}
 			// This rank's part: its slice, in this world, or all of it.
 			mine := full[k][pm.Base*pm.DType.Size():][:sp.Bytes()]
@@ -768,7 +768,7 @@ func (e *Engine) Resume(rp ResumePoint) error {
 				// changed shard) instead of carrying it on unseen.
 				if !bi.Sharded && min(e.rank, md.WorldSize-1) != 0 {
 					if ref, err = wholeBucket(bi, stateName(k, name), pm.DType, md.WorldSize, 0, read); err != nil {
-						return fmt.Errorf("%s: %w", dir, err)
+						return fmt.Errorf("%s: %w%s", dir, err, olderHint(dir, p.Hash, md.Steps))
 					}
 				}
 				elem.LoadAll(vals[k], ref, pm.DType)
@@ -789,6 +789,20 @@ func (e *Engine) Resume(rp ResumePoint) error {
 	e.tr.applied = md.Applied
 	e.first = md.Steps
 	return nil
+}
+
+// olderHint names, for an error that says to resume from another
+// checkpoint than dir (a checkpoint after steps steps), the newest
+// committed one of plan hash before it in the same directory, which
+// --resume auto would take again otherwise; "" when there is none.
+func olderHint(dir, hash string, steps int) string {
+	cks, _ := ckpt.Committed(filepath.Dir(dir))
+	for i := len(cks) - 1; i >= 0; i-- {
+		if md, err := ckpt.ReadMetadata(cks[i]); err == nil && md.PlanHash == hash && md.Steps < steps {
+			return fmt.Sprintf(" (the newest committed checkpoint of this plan before it: --resume %s)", cks[i])
+		}
+	}
+	return ""
 }
 
 // wholeBucket assembles one array (the parameters or a state) of a bucket
