@@ -347,6 +347,16 @@ func changeShardParam(t *testing.T, ck string, rank int, name string) {
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	editMetadata(t, ck, func(md map[string]any) {
+		sum := sha256.Sum256(data)
+		shard := md["shards"].([]any)[rank].(map[string]any)
+		shard["sha256"], shard["bytes"] = hex.EncodeToString(sum[:]), len(data)
+	})
+}
+
+// editMetadata rewrites checkpoint ck's metadata.json as edit changes it.
+func editMetadata(t *testing.T, ck string, edit func(md map[string]any)) {
+	t.Helper()
 	mdPath := filepath.Join(ck, "metadata.json")
 	raw, err := os.ReadFile(mdPath)
 	if err != nil {
@@ -356,13 +366,35 @@ func changeShardParam(t *testing.T, ck string, rank int, name string) {
 	if err := json.Unmarshal(raw, &md); err != nil {
 		t.Fatal(err)
 	}
-	sum := sha256.Sum256(data)
-	shard := md["shards"].([]any)[rank].(map[string]any)
-	shard["sha256"], shard["bytes"] = hex.EncodeToString(sum[:]), len(data)
+	edit(md)
 	if raw, err = json.Marshal(md); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(mdPath, raw, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A checkpoint of the plan as it was before an edit that changes none of
+// the state it holds (its run line: `run steps 100` grown to 200, say; here
+// the plan hash in the metadata is another) resumes, with a note, where
+// it was once refused as another plan's; one whose state differs too is
+// still refused.
+func TestResumeAfterAnEditThatKeepsTheState(t *testing.T) {
+	dir := t.TempDir()
+	runOK(t, 2, "train:sgd:f32", "--steps", "2", "--warmup", "0", "--checkpoint-every", "2", "--checkpoint-dir", dir, "--quiet")
+	ck := filepath.Join(dir, "step-00000002")
+	editMetadata(t, ck, func(md map[string]any) {
+		if h, _ := md["state_hash"].(string); len(h) != 16 {
+			t.Errorf("the checkpoint's state_hash is %q, want 16 hex digits", h)
+		}
+		md["plan_hash"] = "0123456789abcdef"
+	})
+	r := runOK(t, 2, "train:sgd:f32", "--steps", "4", "--warmup", "0", "--resume", ck, "--quiet")
+	mustContain(t, r, "resuming from "+ck+`, a checkpoint of plan "train" as it was before an edit that changes none of the state it holds (hash 0123456789ab, now `, "# 0 wrong, 2 checks")
+	editMetadata(t, ck, func(md map[string]any) { md["state_hash"] = "0123456789abcdef" })
+	r = mpirun(t, 2, nil, 60*time.Second, "train:sgd:f32", "--steps", "4", "--warmup", "0", "--resume", ck, "--quiet")
+	if want := "hash 0123456789ab), not of this program's \"train\""; r.code != 2 || !strings.Contains(r.out, want) {
+		t.Errorf("a checkpoint whose state differs: exit %d, want 2 and %q:\n%s", r.code, want, r.out)
 	}
 }

@@ -277,6 +277,7 @@ func (r *runner) run() int {
 func (r *runner) agreeOnPlan() (*plan.Program, *result.Results, cpu.Tuning, int) {
 	p, h := r.tables, r.h
 	prog, err := r.p.record()
+	p.StateHash = plan.StateDigest(p, prog)
 	tune := cpu.TuningFromEnv().WithHierarchical(prog.Hierarchical())
 	if err := checkSamePlan(h, p, prog, tune, r.opts); err != nil {
 		return nil, nil, tune, r.agreedFailure(err)

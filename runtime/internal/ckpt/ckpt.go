@@ -210,6 +210,10 @@ type Metadata struct {
 	PlanHash string `json:"plan_hash"`
 	PlanName string `json:"plan_name"`
 	Source   string `json:"source"`
+	// StateHash is plan.StateDigest's: what the state depends on, so that
+	// the plan edited only elsewhere (its run line, durations) still
+	// resumes it. Empty in checkpoints written before it was kept.
+	StateHash string `json:"state_hash,omitempty"`
 	// Steps done (the run continues at step Steps, counted from 0), the
 	// world it was written by, and the updates applied (Adam's t).
 	Steps     int `json:"steps"`
@@ -484,11 +488,13 @@ func Committed(root string) ([]string, error) {
 // Prune removes root's committed checkpoints of plan planHash but the
 // newest keep (at least one: never the newest), newest by the time they
 // were committed: a directory that an earlier run of the plan filled up to
-// a later step keeps the checkpoint just committed. Checkpoints of other
-// plans, those whose metadata cannot be read, and protect (the checkpoint
-// a run resumed from, until it has committed a later one; "" for none)
-// are left alone.
-func Prune(root string, keep int, planHash, protect string) error {
+// a later step keeps the checkpoint just committed. The plan's are also
+// those of the same state hash (stateHash, "" for none): the plan before
+// an edit that changed none of its state, whose checkpoints it resumes.
+// Checkpoints of other plans, those whose metadata cannot be read, and
+// protect (the checkpoint a run resumed from, until it has committed a
+// later one; "" for none) are left alone.
+func Prune(root string, keep int, planHash, stateHash, protect string) error {
 	cks, err := Committed(root)
 	if err != nil || len(cks) == 0 {
 		return err
@@ -500,7 +506,8 @@ func Prune(root string, keep int, planHash, protect string) error {
 	var own []ck
 	for _, dir := range cks {
 		md, err := ReadMetadata(dir)
-		if err != nil || md.PlanHash != planHash || (protect != "" && sameDir(dir, protect)) {
+		ours := err == nil && (md.PlanHash == planHash || stateHash != "" && md.StateHash == stateHash)
+		if !ours || (protect != "" && sameDir(dir, protect)) {
 			continue
 		}
 		own = append(own, ck{dir, md.CommittedAt(dir)})

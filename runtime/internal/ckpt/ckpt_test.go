@@ -59,7 +59,7 @@ func TestCommittedAndPrune(t *testing.T) {
 	if _, err := ReadMetadata(StepDir(root, 40)); err == nil || !strings.Contains(err.Error(), "never committed") {
 		t.Errorf("uncommitted: %v", err)
 	}
-	if err := Prune(root, 0, "", ""); err != nil {
+	if err := Prune(root, 0, "", "", ""); err != nil {
 		t.Fatal(err)
 	}
 	cks, _ = Committed(root)
@@ -109,11 +109,37 @@ func TestPruneOwnPlanNewestCommitted(t *testing.T) {
 	commit("p", 10)     // an earlier run of p, up to step 10
 	commit("p", 2)      // this run of p
 	commit("p", 4)
-	if err := Prune(root, 2, "p", ""); err != nil {
+	if err := Prune(root, 2, "p", "", ""); err != nil {
 		t.Fatal(err)
 	}
 	if got := committedNames(root); got != "step-00000002 step-00000004 step-00000050" {
 		t.Errorf("kept %s, want step-00000002 step-00000004 step-00000050", got)
+	}
+}
+
+// Prune counts as its plan's the checkpoints of the same state hash, the
+// plan's before an edit that changed none of its state (its run line),
+// which it resumes; those of another state are another plan's.
+func TestPruneSameState(t *testing.T) {
+	root := t.TempDir()
+	for _, c := range []struct {
+		hash, state string
+		steps       int
+	}{{"old", "s", 2}, {"old", "s", 4}, {"other", "t", 5}, {"new", "s", 6}} {
+		d := StepDir(root, c.steps)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		md := &Metadata{Format: Format, PlanHash: c.hash, StateHash: c.state, Steps: c.steps, WorldSize: 1, Shards: []ShardInfo{{File: ShardName(0), Bytes: 8}}}
+		if err := Commit(d, md); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := Prune(root, 2, "new", "s", ""); err != nil {
+		t.Fatal(err)
+	}
+	if got := committedNames(root); got != "step-00000004 step-00000005 step-00000006" {
+		t.Errorf("kept %s, want step-00000004 step-00000005 step-00000006", got)
 	}
 }
 
@@ -124,7 +150,7 @@ func TestPruneKeepsTheResumedCheckpoint(t *testing.T) {
 	for _, steps := range []int{8, 10, 2, 4} {
 		commitStub(t, root, "p", steps)
 	}
-	if err := Prune(root, 1, "p", StepDir(root, 8)+"/"); err != nil {
+	if err := Prune(root, 1, "p", "", StepDir(root, 8)+"/"); err != nil {
 		t.Fatal(err)
 	}
 	if got := committedNames(root); got != "step-00000004 step-00000008" {

@@ -198,7 +198,7 @@ func FuzzCommitted(f *testing.F) {
 				own++
 			}
 		}
-		if err := Prune(root, 1, "p", ""); err != nil {
+		if err := Prune(root, 1, "p", "", ""); err != nil {
 			t.Fatal(err)
 		}
 		after, _ := Committed(root)

@@ -224,7 +224,7 @@ func (e *Engine) stageCheckpoint(steps int) *pendingSave {
 		return p
 	}
 	p.tensors = tensors
-	p.md = ckpt.Metadata{Format: ckpt.Format, PlanHash: e.plan.Hash, PlanName: e.plan.Name, Source: e.plan.Source,
+	p.md = ckpt.Metadata{Format: ckpt.Format, PlanHash: e.plan.Hash, PlanName: e.plan.Name, Source: e.plan.Source, StateHash: e.plan.StateHash,
 		Steps: steps, WorldSize: e.size, Applied: e.tr.applied, Buckets: buckets}
 	if e.tr.sc != nil {
 		p.md.Scaler, _ = json.Marshal(e.tr.sc.State())
@@ -315,7 +315,7 @@ func (e *Engine) commitShards(p *pendingSave, all [][]byte) string {
 		if e.resumedFrom.MD != nil && md.Steps <= e.resumedFrom.Steps() {
 			protect = e.resumedFrom.Dir
 		}
-		err := ckpt.Prune(e.cfg.Checkpoint.Dir, e.cfg.Checkpoint.Keep, e.plan.Hash, protect)
+		err := ckpt.Prune(e.cfg.Checkpoint.Dir, e.cfg.Checkpoint.Keep, e.plan.Hash, e.plan.StateHash, protect)
 		if err == nil {
 			err = ckpt.PruneUncommitted(e.cfg.Checkpoint.Dir, e.plan.Hash, md.Steps)
 		}
@@ -596,7 +596,7 @@ func findResume(value, root string, p *plan.Plan, total int, before time.Time, n
 		}
 		return ResumePoint{}, err
 	}
-	if md.PlanHash != p.Hash {
+	if !samePlan(md, p) {
 		return ResumePoint{}, fmt.Errorf("%s is a checkpoint of plan %q (%s, hash %.12s), not of this program's %q (%s, hash %.12s): resume a checkpoint of the same plan",
 			dir, md.PlanName, md.Source, md.PlanHash, p.Name, p.Source, p.Hash)
 	}
@@ -607,7 +607,25 @@ func findResume(value, root string, p *plan.Plan, total int, before time.Time, n
 		return ResumePoint{}, fmt.Errorf("%s holds the state after %s (steps 0 to %d), and this run has %s (steps 0 to %d, warm-up included): nothing is left to run; give more --steps",
 			dir, stepCount(md.Steps), md.Steps-1, stepCount(total), total-1)
 	}
+	if md.PlanHash != p.Hash && note == "" {
+		note = editedNote(dir, md, p)
+	}
 	return ResumePoint{Dir: dir, MD: md, Note: note}, nil
+}
+
+// samePlan reports whether the checkpoint md was written by plan p: by the
+// same plan, or by p before an edit that changes none of the state the
+// checkpoint holds (its run line, durations, streams), which StateHash
+// tells.
+func samePlan(md *ckpt.Metadata, p *plan.Plan) bool {
+	return md.PlanHash == p.Hash || md.StateHash != "" && md.StateHash == p.StateHash
+}
+
+// editedNote says that the checkpoint at dir is of plan p as it was before
+// an edit that changes none of its state (samePlan).
+func editedNote(dir string, md *ckpt.Metadata, p *plan.Plan) string {
+	return fmt.Sprintf("resuming from %s, a checkpoint of plan %q as it was before an edit that changes none of the state it holds (hash %.12s, now %.12s: the run line, durations or streams)",
+		dir, p.Name, md.PlanHash, p.Hash)
 }
 
 // autoCheckpoint is the checkpoint --resume auto takes: the newest
@@ -629,7 +647,7 @@ func autoCheckpoint(root string, p *plan.Plan, before time.Time) (dir, note stri
 		case err != nil:
 			damaged = append(damaged, err.Error())
 		case !before.IsZero() && !md.CommittedAt(cks[i]).Before(before):
-		case md.PlanHash != p.Hash:
+		case !samePlan(md, p):
 			others = append(others, otherPlan(filepath.Base(cks[i]), md, p))
 		default:
 			dir = cks[i]
@@ -679,7 +697,7 @@ func sinceCheckpoint(root string, p *plan.Plan, since time.Time) (string, string
 	best, at := "", time.Time{}
 	for _, dir := range cks {
 		md, err := ckpt.ReadMetadata(dir)
-		if err != nil || md.PlanHash != p.Hash {
+		if err != nil || !samePlan(md, p) {
 			continue
 		}
 		if t := md.CommittedAt(dir); !t.Before(since) && !t.Before(at) {
@@ -747,7 +765,7 @@ func (e *Engine) Resume(rp ResumePoint) error {
 		spans := []backend.Span{pm.Param, pm.State[0], pm.State[1]}
 		for k, sp := range spans[:1+pm.Spec.States()] {
 			if full[k], err = wholeBucket(bi, stateName(k, name), pm.DType, md.WorldSize, e.rank, read); err != nil {
-				return fmt.Errorf("%s: %w%s", dir, err, olderHint(dir, p.Hash, md.Steps))
+				return fmt.Errorf("%s: %w%s", dir, err, olderHint(dir, p, md.Steps))
 			}
 			// This rank's part: its slice, in this world, or all of it.
 			mine := full[k][pm.Base*pm.DType.Size():][:sp.Bytes()]
@@ -768,7 +786,7 @@ func (e *Engine) Resume(rp ResumePoint) error {
 				// changed shard) instead of carrying it on unseen.
 				if !bi.Sharded && min(e.rank, md.WorldSize-1) != 0 {
 					if ref, err = wholeBucket(bi, stateName(k, name), pm.DType, md.WorldSize, 0, read); err != nil {
-						return fmt.Errorf("%s: %w%s", dir, err, olderHint(dir, p.Hash, md.Steps))
+						return fmt.Errorf("%s: %w%s", dir, err, olderHint(dir, p, md.Steps))
 					}
 				}
 				elem.LoadAll(vals[k], ref, pm.DType)
@@ -793,12 +811,12 @@ func (e *Engine) Resume(rp ResumePoint) error {
 
 // olderHint names, for an error that says to resume from another
 // checkpoint than dir (a checkpoint after steps steps), the newest
-// committed one of plan hash before it in the same directory, which
+// committed one of plan p before it in the same directory, which
 // --resume auto would take again otherwise; "" when there is none.
-func olderHint(dir, hash string, steps int) string {
+func olderHint(dir string, p *plan.Plan, steps int) string {
 	cks, _ := ckpt.Committed(filepath.Dir(dir))
 	for i := len(cks) - 1; i >= 0; i-- {
-		if md, err := ckpt.ReadMetadata(cks[i]); err == nil && md.PlanHash == hash && md.Steps < steps {
+		if md, err := ckpt.ReadMetadata(cks[i]); err == nil && samePlan(md, p) && md.Steps < steps {
 			return fmt.Sprintf(" (the newest committed checkpoint of this plan before it: --resume %s)", cks[i])
 		}
 	}

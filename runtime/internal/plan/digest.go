@@ -8,6 +8,7 @@ package plan
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"io"
 )
 
@@ -77,4 +78,72 @@ func Digest(p *Plan, prog *Program) [32]byte {
 	var out [32]byte
 	copy(out[:], h.Sum(nil))
 	return out
+}
+
+// StateDigest hashes what decides the training state that a checkpoint
+// holds, step by step: the tensors and buckets, the backwards, collectives,
+// unscales and updates with their operators, targets and optimizers, the
+// micro-batches and the loss scaler, and the plan's name. Unlike the
+// plan's Hash it leaves out what changes only the run's defaults, timing
+// or ordering (the `run` line, durations, streams, dependencies, waits,
+// barriers, source positions), so that a checkpoint resumes a plan edited
+// only there: a plan whose `run steps` grew continues its run. It is hex,
+// as Hash is.
+func StateDigest(p *Plan, prog *Program) string {
+	h := sha256.New()
+	w := func(vals ...any) {
+		for _, v := range vals {
+			switch x := v.(type) {
+			case string:
+				_ = binary.Write(h, binary.LittleEndian, int64(len(x)))
+				_, _ = io.WriteString(h, x)
+			case int:
+				_ = binary.Write(h, binary.LittleEndian, int64(x))
+			default:
+				_ = binary.Write(h, binary.LittleEndian, x)
+			}
+		}
+	}
+	// The plan's name too: another plan of the same tensors and steps (a
+	// copy under another file name) writes checkpoints of its own.
+	w("syncgen-state-1", p.Name, len(p.Tensors), len(p.Buckets))
+	for _, t := range p.Tensors {
+		w(t.Name, uint8(t.DType), len(t.Shape), t.Frozen, t.Bucket, t.Offset)
+		for _, d := range t.Shape {
+			w(d)
+		}
+	}
+	for _, b := range p.Buckets {
+		w(b.Name, uint8(b.Wire), b.Elems, len(b.Tensors), b.PreDivide)
+		for _, t := range b.Tensors {
+			w(t)
+		}
+	}
+	var stmts func(ss []Stmt)
+	stmts = func(ss []Stmt) {
+		for _, s := range ss {
+			switch s.Kind {
+			case StmtCompute, StmtWait, StmtBarrier:
+				continue
+			}
+			w(uint8(s.Kind), uint8(s.Coll), uint8(s.Op), s.Root, s.Hier, s.Agree, len(s.Buckets), len(s.Into), len(s.Tensors))
+			for _, list := range [][]int{s.Buckets, s.Into, s.Tensors} {
+				for _, x := range list {
+					w(x)
+				}
+			}
+			o := &s.Optim
+			w(uint8(o.Kind), o.LR, o.WeightDecay, o.Momentum, o.Beta1, o.Beta2, o.Eps, o.Master)
+			w(len(s.Body))
+			stmts(s.Body)
+		}
+		w("end")
+	}
+	stmts(prog.Init)
+	stmts(prog.Step)
+	w(p.Micro())
+	if c := p.Scaler; c != nil {
+		w(uint8(c.Rule), c.Init, c.Growth, c.Backoff, c.Interval, c.Hysteresis, c.Min, c.Max)
+	}
+	return hex.EncodeToString(h.Sum(nil)[:8])
 }

@@ -166,11 +166,15 @@ type Plan struct {
 	Name   string
 	Source string
 	// Hash identifies the plan; every rank must run the same one.
-	Hash    string
-	Tensors []Tensor
-	Streams []Stream
-	Buckets []Bucket
-	Run     Run
+	Hash string
+	// StateHash is StateDigest's, set once the plan is recorded: what a
+	// checkpoint's state depends on, for resuming the plan edited only
+	// where that does not change it.
+	StateHash string
+	Tensors   []Tensor
+	Streams   []Stream
+	Buckets   []Bucket
+	Run       Run
 	// Scaler is the loss scaler, nil for none.
 	Scaler *scaler.Spec
 	// Ranks is the plan's ranks declaration, nil for none.
