@@ -433,6 +433,16 @@ func mergeFlightRecords(w io.Writer, recs map[int]*flightRecord) {
 		}
 		fmt.Fprintf(w, "stream %s #%d %s: %s\n", s.Name, stuck, name, strings.Join(parts, "; "))
 	}
+	// A rank without a record was killed (SIGKILL writes none) or could
+	// not be reached: say where to look for why.
+	if len(missing) > 0 {
+		var who []string
+		for _, m := range missing[:min(len(missing), 3)] {
+			who = append(who, rankName(hosts, m[0], m[1]))
+		}
+		fmt.Fprintf(w, "what to do: mpirun's output names how %s ended (a signal or an exit status); a SIGKILL that no one sent is the kernel's OOM killer, which `dmesg` on that host shows\n",
+			strings.Join(who, ", "))
+	}
 }
 
 // hostSpan is a run of ranks First..Last on one host.
