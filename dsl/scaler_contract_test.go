@@ -38,6 +38,8 @@ func TestScalerValidationAgreesWithRuntime(t *testing.T) {
 		{"scaler megatron init 1024 min 1 max 4096 hysteresis 3", rt.Scaler{Rule: rt.ScaleMegatron, Init: 1024, Min: 1, Max: 4096, Hysteresis: 3}},
 		{"scaler torch hysteresis 2", rt.Scaler{Rule: rt.ScaleTorch, Hysteresis: 2}},
 		{"scaler deepspeed growth 4 backoff 0.5", rt.Scaler{Rule: rt.ScaleDeepSpeed, Growth: 4, Backoff: 0.5}},
+		{"scaler deepspeed growth 4", rt.Scaler{Rule: rt.ScaleDeepSpeed, Growth: 4}},
+		{"scaler deepspeed backoff 0.25", rt.Scaler{Rule: rt.ScaleDeepSpeed, Backoff: 0.25}},
 		{"scaler megatron max 65536", rt.Scaler{Rule: rt.ScaleMegatron, Max: 65536}},
 		{"scaler torch init 1000", rt.Scaler{Rule: rt.ScaleTorch, Init: 1000}},
 		{"scaler torch min 0.5", rt.Scaler{Rule: rt.ScaleTorch, Min: 0.5}},

@@ -681,9 +681,20 @@ var scalerExamples = map[string]string{
 // scalerTogether checks the options given with the rule's defaults for the
 // others, as the runtime does: min <= init <= max, torch's hysteresis is 1
 // (PyTorch has none), deepspeed's backoff is 1/growth (DeepSpeed has one
-// factor). given holds the words that gave the options.
+// factor: one given alone sets the other in sc). given holds the words
+// that gave the options.
 func (c *checker) scalerTogether(sc *ir.Scaler, given map[string]*Word) bool {
 	p := scalerPresets[sc.Rule]
+	// DeepSpeed has one factor: growth or backoff given alone sets the
+	// other, as the runtime's defaults do.
+	if sc.Rule == ir.ScaleDeepSpeed {
+		switch {
+		case sc.Growth != 0 && sc.Backoff == 0:
+			sc.Backoff = 1 / sc.Growth
+		case sc.Backoff != 0 && sc.Growth == 0:
+			sc.Growth = 1 / sc.Backoff
+		}
+	}
 	e := *sc
 	for _, x := range []struct{ v, def *float64 }{{&e.Init, &p.Init}, {&e.Growth, &p.Growth}, {&e.Backoff, &p.Backoff}, {&e.Min, &p.Min}, {&e.Max, &p.Max}} {
 		if *x.v == 0 {

@@ -74,6 +74,8 @@ step {
 		"scaler torch":                            {Rule: ir.ScaleTorch},
 		"scaler megatron init 65536 hysteresis 2": {Rule: ir.ScaleMegatron, Init: 65536, Hysteresis: 2},
 		"scaler deepspeed growth 4 backoff 0.25 interval 500 min 1 max 2e3": {},
+		"scaler deepspeed growth 4":                                         {Rule: ir.ScaleDeepSpeed, Growth: 4, Backoff: 0.25},
+		"scaler deepspeed backoff 0.25":                                     {Rule: ir.ScaleDeepSpeed, Growth: 4, Backoff: 0.25},
 		"scaler dynamic init 65536 growth 2 backoff 0.5 interval 2000 hysteresis 1 min 1 max 16777216": {
 			Rule: ir.ScaleTorch, Init: 65536, Growth: 2, Backoff: 0.5, Interval: 2000, Hysteresis: 1, Min: 1, Max: 16777216},
 	} {
@@ -138,7 +140,7 @@ func TestTrainHints(t *testing.T) {
 		{"scaler torch init 65536 max 1024\n", "init 65536 is above max 1024", "never goes above max"},
 		{"scaler megatron max 65536\n", "megatron's default init 4294967296 is above max 65536", "never goes above max"},
 		{"scaler dynamic hysteresis 2\n", "torch has no hysteresis", "PyTorch backs off at every overflow"},
-		{"scaler deepspeed growth 4\n", "deepspeed's backoff is 1/growth, not 0.5", "write backoff 0.25"},
+		{"scaler deepspeed growth 4 backoff 0.5\n", "deepspeed's backoff is 1/growth, not 0.5", "write backoff 0.25"},
 		{"scaler dynamic window 1000\n", "unknown scaler option `window`", "did you mean `interval`?"},
 		{"scaler dynamic grwth 2\n", "unknown scaler option `grwth`", "did you mean `growth`?"},
 		{"scaler dynamic interval\n", "`interval` needs a value", "e.g. `interval 2000`"},

@@ -62,9 +62,20 @@ func Preset(r Rule) Spec {
 }
 
 // WithDefaults returns s with every zero field taken from Preset(s.Rule),
-// so that a plan gives only what it changes.
+// so that a plan gives only what it changes; for DeepSpeed, a growth or a
+// backoff given alone sets the other to its inverse.
 func (s Spec) WithDefaults() Spec {
 	p := Preset(s.Rule)
+	// DeepSpeed has one factor: the one given sets the other (Growth is
+	// a power of two, so its inverse is exact).
+	if s.Rule == DeepSpeed {
+		switch {
+		case s.Growth != 0 && s.Backoff == 0:
+			s.Backoff = 1 / s.Growth
+		case s.Backoff != 0 && s.Growth == 0:
+			s.Growth = 1 / s.Backoff
+		}
+	}
 	if s.Init == 0 {
 		s.Init = p.Init
 	}

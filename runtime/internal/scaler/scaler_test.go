@@ -247,6 +247,18 @@ func TestWithDefaults(t *testing.T) {
 			Spec{Rule: DeepSpeed, Growth: 4, Backoff: 0.25, Min: 8},
 			Spec{Rule: DeepSpeed, Init: 65536, Growth: 4, Backoff: 0.25, Interval: 1000, Hysteresis: 2, Min: 8},
 		},
+		{ // DeepSpeed's one factor: given alone, it sets the other.
+			Spec{Rule: DeepSpeed, Growth: 4},
+			Spec{Rule: DeepSpeed, Init: 65536, Growth: 4, Backoff: 0.25, Interval: 1000, Hysteresis: 2, Min: 1},
+		},
+		{
+			Spec{Rule: DeepSpeed, Backoff: 0.125},
+			Spec{Rule: DeepSpeed, Init: 65536, Growth: 8, Backoff: 0.125, Interval: 1000, Hysteresis: 2, Min: 1},
+		},
+		{ // Torch's two are apart.
+			Spec{Rule: Torch, Growth: 4},
+			Spec{Rule: Torch, Init: 65536, Growth: 4, Backoff: 0.5, Interval: 2000, Hysteresis: 1, Min: 1},
+		},
 		{
 			Spec{Rule: Static, Init: 8},
 			Spec{Rule: Static, Init: 8, Min: 1},
@@ -288,8 +300,8 @@ func TestValidate(t *testing.T) {
 		{Spec{Rule: Megatron, Interval: -1}, "interval -1 is below 1: it counts the clean steps before the scale grows; use 1000"},
 		{Spec{Rule: DeepSpeed, Hysteresis: -2}, "hysteresis -2 is below 1: it counts the overflows before the scale backs off; use 2"},
 		{Spec{Rule: Torch, Hysteresis: 2}, "torch has no hysteresis, so hysteresis 2 would be ignored: PyTorch backs off at every overflow; use 1, or megatron or deepspeed for hysteresis"},
-		{Spec{Rule: DeepSpeed, Backoff: 0.25}, "deepspeed backoff 0.25 is not 1/growth: DeepSpeed has one scale_factor, it multiplies by it to grow and divides by it to back off; use backoff 0.5"},
-		{Spec{Rule: DeepSpeed, Growth: 4}, "deepspeed backoff 0.5 is not 1/growth: DeepSpeed has one scale_factor, it multiplies by it to grow and divides by it to back off; use backoff 0.25"},
+		{Spec{Rule: DeepSpeed, Growth: 2, Backoff: 0.25}, "deepspeed backoff 0.25 is not 1/growth: DeepSpeed has one scale_factor, it multiplies by it to grow and divides by it to back off; use backoff 0.5"},
+		{Spec{Rule: DeepSpeed, Growth: 4, Backoff: 0.5}, "deepspeed backoff 0.5 is not 1/growth: DeepSpeed has one scale_factor, it multiplies by it to grow and divides by it to back off; use backoff 0.25"},
 		{Spec{Rule: Static, Growth: 2}, "static scale has growth 2, backoff 0, interval 0, hysteresis 0: a static scale never changes; leave them out, or use torch, megatron or deepspeed"},
 		{Spec{Rule: Static, Init: 6}, "init 6 is not a power of two: scaled gradients stay exact only with powers of two; use 8"},
 	}
