@@ -12,10 +12,11 @@ import (
 	"io"
 )
 
-// Digest hashes everything that must agree between ranks.
-func Digest(p *Plan, prog *Program) [32]byte {
-	h := sha256.New()
-	w := func(vals ...any) {
+// hashWriter returns a function that writes values into h without
+// ambiguity: a string with its length first, an int as 8 bytes, anything
+// else (fixed-size numbers and bools) as encoding/binary writes it.
+func hashWriter(h io.Writer) func(vals ...any) {
+	return func(vals ...any) {
 		for _, v := range vals {
 			switch x := v.(type) {
 			case string:
@@ -23,24 +24,21 @@ func Digest(p *Plan, prog *Program) [32]byte {
 				_, _ = io.WriteString(h, x)
 			case int:
 				_ = binary.Write(h, binary.LittleEndian, int64(x))
-			case int64:
-				_ = binary.Write(h, binary.LittleEndian, x)
-			case bool:
-				_ = binary.Write(h, binary.LittleEndian, x)
 			default:
 				_ = binary.Write(h, binary.LittleEndian, x)
 			}
 		}
 	}
-	w(p.Hash, len(p.Tensors), len(p.Streams), len(p.Buckets))
+}
+
+// hashLayout writes p's tensors and buckets with w: where each tensor's
+// elements lie, what both digests cover.
+func hashLayout(w func(vals ...any), p *Plan) {
 	for _, t := range p.Tensors {
 		w(t.Name, uint8(t.DType), len(t.Shape), t.Frozen, t.Bucket, t.Offset)
 		for _, d := range t.Shape {
 			w(d)
 		}
-	}
-	for _, s := range p.Streams {
-		w(s.Name, uint8(s.Priority))
 	}
 	for _, b := range p.Buckets {
 		w(b.Name, uint8(b.Wire), b.Elems, len(b.Tensors), b.PreDivide)
@@ -48,6 +46,17 @@ func Digest(p *Plan, prog *Program) [32]byte {
 			w(t)
 		}
 	}
+}
+
+// Digest hashes everything that must agree between ranks.
+func Digest(p *Plan, prog *Program) [32]byte {
+	h := sha256.New()
+	w := hashWriter(h)
+	w(p.Hash, len(p.Tensors), len(p.Streams), len(p.Buckets))
+	for _, s := range p.Streams {
+		w(s.Name, uint8(s.Priority))
+	}
+	hashLayout(w, p)
 	var stmts func(ss []Stmt)
 	stmts = func(ss []Stmt) {
 		w(len(ss))
@@ -91,34 +100,11 @@ func Digest(p *Plan, prog *Program) [32]byte {
 // as Hash is.
 func StateDigest(p *Plan, prog *Program) string {
 	h := sha256.New()
-	w := func(vals ...any) {
-		for _, v := range vals {
-			switch x := v.(type) {
-			case string:
-				_ = binary.Write(h, binary.LittleEndian, int64(len(x)))
-				_, _ = io.WriteString(h, x)
-			case int:
-				_ = binary.Write(h, binary.LittleEndian, int64(x))
-			default:
-				_ = binary.Write(h, binary.LittleEndian, x)
-			}
-		}
-	}
+	w := hashWriter(h)
 	// The plan's name too: another plan of the same tensors and steps (a
 	// copy under another file name) writes checkpoints of its own.
 	w("syncgen-state-1", p.Name, len(p.Tensors), len(p.Buckets))
-	for _, t := range p.Tensors {
-		w(t.Name, uint8(t.DType), len(t.Shape), t.Frozen, t.Bucket, t.Offset)
-		for _, d := range t.Shape {
-			w(d)
-		}
-	}
-	for _, b := range p.Buckets {
-		w(b.Name, uint8(b.Wire), b.Elems, len(b.Tensors), b.PreDivide)
-		for _, t := range b.Tensors {
-			w(t)
-		}
-	}
+	hashLayout(w, p)
 	var stmts func(ss []Stmt)
 	stmts = func(ss []Stmt) {
 		for _, s := range ss {
