@@ -300,17 +300,6 @@ func usePlanSpeeds(s *hetero.Spec, speeds []plan.RankSpeed, size int) error {
 	return nil
 }
 
-// checkPlanBatch refuses a world larger than the global batch of the
-// plan's ranks declaration at at (when no --batch replaced it), naming
-// the declaration: hetero.Spec.Check would blame a --batch never given.
-func checkPlanBatch(s hetero.Spec, at string, size int) error {
-	if at == "" || s.Batch <= 0 || s.Batch >= size {
-		return nil
-	}
-	return fmt.Errorf("%s: the plan's ranks declare batch %d, fewer samples than %s: every rank needs at least one; run with at most %d ranks (mpirun -np %d), raise the plan's batch, or give --batch N",
-		at, s.Batch, hetero.World(size), s.Batch, s.Batch)
-}
-
 // rankRange parses RANK or FIRST..LAST.
 func rankRange(s string) (lo, hi int, err error) {
 	a, b, isRange := strings.Cut(s, "..")

@@ -119,23 +119,3 @@ func TestHeteroFlagsOnce(t *testing.T) {
 		}
 	}
 }
-
-// TestCheckPlanBatch: a world larger than the plan's batch is refused
-// with the plan's ranks declaration named, not a --batch never given;
-// with --batch given (no position), the check is hetero.Spec.Check's.
-func TestCheckPlanBatch(t *testing.T) {
-	s := hetero.Spec{Batch: 2}
-	err := checkPlanBatch(s, "rb.sync:3", 3)
-	if err == nil || !strings.HasPrefix(err.Error(), "rb.sync:3: the plan's ranks declare batch 2, fewer samples than the world of 3 ranks (0..2)") ||
-		!strings.Contains(err.Error(), "mpirun -np 2") {
-		t.Errorf("batch 2 at 3 ranks: %v", err)
-	}
-	for _, c := range []struct {
-		at   string
-		size int
-	}{{"rb.sync:3", 2}, {"rb.sync:3", 1}, {"", 3}} {
-		if err := checkPlanBatch(s, c.at, c.size); err != nil {
-			t.Errorf("batch 2, at %q, %d ranks: %v", c.at, c.size, err)
-		}
-	}
-}

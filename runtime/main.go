@@ -300,9 +300,6 @@ func (r *runner) agreeOnPlan() (*plan.Program, *result.Results, cpu.Tuning, int)
 		err = checkFaultRanks(r.opts.faults, h.Size)
 	}
 	if err == nil {
-		err = checkPlanBatch(r.opts.hetero, r.opts.planBatchAt, h.Size)
-	}
-	if err == nil {
 		err = r.opts.hetero.Check(h.Size)
 	}
 	if err == nil {

@@ -70,10 +70,6 @@ type options struct {
 	// --speed replaced them: checked against the world and put into
 	// hetero once MPI has started (usePlanSpeeds).
 	planSpeeds []plan.RankSpeed
-	// planBatchAt is the plan's ranks declaration's position when its
-	// batch is the global batch (no --batch replaced it), for the error
-	// of a world larger than the batch ("": --batch or none).
-	planBatchAt string
 }
 
 // defaultTimeout is --timeout's default.
@@ -248,7 +244,7 @@ func parseOptions(p *plan.Plan, prog string, args []string, out io.Writer) (*opt
 	}
 	o.planSpeeds = fromPlanRanks(&o.hetero, p.Ranks, given)
 	if p.Ranks != nil && p.Ranks.Batch > 0 && !given["batch"] {
-		o.planBatchAt = string(p.Ranks.At)
+		o.hetero.BatchAt = string(p.Ranks.At)
 	}
 	return o, nil
 }

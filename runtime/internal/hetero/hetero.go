@@ -62,6 +62,9 @@ type Spec struct {
 	// Batch is the global batch in samples; 0 means one sample per rank
 	// (every share 1, and balancing has nothing to move).
 	Batch int
+	// BatchAt is the position of the plan's ranks declaration when Batch
+	// is its batch ("": --batch's, or none), for Check's error.
+	BatchAt string
 	// Balance is the balancing rule, Every its period in steps (Dynamic).
 	Balance Balance
 	Every   int
@@ -101,6 +104,10 @@ func (s *Spec) Check(size int) error {
 		return fmt.Errorf("--straggler names rank %d, outside %s", s.Straggler.Rank, World(size))
 	}
 	if s.Batch > 0 && s.Batch < size {
+		if s.BatchAt != "" {
+			return fmt.Errorf("%s: the plan's ranks declare batch %d, fewer samples than %s: every rank needs at least one; run with at most %d ranks (mpirun -np %d), raise the plan's batch, or give --batch N",
+				s.BatchAt, s.Batch, World(size), s.Batch, s.Batch)
+		}
 		return fmt.Errorf("--batch %d is smaller than %s: every rank needs at least one sample", s.Batch, World(size))
 	}
 	return nil

@@ -213,3 +213,24 @@ func TestCheckStretch(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckPlanBatch: a world larger than the plan's batch is refused
+// with the plan's ranks declaration named, not a --batch never given;
+// with --batch given (no position), the error names --batch.
+func TestCheckPlanBatch(t *testing.T) {
+	s := Spec{Batch: 2, BatchAt: "rb.sync:3"}
+	err := s.Check(3)
+	if err == nil || !strings.HasPrefix(err.Error(), "rb.sync:3: the plan's ranks declare batch 2, fewer samples than the world of 3 ranks (0..2)") ||
+		!strings.Contains(err.Error(), "mpirun -np 2") {
+		t.Errorf("batch 2 at 3 ranks: %v", err)
+	}
+	for _, size := range []int{2, 1} {
+		if err := s.Check(size); err != nil {
+			t.Errorf("batch 2, %d ranks: %v", size, err)
+		}
+	}
+	s.BatchAt = ""
+	if err := s.Check(3); err == nil || !strings.HasPrefix(err.Error(), "--batch 2 is smaller than the world of 3 ranks") {
+		t.Errorf("--batch 2 at 3 ranks: %v", err)
+	}
+}
